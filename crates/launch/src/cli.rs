@@ -40,8 +40,10 @@ pub struct CommonArgs {
     #[arg(long, default_value_t = 0, value_name = "MICROSECONDS")]
     pub compute_us: u64,
 
-    /// Echo only: the message size, in bytes, that --compute-us cuts the stream into.
-    #[arg(long, default_value_t = NonZeroUsize::new(16).expect("16 is not zero"), value_name = "BYTES")]
+    /// Echo only: the message size, in bytes, that --compute-us cuts the stream
+    /// into (1 to 65536: a held partial message counts against the 64 KiB a
+    /// connection may have pending).
+    #[arg(long, default_value = "16", value_parser = parse_msg_size, value_name = "BYTES")]
     pub msg_size: NonZeroUsize,
 
     /// Chat only: the directory of the durable room logs (created if missing,
@@ -95,6 +97,19 @@ pub enum FsyncMode {
     Never,
     /// After write(2) and fdatasync(2).
     Always,
+}
+
+/// Parses --msg-size: 1 to `proto::echo::MAX_PENDING` bytes.
+fn parse_msg_size(s: &str) -> Result<NonZeroUsize, String> {
+    s.parse::<NonZeroUsize>()
+        .ok()
+        .filter(|n| n.get() <= proto::echo::MAX_PENDING)
+        .ok_or_else(|| {
+            format!(
+                "`{s}` is not a message size from 1 to {} bytes",
+                proto::echo::MAX_PENDING
+            )
+        })
 }
 
 /// Parses a byte count with an optional K, M or G suffix (powers of 1024).
@@ -157,6 +172,8 @@ mod tests {
         assert!(parse(&["--proto", "nope"]).is_err());
         assert!(parse(&["--proto", "echo", "--workers", "0"]).is_err());
         assert!(parse(&["--proto", "echo", "--msg-size", "0"]).is_err());
+        assert!(parse(&["--proto", "echo", "--msg-size", "65537"]).is_err());
+        assert!(parse(&["--proto", "echo", "--msg-size", "65536"]).is_ok());
         assert!(parse(&["--proto", "echo", "--addr", "localhost"]).is_err());
     }
 

@@ -28,7 +28,7 @@
 #![forbid(unsafe_code)]
 
 mod cli;
-pub mod counters;
+
 pub mod cpus;
 mod signals;
 
@@ -38,7 +38,7 @@ use std::net::{SocketAddr, TcpListener};
 use anyhow::Context;
 
 pub use cli::{CommonArgs, FsyncMode, Proto};
-pub use counters::Counters;
+pub use service::counters::{Counters, Snapshot};
 pub use cpus::CpuList;
 pub use signals::Shutdown;
 
