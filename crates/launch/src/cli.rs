@@ -99,6 +99,15 @@ pub enum FsyncMode {
     Always,
 }
 
+impl From<FsyncMode> for service::log::Fsync {
+    fn from(mode: FsyncMode) -> Self {
+        match mode {
+            FsyncMode::Never => service::log::Fsync::Never,
+            FsyncMode::Always => service::log::Fsync::Always,
+        }
+    }
+}
+
 /// Parses --msg-size: 1 to `proto::echo::MAX_PENDING` bytes.
 fn parse_msg_size(s: &str) -> Result<NonZeroUsize, String> {
     s.parse::<NonZeroUsize>()
@@ -124,7 +133,10 @@ fn parse_bytes(s: &str) -> Result<usize, String> {
         .parse()
         .map_err(|_| format!("`{s}` is not a byte count like 65536, 64K or 1M"))?;
     match n.checked_mul(unit) {
-        Some(0) | None => Err(format!("`{s}` must be between 1 byte and {} bytes", usize::MAX)),
+        Some(0) | None => Err(format!(
+            "`{s}` must be between 1 byte and {} bytes",
+            usize::MAX
+        )),
         Some(bytes) => Ok(bytes),
     }
 }

@@ -115,7 +115,10 @@ mod tests {
     fn parses_lists_and_ranges() {
         assert_eq!("1".parse::<CpuList>().unwrap().as_slice(), &[1]);
         assert_eq!("1,3".parse::<CpuList>().unwrap().as_slice(), &[1, 3]);
-        assert_eq!("0-2,5".parse::<CpuList>().unwrap().as_slice(), &[0, 1, 2, 5]);
+        assert_eq!(
+            "0-2,5".parse::<CpuList>().unwrap().as_slice(),
+            &[0, 1, 2, 5]
+        );
         assert_eq!("0-2,5".parse::<CpuList>().unwrap().to_string(), "0,1,2,5");
         for bad in ["", ",", "a", "3-1", "1,,2", "-1", "1-"] {
             assert!(bad.parse::<CpuList>().is_err(), "{bad:?} should not parse");

@@ -38,8 +38,8 @@ use std::net::{SocketAddr, TcpListener};
 use anyhow::Context;
 
 pub use cli::{CommonArgs, FsyncMode, Proto};
-pub use service::counters::{Counters, Snapshot};
 pub use cpus::CpuList;
+pub use service::counters::{Counters, Snapshot};
 pub use signals::Shutdown;
 
 /// Parses the command line as `C`, raises the open-file limit, and runs `serve`.

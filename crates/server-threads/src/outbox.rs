@@ -12,6 +12,7 @@ use std::io::{self, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use launch::Counters;
 use service::hub::{Line, Subscriber};
 
 /// A handle to one connection's outbound queue; clones share it.
@@ -112,18 +113,17 @@ impl Outbox {
     }
 
     /// The writer thread's loop: writes everything queued, in order, until the
-    /// outbox is closed and empty (or cut). Returns the bytes written.
-    pub(crate) fn drain_into(&self, out: &mut impl Write) -> io::Result<u64> {
+    /// outbox is closed and empty (or cut), counting the bytes it writes.
+    pub(crate) fn drain_into(&self, out: &mut impl Write, counters: &Counters) -> io::Result<()> {
         let mut batch = VecDeque::new();
         let mut buf = Vec::with_capacity(proto::echo::READ_BUF);
-        let mut written = 0u64;
         loop {
             let mut st = self.lock();
             while st.queue.is_empty() && !st.closed {
                 st = self.0.readable.wait(st).unwrap_or_else(|p| p.into_inner());
             }
             if st.cut || st.queue.is_empty() {
-                return Ok(written);
+                return Ok(());
             }
             std::mem::swap(&mut batch, &mut st.queue);
             drop(st);
@@ -148,7 +148,7 @@ impl Outbox {
             }
             self.write(out, &buf)?;
             buf.clear();
-            written += total as u64;
+            Counters::add(&counters.bytes_out, total as u64);
 
             let mut st = self.lock();
             st.queued -= total;

@@ -27,6 +27,7 @@ mod frames;
 mod recv;
 mod send;
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
@@ -104,7 +105,8 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
         counters,
         parent_fds: [listener.as_raw_fd(), shutdown_fd(&shutdown)],
     };
-    let mut children = HashSet::new();
+    // Both callbacks below need the set; they never run at the same time.
+    let children = RefCell::new(HashSet::new());
     accept_until_stop(
         &listener,
         &shutdown,
@@ -112,7 +114,7 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
             Ok(Forked::Child) => child_main(stream, &config),
             Ok(Forked::Parent(pid)) => {
                 Counters::add(&counters.accepted, 1);
-                children.insert(pid);
+                children.borrow_mut().insert(pid);
                 // `stream` drops here: the parent keeps no connection open.
             }
             Err(e) => {
@@ -122,13 +124,13 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
         },
         |sig| match sig {
             Signal::SIGCHLD => {
-                reap(&mut children);
+                reap(&mut children.borrow_mut());
                 AfterSignal::Continue
             }
             _ => AfterSignal::Stop,
         },
     )?;
-    stop_children(&mut children, &shutdown);
+    stop_children(&mut children.into_inner(), &shutdown);
     if args.proto == Proto::Chat {
         sync_rooms(&config.data);
     }
@@ -187,10 +189,10 @@ fn sync_rooms(dir: &Path) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
-        if path.extension().is_some_and(|e| e == "log") {
-            if let Err(e) = std::fs::File::open(&path).and_then(|f| f.sync_data()) {
-                eprintln!("{NAME}: cannot sync {}: {e}", path.display());
-            }
+        if path.extension().is_some_and(|e| e == "log")
+            && let Err(e) = std::fs::File::open(&path).and_then(|f| f.sync_data())
+        {
+            eprintln!("{NAME}: cannot sync {}: {e}", path.display());
         }
     }
 }

@@ -18,9 +18,6 @@ use crate::NAME;
 use crate::accept::{AfterSignal, accept_until_stop};
 use crate::outbox::Outbox;
 
-/// Chat replay is handed to the writer in batches of about this many bytes.
-const REPLAY_BATCH: usize = 64 * 1024;
-
 pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::install()?;
     if let Some(cpus) = &args.cpus {
@@ -48,11 +45,12 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
         &shutdown,
         |stream| {
             Counters::add(&counters.accepted, 1);
-            let counters = Arc::clone(&counters);
+            let conn_counters = Arc::clone(&counters);
             let hub = hub.clone();
             let spawned = std::thread::Builder::new()
                 .name("conn".into())
                 .spawn(move || {
+                    let counters = conn_counters;
                     let result = match &hub {
                         None => serve_blocking(&stream, &echo, &counters),
                         Some(hub) => serve_chat(stream, hub, max_pending, &counters),
@@ -71,6 +69,7 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     )?;
     if let Some(hub) = &hub {
         hub.sync_all().context("flushing the room logs")?;
+        Counters::add(&counters.messages, hub.stats().messages);
     }
     counters.report(NAME);
     Ok(())
@@ -85,23 +84,28 @@ fn serve_chat(
     counters: &Counters,
 ) -> std::io::Result<()> {
     let outbox = Outbox::new(stream.try_clone()?, max_pending);
-    let writer = {
-        let outbox = outbox.clone();
-        let mut out = stream.try_clone()?;
-        std::thread::Builder::new()
-            .name("conn-writer".into())
-            .spawn(move || outbox.drain_into(&mut out))?
-    };
+    std::thread::scope(|scope| serve_chat_in(scope, &stream, &outbox, hub, counters))
+}
+
+fn serve_chat_in<'s>(
+    scope: &'s std::thread::Scope<'s, '_>,
+    stream: &'s TcpStream,
+    outbox: &'s Outbox,
+    hub: &Hub<Outbox>,
+    counters: &'s Counters,
+) -> std::io::Result<()> {
+    let writer = std::thread::Builder::new()
+        .name("conn-writer".into())
+        .spawn_scoped(scope, move || outbox.drain_into(&mut { stream }, counters))?;
     let mut session = Session::new(hub);
-    let result = read_commands(&stream, &mut session, hub, &outbox, counters);
+    let result = read_commands(stream, &mut session, hub, outbox, counters);
     session.close(hub);
     outbox.close();
-    let written = writer.join().unwrap_or(Ok(0));
+    let written = writer.join().unwrap_or(Ok(()));
     if outbox.was_cut() {
         Counters::add(&counters.cut, 1);
     }
-    Counters::add(&counters.bytes_out, *written.as_ref().unwrap_or(&0));
-    result.and(written.map(drop))
+    result.and(written)
 }
 
 fn read_commands(
@@ -133,7 +137,7 @@ fn read_commands(
                 if !outbox.push_own(&mut out) {
                     return Ok(());
                 }
-                flow = session.replay_more(hub, outbox, &mut out, REPLAY_BATCH);
+                flow = session.replay_more(hub, outbox, &mut out);
             }
             if !outbox.push_own(&mut out) {
                 return Ok(());

@@ -106,8 +106,26 @@ impl Snapshot {
         for (x, chunk) in v.iter_mut().zip(b.chunks_exact(8)) {
             *x = u64::from_le_bytes(chunk.try_into().expect("chunks of 8"));
         }
-        let [accepted, closed, bytes_in, bytes_out, lines, messages, cut, errors] = v;
-        Snapshot { accepted, closed, bytes_in, bytes_out, lines, messages, cut, errors }
+        let [
+            accepted,
+            closed,
+            bytes_in,
+            bytes_out,
+            lines,
+            messages,
+            cut,
+            errors,
+        ] = v;
+        Snapshot {
+            accepted,
+            closed,
+            bytes_in,
+            bytes_out,
+            lines,
+            messages,
+            cut,
+            errors,
+        }
     }
 
     fn fields(&self) -> [u64; 8] {

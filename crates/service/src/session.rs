@@ -72,7 +72,10 @@ impl Session {
         sub: &S,
         out: &mut Vec<u8>,
     ) -> Flow {
-        debug_assert!(self.replaying.is_none(), "lines are read only between JOINs");
+        debug_assert!(
+            self.replaying.is_none(),
+            "lines are read only between JOINs"
+        );
         let command = match line.and_then(Command::parse) {
             Ok(command) => command,
             Err(e) => {

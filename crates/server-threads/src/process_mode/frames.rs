@@ -3,7 +3,9 @@
 //!
 //! ```text
 //! 'W' bytes              write these bytes to the client (a reply)
-//! 'J' room, u64 since    join: replay, JOINED, then follow the room
+//! 'J' room, u64 since,   join: replay since..=upto, JOINED upto+1, then
+//!     u64 upto           follow the room (upto is the room's last seq when
+//!                        RECV handled the JOIN, so later appends are live)
 //! 'L' room               leave: stop following, reply LEFT
 //! 'A' room               an append to the room is about to happen
 //! 'D' room, u64 seq      that append is done: seq, or 0 if it failed;
@@ -16,10 +18,21 @@ use std::io::{self, ErrorKind, Read};
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Frame<'a> {
     Write(&'a [u8]),
-    Join { room: &'a str, since: u64 },
-    Leave { room: &'a str },
-    Appending { room: &'a str },
-    Appended { room: &'a str, seq: u64 },
+    Join {
+        room: &'a str,
+        since: u64,
+        upto: u64,
+    },
+    Leave {
+        room: &'a str,
+    },
+    Appending {
+        room: &'a str,
+    },
+    Appended {
+        room: &'a str,
+        seq: u64,
+    },
 }
 
 const HEADER: usize = 5;
@@ -42,9 +55,10 @@ pub(super) fn push_write(out: &mut Vec<u8>, fill: impl FnOnce(&mut Vec<u8>)) {
 pub(super) fn push_frame(out: &mut Vec<u8>, frame: &Frame<'_>) {
     match *frame {
         Frame::Write(bytes) => push(out, b'W', |o| o.extend_from_slice(bytes)),
-        Frame::Join { room, since } => push(out, b'J', |o| {
+        Frame::Join { room, since, upto } => push(out, b'J', |o| {
             o.extend_from_slice(room.as_bytes());
             o.extend_from_slice(&since.to_le_bytes());
+            o.extend_from_slice(&upto.to_le_bytes());
         }),
         Frame::Leave { room } => push(out, b'L', |o| o.extend_from_slice(room.as_bytes())),
         Frame::Appending { room } => push(out, b'A', |o| o.extend_from_slice(room.as_bytes())),
@@ -105,8 +119,11 @@ impl FrameReader {
         Ok(Some(match tag {
             b'W' => Frame::Write(payload),
             b'J' => {
-                let (room, since) = room_and_u64()?;
-                Frame::Join { room, since }
+                let cut = payload.len().checked_sub(16).ok_or_else(bad)?;
+                let room = std::str::from_utf8(&payload[..cut]).map_err(|_| bad())?;
+                let since = u64::from_le_bytes(payload[cut..cut + 8].try_into().expect("8 bytes"));
+                let upto = u64::from_le_bytes(payload[cut + 8..].try_into().expect("8 bytes"));
+                Frame::Join { room, since, upto }
             }
             b'D' => {
                 let (room, seq) = room_and_u64()?;
@@ -127,10 +144,17 @@ mod tests {
     fn frames_round_trip_whatever_the_pipe_splits() {
         let frames = [
             Frame::Write(b"OK\n"),
-            Frame::Join { room: "r1", since: 7 },
+            Frame::Join {
+                room: "r1",
+                since: 7,
+                upto: 9,
+            },
             Frame::Leave { room: "r1" },
             Frame::Appending { room: "a-b" },
-            Frame::Appended { room: "a-b", seq: u64::MAX },
+            Frame::Appended {
+                room: "a-b",
+                seq: u64::MAX,
+            },
             Frame::Write(b""),
         ];
         let mut bytes = Vec::new();

@@ -37,11 +37,7 @@ pub(super) fn serve(stream: TcpStream, config: &ChildConfig) -> anyhow::Result<(
     result
 }
 
-fn read_lines(
-    mut stream: &TcpStream,
-    pipe: &mut File,
-    config: &ChildConfig,
-) -> anyhow::Result<()> {
+fn read_lines(mut stream: &TcpStream, pipe: &mut File, config: &ChildConfig) -> anyhow::Result<()> {
     let counters = config.counters;
     let mut lines = LineBuffer::new(MAX_LINE);
     let mut frames = Vec::new();
@@ -80,10 +76,27 @@ fn read_lines(
                 }
                 Command::Join { room, since } => {
                     if joined.iter().any(|r| r == room) {
-                        push_write(&mut frames, |o| Reply::err(ChatError::AlreadyJoined).encode(o));
+                        push_write(&mut frames, |o| {
+                            Reply::err(ChatError::AlreadyJoined).encode(o)
+                        });
                     } else {
-                        joined.push(room.to_owned());
-                        push_frame(&mut frames, &Frame::Join { room, since });
+                        // The JOIN takes effect now: what is in the room now is
+                        // replayed, what is appended later is live.
+                        match room_log(&mut logs, config, room).and_then(|log| {
+                            log.refresh_locked()?;
+                            Ok(log.next_seq() - 1)
+                        }) {
+                            Ok(upto) => {
+                                joined.push(room.to_owned());
+                                push_frame(&mut frames, &Frame::Join { room, since, upto });
+                            }
+                            Err(e) => {
+                                eprintln!("srv-threads: room {room}: storage failure: {e:#}");
+                                push_write(&mut frames, |o| {
+                                    Reply::err(ChatError::StorageFailure).encode(o)
+                                });
+                            }
+                        }
                     }
                 }
                 Command::Leave { room } => match joined.iter().position(|r| r == room) {
@@ -124,12 +137,18 @@ fn append(
     name: &str,
     text: &str,
 ) -> anyhow::Result<u64> {
-    let log = match logs.get_mut(room) {
-        Some(log) => log,
-        None => {
-            let log = RoomLog::open_locked(&config.data, room, config.fsync)?;
-            logs.entry(room.to_owned()).or_insert(log)
-        }
-    };
-    Ok(log.append_locked(name, text)?)
+    Ok(room_log(logs, config, room)?.append_locked(name, text)?)
+}
+
+/// This process's own handle on a room file, opened under the lock on first use.
+fn room_log<'a>(
+    logs: &'a mut HashMap<String, RoomLog>,
+    config: &ChildConfig,
+    room: &str,
+) -> anyhow::Result<&'a mut RoomLog> {
+    if !logs.contains_key(room) {
+        let log = RoomLog::open_locked(&config.data, room, config.fsync)?;
+        logs.insert(room.to_owned(), log);
+    }
+    Ok(logs.get_mut(room).expect("inserted above"))
 }

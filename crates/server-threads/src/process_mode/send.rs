@@ -118,10 +118,10 @@ impl Send<'_> {
             match inotify.read_events() {
                 Ok(events) => {
                     for ev in events {
-                        if let Some(room) = self.rooms_by_watch.get(&ev.wd) {
-                            if let Some(f) = self.follows.get_mut(room) {
-                                f.dirty = true;
-                            }
+                        if let Some(room) = self.rooms_by_watch.get(&ev.wd)
+                            && let Some(f) = self.follows.get_mut(room)
+                        {
+                            f.dirty = true;
                         }
                     }
                 }
@@ -155,16 +155,16 @@ impl Send<'_> {
                 if seq == 0 {
                     Reply::err(ChatError::StorageFailure).encode(&mut self.out);
                 } else {
-                    if let Some(f) = self.follows.get_mut(room) {
-                        if seq > f.cursor {
-                            f.own.push_back(seq);
-                        }
+                    if let Some(f) = self.follows.get_mut(room)
+                        && seq > f.cursor
+                    {
+                        f.own.push_back(seq);
                     }
                     Reply::Ack { room, seq }.encode(&mut self.out);
                 }
                 self.write_out(false)
             }
-            Frame::Join { room, since } => self.join(room, since, inotify),
+            Frame::Join { room, since, upto } => self.join(room, since, upto, inotify),
             Frame::Leave { room } => {
                 if let Some(f) = self.follows.remove(room) {
                     self.rooms_by_watch.remove(&f.watch);
@@ -177,7 +177,10 @@ impl Send<'_> {
         }
     }
 
-    fn join(&mut self, room: &str, since: u64, inotify: &Inotify) -> Result<(), Stop> {
+    /// Replays `since..=upto`, sends `JOINED upto+1`, and follows the room from
+    /// there: records after `upto` are live (and this connection's own are
+    /// skipped, since their announcements come after the JOIN in the pipe).
+    fn join(&mut self, room: &str, since: u64, upto: u64, inotify: &Inotify) -> Result<(), Stop> {
         let c = self.config;
         let mut log = match RoomLog::open_locked(&c.data, room, c.fsync) {
             Ok(log) => log,
@@ -192,13 +195,21 @@ impl Send<'_> {
         let watch = inotify
             .add_watch(log.path(), AddWatchFlags::IN_MODIFY)
             .context("watching a room file")?;
+        log.refresh_locked()?;
         let mut cursor = since;
-        loop {
-            log.refresh_locked()?;
+        while cursor < upto {
             self.out.clear();
             let out = &mut self.out;
             let last = log.read_since(cursor, BATCH, |r| {
-                Reply::Msg { room, seq: r.seq, name: r.name, text: r.text }.encode(out)
+                if r.seq <= upto {
+                    Reply::Msg {
+                        room,
+                        seq: r.seq,
+                        name: r.name,
+                        text: r.text,
+                    }
+                    .encode(out)
+                }
             })?;
             if last == cursor {
                 break;
@@ -206,14 +217,20 @@ impl Send<'_> {
             cursor = last;
             self.write_out(false)?;
         }
-        let next = log.next_seq();
+        let next = upto + 1;
         self.out.clear();
         Reply::Joined { room, next }.encode(&mut self.out);
         self.write_out(false)?;
         self.rooms_by_watch.insert(watch, room.to_owned());
         self.follows.insert(
             room.to_owned(),
-            Follow { log, cursor: next - 1, watch, own: VecDeque::new(), dirty: false },
+            Follow {
+                log,
+                cursor: upto,
+                watch,
+                own: VecDeque::new(),
+                dirty: true,
+            },
         );
         Ok(())
     }
@@ -227,8 +244,7 @@ impl Send<'_> {
             .map(|(room, _)| room.clone())
             .collect();
         for room in rooms {
-            loop {
-                let Some(f) = self.follows.get_mut(&room) else { break };
+            while let Some(f) = self.follows.get_mut(&room) {
                 f.dirty = false;
                 f.log.refresh_locked()?;
                 self.out.clear();
@@ -240,8 +256,13 @@ impl Send<'_> {
                     if own.front() == Some(&r.seq) {
                         own.pop_front();
                     } else {
-                        Reply::Msg { room: &room, seq: r.seq, name: r.name, text: r.text }
-                            .encode(out);
+                        Reply::Msg {
+                            room: &room,
+                            seq: r.seq,
+                            name: r.name,
+                            text: r.text,
+                        }
+                        .encode(out);
                     }
                 })?;
                 if last == f.cursor {
