@@ -153,3 +153,168 @@ fn storage_failure(room: &str, e: &io::Error, out: &mut Vec<u8>) {
     eprintln!("chat: room {room}: storage failure: {e}");
     Reply::err(ChatError::StorageFailure).encode(out);
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::hub::Line;
+    use crate::log::Fsync;
+
+    /// A subscriber that keeps what it is sent, in order.
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl Subscriber for Sink {
+        fn offer(&self, line: &Line) -> bool {
+            self.0.lock().unwrap().extend_from_slice(line);
+            true
+        }
+        fn push_seam(&self, lines: Vec<u8>) {
+            self.0.lock().unwrap().extend_from_slice(&lines);
+        }
+    }
+
+    impl Sink {
+        fn take(&self) -> String {
+            String::from_utf8(std::mem::take(&mut *self.0.lock().unwrap())).unwrap()
+        }
+    }
+
+    /// One connection: its session, its subscriber, and what it was sent.
+    struct Conn {
+        session: Session,
+        sink: Sink,
+    }
+
+    impl Conn {
+        fn new(hub: &Hub<Sink>) -> Self {
+            Conn {
+                session: Session::new(hub),
+                sink: Sink::default(),
+            }
+        }
+
+        /// Sends `line` and returns everything the connection got, in order, as
+        /// a server following the ordering rule would write it.
+        fn send(&mut self, hub: &Hub<Sink>, line: &str) -> (String, Flow) {
+            let mut out = Vec::new();
+            let mut flow = self
+                .session
+                .handle_line(Ok(line.as_bytes()), hub, &self.sink, &mut out);
+            let mut got = String::new();
+            while flow == Flow::Replaying {
+                got.push_str(&String::from_utf8(std::mem::take(&mut out)).unwrap());
+                flow = self.session.replay_more(hub, &self.sink, &mut out);
+            }
+            got.push_str(&self.sink.take());
+            got.push_str(&String::from_utf8(out).unwrap());
+            (got, flow)
+        }
+    }
+
+    fn hub() -> Hub<Sink> {
+        Hub::open(None, Fsync::Never).unwrap()
+    }
+
+    #[test]
+    fn every_command_gets_its_reply() {
+        let hub = hub();
+        let mut a = Conn::new(&hub);
+        assert_eq!(a.send(&hub, "NICK ada").0, "OK\n");
+        assert_eq!(a.send(&hub, "PING x y").0, "PONG x y\n");
+        assert_eq!(a.send(&hub, "JOIN r 0").0, "JOINED r 1\n");
+        assert_eq!(a.send(&hub, "SAY r hi there").0, "ACK r 1\n");
+        assert_eq!(a.send(&hub, "LEAVE r").0, "LEFT r\n");
+        // SAY to a room not joined is allowed.
+        assert_eq!(a.send(&hub, "SAY r again").0, "ACK r 2\n");
+    }
+
+    #[test]
+    fn others_get_msg_with_the_senders_name_and_the_sender_does_not() {
+        let hub = hub();
+        let (mut a, mut b) = (Conn::new(&hub), Conn::new(&hub));
+        a.send(&hub, "NICK ada");
+        a.send(&hub, "JOIN r 0");
+        b.send(&hub, "JOIN r 0");
+        assert_eq!(a.send(&hub, "SAY r hello").0, "ACK r 1\n");
+        assert_eq!(b.sink.take(), "MSG r 1 ada hello\n");
+        assert_eq!(b.send(&hub, "SAY r back").0, "ACK r 2\n");
+        assert_eq!(a.sink.take(), "MSG r 2 anon back\n");
+        b.send(&hub, "LEAVE r");
+        a.send(&hub, "SAY r gone");
+        assert_eq!(b.sink.take(), "");
+    }
+
+    #[test]
+    fn state_errors_leave_subscriptions_alone() {
+        let hub = hub();
+        let mut a = Conn::new(&hub);
+        assert_eq!(a.send(&hub, "LEAVE r").0, "ERR not joined\n");
+        a.send(&hub, "JOIN r 0");
+        assert_eq!(a.send(&hub, "JOIN r 0").0, "ERR already joined\n");
+        assert_eq!(a.send(&hub, "LEAVE r").0, "LEFT r\n");
+        assert_eq!(a.send(&hub, "LEAVE r").0, "ERR not joined\n");
+        assert_eq!(a.send(&hub, "nick x").0, "ERR unknown command\n");
+    }
+
+    #[test]
+    fn a_line_too_long_closes() {
+        let hub = hub();
+        let mut a = Conn::new(&hub);
+        let mut out = Vec::new();
+        let flow = a
+            .session
+            .handle_line(Err(ChatError::LineTooLong), &hub, &a.sink, &mut out);
+        assert_eq!(
+            (out.as_slice(), flow),
+            (&b"ERR line too long\n"[..], Flow::Close)
+        );
+    }
+
+    #[test]
+    fn a_long_replay_comes_in_batches_then_the_seam_then_live() {
+        let hub = hub();
+        let text = "x".repeat(1000);
+        let n = 3 * REPLAY_BATCH / 1000;
+        let mut a = Conn::new(&hub);
+        for _ in 0..n {
+            a.send(&hub, &format!("SAY big {text}"));
+        }
+        let mut b = Conn::new(&hub);
+        let mut out = Vec::new();
+        let mut flow = b
+            .session
+            .handle_line(Ok(b"JOIN big 0"), &hub, &b.sink, &mut out);
+        let mut batches = 0;
+        let mut got = String::new();
+        while flow == Flow::Replaying {
+            batches += 1;
+            assert!(out.len() <= REPLAY_BATCH + 1100, "a batch is bounded");
+            got.push_str(std::str::from_utf8(&out).unwrap());
+            out.clear();
+            flow = b.session.replay_more(&hub, &b.sink, &mut out);
+        }
+        assert!(batches >= 2, "{batches} batches");
+        a.send(&hub, "SAY big live");
+        got.push_str(&b.sink.take());
+        let seqs: Vec<&str> = got.lines().map(|l| l.split(' ').nth(2).unwrap()).collect();
+        let want: Vec<String> = (1..=n + 1).chain([n + 1]).map(|s| s.to_string()).collect();
+        assert_eq!(seqs, want, "replay 1..=n, JOINED n+1, then live n+1");
+        assert!(got.lines().nth(n).unwrap().starts_with("JOINED big"));
+    }
+
+    #[test]
+    fn close_unsubscribes_everywhere() {
+        let hub = hub();
+        let (mut a, mut b) = (Conn::new(&hub), Conn::new(&hub));
+        b.send(&hub, "JOIN r1 0");
+        b.send(&hub, "JOIN r2 0");
+        b.session.close(&hub);
+        a.send(&hub, "SAY r1 x");
+        a.send(&hub, "SAY r2 y");
+        assert_eq!(b.sink.take(), "");
+        assert!(!hub.leave("r1", b.session.conn()));
+    }
+}
