@@ -1,0 +1,232 @@
+//! What a server costs, read from /proc while it runs: CPU time (user and system), context
+//! switches (voluntary and involuntary) and memory, summed over the server's whole process
+//! tree, because `srv-threads --mode process` forks a process per connection.
+//!
+//! CPU time comes from `/proc/<pid>/stat` in clock ticks (10 ms), as `top` reads it, which is
+//! how the C-versus-Go paper sampled. A live process counts its own time plus that of the
+//! children it has reaped (`cutime`, `cstime`), so a connection process that exits keeps
+//! counting. Context switches are per thread (`/proc/<pid>/task/<tid>/status`), summed.
+//! Memory is the proportional set size (`Pss` of `smaps_rollup`) summed over the tree, so
+//! that the pages forked processes share count once; for a single process it is its RSS
+//! less its share of shared libraries.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+/// One reading of a server's process tree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Sample {
+    /// Wall-clock time of the reading, in seconds since the Unix epoch (loadgen's interval
+    /// log stamps its window on the same clock).
+    pub(crate) t: f64,
+    /// User CPU seconds so far, the tree's reaped children included.
+    pub(crate) user_s: f64,
+    /// System CPU seconds so far.
+    pub(crate) sys_s: f64,
+    /// Voluntary context switches of the live threads.
+    pub(crate) vol_cs: u64,
+    /// Involuntary context switches of the live threads.
+    pub(crate) invol_cs: u64,
+    /// Memory in bytes (PSS summed over the tree).
+    pub(crate) mem_bytes: u64,
+    /// Processes in the tree.
+    pub(crate) procs: usize,
+    /// Threads in the tree.
+    pub(crate) threads: usize,
+}
+
+/// The fields of `/proc/<pid>/stat` the sampler uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stat {
+    ppid: i32,
+    utime: u64,
+    stime: u64,
+    cutime: u64,
+    cstime: u64,
+    threads: u64,
+    rss_pages: u64,
+}
+
+/// Parses `/proc/<pid>/stat`. The command name (field 2) may hold spaces and parentheses,
+/// so the fields are counted from the last `)`.
+fn parse_stat(text: &str) -> Option<Stat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // f[0] is field 3 (state); field n is f[n - 3].
+    let num = |n: usize| f.get(n - 3)?.parse::<u64>().ok();
+    Some(Stat {
+        ppid: f.get(1)?.parse().ok()?,
+        utime: num(14)?,
+        stime: num(15)?,
+        cutime: num(16)?,
+        cstime: num(17)?,
+        threads: num(20)?,
+        rss_pages: num(24)?,
+    })
+}
+
+/// Reads `name:  <number>` from a status-like text (`/proc/*/status`, `smaps_rollup`).
+fn field(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+/// The pids of `root` and all its descendants, found by scanning `/proc` for parent links.
+fn tree(root: i32) -> io::Result<Vec<(i32, Stat)>> {
+    let mut stats: HashMap<i32, Stat> = HashMap::new();
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    for entry in fs::read_dir("/proc")? {
+        let Ok(entry) = entry else { continue };
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        // A process may exit between the listing and the read: it is simply not counted.
+        let Ok(text) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if let Some(stat) = parse_stat(&text) {
+            children.entry(stat.ppid).or_default().push(pid);
+            stats.insert(pid, stat);
+        }
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![root];
+    while let Some(pid) = todo.pop() {
+        if let Some(stat) = stats.get(&pid) {
+            out.push((pid, *stat));
+            if let Some(kids) = children.get(&pid) {
+                todo.extend(kids);
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("process {root} is gone"),
+        ));
+    }
+    Ok(out)
+}
+
+/// Samples one process tree.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sampler {
+    root: i32,
+    ticks_per_s: f64,
+    page_bytes: u64,
+}
+
+impl Sampler {
+    pub(crate) fn new(root: u32) -> Sampler {
+        use nix::unistd::{SysconfVar, sysconf};
+        let ticks = sysconf(SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100);
+        let page = sysconf(SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096);
+        Sampler {
+            root: i32::try_from(root).unwrap_or(i32::MAX),
+            ticks_per_s: ticks as f64,
+            page_bytes: u64::try_from(page).unwrap_or(4096),
+        }
+    }
+
+    /// Reads the tree now. Fails only when the root process is gone.
+    pub(crate) fn sample(&self) -> io::Result<Sample> {
+        let t = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        let procs = tree(self.root)?;
+        let mut s = Sample {
+            t,
+            procs: procs.len(),
+            ..Sample::default()
+        };
+        let (mut user, mut sys) = (0u64, 0u64);
+        for (pid, stat) in &procs {
+            user += stat.utime + stat.cutime;
+            sys += stat.stime + stat.cstime;
+            s.threads += stat.threads as usize;
+            s.mem_bytes += fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+                .ok()
+                .and_then(|text| field(&text, "Pss"))
+                .map_or(stat.rss_pages * self.page_bytes, |kib| kib * 1024);
+            let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for task in tasks.flatten() {
+                let Ok(text) = fs::read_to_string(task.path().join("status")) else {
+                    continue;
+                };
+                s.vol_cs += field(&text, "voluntary_ctxt_switches").unwrap_or(0);
+                s.invol_cs += field(&text, "nonvoluntary_ctxt_switches").unwrap_or(0);
+            }
+        }
+        s.user_s = user as f64 / self.ticks_per_s;
+        s.sys_s = sys as f64 / self.ticks_per_s;
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_from_the_last_parenthesis() {
+        let text = "4242 (srv (x) y) S 17 4242 4242 0 -1 4194560 100 0 0 0 \
+                    250 75 30 5 20 0 3 0 12345 1000000 512 18446744073709551615";
+        let s = parse_stat(text).unwrap();
+        assert_eq!(
+            s,
+            Stat {
+                ppid: 17,
+                utime: 250,
+                stime: 75,
+                cutime: 30,
+                cstime: 5,
+                threads: 3,
+                rss_pages: 512
+            }
+        );
+        assert_eq!(parse_stat("12 (x) S"), None);
+    }
+
+    #[test]
+    fn status_fields() {
+        let text = "Name:\tx\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
+        assert_eq!(field(text, "voluntary_ctxt_switches"), Some(12));
+        assert_eq!(field(text, "nonvoluntary_ctxt_switches"), Some(3));
+        assert_eq!(field("Rss:   100 kB\nPss:    80 kB\n", "Pss"), Some(80));
+        assert_eq!(field(text, "Pss"), None);
+    }
+
+    #[test]
+    fn samples_a_tree_with_a_child() {
+        // `sh` forks `sleep`: the tree has two processes. The child is waited on below, so
+        // the test leaves nothing running whatever happens.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 5 & read _; kill $!"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let sampler = Sampler::new(child.id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut seen = 0;
+        while std::time::Instant::now() < deadline {
+            seen = sampler.sample().unwrap().procs;
+            if seen == 2 {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        let s = sampler.sample().unwrap();
+        drop(child.stdin.take());
+        child.wait().unwrap();
+        assert_eq!(seen, 2);
+        assert!(s.threads >= 2 && s.mem_bytes > 0 && s.vol_cs > 0, "{s:?}");
+        assert!(Sampler::new(child.id()).sample().is_err());
+    }
+}
