@@ -1,0 +1,602 @@
+//! In-flight io_uring operations and the memory the kernel reads or writes for them.
+//!
+//! An [`Op`] is shared (`Arc`) between the fiber that waits for it and the ring. When its SQE
+//! is pushed, one strong reference goes into the SQE's `user_data` and comes back out of the
+//! final CQE; so the memory of an operation (its buffer, socket address, timespec, path) is
+//! freed only after the kernel is done with it, whatever happens to the fiber or the stream
+//! meanwhile. A fiber reads that memory only after the operation is `Done`, under the op's
+//! lock. Results are copied into the caller's buffer then: the kernel never writes into memory
+//! the caller could free.
+//!
+//! The `user_data` of an SQE:
+//!
+//! ```text
+//!  63                                                   3 2     0
+//! +------------------------------------------------------+-------+
+//! | address of the Op (from Arc::into_raw), 8-aligned    |  tag  |
+//! +------------------------------------------------------+-------+
+//!   tag 0b000  an Op: the CQE completes it; the ring's reference is released on the final
+//!              CQE (one without IORING_CQE_F_MORE)
+//!   tag 0b001  a wake-up message (IORING_OP_MSG_RING from another worker); address bits 0
+//!   tag 0b010  ignored: the sender's own CQE of a MSG_RING, the result of an ASYNC_CANCEL
+//! ```
+
+use std::collections::VecDeque;
+use std::ffi::CString;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use io_uring::{opcode, squeue, types};
+
+use super::fd::{RawAddr, close_unowned, owned_fd};
+use crate::park::Waker;
+
+pub(crate) const TAG_MASK: u64 = 0b111;
+pub(crate) const TAG_OP: u64 = 0b000;
+pub(crate) const TAG_WAKE: u64 = 0b001;
+pub(crate) const TAG_IGNORE: u64 = 0b010;
+
+const _: () = assert!(std::mem::align_of::<Op>() >= 8, "the tag needs three free bits");
+
+/// Largest single read or write handed to the kernel.
+pub(crate) const MAX_IO: usize = 1 << 20;
+
+/// A heap buffer the kernel may write while an operation is in flight. It is reachable only
+/// through raw pointers meanwhile, so no Rust reference aliases the kernel's writes.
+struct RawBuf {
+    ptr: NonNull<u8>,
+    cap: usize,
+}
+
+// SAFETY: `RawBuf` owns its allocation like a `Box<[u8]>`; it holds no thread-bound state.
+unsafe impl Send for RawBuf {}
+// SAFETY: shared access only reads through `&self` methods after the operation completed.
+unsafe impl Sync for RawBuf {}
+
+impl RawBuf {
+    fn zeroed(cap: usize) -> RawBuf {
+        let boxed: Box<[u8]> = vec![0u8; cap.max(1)].into_boxed_slice();
+        let cap = boxed.len();
+        let ptr = NonNull::from(Box::leak(boxed)).cast::<u8>();
+        RawBuf { ptr, cap }
+    }
+
+    fn from_slice(data: &[u8]) -> RawBuf {
+        let boxed: Box<[u8]> = if data.is_empty() {
+            vec![0u8; 1].into_boxed_slice()
+        } else {
+            data.into()
+        };
+        let cap = boxed.len();
+        let ptr = NonNull::from(Box::leak(boxed)).cast::<u8>();
+        RawBuf { ptr, cap }
+    }
+
+    /// # Safety
+    ///
+    /// No operation that may write this buffer is in flight.
+    unsafe fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` is a live allocation of `cap` initialised bytes (zeroed or copied
+        // at creation) and, per the caller, not being written by the kernel.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.cap) }
+    }
+}
+
+impl Drop for RawBuf {
+    fn drop(&mut self) {
+        let slice = std::ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), self.cap);
+        // SAFETY: `ptr`/`cap` came from `Box::leak` of a `Box<[u8]>` of exactly this length
+        // and are freed once, here.
+        drop(unsafe { Box::from_raw(slice) });
+    }
+}
+
+/// A small value at a fixed heap address the kernel reads or writes (a timespec, an
+/// address, an eventfd counter).
+struct RawBox<T> {
+    ptr: NonNull<T>,
+}
+
+// SAFETY: owns a `T` like `Box<T>`.
+unsafe impl<T: Send> Send for RawBox<T> {}
+// SAFETY: shared access only reads after the operation completed.
+unsafe impl<T: Sync> Sync for RawBox<T> {}
+
+impl<T> RawBox<T> {
+    fn new(v: T) -> RawBox<T> {
+        RawBox {
+            ptr: NonNull::from(Box::leak(Box::new(v))),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// No operation that may write the value is in flight.
+    unsafe fn get(&self) -> &T {
+        // SAFETY: a live `Box` allocation, not being written per the caller.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T> Drop for RawBox<T> {
+    fn drop(&mut self) {
+        // SAFETY: from `Box::leak` in `new`, freed once, here.
+        drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+    }
+}
+
+/// The memory an operation lends the kernel.
+enum Mem {
+    None,
+    Buf(RawBuf),
+    Addr(RawBox<RawAddr>),
+    Timespec(RawBox<types::Timespec>),
+    Word(RawBox<u64>),
+    Path(CString),
+    /// The target of an ASYNC_CANCEL, kept alive until the cancel's own CQE so that its
+    /// address (what the cancel matches) cannot be reused by a new op meanwhile.
+    Hold(#[allow(dead_code)] Arc<Op>),
+}
+
+/// What the result of an operation is, for the cleanup of results nobody took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ResKind {
+    /// A count or status: nothing to clean up.
+    Plain,
+    /// A new file descriptor (accept, openat): close it if nobody takes it.
+    Fd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Built, not yet pushed to a ring.
+    Idle,
+    /// Pushed; the ring holds a reference.
+    InFlight,
+    /// The final CQE arrived; the kernel will not touch the memory again.
+    Done,
+}
+
+struct State {
+    phase: Phase,
+    /// Results not yet taken, oldest first (one for a single-shot op).
+    results: VecDeque<(i32, u32)>,
+    waiter: Option<Waker>,
+}
+
+/// One io_uring operation, single-shot or multishot.
+pub(crate) struct Op {
+    state: Mutex<State>,
+    mem: Mem,
+    kind: ResKind,
+    /// Runtime-internal (an eventfd read): not counted as user work in flight.
+    internal: bool,
+}
+
+impl std::fmt::Debug for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = self.lock();
+        f.debug_struct("Op")
+            .field("phase", &st.phase)
+            .field("results", &st.results)
+            .field("internal", &self.internal)
+            .finish()
+    }
+}
+
+impl Drop for Op {
+    fn drop(&mut self) {
+        if self.kind == ResKind::Fd {
+            let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+            for &(res, _) in &st.results {
+                if res >= 0 {
+                    // SAFETY: a non-negative result of accept/openat is a new descriptor the
+                    // kernel gave to this op; nobody took it (taking pops it from `results`).
+                    unsafe { close_unowned(res) };
+                }
+            }
+        }
+    }
+}
+
+impl Op {
+    fn new(mem: Mem, kind: ResKind, internal: bool) -> Arc<Op> {
+        Arc::new(Op {
+            state: Mutex::new(State {
+                phase: Phase::Idle,
+                results: VecDeque::new(),
+                waiter: None,
+            }),
+            mem,
+            kind,
+            internal,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The `user_data` this op travels under (also what ASYNC_CANCEL matches).
+    pub(crate) fn user_data(self: &Arc<Op>) -> u64 {
+        Arc::as_ptr(self) as u64 | TAG_OP
+    }
+
+    pub(crate) fn is_internal(&self) -> bool {
+        self.internal
+    }
+
+    /// Whether the final CQE has arrived.
+    pub(crate) fn is_done(&self) -> bool {
+        self.lock().phase == Phase::Done
+    }
+
+    /// Takes the oldest result if there is one; otherwise registers `waiter` (if given) to be
+    /// woken by the next completion. `Err(())` means the op is done and has no results left.
+    pub(crate) fn poll(&self, waiter: impl FnOnce() -> Waker) -> Result<Option<(i32, u32)>, ()> {
+        let mut st = self.lock();
+        if let Some(r) = st.results.pop_front() {
+            return Ok(Some(r));
+        }
+        if st.phase == Phase::Done {
+            return Err(());
+        }
+        if st.waiter.is_none() {
+            st.waiter = Some(waiter());
+        }
+        Ok(None)
+    }
+
+    /// Records a CQE. Returns the waiter to wake.
+    fn complete(&self, res: i32, flags: u32, last: bool) -> Option<Waker> {
+        let mut st = self.lock();
+        st.results.push_back((res, flags));
+        if last {
+            st.phase = Phase::Done;
+        }
+        st.waiter.take()
+    }
+
+    /// Copies the bytes a completed read left in the op's buffer into `dst`.
+    pub(crate) fn copy_out(&self, n: usize, dst: &mut [u8]) -> usize {
+        let st = self.lock();
+        if st.phase != Phase::Done {
+            return 0;
+        }
+        match &self.mem {
+            Mem::Buf(b) => {
+                // SAFETY: the phase is `Done` (checked under the lock the completing thread
+                // held): the kernel no longer writes the buffer.
+                let src = unsafe { b.as_slice() };
+                let n = n.min(src.len()).min(dst.len());
+                dst[..n].copy_from_slice(&src[..n]);
+                n
+            }
+            _ => 0,
+        }
+    }
+
+    /// The peer address an `accept` wrote, once done.
+    pub(crate) fn peer_addr(&self) -> Option<SocketAddr> {
+        let st = self.lock();
+        if st.phase != Phase::Done {
+            return None;
+        }
+        match &self.mem {
+            // SAFETY: `Done`: the kernel no longer writes the address.
+            Mem::Addr(a) => unsafe { a.get() }.to_socket_addr(),
+            _ => None,
+        }
+    }
+
+    /// Turns a result of an fd-returning op into an owned descriptor.
+    pub(crate) fn fd_result(&self, res: i32) -> io::Result<OwnedFd> {
+        if res < 0 {
+            return Err(io::Error::from_raw_os_error(-res));
+        }
+        if self.kind != ResKind::Fd {
+            return Err(io::Error::other("not a descriptor-returning operation"));
+        }
+        // SAFETY: `res` is a result of this op that `poll` popped, so it is a fresh
+        // descriptor from accept/openat that nothing else owns, taken exactly once.
+        Ok(unsafe { owned_fd(res) })
+    }
+}
+
+/// A prepared SQE and the op it completes, not yet pushed. Only this module builds them, so
+/// every SQE that reaches a ring points into memory its op owns.
+pub(crate) struct Sqe {
+    pub(super) entry: squeue::Entry,
+    pub(super) op: Option<Arc<Op>>,
+}
+
+impl std::fmt::Debug for Sqe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sqe").field("op", &self.op).finish()
+    }
+}
+
+fn io_len(n: usize) -> u32 {
+    u32::try_from(n.min(MAX_IO)).unwrap_or(u32::MAX)
+}
+
+impl Sqe {
+    fn with_op(entry: squeue::Entry, op: Arc<Op>) -> (Sqe, Arc<Op>) {
+        (
+            Sqe {
+                entry,
+                op: Some(Arc::clone(&op)),
+            },
+            op,
+        )
+    }
+
+    fn buf_ptr(op: &Op) -> *mut u8 {
+        match &op.mem {
+            Mem::Buf(b) => b.ptr.as_ptr(),
+            _ => std::ptr::null_mut(),
+        }
+    }
+
+    /// `recv(fd, len)` into a buffer the op owns.
+    pub(crate) fn recv(fd: RawFd, len: usize) -> (Sqe, Arc<Op>) {
+        let len = io_len(len);
+        let op = Op::new(Mem::Buf(RawBuf::zeroed(len as usize)), ResKind::Plain, false);
+        let e = opcode::Recv::new(types::Fd(fd), Sqe::buf_ptr(&op), len).build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `send(fd, data)` from a copy the op owns (MSG_NOSIGNAL: a closed peer is an error, not
+    /// a signal).
+    pub(crate) fn send(fd: RawFd, data: &[u8]) -> (Sqe, Arc<Op>) {
+        let data = &data[..data.len().min(MAX_IO)];
+        let op = Op::new(Mem::Buf(RawBuf::from_slice(data)), ResKind::Plain, false);
+        let e = opcode::Send::new(types::Fd(fd), Sqe::buf_ptr(&op), io_len(data.len()))
+            .flags(libc::MSG_NOSIGNAL)
+            .build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `pread(fd, len, offset)`; offset `u64::MAX` reads at the file position.
+    pub(crate) fn read_at(fd: RawFd, len: usize, offset: u64) -> (Sqe, Arc<Op>) {
+        let len = io_len(len);
+        let op = Op::new(Mem::Buf(RawBuf::zeroed(len as usize)), ResKind::Plain, false);
+        let e = opcode::Read::new(types::Fd(fd), Sqe::buf_ptr(&op), len)
+            .offset(offset)
+            .build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `pwrite(fd, data, offset)`; offset `u64::MAX` writes at the file position (and appends
+    /// on an `O_APPEND` file).
+    pub(crate) fn write_at(fd: RawFd, data: &[u8], offset: u64) -> (Sqe, Arc<Op>) {
+        let data = &data[..data.len().min(MAX_IO)];
+        let op = Op::new(Mem::Buf(RawBuf::from_slice(data)), ResKind::Plain, false);
+        let e = opcode::Write::new(types::Fd(fd), Sqe::buf_ptr(&op), io_len(data.len()))
+            .offset(offset)
+            .build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `accept4(fd, SOCK_CLOEXEC)`, recording the peer address.
+    pub(crate) fn accept(fd: RawFd) -> (Sqe, Arc<Op>) {
+        let op = Op::new(Mem::Addr(RawBox::new(RawAddr::empty())), ResKind::Fd, false);
+        let (addr, len) = match &op.mem {
+            Mem::Addr(a) => {
+                let p = a.ptr.as_ptr();
+                // SAFETY: `p` points to a live `RawAddr`; we only compute field addresses.
+                unsafe {
+                    (
+                        std::ptr::addr_of_mut!((*p).storage).cast::<libc::sockaddr>(),
+                        std::ptr::addr_of_mut!((*p).len),
+                    )
+                }
+            }
+            _ => (std::ptr::null_mut(), std::ptr::null_mut()),
+        };
+        let e = opcode::Accept::new(types::Fd(fd), addr, len)
+            .flags(libc::SOCK_CLOEXEC)
+            .build();
+        Sqe::with_op(e, op)
+    }
+
+    /// Multishot `accept4(fd, SOCK_CLOEXEC)`: one CQE per connection until cancelled.
+    pub(crate) fn accept_multi(fd: RawFd) -> (Sqe, Arc<Op>) {
+        let op = Op::new(Mem::None, ResKind::Fd, false);
+        let e = opcode::AcceptMulti::new(types::Fd(fd))
+            .flags(libc::SOCK_CLOEXEC)
+            .build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `connect(fd, addr)`.
+    pub(crate) fn connect(fd: RawFd, addr: SocketAddr) -> (Sqe, Arc<Op>) {
+        let op = Op::new(
+            Mem::Addr(RawBox::new(RawAddr::from_socket_addr(addr))),
+            ResKind::Plain,
+            false,
+        );
+        let (ptr, len) = match &op.mem {
+            Mem::Addr(a) => {
+                // SAFETY: nothing writes a connect address; reading its length is fine.
+                let len = unsafe { a.get() }.len;
+                (a.ptr.as_ptr().cast::<libc::sockaddr>().cast_const(), len)
+            }
+            _ => (std::ptr::null(), 0),
+        };
+        let e = opcode::Connect::new(types::Fd(fd), ptr, len).build();
+        Sqe::with_op(e, op)
+    }
+
+    /// A relative timeout: completes with `-ETIME` after `dur`.
+    pub(crate) fn timeout(dur: Duration) -> (Sqe, Arc<Op>) {
+        let ts = types::Timespec::new()
+            .sec(dur.as_secs())
+            .nsec(dur.subsec_nanos());
+        let op = Op::new(Mem::Timespec(RawBox::new(ts)), ResKind::Plain, false);
+        let p = match &op.mem {
+            Mem::Timespec(t) => t.ptr.as_ptr().cast_const(),
+            _ => std::ptr::null(),
+        };
+        let e = opcode::Timeout::new(p).build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `openat(AT_FDCWD, path, flags | O_CLOEXEC, mode)`.
+    pub(crate) fn open(path: CString, flags: i32, mode: u32) -> (Sqe, Arc<Op>) {
+        let op = Op::new(Mem::Path(path), ResKind::Fd, false);
+        let p = match &op.mem {
+            Mem::Path(c) => c.as_ptr(),
+            _ => std::ptr::null(),
+        };
+        let e = opcode::OpenAt::new(types::Fd(libc::AT_FDCWD), p)
+            .flags(flags | libc::O_CLOEXEC)
+            .mode(mode)
+            .build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `fsync(fd)`, or `fdatasync` when `data_only`.
+    pub(crate) fn fsync(fd: RawFd, data_only: bool) -> (Sqe, Arc<Op>) {
+        let op = Op::new(Mem::None, ResKind::Plain, false);
+        let flags = if data_only {
+            types::FsyncFlags::DATASYNC
+        } else {
+            types::FsyncFlags::empty()
+        };
+        let e = opcode::Fsync::new(types::Fd(fd)).flags(flags).build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `close(fd)`; the op takes ownership of the descriptor.
+    pub(crate) fn close(fd: OwnedFd) -> (Sqe, Arc<Op>) {
+        let op = Op::new(Mem::None, ResKind::Plain, false);
+        let e = opcode::Close::new(types::Fd(fd.into_raw_fd())).build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `shutdown(fd, how)`.
+    pub(crate) fn shutdown(fd: RawFd, how: i32) -> (Sqe, Arc<Op>) {
+        let op = Op::new(Mem::None, ResKind::Plain, false);
+        let e = opcode::Shutdown::new(types::Fd(fd), how).build();
+        Sqe::with_op(e, op)
+    }
+
+    /// A read of an eventfd's 8-byte counter, internal to the runtime.
+    pub(crate) fn eventfd_read(fd: RawFd) -> (Sqe, Arc<Op>) {
+        let op = Op::new(Mem::Word(RawBox::new(0u64)), ResKind::Plain, true);
+        let p = match &op.mem {
+            Mem::Word(w) => w.ptr.as_ptr().cast::<u8>(),
+            _ => std::ptr::null_mut(),
+        };
+        let e = opcode::Read::new(types::Fd(fd), p, 8).build();
+        Sqe::with_op(e, op)
+    }
+
+    /// A wake-up message to another ring: it posts a CQE tagged [`TAG_WAKE`] there.
+    pub(crate) fn msg_ring(target_ring: RawFd) -> Sqe {
+        let e = opcode::MsgRingData::new(types::Fd(target_ring), 0, TAG_WAKE, None)
+            .build()
+            .user_data(TAG_IGNORE);
+        Sqe { entry: e, op: None }
+    }
+
+    /// Cancels one in-flight op of this ring.
+    pub(crate) fn cancel(target: &Arc<Op>) -> Sqe {
+        let ud = target.user_data();
+        let holder = Op::new(Mem::Hold(Arc::clone(target)), ResKind::Plain, true);
+        let e = opcode::AsyncCancel::new(ud).build();
+        Sqe {
+            entry: e,
+            op: Some(holder),
+        }
+    }
+
+    /// Cancels every in-flight request of this ring.
+    pub(crate) fn cancel_all() -> Sqe {
+        let e = opcode::AsyncCancel2::new(types::CancelBuilder::any())
+            .build()
+            .user_data(TAG_IGNORE);
+        Sqe { entry: e, op: None }
+    }
+}
+
+/// What one CQE meant.
+pub(crate) enum Reaped {
+    /// An op progressed; wake this waiter (if any).
+    Op {
+        waiter: Option<Waker>,
+        internal: bool,
+        last: bool,
+    },
+    /// A wake-up message arrived.
+    Wake,
+    /// Nothing to do.
+    Ignored,
+}
+
+/// Decodes a CQE.
+///
+/// # Safety
+///
+/// [1] `user_data` and `flags` come from a CQE of the ring the SQE was pushed to, and [2] each
+/// CQE is decoded exactly once, so that the ring's reference of an op (moved into
+/// `user_data` by `Ring::push`) is released exactly once, on the final CQE.
+pub(crate) unsafe fn decode(user_data: u64, res: i32, flags: u32) -> Reaped {
+    match user_data & TAG_MASK {
+        TAG_OP if user_data != 0 => {
+            let ptr = (user_data & !TAG_MASK) as *const Op;
+            let last = !io_uring::cqueue::more(flags);
+            let op = if last {
+                // SAFETY: the pointer came from `Arc::into_raw` in `Ring::push` and this is
+                // its final CQE, so this takes back the reference the ring held, once.
+                unsafe { Arc::from_raw(ptr) }
+            } else {
+                // SAFETY: a non-final CQE: the ring keeps its reference (the op is alive), and
+                // we take a new one for ourselves.
+                unsafe {
+                    Arc::increment_strong_count(ptr);
+                    Arc::from_raw(ptr)
+                }
+            };
+            let waiter = op.complete(res, flags, last);
+            Reaped::Op {
+                waiter,
+                internal: op.internal,
+                last,
+            }
+        }
+        TAG_WAKE => Reaped::Wake,
+        _ => Reaped::Ignored,
+    }
+}
+
+/// Marks an op as pushed and turns it into the `user_data` that carries the ring's reference.
+pub(super) fn into_user_data(op: Arc<Op>) -> u64 {
+    op.lock().phase = Phase::InFlight;
+    Arc::into_raw(op) as u64 | TAG_OP
+}
+
+/// Takes back the ring's reference of an op whose SQE could not be pushed.
+///
+/// # Safety
+///
+/// `user_data` came from [`into_user_data`] and never reached the kernel.
+pub(super) unsafe fn from_unpushed(user_data: u64) -> Arc<Op> {
+    // SAFETY: forwarded to the caller: the reference was never handed to the kernel.
+    let op = unsafe { Arc::from_raw((user_data & !TAG_MASK) as *const Op) };
+    op.lock().phase = Phase::Idle;
+    op
+}
+
+/// Fails an op that never reached the kernel (the runtime is shutting down), so that its
+/// waiter sees an error instead of waiting forever.
+pub(crate) fn fail_unsubmitted(op: &Op, errno: i32) {
+    let mut st = op.lock();
+    st.results.push_back((-errno, 0));
+    st.phase = Phase::Done;
+}
