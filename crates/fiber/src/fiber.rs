@@ -67,7 +67,17 @@ impl Fiber {
 }
 
 /// Builds a fiber for `rt` running `f`. The fiber is registered but not yet queued.
+///
+/// On a fiber it runs on the worker's stack (see `schedule`).
 pub(crate) fn spawn_on<F, T>(rt: &Arc<Shared>, f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    coro::on_worker_stack(move || spawn_here(rt, f))
+}
+
+fn spawn_here<F, T>(rt: &Arc<Shared>, f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,

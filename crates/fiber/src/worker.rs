@@ -86,8 +86,15 @@ pub(crate) fn current_runtime() -> Option<Arc<Shared>> {
 
 /// Makes a fiber runnable: on the calling worker's own queue if it belongs to the same
 /// runtime, else on the runtime's injector.
-#[inline(never)]
+///
+/// On a fiber this runs on the worker's stack: a queue push may resize the queue, which in a
+/// debug build takes more stack than a small fiber has to spare.
 pub(crate) fn schedule(f: Arc<Fiber>) {
+    crate::sys::coro::on_worker_stack(move || schedule_here(f));
+}
+
+#[inline(never)]
+fn schedule_here(f: Arc<Fiber>) {
     let f = CTX.with(|c| {
         let c = c.borrow();
         match c.as_ref() {

@@ -153,6 +153,30 @@ pub(crate) fn suspend(why: Suspend) -> bool {
     true
 }
 
+/// Runs `f` on the stack of the worker that resumed the current fiber (directly when not on
+/// a fiber), so that runtime work with deep call chains (a run-queue resize, carving a new
+/// stack) does not eat into small fiber stacks. `f` must not park.
+#[inline(never)]
+pub(crate) fn on_worker_stack<F, R>(f: F) -> R
+where
+    F: FnOnce() -> R + Send,
+{
+    let addr = current_yielder();
+    if addr == 0 || in_teardown() {
+        return f();
+    }
+    // SAFETY: as in `suspend`: a non-zero `YIELDER` is the `Yielder` of the coroutine this
+    // thread is running, on whose stack we are; the reference does not outlive this call.
+    let yielder = unsafe { &*(addr as *const Yielder<(), Suspend>) };
+    // While `f` runs on the worker's stack, this thread is not "on a fiber": a nested call
+    // must not switch to the worker's stack again (it would start at the same stack top and
+    // overwrite the frames of this one), and `f` cannot suspend.
+    swap_yielder(0);
+    let r = yielder.on_parent_stack(f);
+    swap_yielder(addr);
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
