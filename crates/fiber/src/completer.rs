@@ -109,7 +109,10 @@ fn run(rt: &runtime::Shared, ring: &RingOwner) {
                     me.completions.add(c.ops as u64);
                 }
             }
-            *watch = rt.workers[j].cq_eventfd.as_ref().and_then(|fd| arm(ring, fd));
+            *watch = rt.workers[j]
+                .cq_eventfd
+                .as_ref()
+                .and_then(|fd| arm(ring, fd));
         }
         if stop.as_ref().is_none_or(|op| op.is_done()) {
             stop = arm(ring, &me.stop);

@@ -17,7 +17,9 @@ pub enum Error {
         source: io::Error,
     },
     /// The kernel's io_uring lacks an operation the runtime needs (an old kernel).
-    #[error("io_uring on this kernel lacks IORING_OP_{0}; the fiber runtime needs Linux 5.19 or later")]
+    #[error(
+        "io_uring on this kernel lacks IORING_OP_{0}; the fiber runtime needs Linux 5.19 or later"
+    )]
     Unsupported(&'static str),
     /// A builder setting is out of range.
     #[error("invalid runtime configuration: {0}")]

@@ -105,7 +105,8 @@ where
                     // the cancellation as it drops.
                     resume_unwind(payload);
                 }
-                done.0.finish(Err(JoinError::Panicked(panic_message(&*payload))));
+                done.0
+                    .finish(Err(JoinError::Panicked(panic_message(&*payload))));
             }
         }
     };

@@ -114,9 +114,8 @@ impl OpenOptions {
     /// Opens `path` (`IORING_OP_OPENAT`).
     pub fn open(&self, path: impl AsRef<Path>) -> io::Result<File> {
         let flags = self.flags()?;
-        let path = CString::new(path.as_ref().as_os_str().as_bytes()).map_err(|_| {
-            io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte")
-        })?;
+        let path = CString::new(path.as_ref().as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
         let (res, op) = driver::run(Sqe::open(path, flags, self.mode))?;
         Ok(File {
             inner: std::fs::File::from(op.fd_result(res)?),

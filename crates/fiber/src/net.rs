@@ -47,9 +47,7 @@ fn each_addr<T>(
             Err(e) => last = Some(e),
         }
     }
-    Err(last.unwrap_or_else(|| {
-        io::Error::new(io::ErrorKind::InvalidInput, "no address to use")
-    }))
+    Err(last.unwrap_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to use")))
 }
 
 impl TcpListener {
@@ -250,7 +248,10 @@ impl Write for &TcpStream {
     }
 
     fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| &**b);
+        let first = bufs
+            .iter()
+            .find(|b| !b.is_empty())
+            .map_or(&[][..], |b| &**b);
         TcpStream::write(self, first)
     }
 

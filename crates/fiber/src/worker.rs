@@ -71,11 +71,7 @@ pub(crate) fn current() -> Option<Rc<WorkerCtx>> {
 /// The fiber running on the calling thread, if any.
 #[inline(never)]
 pub(crate) fn current_fiber() -> Option<Arc<Fiber>> {
-    CTX.with(|c| {
-        c.borrow()
-            .as_ref()
-            .and_then(|w| w.current.borrow().clone())
-    })
+    CTX.with(|c| c.borrow().as_ref().and_then(|w| w.current.borrow().clone()))
 }
 
 /// The runtime of the calling thread's worker, if any.
@@ -233,7 +229,9 @@ impl WorkerCtx {
             return;
         }
         // `None`: torn down while queued.
-        let Some(mut coro) = f.take_coro() else { return };
+        let Some(mut coro) = f.take_coro() else {
+            return;
+        };
         f.state.start();
         *self.current.borrow_mut() = Some(Arc::clone(&f));
         let outcome = coro.resume();
@@ -364,7 +362,11 @@ impl WorkerCtx {
     }
 
     fn rearm_eventfd_if_done(&self) {
-        let done = self.eventfd_op.borrow().as_ref().is_none_or(|op| op.is_done());
+        let done = self
+            .eventfd_op
+            .borrow()
+            .as_ref()
+            .is_none_or(|op| op.is_done());
         if done {
             self.arm_eventfd();
         }

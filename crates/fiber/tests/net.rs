@@ -3,6 +3,7 @@
 mod util;
 
 use std::io::{Read, Write};
+
 use std::net::Shutdown;
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use util::{TIMEOUT, join, runtime};
 fn echo_server(listener: TcpListener, conns: usize) -> std::io::Result<()> {
     let mut handlers = Vec::new();
     for _ in 0..conns {
-        let (mut s, _) = listener.accept()?;
+        let (s, _) = listener.accept()?;
         s.set_nodelay(true)?;
         handlers.push(fiber::spawn(move || -> std::io::Result<u64> {
             let mut buf = [0u8; 1024];
@@ -45,11 +46,12 @@ fn echo_roundtrips(rt: &fiber::Runtime, conns: usize, rounds: usize) {
                 s.set_nodelay(true)?;
                 for r in 0..rounds {
                     let msg = format!("conn {c} round {r:04}\n");
-                    s.write_all(msg.as_bytes())?;
+                    // Through the std trait, as generic handler code would.
+                    Write::write_all(&mut s, msg.as_bytes())?;
                     let mut got = vec![0u8; msg.len()];
                     let mut at = 0;
                     while at < got.len() {
-                        let n = s.read(&mut got[at..])?;
+                        let n = Read::read(&mut s, &mut got[at..])?;
                         assert_ne!(n, 0, "early EOF");
                         at += n;
                     }
@@ -139,7 +141,7 @@ fn a_reader_and_a_writer_fiber_share_a_stream() {
             let w = Arc::clone(&s);
             let writer = fiber::spawn(move || -> std::io::Result<()> {
                 for i in 0..100u32 {
-                    (&*w).write_all(&i.to_be_bytes())?;
+                    w.write_all(&i.to_be_bytes())?;
                 }
                 w.shutdown(Shutdown::Write)
             });
@@ -168,10 +170,7 @@ fn connect_to_a_closed_port_is_refused() {
     let r = rt
         .block_on(move || TcpStream::connect(addr).map(drop))
         .unwrap();
-    assert_eq!(
-        r.unwrap_err().kind(),
-        std::io::ErrorKind::ConnectionRefused
-    );
+    assert_eq!(r.unwrap_err().kind(), std::io::ErrorKind::ConnectionRefused);
 }
 
 #[test]
@@ -208,13 +207,17 @@ fn shutdown_cancels_a_blocked_accept_and_read() {
         let (s, _) = l2.accept()?;
         accepted_tx.send(()).ok();
         let mut buf = [0u8; 8];
-        (&s).read(&mut buf)
+        s.read(&mut buf)
     });
     let _client = std::net::TcpStream::connect(a2).unwrap();
     accepted_rx.recv_timeout(TIMEOUT).unwrap();
     rt.shutdown();
     let a = join(acceptor);
-    assert_eq!(a.unwrap_err().raw_os_error(), Some(libc::ECANCELED), "accept");
+    assert_eq!(
+        a.unwrap_err().raw_os_error(),
+        Some(libc::ECANCELED),
+        "accept"
+    );
     let r = join(reader);
     assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::ECANCELED), "read");
 }

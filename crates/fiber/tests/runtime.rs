@@ -165,10 +165,7 @@ fn drop_tears_down_parked_fibers_and_frees_their_stacks() {
     assert_eq!(stats.stacks_in_use, 0, "{stats}");
     assert_eq!(stats.fibers_live(), 0, "{stats}");
     // A runtime that is shut down refuses new fibers.
-    assert_eq!(
-        handle.spawn(|| ()).join(),
-        Err(fiber::JoinError::Cancelled)
-    );
+    assert_eq!(handle.spawn(|| ()).join(), Err(fiber::JoinError::Cancelled));
 }
 
 #[test]

@@ -94,5 +94,8 @@ fn a_hundred_thousand_fibers() {
     eprintln!("after: {stats}; {:?} in total", start.elapsed());
     assert_eq!(stats.fibers_live(), 0, "{stats}");
     assert_eq!(stats.stacks_in_use, 0, "{stats}");
-    assert!(stats.total().stolen_fibers > 0, "nothing was stolen: {stats}");
+    assert!(
+        stats.total().stolen_fibers > 0,
+        "nothing was stolen: {stats}"
+    );
 }

@@ -21,7 +21,7 @@ pub(crate) struct RawAddr {
 impl std::fmt::Debug for RawAddr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RawAddr")
-            .field("addr", &self.to_socket_addr())
+            .field("addr", &self.socket_addr())
             .finish()
     }
 }
@@ -81,23 +81,24 @@ impl RawAddr {
         raw
     }
 
-    pub(crate) fn to_socket_addr(&self) -> Option<SocketAddr> {
+    pub(crate) fn socket_addr(&self) -> Option<SocketAddr> {
         let len = self.len as usize;
         match i32::from(self.storage.ss_family) {
             libc::AF_INET if len >= mem::size_of::<libc::sockaddr_in>() => {
                 // SAFETY: the family says the storage holds a `sockaddr_in`, the length
                 // covers it, and `sockaddr_storage` is suitably aligned for it.
-                let sin = unsafe {
-                    &*std::ptr::from_ref(&self.storage).cast::<libc::sockaddr_in>()
-                };
+                let sin =
+                    unsafe { &*std::ptr::from_ref(&self.storage).cast::<libc::sockaddr_in>() };
                 let ip = Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
-                Some(SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(sin.sin_port))))
+                Some(SocketAddr::V4(SocketAddrV4::new(
+                    ip,
+                    u16::from_be(sin.sin_port),
+                )))
             }
             libc::AF_INET6 if len >= mem::size_of::<libc::sockaddr_in6>() => {
                 // SAFETY: as above, for `sockaddr_in6`.
-                let sin6 = unsafe {
-                    &*std::ptr::from_ref(&self.storage).cast::<libc::sockaddr_in6>()
-                };
+                let sin6 =
+                    unsafe { &*std::ptr::from_ref(&self.storage).cast::<libc::sockaddr_in6>() };
                 Some(SocketAddr::V6(SocketAddrV6::new(
                     Ipv6Addr::from(sin6.sin6_addr.s6_addr),
                     u16::from_be(sin6.sin6_port),
@@ -243,9 +244,9 @@ mod tests {
             "[::1]:443".parse().unwrap(),
             "[fe80::1%2]:9".parse().unwrap(),
         ] {
-            assert_eq!(RawAddr::from_socket_addr(a).to_socket_addr(), Some(a));
+            assert_eq!(RawAddr::from_socket_addr(a).socket_addr(), Some(a));
         }
-        assert_eq!(RawAddr::empty().to_socket_addr(), None);
+        assert_eq!(RawAddr::empty().socket_addr(), None);
     }
 
     #[test]

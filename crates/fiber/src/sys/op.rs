@@ -40,7 +40,10 @@ pub(crate) const TAG_OP: u64 = 0b000;
 pub(crate) const TAG_WAKE: u64 = 0b001;
 pub(crate) const TAG_IGNORE: u64 = 0b010;
 
-const _: () = assert!(std::mem::align_of::<Op>() >= 8, "the tag needs three free bits");
+const _: () = assert!(
+    std::mem::align_of::<Op>() >= 8,
+    "the tag needs three free bits"
+);
 
 /// Largest single read or write handed to the kernel.
 pub(crate) const MAX_IO: usize = 1 << 20;
@@ -288,7 +291,7 @@ impl Op {
         }
         match &self.mem {
             // SAFETY: `Done`: the kernel no longer writes the address.
-            Mem::Addr(a) => unsafe { a.get() }.to_socket_addr(),
+            Mem::Addr(a) => unsafe { a.get() }.socket_addr(),
             _ => None,
         }
     }
@@ -345,7 +348,11 @@ impl Sqe {
     /// `recv(fd, len)` into a buffer the op owns.
     pub(crate) fn recv(fd: RawFd, len: usize) -> (Sqe, Arc<Op>) {
         let len = io_len(len);
-        let op = Op::new(Mem::Buf(RawBuf::zeroed(len as usize)), ResKind::Plain, false);
+        let op = Op::new(
+            Mem::Buf(RawBuf::zeroed(len as usize)),
+            ResKind::Plain,
+            false,
+        );
         let e = opcode::Recv::new(types::Fd(fd), Sqe::buf_ptr(&op), len).build();
         Sqe::with_op(e, op)
     }
@@ -364,7 +371,11 @@ impl Sqe {
     /// `pread(fd, len, offset)`; offset `u64::MAX` reads at the file position.
     pub(crate) fn read_at(fd: RawFd, len: usize, offset: u64) -> (Sqe, Arc<Op>) {
         let len = io_len(len);
-        let op = Op::new(Mem::Buf(RawBuf::zeroed(len as usize)), ResKind::Plain, false);
+        let op = Op::new(
+            Mem::Buf(RawBuf::zeroed(len as usize)),
+            ResKind::Plain,
+            false,
+        );
         let e = opcode::Read::new(types::Fd(fd), Sqe::buf_ptr(&op), len)
             .offset(offset)
             .build();
@@ -476,13 +487,6 @@ impl Sqe {
     pub(crate) fn close(fd: OwnedFd) -> (Sqe, Arc<Op>) {
         let op = Op::new(Mem::None, ResKind::Plain, false);
         let e = opcode::Close::new(types::Fd(fd.into_raw_fd())).build();
-        Sqe::with_op(e, op)
-    }
-
-    /// `shutdown(fd, how)`.
-    pub(crate) fn shutdown(fd: RawFd, how: i32) -> (Sqe, Arc<Op>) {
-        let op = Op::new(Mem::None, ResKind::Plain, false);
-        let e = opcode::Shutdown::new(types::Fd(fd), how).build();
         Sqe::with_op(e, op)
     }
 

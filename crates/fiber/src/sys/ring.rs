@@ -86,7 +86,6 @@ pub(crate) struct RingShared {
     cq_lock: AtomicBool,
     /// User operations pushed and not yet finally completed.
     in_flight: AtomicUsize,
-    setup: RingSetup,
 }
 
 impl std::fmt::Debug for RingShared {
@@ -129,10 +128,6 @@ impl RingShared {
 
     pub(crate) fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn defer_taskrun(&self) -> bool {
-        self.setup.defer_taskrun
     }
 
     /// Reaps up to `max` CQEs if nobody else is reaping this ring. Each op's waiter goes to
@@ -229,7 +224,6 @@ impl RingOwner {
                 uring,
                 cq_lock: AtomicBool::new(false),
                 in_flight: AtomicUsize::new(0),
-                setup,
             }),
             pending: Cell::new(0),
             enters: Cell::new(0),

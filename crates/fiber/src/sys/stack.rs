@@ -129,6 +129,7 @@ impl StackPool {
     }
 
     /// Usable bytes per stack.
+    #[cfg(test)]
     pub(crate) fn stack_size(&self) -> usize {
         self.shared.stack_size
     }
@@ -208,11 +209,7 @@ impl PoolShared {
             // SAFETY: `bottom..bottom+guard` lies inside a mapping the pool owns and that no
             // stack uses yet; turning it into a guard region cannot invalidate any reference.
             let r = unsafe {
-                libc::madvise(
-                    bottom as *mut libc::c_void,
-                    self.guard,
-                    MADV_GUARD_INSTALL,
-                )
+                libc::madvise(bottom as *mut libc::c_void, self.guard, MADV_GUARD_INSTALL)
             };
             match cvt(r) {
                 Ok(_) => {
@@ -301,7 +298,10 @@ mod tests {
         drop(a);
         assert_eq!(pool.counts().in_use, 1);
         let c = pool.get().expect("reuse a stack");
-        assert_eq!(c.bottom, a_bottom, "a freed stack is reused before a new one is carved");
+        assert_eq!(
+            c.bottom, a_bottom,
+            "a freed stack is reused before a new one is carved"
+        );
         assert_eq!(pool.counts().carved, 2);
         drop((b, c));
         assert_eq!(pool.counts().in_use, 0);

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 /// Every test wait gives up after this long.
-pub const TIMEOUT: Duration = Duration::from_secs(20);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Returns `false` (and says why) when io_uring is unusable here, so the test can skip.
-pub fn io_uring_available() -> bool {
+pub(crate) fn io_uring_available() -> bool {
     match fiber::probe() {
         Ok(()) => true,
         Err(e) => {
@@ -29,7 +29,7 @@ macro_rules! require_io_uring {
 }
 
 /// A runtime with `workers` workers and small stacks.
-pub fn runtime(workers: usize) -> fiber::Runtime {
+pub(crate) fn runtime(workers: usize) -> fiber::Runtime {
     fiber::Runtime::builder()
         .workers(workers)
         .stack_size(32 * 1024)
@@ -38,7 +38,7 @@ pub fn runtime(workers: usize) -> fiber::Runtime {
 }
 
 /// Joins with the test timeout, failing the test on timeout.
-pub fn join<T>(mut h: fiber::JoinHandle<T>) -> T {
+pub(crate) fn join<T>(mut h: fiber::JoinHandle<T>) -> T {
     match h.join_timeout(TIMEOUT) {
         Ok(v) => v,
         Err(e) => panic!("joining a fiber: {e}"),
