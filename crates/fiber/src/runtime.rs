@@ -512,6 +512,7 @@ impl Shared {
                 Some(GuardKind::Mprotect) => "mprotect",
                 None => "-",
             },
+            ops_live: crate::sys::op::live_ops(),
         }
     }
 }

@@ -121,6 +121,9 @@ pub struct Stats {
     /// How guard pages are made: `"madvise"` (no extra VMA), `"mprotect"`, or `"-"` before
     /// the first stack.
     pub guard_pages: &'static str,
+    /// io_uring operations alive in the whole process (not only this runtime): in flight,
+    /// or completed and not yet dropped. Each owns the memory the kernel reads or writes.
+    pub ops_live: usize,
 }
 
 impl Stats {
@@ -148,7 +151,7 @@ impl fmt::Display for Stats {
             "workers={} fibers_spawned={} fibers_live={} resumes={} stolen_fibers={} \
              injector_pops={} ops={} enters={} cqe_own={} cqe_stolen={} cqe_completer={} \
              sleeps={} wakes_msg_ring={} wakes_eventfd={} stacks_in_use={} stacks_carved={} \
-             stack_mappings={} guard={}",
+             stack_mappings={} guard={} ops_live={}",
             self.workers.len(),
             self.fibers_spawned,
             self.fibers_live(),
@@ -167,6 +170,7 @@ impl fmt::Display for Stats {
             self.stacks_carved,
             self.stack_mappings,
             self.guard_pages,
+            self.ops_live,
         )
     }
 }

@@ -27,8 +27,11 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
 
 use io_uring::{opcode, squeue, types};
 
@@ -191,8 +194,34 @@ impl std::fmt::Debug for Op {
     }
 }
 
+/// Ops alive in this process (each owns its kernel-visible memory), counted in per-thread
+/// shards so that counting costs no cache-line bouncing between workers.
+static LIVE: [CachePadded<AtomicIsize>; LIVE_SHARDS] =
+    [const { CachePadded::new(AtomicIsize::new(0)) }; LIVE_SHARDS];
+const LIVE_SHARDS: usize = 32;
+
+thread_local! {
+    static LIVE_SHARD: usize = {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed) % LIVE_SHARDS
+    };
+}
+
+fn live_add(n: isize) {
+    let shard = LIVE_SHARD.try_with(|s| *s).unwrap_or(0);
+    LIVE[shard].fetch_add(n, Ordering::Relaxed);
+}
+
+/// Operations alive in the process: in flight in some ring, or completed and not yet
+/// dropped. Zero when nothing is in flight and nobody holds a result; the leak tests use it.
+pub(crate) fn live_ops() -> usize {
+    let sum: isize = LIVE.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+    usize::try_from(sum).unwrap_or(0)
+}
+
 impl Drop for Op {
     fn drop(&mut self) {
+        live_add(-1);
         if self.kind == ResKind::Fd {
             let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
             for &(res, _) in &st.results {
@@ -208,6 +237,7 @@ impl Drop for Op {
 
 impl Op {
     fn new(mem: Mem, kind: ResKind, internal: bool) -> Arc<Op> {
+        live_add(1);
         Arc::new(Op {
             state: Mutex::new(State {
                 phase: Phase::Idle,
