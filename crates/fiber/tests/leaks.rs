@@ -6,7 +6,6 @@
 
 mod util;
 
-use std::io::Read;
 use std::net::Shutdown;
 use std::time::Duration;
 
@@ -78,7 +77,7 @@ fn blocked_everywhere(rt: &fiber::Runtime) {
             fiber::spawn(move || {
                 let _ = tx.send(());
                 let mut buf = [0u8; 64];
-                let _ = (&s).read(&mut buf);
+                let _ = s.read(&mut buf);
             });
         }
     });
@@ -86,7 +85,7 @@ fn blocked_everywhere(rt: &fiber::Runtime) {
     for _ in 0..8 {
         let tx = ready_tx.clone();
         rt.spawn(move || {
-            let mut s = TcpStream::connect(addr).unwrap();
+            let s = TcpStream::connect(addr).unwrap();
             let _ = tx.send(());
             let mut buf = [0u8; 64];
             let _ = s.read(&mut buf);
@@ -130,7 +129,7 @@ fn leaks_nothing() {
             .workers(2)
             .completer(true)
             .io_stealing(true),
-        |rt| blocked_everywhere(rt),
+        blocked_everywhere,
     );
 
     check(
