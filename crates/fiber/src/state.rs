@@ -118,3 +118,103 @@ mod tests {
         assert!(s.is_done());
     }
 }
+
+/// The park/wake protocol under every interleaving loom can find.
+///
+/// Run with `RUSTFLAGS="--cfg loom" cargo test -p fiber --lib loom_model --release`.
+#[cfg(all(test, loom))]
+mod loom_model {
+    use super::RunState;
+    use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use loom::sync::{Arc, Mutex};
+    use loom::thread;
+
+    /// A waiter slot as the blocking primitives keep it: a registered waker, under a lock.
+    struct Slot {
+        registered: Mutex<bool>,
+        ready: AtomicBool,
+    }
+
+    /// The fiber side, run by the worker that resumed it: register, check, park. Returns
+    /// whether the fiber saw the condition (and finished) or parked; `queued` counts run-queue
+    /// pushes.
+    fn fiber_waits(state: &RunState, slot: &Slot, queued: &AtomicUsize) -> bool {
+        state.start();
+        {
+            let mut reg = slot.registered.lock().unwrap();
+            if slot.ready.load(Ordering::Acquire) {
+                drop(reg);
+                state.finish();
+                return true;
+            }
+            *reg = true;
+        }
+        // The fiber suspends; its worker records the park.
+        if state.park() {
+            queued.fetch_add(1, Ordering::SeqCst);
+        }
+        false
+    }
+
+    /// The waking side: make the condition true, take the registration, wake.
+    fn wake(state: &RunState, slot: &Slot, queued: &AtomicUsize) {
+        slot.ready.store(true, Ordering::Release);
+        let registered = std::mem::take(&mut *slot.registered.lock().unwrap());
+        if registered && state.wake() {
+            queued.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_wake_up_is_never_lost_nor_doubled() {
+        loom::model(|| {
+            let state = Arc::new(RunState::new_scheduled());
+            let slot = Arc::new(Slot {
+                registered: Mutex::new(false),
+                ready: AtomicBool::new(false),
+            });
+            let queued = Arc::new(AtomicUsize::new(0));
+            let waker = {
+                let (state, slot, queued) =
+                    (Arc::clone(&state), Arc::clone(&slot), Arc::clone(&queued));
+                thread::spawn(move || wake(&state, &slot, &queued))
+            };
+            let finished = fiber_waits(&state, &slot, &queued);
+            waker.join().unwrap();
+            let q = queued.load(Ordering::SeqCst);
+            if finished {
+                assert_eq!(q, 0, "a finished fiber was queued");
+                assert!(state.is_done());
+            } else {
+                // It parked: exactly one party put it back on a run queue.
+                assert_eq!(q, 1, "the fiber was queued {q} times");
+            }
+        });
+    }
+
+    #[test]
+    fn two_wakers_queue_a_parked_fiber_once() {
+        loom::model(|| {
+            let state = Arc::new(RunState::new_scheduled());
+            state.start();
+            let queued = Arc::new(AtomicUsize::new(0));
+            let wakers: Vec<_> = (0..2)
+                .map(|_| {
+                    let (state, queued) = (Arc::clone(&state), Arc::clone(&queued));
+                    thread::spawn(move || {
+                        if state.wake() {
+                            queued.fetch_add(1, Ordering::SeqCst);
+                        }
+                    })
+                })
+                .collect();
+            if state.park() {
+                queued.fetch_add(1, Ordering::SeqCst);
+            }
+            for w in wakers {
+                w.join().unwrap();
+            }
+            assert_eq!(queued.load(Ordering::SeqCst), 1);
+        });
+    }
+}
