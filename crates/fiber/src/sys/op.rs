@@ -53,6 +53,10 @@ pub(crate) const MAX_IO: usize = 1 << 20;
 
 /// A heap buffer the kernel may write while an operation is in flight. It is reachable only
 /// through raw pointers meanwhile, so no Rust reference aliases the kernel's writes.
+///
+/// Its bytes start uninitialised (the kernel fills them for a read; a write copies the
+/// caller's data in first), and buffers of the common sizes are recycled through a small
+/// per-thread pool, so a read costs neither an allocation nor zeroing.
 struct RawBuf {
     ptr: NonNull<u8>,
     cap: usize,
@@ -63,41 +67,125 @@ unsafe impl Send for RawBuf {}
 // SAFETY: shared access only reads through `&self` methods after the operation completed.
 unsafe impl Sync for RawBuf {}
 
+/// Smallest pooled buffer, and the number of power-of-two size classes above it
+/// (64 B to 64 KiB).
+const POOL_MIN: usize = 64;
+const POOL_CLASSES: usize = 11;
+/// Buffers kept per class per thread.
+const POOL_DEPTH: usize = 32;
+
+/// Free buffers of one thread, by size class.
+struct Pool {
+    free: [Vec<NonNull<u8>>; POOL_CLASSES],
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        for (class, list) in self.free.iter_mut().enumerate() {
+            for ptr in list.drain(..) {
+                // SAFETY: pooled pointers are allocations of exactly this class's layout,
+                // owned by the pool alone, freed once, here.
+                unsafe { std::alloc::dealloc(ptr.as_ptr(), layout(POOL_MIN << class)) };
+            }
+        }
+    }
+}
+
+thread_local! {
+    static POOL: std::cell::RefCell<Pool> = const {
+        std::cell::RefCell::new(Pool { free: [const { Vec::new() }; POOL_CLASSES] })
+    };
+}
+
+fn layout(cap: usize) -> std::alloc::Layout {
+    // `cap` is at least 1 and far below `isize::MAX`: the layout is always valid.
+    std::alloc::Layout::from_size_align(cap, 1).unwrap_or(std::alloc::Layout::new::<u8>())
+}
+
+/// The pool class and capacity for a request of `len` bytes (`None`: too big to pool).
+fn class_of(len: usize) -> Option<(usize, usize)> {
+    let cap = len.max(POOL_MIN).next_power_of_two();
+    let class = (cap / POOL_MIN).trailing_zeros() as usize;
+    (class < POOL_CLASSES).then_some((class, cap))
+}
+
 impl RawBuf {
-    fn zeroed(cap: usize) -> RawBuf {
-        let boxed: Box<[u8]> = vec![0u8; cap.max(1)].into_boxed_slice();
-        let cap = boxed.len();
-        let ptr = NonNull::from(Box::leak(boxed)).cast::<u8>();
-        RawBuf { ptr, cap }
+    /// A buffer of at least `len` bytes, contents unspecified.
+    fn uninit(len: usize) -> RawBuf {
+        let len = len.max(1);
+        if let Some((class, cap)) = class_of(len) {
+            let pooled = POOL
+                .try_with(|p| p.borrow_mut().free[class].pop())
+                .ok()
+                .flatten();
+            if let Some(ptr) = pooled {
+                return RawBuf { ptr, cap };
+            }
+            return RawBuf::alloc(cap);
+        }
+        RawBuf::alloc(len)
+    }
+
+    fn alloc(cap: usize) -> RawBuf {
+        let layout = layout(cap);
+        // SAFETY: `layout` has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        match NonNull::new(ptr) {
+            Some(ptr) => RawBuf { ptr, cap },
+            None => std::alloc::handle_alloc_error(layout),
+        }
     }
 
     fn from_slice(data: &[u8]) -> RawBuf {
-        let boxed: Box<[u8]> = if data.is_empty() {
-            vec![0u8; 1].into_boxed_slice()
-        } else {
-            data.into()
-        };
-        let cap = boxed.len();
-        let ptr = NonNull::from(Box::leak(boxed)).cast::<u8>();
-        RawBuf { ptr, cap }
+        let buf = RawBuf::uninit(data.len());
+        // SAFETY: the buffer has room for `data.len()` bytes, is fresh (no op uses it) and
+        // does not overlap `data`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), buf.ptr.as_ptr(), data.len());
+        }
+        buf
     }
 
+    /// Copies the first `n` bytes (clamped to the capacity and to `dst`) into `dst`.
+    ///
     /// # Safety
     ///
-    /// No operation that may write this buffer is in flight.
-    unsafe fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` is a live allocation of `cap` initialised bytes (zeroed or copied
-        // at creation) and, per the caller, not being written by the kernel.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.cap) }
+    /// No operation that may write this buffer is in flight, and its first `n` bytes are
+    /// initialised (the kernel reported writing them, or they were copied in).
+    unsafe fn copy_to(&self, n: usize, dst: &mut [u8]) -> usize {
+        let n = n.min(self.cap).min(dst.len());
+        // SAFETY: per the caller the `n` source bytes are initialised and not being written;
+        // `dst` is a distinct live slice of at least `n` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr(), dst.as_mut_ptr(), n) };
+        n
     }
 }
 
 impl Drop for RawBuf {
     fn drop(&mut self) {
-        let slice = std::ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), self.cap);
-        // SAFETY: `ptr`/`cap` came from `Box::leak` of a `Box<[u8]>` of exactly this length
-        // and are freed once, here.
-        drop(unsafe { Box::from_raw(slice) });
+        if let Some((class, cap)) = class_of(self.cap) {
+            if cap == self.cap {
+                let ptr = self.ptr;
+                let kept = POOL
+                    .try_with(|p| {
+                        let mut p = p.borrow_mut();
+                        let list = &mut p.free[class];
+                        if list.len() < POOL_DEPTH {
+                            list.push(ptr);
+                            true
+                        } else {
+                            false
+                        }
+                    })
+                    .unwrap_or(false);
+                if kept {
+                    return;
+                }
+            }
+        }
+        // SAFETY: `ptr` was allocated with `layout(cap)` (by `alloc`, possibly via the pool)
+        // and is freed once, here.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout(self.cap)) };
     }
 }
 
@@ -172,6 +260,8 @@ struct State {
     /// Results not yet taken, oldest first (one for a single-shot op).
     results: VecDeque<(i32, u32)>,
     waiter: Option<Waker>,
+    /// Bytes the kernel reported for the last completion (what a read wrote).
+    written: usize,
 }
 
 /// One io_uring operation, single-shot or multishot.
@@ -243,6 +333,7 @@ impl Op {
                 phase: Phase::Idle,
                 results: VecDeque::new(),
                 waiter: None,
+                written: 0,
             }),
             mem,
             kind,
@@ -288,26 +379,27 @@ impl Op {
     fn complete(&self, res: i32, flags: u32, last: bool) -> Option<Waker> {
         let mut st = self.lock();
         st.results.push_back((res, flags));
+        st.written = usize::try_from(res).unwrap_or(0);
         if last {
             st.phase = Phase::Done;
         }
         st.waiter.take()
     }
 
-    /// Copies the bytes a completed read left in the op's buffer into `dst`.
+    /// Copies the bytes a completed read left in the op's buffer into `dst` (at most `n`,
+    /// and never more than the kernel reported writing).
     pub(crate) fn copy_out(&self, n: usize, dst: &mut [u8]) -> usize {
         let st = self.lock();
         if st.phase != Phase::Done {
             return 0;
         }
+        let n = n.min(st.written);
         match &self.mem {
             Mem::Buf(b) => {
                 // SAFETY: the phase is `Done` (checked under the lock the completing thread
-                // held): the kernel no longer writes the buffer.
-                let src = unsafe { b.as_slice() };
-                let n = n.min(src.len()).min(dst.len());
-                dst[..n].copy_from_slice(&src[..n]);
-                n
+                // held), so the kernel no longer writes the buffer, and `n` is at most the
+                // byte count the kernel reported writing.
+                unsafe { b.copy_to(n, dst) }
             }
             _ => 0,
         }
@@ -379,7 +471,7 @@ impl Sqe {
     pub(crate) fn recv(fd: RawFd, len: usize) -> (Sqe, Arc<Op>) {
         let len = io_len(len);
         let op = Op::new(
-            Mem::Buf(RawBuf::zeroed(len as usize)),
+            Mem::Buf(RawBuf::uninit(len as usize)),
             ResKind::Plain,
             false,
         );
@@ -402,7 +494,7 @@ impl Sqe {
     pub(crate) fn read_at(fd: RawFd, len: usize, offset: u64) -> (Sqe, Arc<Op>) {
         let len = io_len(len);
         let op = Op::new(
-            Mem::Buf(RawBuf::zeroed(len as usize)),
+            Mem::Buf(RawBuf::uninit(len as usize)),
             ResKind::Plain,
             false,
         );
