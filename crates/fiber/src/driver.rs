@@ -84,12 +84,18 @@ fn thread_ring_wait() -> io::Result<()> {
 
 /// Waits for the next result of a pushed operation: `(res, flags)`.
 pub(crate) fn wait(p: &Pushed) -> io::Result<(i32, u32)> {
+    wait_data(p).map(|(res, flags, _)| (res, flags))
+}
+
+/// Waits for the next result of a pushed operation, with the bytes of the provided buffer
+/// its CQE selected (multishot recv).
+pub(crate) fn wait_data(p: &Pushed) -> io::Result<op::Completion> {
     let fiber = park::on_fiber() && p.ring.is_some();
     loop {
         let polled = if fiber {
-            p.op.poll(Waker::current)
+            p.op.poll_data(Waker::current)
         } else {
-            p.op.poll(|| Waker::Thread(std::thread::current()))
+            p.op.poll_data(|| Waker::Thread(std::thread::current()))
         };
         match polled {
             Ok(Some(r)) => return Ok(r),
@@ -101,6 +107,10 @@ pub(crate) fn wait(p: &Pushed) -> io::Result<(i32, u32)> {
                 cancel(p);
                 return Err(shutting_down());
             }
+        } else if p.ring.is_some() {
+            // A plain thread waiting for an op a worker's ring holds (a multishot armed by a
+            // fiber): the worker that reaps it unparks this thread.
+            std::thread::park();
         } else {
             thread_ring_wait()?;
         }

@@ -9,11 +9,12 @@
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::driver::{self, Pushed};
 use crate::sync::Mutex;
 use crate::sys::fd::{tcp_listen, tcp_socket};
-use crate::sys::op::Sqe;
+use crate::sys::op::{self, Sqe};
 use crate::worker;
 
 /// Listen backlog; the kernel caps it at `net.core.somaxconn`.
@@ -143,12 +144,90 @@ impl AsRawFd for TcpListener {
 #[derive(Debug)]
 pub struct TcpStream {
     inner: std::net::TcpStream,
+    recv: MultiRecv,
+}
+
+/// The multishot recv of a stream (when the runtime enables multishot): the op in flight
+/// and the data of a chunk the last read did not take.
+#[derive(Debug, Default)]
+struct MultiRecv {
+    /// Set once the stream used multishot: from then on every read looks at `state` first.
+    used: AtomicBool,
+    state: Mutex<RecvState>,
+}
+
+#[derive(Debug, Default)]
+struct RecvState {
+    armed: Option<Pushed>,
+    pending: Vec<u8>,
+    pos: usize,
+    eof: bool,
+}
+
+impl Drop for MultiRecv {
+    fn drop(&mut self) {
+        if let Some(p) = self.state.get_mut().armed.take() {
+            driver::cancel(&p);
+        }
+    }
+}
+
+/// Whether reads here should use multishot recv: on a fiber of a runtime that enables it.
+fn multishot_recv_here() -> bool {
+    crate::park::on_fiber() && worker::current_runtime().is_some_and(|rt| rt.config.multishot_recv)
 }
 
 impl TcpStream {
     fn from_fd(fd: OwnedFd) -> TcpStream {
-        TcpStream {
-            inner: std::net::TcpStream::from(fd),
+        TcpStream::from_std(std::net::TcpStream::from(fd))
+    }
+
+    fn read_once(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let (n, op) = driver::run(Sqe::recv(self.inner.as_raw_fd(), buf.len()))?;
+        Ok(op.copy_out(usize::try_from(n).unwrap_or(0), buf))
+    }
+
+    fn read_multishot(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let mut st = self.recv.state.lock();
+        loop {
+            if st.pos < st.pending.len() {
+                let n = (st.pending.len() - st.pos).min(buf.len());
+                buf[..n].copy_from_slice(&st.pending[st.pos..st.pos + n]);
+                st.pos += n;
+                if st.pos == st.pending.len() {
+                    st.pending.clear();
+                    st.pos = 0;
+                }
+                return Ok(n);
+            }
+            if st.eof {
+                return Ok(0);
+            }
+            let armed = match st.armed.take() {
+                Some(p) => p,
+                // Off a fiber, or on a runtime without multishot: a plain recv.
+                None if !multishot_recv_here() => return self.read_once(buf),
+                None => driver::submit(Sqe::recv_multi(self.inner.as_raw_fd()))?,
+            };
+            let result = driver::wait_data(&armed);
+            let more = matches!(&result, Ok((_, flags, _)) if op::cqe_more(*flags));
+            if more {
+                st.armed = Some(armed);
+            }
+            match result {
+                Ok((res, _, data)) if res > 0 => {
+                    st.pending = data.unwrap_or_default();
+                    st.pos = 0;
+                }
+                Ok((0, _, _)) => {
+                    st.eof = true;
+                    return Ok(0);
+                }
+                // The ring ran out of provided buffers and the multishot ended: re-arm.
+                Ok((res, _, _)) if res == -libc::ENOBUFS => {}
+                Ok((res, _, _)) => return Err(io::Error::from_raw_os_error(-res)),
+                Err(e) => return Err(e),
+            }
         }
     }
 
@@ -163,7 +242,10 @@ impl TcpStream {
 
     /// Wraps a connected std socket (it should be in blocking mode).
     pub fn from_std(inner: std::net::TcpStream) -> TcpStream {
-        TcpStream { inner }
+        TcpStream {
+            inner,
+            recv: MultiRecv::default(),
+        }
     }
 
     /// Reads what is available (at least one byte), parking until something is; `Ok(0)` at
@@ -172,8 +254,14 @@ impl TcpStream {
         if buf.is_empty() {
             return Ok(0);
         }
-        let (n, op) = driver::run(Sqe::recv(self.inner.as_raw_fd(), buf.len()))?;
-        Ok(op.copy_out(usize::try_from(n).unwrap_or(0), buf))
+        if self.recv.used.load(Ordering::Relaxed) {
+            return self.read_multishot(buf);
+        }
+        if multishot_recv_here() {
+            self.recv.used.store(true, Ordering::Relaxed);
+            return self.read_multishot(buf);
+        }
+        self.read_once(buf)
     }
 
     /// Writes some of `buf`, parking until the kernel took at least one byte.
@@ -226,7 +314,10 @@ impl TcpStream {
     /// Closes the socket through the ring (`IORING_OP_CLOSE`), reporting errors. Dropping
     /// the stream closes it too, with a plain `close(2)`.
     pub fn close(self) -> io::Result<()> {
-        driver::run(Sqe::close(OwnedFd::from(self.inner))).map(drop)
+        let TcpStream { inner, recv } = self;
+        // Cancels a multishot recv before the descriptor goes.
+        drop(recv);
+        driver::run(Sqe::close(OwnedFd::from(inner))).map(drop)
     }
 }
 

@@ -28,6 +28,10 @@ pub const MIN_STACK_SIZE: usize = 16 * 1024;
 pub const DEFAULT_RING_ENTRIES: u32 = 256;
 
 const REGISTRY_SHARDS: usize = 64;
+/// Provided buffers per worker ring for multishot recv, and their size: 2 MiB per worker,
+/// enough for the data of one reaping pass (buffers go back as soon as they are copied).
+const PROVIDED_BUFS: u16 = 512;
+const PROVIDED_BUF_SIZE: usize = 4096;
 
 /// Runtime phases, in the only order they happen.
 pub(crate) const RUNNING: u8 = 0;
@@ -149,6 +153,7 @@ pub(crate) struct Config {
     pub(crate) completer: bool,
     pub(crate) io_stealing: bool,
     pub(crate) multishot: bool,
+    pub(crate) multishot_recv: bool,
     pub(crate) name: String,
 }
 
@@ -250,7 +255,10 @@ impl Builder {
         self
     }
 
-    /// Uses multishot accept on listeners: one SQE yields every incoming connection.
+    /// Uses multishot accept on listeners (one SQE yields every incoming connection) and
+    /// multishot recv on streams read from fibers, with a ring of provided buffers per worker
+    /// (one SQE yields every chunk of data; each chunk is copied out of its buffer when
+    /// reaped). Ignored where the kernel lacks them (before 5.19 and 6.0).
     pub fn multishot(mut self, on: bool) -> Builder {
         self.multishot = on;
         self
@@ -296,10 +304,13 @@ impl Builder {
                 defer_taskrun: self.ring_flags.defer_taskrun,
                 coop_taskrun: self.ring_flags.coop_taskrun,
                 sqpoll_idle_ms: self.ring_flags.sqpoll_idle_ms,
+                provided_bufs: (self.multishot && features.recv_multishot)
+                    .then_some((PROVIDED_BUFS, PROVIDED_BUF_SIZE)),
             },
             completer: self.completer,
             io_stealing: self.io_stealing,
             multishot: self.multishot && features.accept_multishot,
+            multishot_recv: self.multishot && features.recv_multishot,
             name: self.name,
         };
         Runtime::start(config, features)

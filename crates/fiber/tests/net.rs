@@ -103,6 +103,7 @@ fn echo_with_each_ring_flag() {
         "coop_taskrun",
         "defer_taskrun",
         "single_issuer,coop_taskrun",
+        "sqpoll",
     ] {
         let rt = fiber::Runtime::builder()
             .workers(2)
@@ -220,4 +221,60 @@ fn shutdown_cancels_a_blocked_accept_and_read() {
     );
     let r = join(reader);
     assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::ECANCELED), "read");
+}
+
+#[test]
+fn multishot_recv_carries_a_large_transfer_through_a_buffer_shortage() {
+    require_io_uring!();
+    let rt = fiber::Runtime::builder()
+        .workers(1)
+        .multishot(true)
+        .build()
+        .unwrap();
+    const TOTAL: usize = 6 << 20;
+    let pattern = |i: usize| (i % 251) as u8;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let sender = std::thread::spawn(move || {
+        use std::io::Write;
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        let data: Vec<u8> = (0..TOTAL).map(pattern).collect();
+        s.write_all(&data).unwrap();
+    });
+    let reader = rt.spawn(move || -> std::io::Result<(usize, usize)> {
+        let (s, _) = listener.accept()?;
+        let mut got = 0usize;
+        let mut reads = 0usize;
+        // Small reads: chunks are split across calls.
+        let mut buf = [0u8; 1000];
+        loop {
+            let n = s.read(&mut buf)?;
+            if n == 0 {
+                return Ok((got, reads));
+            }
+            for (k, b) in buf[..n].iter().enumerate() {
+                assert_eq!(*b, pattern(got + k), "byte {}", got + k);
+            }
+            got += n;
+            reads += 1;
+            if reads == 1 {
+                // Keep the only worker busy (no reaping) while the data pours in, so the
+                // provided buffers run out and the multishot recv has to be re-armed.
+                let start = std::time::Instant::now();
+                while start.elapsed() < std::time::Duration::from_millis(200) {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    });
+    let (got, reads) = join(reader).unwrap();
+    sender.join().unwrap();
+    assert_eq!(got, TOTAL);
+    let stats = rt.stats();
+    eprintln!("{reads} reads; {stats}");
+    // One multishot recv serves many reads.
+    assert!(
+        (stats.total().ops_submitted as usize) < reads / 2,
+        "{stats}"
+    );
 }

@@ -34,6 +34,12 @@ unsafe impl<T: ?Sized + Send> Send for Mutex<T> {}
 // guard), so `T: Send` suffices, as for `std::sync::Mutex`.
 unsafe impl<T: ?Sized + Send> Sync for Mutex<T> {}
 
+impl<T: Default> Default for Mutex<T> {
+    fn default() -> Mutex<T> {
+        Mutex::new(T::default())
+    }
+}
+
 impl<T> Mutex<T> {
     /// A new unlocked mutex.
     pub const fn new(value: T) -> Mutex<T> {

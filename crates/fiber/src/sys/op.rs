@@ -257,12 +257,16 @@ enum Phase {
 
 struct State {
     phase: Phase,
-    /// Results not yet taken, oldest first (one for a single-shot op).
-    results: VecDeque<(i32, u32)>,
+    /// Results not yet taken, oldest first (one for a single-shot op), with the bytes of a
+    /// provided buffer when the CQE selected one.
+    results: VecDeque<Completion>,
     waiter: Option<Waker>,
     /// Bytes the kernel reported for the last completion (what a read wrote).
     written: usize,
 }
+
+/// One result of an op: `(res, flags, bytes of the provided buffer the CQE selected)`.
+pub(crate) type Completion = (i32, u32, Option<Vec<u8>>);
 
 /// One io_uring operation, single-shot or multishot.
 pub(crate) struct Op {
@@ -314,7 +318,7 @@ impl Drop for Op {
         live_add(-1);
         if self.kind == ResKind::Fd {
             let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
-            for &(res, _) in &st.results {
+            for &(res, _, _) in &st.results {
                 if res >= 0 {
                     // SAFETY: a non-negative result of accept/openat is a new descriptor the
                     // kernel gave to this op; nobody took it (taking pops it from `results`).
@@ -362,6 +366,15 @@ impl Op {
     /// Takes the oldest result if there is one; otherwise registers `waiter` (if given) to be
     /// woken by the next completion. `Err(())` means the op is done and has no results left.
     pub(crate) fn poll(&self, waiter: impl FnOnce() -> Waker) -> Result<Option<(i32, u32)>, ()> {
+        self.poll_data(waiter)
+            .map(|r| r.map(|(res, flags, _)| (res, flags)))
+    }
+
+    /// Like [`poll`](Self::poll), with the bytes of the provided buffer the CQE selected.
+    pub(crate) fn poll_data(
+        &self,
+        waiter: impl FnOnce() -> Waker,
+    ) -> Result<Option<Completion>, ()> {
         let mut st = self.lock();
         if let Some(r) = st.results.pop_front() {
             return Ok(Some(r));
@@ -376,9 +389,9 @@ impl Op {
     }
 
     /// Records a CQE. Returns the waiter to wake.
-    fn complete(&self, res: i32, flags: u32, last: bool) -> Option<Waker> {
+    fn complete(&self, res: i32, flags: u32, last: bool, data: Option<Vec<u8>>) -> Option<Waker> {
         let mut st = self.lock();
-        st.results.push_back((res, flags));
+        st.results.push_back((res, flags, data));
         st.written = usize::try_from(res).unwrap_or(0);
         if last {
             st.phase = Phase::Done;
@@ -546,6 +559,14 @@ impl Sqe {
         Sqe::with_op(e, op)
     }
 
+    /// Multishot `recv(fd)` into buffers the kernel picks from the ring's provided-buffer
+    /// group; one CQE per chunk of data until EOF, an error, a cancel, or no free buffer.
+    pub(crate) fn recv_multi(fd: RawFd) -> (Sqe, Arc<Op>) {
+        let op = Op::new(Mem::None, ResKind::Plain, false);
+        let e = opcode::RecvMulti::new(types::Fd(fd), super::bufring::BGID).build();
+        Sqe::with_op(e, op)
+    }
+
     /// `connect(fd, addr)`.
     pub(crate) fn connect(fd: RawFd, addr: SocketAddr) -> (Sqe, Arc<Op>) {
         let op = Op::new(
@@ -672,7 +693,7 @@ pub(crate) enum Reaped {
 /// [1] `user_data` and `flags` come from a CQE of the ring the SQE was pushed to, and [2] each
 /// CQE is decoded exactly once, so that the ring's reference of an op (moved into
 /// `user_data` by `Ring::push`) is released exactly once, on the final CQE.
-pub(crate) unsafe fn decode(user_data: u64, res: i32, flags: u32) -> Reaped {
+pub(crate) unsafe fn decode(user_data: u64, res: i32, flags: u32, data: Option<Vec<u8>>) -> Reaped {
     match user_data & TAG_MASK {
         TAG_OP if user_data != 0 => {
             let ptr = (user_data & !TAG_MASK) as *const Op;
@@ -689,7 +710,7 @@ pub(crate) unsafe fn decode(user_data: u64, res: i32, flags: u32) -> Reaped {
                     Arc::from_raw(ptr)
                 }
             };
-            let waiter = op.complete(res, flags, last);
+            let waiter = op.complete(res, flags, last, data);
             Reaped::Op {
                 waiter,
                 internal: op.internal,
@@ -699,6 +720,11 @@ pub(crate) unsafe fn decode(user_data: u64, res: i32, flags: u32) -> Reaped {
         TAG_WAKE => Reaped::Wake,
         _ => Reaped::Ignored,
     }
+}
+
+/// Whether a CQE with these flags is followed by more CQEs of the same (multishot) op.
+pub(crate) fn cqe_more(flags: u32) -> bool {
+    io_uring::cqueue::more(flags)
 }
 
 /// Marks an op as pushed and turns it into the `user_data` that carries the ring's reference.
@@ -723,6 +749,6 @@ pub(super) unsafe fn from_unpushed(user_data: u64) -> Arc<Op> {
 /// waiter sees an error instead of waiting forever.
 pub(crate) fn fail_unsubmitted(op: &Op, errno: i32) {
     let mut st = op.lock();
-    st.results.push_back((-errno, 0));
+    st.results.push_back((-errno, 0, None));
     st.phase = Phase::Done;
 }

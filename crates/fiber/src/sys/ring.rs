@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use io_uring::{IoUring, Probe, opcode};
 
+use super::bufring::{BGID, BufRing};
 use super::op::{self, Reaped, Sqe};
 use crate::park::Waker;
 
@@ -27,14 +28,19 @@ pub(crate) struct RingSetup {
     pub(crate) defer_taskrun: bool,
     pub(crate) coop_taskrun: bool,
     pub(crate) sqpoll_idle_ms: Option<u32>,
+    /// A provided-buffer ring for multishot recv: (buffers, bytes each).
+    pub(crate) provided_bufs: Option<(u16, usize)>,
 }
 
 /// What the running kernel supports, probed once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Features {
     pub(crate) msg_ring: bool,
-    /// Multishot accept (5.19; `IORING_OP_SOCKET` arrived in the same release).
+    /// Multishot accept and provided-buffer rings (5.19; `IORING_OP_SOCKET` arrived in the
+    /// same release).
     pub(crate) accept_multishot: bool,
+    /// Multishot recv (6.0; `IORING_OP_SEND_ZC` arrived in the same release).
+    pub(crate) recv_multishot: bool,
 }
 
 /// Opcodes the runtime cannot work without.
@@ -69,6 +75,7 @@ pub(crate) fn probe() -> Result<Features, ProbeError> {
     Ok(Features {
         msg_ring: probe.is_supported(opcode::MsgRingData::CODE),
         accept_multishot: probe.is_supported(opcode::Socket::CODE),
+        recv_multishot: probe.is_supported(opcode::SendZc::CODE),
     })
 }
 
@@ -86,6 +93,9 @@ pub(crate) struct RingShared {
     cq_lock: AtomicBool,
     /// User operations pushed and not yet finally completed.
     in_flight: AtomicUsize,
+    /// Provided buffers for multishot recv. Declared after `uring` so that it is unmapped
+    /// only after the ring is closed.
+    bufs: Option<BufRing>,
 }
 
 impl std::fmt::Debug for RingShared {
@@ -142,9 +152,18 @@ impl RingShared {
         // is dropped (publishing the new head) before the guard releases the lock.
         let mut cq = unsafe { self.uring.completion_shared() };
         for cqe in (&mut cq).take(max) {
+            let data = match (io_uring::cqueue::buffer_select(cqe.flags()), &self.bufs) {
+                (Some(bid), Some(bufs)) => {
+                    let len = usize::try_from(cqe.result()).unwrap_or(0);
+                    // SAFETY: the CQE selected buffer `bid` of this ring's buffer group and
+                    // reports `len` bytes in it; this CQE is consumed once, here.
+                    Some(unsafe { bufs.take(bid, len) })
+                }
+                _ => None,
+            };
             // SAFETY: [1] a CQE of this ring, whose SQEs carry `user_data` made by
             // `op::into_user_data` or the tags of `op`; [2] consumed from the CQ once, here.
-            match unsafe { op::decode(cqe.user_data(), cqe.result(), cqe.flags()) } {
+            match unsafe { op::decode(cqe.user_data(), cqe.result(), cqe.flags(), data) } {
                 Reaped::Op {
                     waiter,
                     internal,
@@ -178,6 +197,10 @@ impl Drop for RingShared {
         // stays in the kernel's hands and is leaked), because the kernel may still write it
         // while it tears the ring down asynchronously.
         let _ = self.try_reap(usize::MAX, drop);
+        if self.in_flight() > 0 {
+            // The kernel may still pick and fill provided buffers: never unmap them.
+            std::mem::forget(self.bufs.take());
+        }
     }
 }
 
@@ -219,11 +242,30 @@ impl RingOwner {
         }
         b.setup_cqsize(setup.entries.saturating_mul(4).max(16));
         let uring = b.build(setup.entries.max(8))?;
+        let bufs = match setup.provided_bufs {
+            Some((entries, size)) => {
+                let br = BufRing::new(entries, size)?;
+                // SAFETY: the ring memory of `br` stays mapped until the io_uring is closed:
+                // `br` moves into the same `RingShared`, declared after `uring`, and is leaked
+                // rather than unmapped if operations are still in flight at drop.
+                unsafe {
+                    uring.submitter().register_buf_ring_with_flags(
+                        br.ring_addr(),
+                        br.entries(),
+                        BGID,
+                        0,
+                    )?;
+                }
+                Some(br)
+            }
+            None => None,
+        };
         Ok(RingOwner {
             shared: Arc::new(RingShared {
                 uring,
                 cq_lock: AtomicBool::new(false),
                 in_flight: AtomicUsize::new(0),
+                bufs,
             }),
             pending: Cell::new(0),
             enters: Cell::new(0),
