@@ -90,7 +90,14 @@ fn a_hundred_thousand_fibers() {
     }
     assert_eq!(sum, FIBERS * (FIBERS - 1) / 2);
     assert_eq!(done.load(Ordering::SeqCst), FIBERS);
-    let stats = rt.stats();
+    // A join returns once the fiber stored its value; the worker retires the fiber (and its
+    // stack) right after. Wait for that, boundedly.
+    let deadline = Instant::now() + TIMEOUT;
+    let mut stats = rt.stats();
+    while (stats.fibers_live() > 0 || stats.stacks_in_use > 0) && Instant::now() < deadline {
+        std::thread::yield_now();
+        stats = rt.stats();
+    }
     eprintln!("after: {stats}; {:?} in total", start.elapsed());
     assert_eq!(stats.fibers_live(), 0, "{stats}");
     assert_eq!(stats.stacks_in_use, 0, "{stats}");

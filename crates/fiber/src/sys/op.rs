@@ -259,7 +259,7 @@ struct State {
     phase: Phase,
     /// Results not yet taken, oldest first (one for a single-shot op), with the bytes of a
     /// provided buffer when the CQE selected one.
-    results: VecDeque<Completion>,
+    results: Results,
     waiter: Option<Waker>,
     /// Bytes the kernel reported for the last completion (what a read wrote).
     written: usize,
@@ -267,6 +267,33 @@ struct State {
 
 /// One result of an op: `(res, flags, bytes of the provided buffer the CQE selected)`.
 pub(crate) type Completion = (i32, u32, Option<Vec<u8>>);
+
+/// A FIFO of completions that holds the first one inline: a single-shot op never allocates
+/// for its result.
+#[derive(Debug, Default)]
+struct Results {
+    /// The oldest result, when `rest` is empty or holds only later ones.
+    first: Option<Completion>,
+    rest: VecDeque<Completion>,
+}
+
+impl Results {
+    fn push_back(&mut self, c: Completion) {
+        if self.first.is_none() && self.rest.is_empty() {
+            self.first = Some(c);
+        } else {
+            self.rest.push_back(c);
+        }
+    }
+
+    fn pop_front(&mut self) -> Option<Completion> {
+        self.first.take().or_else(|| self.rest.pop_front())
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Completion> {
+        self.first.iter().chain(self.rest.iter())
+    }
+}
 
 /// One io_uring operation, single-shot or multishot.
 pub(crate) struct Op {
@@ -318,7 +345,7 @@ impl Drop for Op {
         live_add(-1);
         if self.kind == ResKind::Fd {
             let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
-            for &(res, _, _) in &st.results {
+            for &(res, _, _) in st.results.iter() {
                 if res >= 0 {
                     // SAFETY: a non-negative result of accept/openat is a new descriptor the
                     // kernel gave to this op; nobody took it (taking pops it from `results`).
@@ -335,7 +362,7 @@ impl Op {
         Arc::new(Op {
             state: Mutex::new(State {
                 phase: Phase::Idle,
-                results: VecDeque::new(),
+                results: Results::default(),
                 waiter: None,
                 written: 0,
             }),
@@ -751,4 +778,40 @@ pub(crate) fn fail_unsubmitted(op: &Op, errno: i32) {
     let mut st = op.lock();
     st.results.push_back((-errno, 0, None));
     st.phase = Phase::Done;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_come_out_in_order() {
+        let mut r = Results::default();
+        r.push_back((1, 0, None));
+        r.push_back((2, 0, None));
+        assert_eq!(r.pop_front().map(|c| c.0), Some(1));
+        r.push_back((3, 0, None));
+        assert_eq!(r.iter().map(|c| c.0).collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(r.pop_front().map(|c| c.0), Some(2));
+        assert_eq!(r.pop_front().map(|c| c.0), Some(3));
+        assert!(r.pop_front().is_none());
+    }
+
+    #[test]
+    fn buffer_classes_cover_the_pooled_range() {
+        assert_eq!(class_of(1), Some((0, 64)));
+        assert_eq!(class_of(64), Some((0, 64)));
+        assert_eq!(class_of(65), Some((1, 128)));
+        assert_eq!(class_of(64 * 1024), Some((10, 64 * 1024)));
+        assert_eq!(class_of(64 * 1024 + 1), None);
+    }
+
+    #[test]
+    fn a_read_buffer_copies_out_only_what_was_written() {
+        let buf = RawBuf::from_slice(b"hello");
+        let mut dst = [0u8; 8];
+        // SAFETY: no op uses the buffer; its first 5 bytes were copied in.
+        let n = unsafe { buf.copy_to(5, &mut dst) };
+        assert_eq!(&dst[..n], b"hello");
+    }
 }
