@@ -12,6 +12,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, mpsc};
 use std::thread;
 
@@ -104,9 +105,18 @@ fn run(rt: &runtime::Shared, ring: &RingOwner) {
             if !watch.as_ref().is_some_and(|op| op.is_done()) {
                 continue;
             }
-            if let Some(wring) = rt.workers[j].ring.get() {
+            // A sleeping worker is woken by its own CQEs and reaps them itself; the
+            // Completer is for busy ones. (Were it to reap a sleeper's wake-up it would have
+            // to re-deliver it, which would fire this eventfd again.)
+            let busy = !rt.workers[j].sleeping.load(Ordering::SeqCst);
+            if let Some(wring) = rt.workers[j].ring.get().filter(|_| busy) {
                 if let Some(c) = wring.try_reap(usize::MAX, Waker::wake) {
                     me.completions.add(c.ops as u64);
+                    if c.wakeups > 0 {
+                        // We took the worker's wake-up: hand it a new one.
+                        let _ = ring.push(Sqe::msg_ring(wring.fd()));
+                        let _ = ring.flush();
+                    }
                 }
             }
             *watch = rt.workers[j]

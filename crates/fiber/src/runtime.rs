@@ -307,8 +307,10 @@ impl Builder {
                 provided_bufs: (self.multishot && features.recv_multishot)
                     .then_some((PROVIDED_BUFS, PROVIDED_BUF_SIZE)),
             },
-            completer: self.completer,
-            io_stealing: self.io_stealing,
+            // Both reap other workers' rings and must then re-deliver wake-ups they took,
+            // which needs MSG_RING (5.18).
+            completer: self.completer && features.msg_ring,
+            io_stealing: self.io_stealing && features.msg_ring,
             multishot: self.multishot && features.accept_multishot,
             multishot_recv: self.multishot && features.recv_multishot,
             name: self.name,

@@ -343,10 +343,20 @@ impl WorkerCtx {
             if j == self.index {
                 continue;
             }
+            // A sleeping worker is woken by its own CQEs and reaps them itself: steal only
+            // from busy ones.
+            if w.sleeping.load(Ordering::SeqCst) {
+                continue;
+            }
             let Some(ring) = w.ring.get() else { continue };
             if let Some(c) = ring.try_reap(REAP_MAX, crate::park::Waker::wake) {
                 self.stats().completions_stolen.add(c.ops as u64);
                 total += c.ops;
+                if c.wakeups > 0 {
+                    // We took the owner's wake-up: hand it a new one.
+                    let _ = self.ring.push(Sqe::msg_ring(ring.fd()));
+                    let _ = self.ring.flush();
+                }
             }
         }
         total

@@ -114,6 +114,10 @@ pub(crate) struct ReapCount {
     pub(crate) ops: usize,
     /// Wake-up messages and internal completions.
     pub(crate) other: usize,
+    /// Of `other`: wake-ups meant for the ring's owner (MSG_RING messages, its eventfd read
+    /// completing). A thread that reaps another worker's ring must pass these on, or the
+    /// owner, asleep in the ring, never learns of them.
+    pub(crate) wakeups: usize,
 }
 
 impl ReapCount {
@@ -176,6 +180,7 @@ impl RingShared {
                     }
                     if internal {
                         count.other += 1;
+                        count.wakeups += 1;
                     } else {
                         count.ops += 1;
                         if last {
@@ -183,7 +188,11 @@ impl RingShared {
                         }
                     }
                 }
-                Reaped::Wake | Reaped::Ignored => count.other += 1,
+                Reaped::Wake => {
+                    count.other += 1;
+                    count.wakeups += 1;
+                }
+                Reaped::Ignored => count.other += 1,
             }
         }
         drop(cq);
