@@ -187,7 +187,10 @@ fn list(args: &BenchArgs, inv: &Inventory) {
                 let state = inv
                     .missing(&v.binary)
                     .map_or_else(|| "buildable".to_string(), |why| format!("not here: {why}"));
-                let cmd = std::iter::once(v.binary.clone()).chain(v.flags.clone()).collect::<Vec<_>>().join(" ");
+                let cmd = std::iter::once(v.binary.clone())
+                    .chain(v.flags.clone())
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 println!("  {name:<16} {cmd:<32} {} [{state}]", v.about);
             }
             Err(e) => println!("  {name:<16} {e}"),
@@ -230,7 +233,11 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
     }
     let profile = args.cargo_profile.as_str();
     if args.no_build {
-        for bin in variants.iter().map(|v| v.binary.as_str()).chain(["loadgen"]) {
+        for bin in variants
+            .iter()
+            .map(|v| v.binary.as_str())
+            .chain(["loadgen"])
+        {
             let path = inv.binary_path(bin, profile);
             if !path.is_file() {
                 bail!("{} is not built; run without --no-build", path.display());
@@ -245,9 +252,15 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
     inv.check_flags(&variants, profile)?;
 
     let mut meta = Meta::collect(&root, inv.go_version.clone());
-    let out = args.out.clone().unwrap_or_else(|| root.join("results").join(&meta.run_id));
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| root.join("results").join(&meta.run_id));
     if out.is_dir() && std::fs::read_dir(&out).is_ok_and(|mut d| d.next().is_some()) {
-        bail!("{} exists and is not empty; choose another --out", out.display());
+        bail!(
+            "{} exists and is not empty; choose another --out",
+            out.display()
+        );
     }
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let out = out.canonicalize().unwrap_or(out);
@@ -289,9 +302,11 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
     );
     let bar = ProgressBar::new((total * 1000.0) as u64);
     bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {percent:>3}% ETA {eta} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar())
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{wide_bar}] {percent:>3}% ETA {eta} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
     );
     bar.enable_steady_tick(Duration::from_millis(500));
 
@@ -308,7 +323,9 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         let dir = out.join(job.point.suite.name()).join(&job.variant.name);
         let mut outcomes = Vec::new();
         if no_start.contains(&(job.point.suite, job.variant.name.clone())) {
-            outcomes.push(Err(Failure::Start("skipped: the server did not start at an earlier point of this suite".into())));
+            outcomes.push(Err(Failure::Start(
+                "skipped: the server did not start at an earlier point of this suite".into(),
+            )));
             done_ms += est_ms * repeat as f64;
         } else {
             for r in 0..repeat {
@@ -317,11 +334,19 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
                     job.point.suite.name(),
                     job.variant.name,
                     job.point.label,
-                    if repeat > 1 { format!(" (run {}/{repeat})", r + 1) } else { String::new() }
+                    if repeat > 1 {
+                        format!(" (run {}/{repeat})", r + 1)
+                    } else {
+                        String::new()
+                    }
                 ));
                 let files = RunFiles {
                     dir: dir.clone(),
-                    stem: if repeat > 1 { format!("{}.r{}", job.point.id, r + 1) } else { job.point.id.clone() },
+                    stem: if repeat > 1 {
+                        format!("{}.r{}", job.point.id, r + 1)
+                    } else {
+                        job.point.id.clone()
+                    },
                 };
                 let base = done_ms;
                 let mut progress = |secs: f64| {
@@ -330,8 +355,10 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
                 let outcome = runner::run_point(
                     &job.point,
                     &job.variant,
-                    &bins(&job.variant),
-                    &loadgen,
+                    &runner::Binaries {
+                        server: bins(&job.variant),
+                        loadgen: loadgen.clone(),
+                    },
                     &place,
                     &files,
                     &out,
@@ -352,7 +379,10 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
                 }
             }
         }
-        if outcomes.iter().any(|o| matches!(o, Err(Failure::Interrupted))) {
+        if outcomes
+            .iter()
+            .any(|o| matches!(o, Err(Failure::Interrupted)))
+        {
             break;
         }
         let _ = std::fs::create_dir_all(&dir);
@@ -386,7 +416,11 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
     if suites.contains(&Suite::Quick) {
         print!("{}", report::glance(&input));
     }
-    let others: Vec<Row> = rows.iter().filter(|r| r.suite != "quick").cloned().collect();
+    let others: Vec<Row> = rows
+        .iter()
+        .filter(|r| r.suite != "quick")
+        .cloned()
+        .collect();
     if !others.is_empty() {
         print!("{}", report::terminal_table(&others));
     }
@@ -406,7 +440,10 @@ fn write_meta(out: &std::path::Path, meta: &Meta) -> Result<()> {
 fn point_line(r: &Row) -> String {
     if let Some(f) = &r.failure {
         let first = f.lines().next().unwrap_or_default();
-        return format!("{:<10} {:<18} {:<24} FAILED: {first}", r.suite, r.server, r.label);
+        return format!(
+            "{:<10} {:<18} {:<24} FAILED: {first}",
+            r.suite, r.server, r.label
+        );
     }
     format!(
         "{:<10} {:<18} {:<24} {:>8} msg/s  p99 {:>9}  CPU {:>5}  {:>9}/msg  {:>9}/conn{}{}",
@@ -418,8 +455,16 @@ fn point_line(r: &Row) -> String {
         r.cpu_mean_pct.map_or("–".into(), |c| format!("{c:.0}%")),
         report::fmt_us(r.cpu_us_per_req),
         report::fmt_bytes(r.mem_per_conn_bytes),
-        if r.errors > 0 { format!("  {} errors", r.errors) } else { String::new() },
-        if r.client_bound { "  † client-bound" } else { "" },
+        if r.errors > 0 {
+            format!("  {} errors", r.errors)
+        } else {
+            String::new()
+        },
+        if r.client_bound {
+            "  † client-bound"
+        } else {
+            ""
+        },
     )
 }
 
@@ -452,16 +497,38 @@ mod tests {
     #[test]
     fn every_option() {
         let a = parse(&[
-            "--suite", "emper-echo,chat-cpu,emper-echo", "--servers", "threads,fiber+completer",
-            "--conns", "1,10", "--duration", "2.5", "--warmup", "0", "--repeat", "3",
-            "--server-cpus", "2-3", "--client-cpus", "0,1", "--workers", "4", "--rate", "1000",
-            "--out", "/tmp/x", "--no-build",
+            "--suite",
+            "emper-echo,chat-cpu,emper-echo",
+            "--servers",
+            "threads,fiber+completer",
+            "--conns",
+            "1,10",
+            "--duration",
+            "2.5",
+            "--warmup",
+            "0",
+            "--repeat",
+            "3",
+            "--server-cpus",
+            "2-3",
+            "--client-cpus",
+            "0,1",
+            "--workers",
+            "4",
+            "--rate",
+            "1000",
+            "--out",
+            "/tmp/x",
+            "--no-build",
         ])
         .unwrap();
         assert_eq!(a.suites(), [Suite::EmperEcho, Suite::ChatCpu]);
         assert_eq!(a.servers.as_deref(), Some("threads,fiber+completer"));
         assert_eq!(a.conns, Some(ConnList(vec![1, 10])));
-        assert_eq!((a.duration, a.warmup, a.rate), (Some(2.5), Some(0.0), Some(1000.0)));
+        assert_eq!(
+            (a.duration, a.warmup, a.rate),
+            (Some(2.5), Some(0.0), Some(1000.0))
+        );
         assert_eq!(a.repeat, 3);
         assert_eq!(a.server_cpus.to_string(), "2,3");
         assert_eq!(a.workers(), 4);
@@ -472,7 +539,10 @@ mod tests {
     #[test]
     fn bad_options_are_refused_with_the_valid_values() {
         let e = parse(&["--suite", "fast"]).unwrap_err().to_string();
-        assert!(e.contains("quick") && e.contains("emper-echo") && e.contains("memory"), "{e}");
+        assert!(
+            e.contains("quick") && e.contains("emper-echo") && e.contains("memory"),
+            "{e}"
+        );
         assert!(parse(&["--duration", "0"]).is_err());
         assert!(parse(&["--duration", "-1"]).is_err());
         assert!(parse(&["--warmup", "x"]).is_err());
@@ -493,8 +563,10 @@ mod tests {
             about: String::new(),
         };
         let jobs = plan(&a, &[v("a"), v("b")]);
-        let order: Vec<(String, String)> =
-            jobs.iter().map(|j| (j.point.id.clone(), j.variant.name.clone())).collect();
+        let order: Vec<(String, String)> = jobs
+            .iter()
+            .map(|j| (j.point.id.clone(), j.variant.name.clone()))
+            .collect();
         assert_eq!(order.len(), 6);
         assert_eq!(order[0], ("closed-c1".into(), "a".into()));
         assert_eq!(order[1], ("closed-c1".into(), "b".into()));

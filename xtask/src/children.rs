@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use nix::sys::signal::{Signal, SigSet, kill, killpg};
+use nix::sys::signal::{SigSet, Signal, kill, killpg};
 use nix::sys::signalfd::SignalFd;
 use nix::unistd::Pid;
 
@@ -63,7 +63,10 @@ pub(crate) fn install_interrupt_handler() -> Result<()> {
 }
 
 fn signal_all(sig: Signal) {
-    let groups = GROUPS.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let groups = GROUPS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
     for pgid in groups {
         let _ = killpg(Pid::from_raw(pgid), sig);
     }
@@ -109,7 +112,9 @@ fn follow(
             while matches!(reader.read_until(b'\n', &mut line), Ok(n) if n > 0) {
                 let _ = log.write_all(&line);
                 let text = String::from_utf8_lossy(&line).trim_end().to_string();
-                tail.lock().unwrap_or_else(PoisonError::into_inner).push(text);
+                tail.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(text);
                 line.clear();
             }
         })
@@ -150,7 +155,8 @@ impl Proc {
             proc.readers.push(follow(out, copy, Arc::default())?);
         }
         if let Some(err) = proc.stderr_pipe.take() {
-            proc.readers.push(follow(err, file, Arc::clone(&proc.stderr))?);
+            proc.readers
+                .push(follow(err, file, Arc::clone(&proc.stderr))?);
         }
         Ok(proc)
     }
@@ -174,7 +180,10 @@ impl Proc {
                 let _ = r.join();
             }
         }
-        self.stderr.lock().unwrap_or_else(PoisonError::into_inner).text()
+        self.stderr
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .text()
     }
 
     /// The last line of its stderr (a server's counters line, after a clean stop).
@@ -188,10 +197,13 @@ impl Proc {
     }
 
     /// Stops the child: SIGTERM to it, and after `grace` SIGKILL to its whole process group.
-    /// Whatever is left of the group (forked connections) is killed in any case, so nothing
-    /// outlives the stop. Returns the exit status, `None` if it had to be killed.
+    /// Whatever is left of the group and of its descendants (forked connections) is killed in
+    /// any case, so nothing outlives the stop. Returns the exit status, `None` if it had to be killed.
     pub(crate) fn stop(&mut self, grace: Duration) -> Option<ExitStatus> {
         let pid = Pid::from_raw(i32::try_from(self.child.id()).unwrap_or(i32::MAX));
+        // Connection processes may sit in process groups of their own; they are found now,
+        // while they are still the server's children.
+        let descendants = crate::procfs::descendants(self.child.id());
         let mut clean = None;
         if self.try_wait().is_none() {
             let _ = kill(pid, Signal::SIGTERM);
@@ -207,6 +219,11 @@ impl Proc {
             clean = self.status;
         }
         let _ = killpg(pid, Signal::SIGKILL);
+        for (child, started) in descendants {
+            if crate::procfs::start_time(child) == Some(started) {
+                let _ = kill(Pid::from_raw(child), Signal::SIGKILL);
+            }
+        }
         if self.status.is_none() {
             self.status = self.child.wait().ok();
         }
@@ -243,21 +260,40 @@ mod tests {
     fn stop_kills_the_whole_group_and_keeps_the_stderr_tail() {
         let dir = std::env::temp_dir().join(format!("xtask-children-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        // The shell ignores SIGTERM and has a child of its own: only the group kill ends both.
+        // The shell ignores SIGTERM and has a child in a session of its own (as connection
+        // processes may have): only the group kill and the descendant kill end both.
         let child = Command::new("sh")
-            .args(["-c", "trap '' TERM; echo started >&2; sleep 30 & wait"])
+            .args([
+                "-c",
+                "trap '' TERM; echo started >&2; setsid sleep 30 & wait",
+            ])
             .stderr(Stdio::piped())
             .process_group(0)
             .spawn()
             .unwrap();
         let mut proc = Proc::adopt(child, &dir.join("sh.log")).unwrap();
-        let sampler = crate::procfs::Sampler::new(proc.id());
+        let mut sampler = crate::procfs::Sampler::new(proc.id());
         let deadline = Instant::now() + Duration::from_secs(5);
         while sampler.sample().map_or(0, |s| s.procs) < 2 && Instant::now() < deadline {
             std::thread::yield_now();
         }
-        assert_eq!(proc.stop(Duration::from_millis(200)), None, "SIGTERM was ignored");
+        let kids = crate::procfs::descendants(proc.id());
+        assert_eq!(kids.len(), 1);
+        assert_eq!(
+            proc.stop(Duration::from_millis(200)),
+            None,
+            "SIGTERM was ignored"
+        );
         assert!(sampler.sample().is_err());
+        // The sleep is gone, or dead and waiting for init to reap it.
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", kids[0].0)).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .next();
+        assert!(matches!(state, None | Some("Z")), "{stat}");
         assert_eq!(proc.stderr_tail(), "started");
         let log = std::fs::read_to_string(dir.join("sh.log")).unwrap();
         assert_eq!(log, "started\n");

@@ -32,13 +32,22 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
 pub(crate) fn compare(a: &[Row], b: &[Row], a_name: &str, b_name: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# {b_name} against {a_name}\n");
-    let _ = writeln!(out, "Ratios are B / A: above 1× B is higher. For throughput higher is better; for latency, CPU and memory lower is better. † marks a client-bound point.\n");
-    let _ = writeln!(out, "| suite | server | point | msgs/s A | msgs/s B | ratio | p99 A | p99 B | ratio | CPU/msg A | CPU/msg B | ratio | mem/conn A | mem/conn B | ratio |");
+    let _ = writeln!(
+        out,
+        "Ratios are B / A: above 1× B is higher. For throughput higher is better; for latency, CPU and memory lower is better. † marks a client-bound point.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| suite | server | point | msgs/s A | msgs/s B | ratio | p99 A | p99 B | ratio | CPU/msg A | CPU/msg B | ratio | mem/conn A | mem/conn B | ratio |"
+    );
     let _ = writeln!(out, "|{}", " --- |".repeat(15));
     let cb = |r: &Row| if r.client_bound { " †" } else { "" };
     let mut only_b = Vec::new();
     for rb in b {
-        let Some(ra) = a.iter().find(|r| r.suite == rb.suite && r.server == rb.server && r.point == rb.point) else {
+        let Some(ra) = a
+            .iter()
+            .find(|r| r.suite == rb.suite && r.server == rb.server && r.point == rb.point)
+        else {
             only_b.push(format!("{} / {} / {}", rb.suite, rb.server, rb.label));
             continue;
         };
@@ -66,7 +75,10 @@ pub(crate) fn compare(a: &[Row], b: &[Row], a_name: &str, b_name: &str) -> Strin
     }
     let only_a: Vec<String> = a
         .iter()
-        .filter(|ra| !b.iter().any(|r| r.suite == ra.suite && r.server == ra.server && r.point == ra.point))
+        .filter(|ra| {
+            !b.iter()
+                .any(|r| r.suite == ra.suite && r.server == ra.server && r.point == ra.point)
+        })
         .map(|r| format!("{} / {} / {}", r.suite, r.server, r.label))
         .collect();
     if !only_a.is_empty() {
@@ -82,10 +94,16 @@ pub(crate) fn compare(a: &[Row], b: &[Row], a_name: &str, b_name: &str) -> Strin
 pub(crate) fn run(args: &CompareArgs) -> Result<()> {
     let a = report::read_summary(&args.a)?;
     let b = report::read_summary(&args.b)?;
-    let text = compare(&a, &b, &args.a.display().to_string(), &args.b.display().to_string());
+    let text = compare(
+        &a,
+        &b,
+        &args.a.display().to_string(),
+        &args.b.display().to_string(),
+    );
     print!("{text}");
     if let Some(path) = &args.out {
-        std::fs::write(path, &text).map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+        std::fs::write(path, &text)
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
     }
     Ok(())
 }
@@ -112,7 +130,12 @@ mod tests {
         let a = vec![row("threads", 1000.0), row("go", 10.0)];
         let b = vec![row("threads", 1500.0), row("fiber", 5.0)];
         let t = compare(&a, &b, "A", "B");
-        assert!(t.contains("| quick | threads | 1 conns | 1.0k | 1.5k | 1.50× | 100 µs | 100 µs | 1.00× |"), "{t}");
+        assert!(
+            t.contains(
+                "| quick | threads | 1 conns | 1.0k | 1.5k | 1.50× | 100 µs | 100 µs | 1.00× |"
+            ),
+            "{t}"
+        );
         assert!(t.contains("Only in A: quick / go / 1 conns."), "{t}");
         assert!(t.contains("Only in B: quick / fiber / 1 conns."), "{t}");
     }

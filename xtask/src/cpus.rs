@@ -103,11 +103,12 @@ static SPAWN: Mutex<()> = Mutex::new(());
 /// inherits the affinity of the thread that forks it, so the child starts on `cpus` before it
 /// runs a single instruction of its own.
 pub(crate) fn spawn_on<T>(cpus: &CpuList, spawn: impl FnOnce() -> std::io::Result<T>) -> Result<T> {
-    let _guard = SPAWN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _guard = SPAWN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let me = Pid::from_raw(0);
     let before = sched_getaffinity(me).context("reading the CPU affinity")?;
-    sched_setaffinity(me, &cpus.cpu_set()?)
-        .with_context(|| format!("pinning to CPUs {cpus}"))?;
+    sched_setaffinity(me, &cpus.cpu_set()?).with_context(|| format!("pinning to CPUs {cpus}"))?;
     let spawned = spawn();
     sched_setaffinity(me, &before).context("restoring the CPU affinity")?;
     Ok(spawned?)
@@ -132,7 +133,10 @@ mod tests {
         assert!("3-1".parse::<CpuList>().is_err());
         assert!("x".parse::<CpuList>().is_err());
         assert!("".parse::<CpuList>().is_err());
-        assert_eq!("0-2".parse::<CpuList>().map(|c| c.to_string()), Ok("0,1,2".into()));
+        assert_eq!(
+            "0-2".parse::<CpuList>().map(|c| c.to_string()),
+            Ok("0,1,2".into())
+        );
     }
 
     #[test]

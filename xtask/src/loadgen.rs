@@ -126,20 +126,22 @@ fn errors_total<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error>
     let v = serde_json::Value::deserialize(d)?;
     Ok(match &v {
         serde_json::Value::Number(n) => n.as_u64().unwrap_or(0),
-        serde_json::Value::Object(m) => m.get("total").and_then(serde_json::Value::as_u64).unwrap_or_else(|| {
-            m.iter()
-                .filter(|(k, _)| k.as_str() != "stalled")
-                .filter_map(|(_, v)| v.as_u64())
-                .sum()
-        }),
+        serde_json::Value::Object(m) => m
+            .get("total")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or_else(|| {
+                m.iter()
+                    .filter(|(k, _)| k.as_str() != "stalled")
+                    .filter_map(|(_, v)| v.as_u64())
+                    .sum()
+            }),
         _ => 0,
     })
 }
 
 /// Parses loadgen's `--json` summary.
 pub(crate) fn parse_summary(text: &str) -> Result<Summary> {
-    let mut s: Summary =
-        serde_json::from_str(text).context("reading loadgen's JSON summary")?;
+    let mut s: Summary = serde_json::from_str(text).context("reading loadgen's JSON summary")?;
     let v: serde_json::Value = serde_json::from_str(text)?;
     s.delivery_errors = v
         .pointer("/errors/delivery")

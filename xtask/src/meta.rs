@@ -49,21 +49,34 @@ impl Meta {
     pub(crate) fn collect(root: &Path, go: Option<String>) -> Meta {
         let now = SystemTime::now();
         let commit = output("git", &["rev-parse", "HEAD"], root);
-        let dirty = output("git", &["status", "--porcelain", "--untracked-files=no"], root)
-            .is_some_and(|s| !s.is_empty());
+        let dirty = output(
+            "git",
+            &["status", "--porcelain", "--untracked-files=no"],
+            root,
+        )
+        .is_some_and(|s| !s.is_empty());
         let cpu_model = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("model name")?.split_once(':').map(|x| x.1.trim().to_string()))
+            t.lines().find_map(|l| {
+                l.strip_prefix("model name")?
+                    .split_once(':')
+                    .map(|x| x.1.trim().to_string())
+            })
         });
         let mut mitigations = BTreeMap::new();
         if let Ok(dir) = std::fs::read_dir("/sys/devices/system/cpu/vulnerabilities") {
             for e in dir.flatten() {
                 if let Ok(text) = std::fs::read_to_string(e.path()) {
-                    mitigations.insert(e.file_name().to_string_lossy().to_string(), text.trim().to_string());
+                    mitigations.insert(
+                        e.file_name().to_string_lossy().to_string(),
+                        text.trim().to_string(),
+                    );
                 }
             }
         }
-        let short = commit.as_deref().map_or("nogit", |c| &c[..c.len().min(9)]).to_string();
+        let short = commit
+            .as_deref()
+            .map_or("nogit", |c| &c[..c.len().min(9)])
+            .to_string();
         Meta {
             run_id: format!("{}-{short}", compact(now)),
             started: iso8601(now),

@@ -83,12 +83,20 @@ fn range(scale: Scale, values: impl Iterator<Item = f64>) -> (f64, f64) {
     match scale {
         Scale::Linear => {
             let lo = lo.min(0.0);
-            let hi = if hi <= lo { lo + 1.0 } else { hi + (hi - lo) * 0.08 };
+            let hi = if hi <= lo {
+                lo + 1.0
+            } else {
+                hi + (hi - lo) * 0.08
+            };
             (lo, hi)
         }
         Scale::Log | Scale::Nines => {
             let (lo, hi) = (lo.floor(), hi.ceil());
-            if hi <= lo { (lo - 0.5, hi + 0.5) } else { (lo, hi) }
+            if hi <= lo {
+                (lo - 0.5, hi + 0.5)
+            } else {
+                (lo, hi)
+            }
         }
     }
 }
@@ -144,7 +152,9 @@ pub(crate) fn draw(plot: &Plot, path: &Path) -> Result<()> {
         .map(|l| {
             l.points
                 .iter()
-                .filter_map(|&(x, y, cb)| Some((to_axis(plot.x_scale, x)?, to_axis(plot.y_scale, y)?, cb)))
+                .filter_map(|&(x, y, cb)| {
+                    Some((to_axis(plot.x_scale, x)?, to_axis(plot.y_scale, y)?, cb))
+                })
                 .collect()
         })
         .collect();
@@ -156,7 +166,11 @@ pub(crate) fn draw(plot: &Plot, path: &Path) -> Result<()> {
         .collect();
     let (y0, y1) = range(
         plot.y_scale,
-        mapped.iter().flatten().map(|p| p.1).chain(bound_ys.iter().copied()),
+        mapped
+            .iter()
+            .flatten()
+            .map(|p| p.1)
+            .chain(bound_ys.iter().copied()),
     );
 
     let root = SVGBackend::new(path, (960, 600)).into_drawing_area();
@@ -172,8 +186,16 @@ pub(crate) fn draw(plot: &Plot, path: &Path) -> Result<()> {
     let ys = plot.y_scale;
     let xf = move |v: &f64| label(xs, *v);
     let yf = move |v: &f64| label(ys, *v);
-    let x_ticks = if xs == Scale::Linear { 10 } else { ((x1 - x0) as usize * 2).max(2) + 1 };
-    let y_ticks = if ys == Scale::Linear { 10 } else { ((y1 - y0) as usize * 2).max(2) + 1 };
+    let x_ticks = if xs == Scale::Linear {
+        10
+    } else {
+        ((x1 - x0) as usize * 2).max(2) + 1
+    };
+    let y_ticks = if ys == Scale::Linear {
+        10
+    } else {
+        ((y1 - y0) as usize * 2).max(2) + 1
+    };
     chart
         .configure_mesh()
         .x_desc(&plot.x_desc)
@@ -190,14 +212,21 @@ pub(crate) fn draw(plot: &Plot, path: &Path) -> Result<()> {
     for (i, (line, pts)) in plot.lines.iter().zip(&mapped).enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
         chart
-            .draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.1)), colour.stroke_width(2)))
+            .draw_series(LineSeries::new(
+                pts.iter().map(|p| (p.0, p.1)),
+                colour.stroke_width(2),
+            ))
             .map_err(|e| err(&e))?
             .label(line.name.clone())
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(2)));
         if line.markers {
             chart
                 .draw_series(pts.iter().map(|&(x, y, cb)| {
-                    let style = if cb { colour.stroke_width(2) } else { colour.filled() };
+                    let style = if cb {
+                        colour.stroke_width(2)
+                    } else {
+                        colour.filled()
+                    };
                     Circle::new((x, y), 4, style)
                 }))
                 .map_err(|e| err(&e))?;
@@ -207,7 +236,12 @@ pub(crate) fn draw(plot: &Plot, path: &Path) -> Result<()> {
     for (b, &y) in plot.bounds.iter().zip(&bound_ys) {
         let grey = RGBColor(90, 90, 90);
         chart
-            .draw_series(DashedLineSeries::new([(x0, y), (x1, y)], 8, 6, grey.stroke_width(1)))
+            .draw_series(DashedLineSeries::new(
+                [(x0, y), (x1, y)],
+                8,
+                6,
+                grey.stroke_width(1),
+            ))
             .map_err(|e| err(&e))?
             .label(b.label.clone())
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], grey.stroke_width(1)));

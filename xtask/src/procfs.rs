@@ -1,14 +1,17 @@
-//! What a server costs, read from /proc while it runs: CPU time (user and system), context
-//! switches (voluntary and involuntary) and memory, summed over the server's whole process
-//! tree, because `srv-threads --mode process` forks a process per connection.
+//! What a server costs, read from /proc while it runs: CPU time, context switches
+//! (voluntary and involuntary) and memory, summed over the server's whole process tree,
+//! because `srv-threads --mode process` forks a process per connection.
 //!
-//! CPU time comes from `/proc/<pid>/stat` in clock ticks (10 ms), as `top` reads it, which is
-//! how the C-versus-Go paper sampled. A live process counts its own time plus that of the
-//! children it has reaped (`cutime`, `cstime`), so a connection process that exits keeps
-//! counting. Context switches are per thread (`/proc/<pid>/task/<tid>/status`), summed.
-//! Memory is the proportional set size (`Pss` of `smaps_rollup`) summed over the tree, so
-//! that the pages forked processes share count once; for a single process it is its RSS
-//! less its share of shared libraries.
+//! CPU time is the scheduler's own count, `/proc/<pid>/task/<tid>/schedstat` (nanoseconds of
+//! each thread on a CPU), summed over every thread of the tree. The tick counters of
+//! `/proc/<pid>/stat` (`utime`, `stime`, what `top` shows) are 10 ms samples, and on this
+//! kernel a process that runs many short bursts, like a connection process, may go seconds
+//! without being charged a tick until it exits; they are used only for the split between user
+//! and system time. Context switches are per thread (`status`), summed. A thread or process
+//! that exits keeps the counts it was last seen with, so every counter only grows. Memory is
+//! the proportional set size (`Pss` of `smaps_rollup`) summed over the tree, so that the pages
+//! forked processes share count once; for a single process it is its RSS less its share of
+//! shared libraries.
 
 use std::collections::HashMap;
 use std::fs;
@@ -23,13 +26,15 @@ pub(crate) struct Sample {
     /// Wall-clock time of the reading, in seconds since the Unix epoch (loadgen's interval
     /// log stamps its window on the same clock).
     pub(crate) t: f64,
-    /// User CPU seconds so far, the tree's reaped children included.
-    pub(crate) user_s: f64,
-    /// System CPU seconds so far.
-    pub(crate) sys_s: f64,
-    /// Voluntary context switches of the live threads.
+    /// CPU seconds so far, every thread the tree ever had (schedstat).
+    pub(crate) cpu_s: f64,
+    /// User CPU seconds so far by the tick counters, reaped children included.
+    pub(crate) user_ticks_s: f64,
+    /// System CPU seconds so far by the tick counters.
+    pub(crate) sys_ticks_s: f64,
+    /// Voluntary context switches so far, every thread the tree ever had.
     pub(crate) vol_cs: u64,
-    /// Involuntary context switches of the live threads.
+    /// Involuntary context switches so far.
     pub(crate) invol_cs: u64,
     /// Memory in bytes (PSS summed over the tree).
     pub(crate) mem_bytes: u64,
@@ -48,6 +53,7 @@ struct Stat {
     cutime: u64,
     cstime: u64,
     threads: u64,
+    starttime: u64,
     rss_pages: u64,
 }
 
@@ -65,6 +71,7 @@ fn parse_stat(text: &str) -> Option<Stat> {
         cutime: num(16)?,
         cstime: num(17)?,
         threads: num(20)?,
+        starttime: num(22)?,
         rss_pages: num(24)?,
     })
 }
@@ -82,7 +89,11 @@ fn tree(root: i32) -> io::Result<Vec<(i32, Stat)>> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
     for entry in fs::read_dir("/proc")? {
         let Ok(entry) = entry else { continue };
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         // A process may exit between the listing and the read: it is simply not counted.
@@ -113,31 +124,101 @@ fn tree(root: i32) -> io::Result<Vec<(i32, Stat)>> {
     Ok(out)
 }
 
-/// Samples one process tree.
-#[derive(Debug, Clone, Copy)]
+/// The descendants of `root` (not `root` itself), each with its start time, so that a later
+/// kill can check that the pid still names the same process.
+pub(crate) fn descendants(root: u32) -> Vec<(i32, u64)> {
+    let root = i32::try_from(root).unwrap_or(i32::MAX);
+    tree(root)
+        .map(|t| {
+            t.into_iter()
+                .filter(|(p, _)| *p != root)
+                .map(|(p, s)| (p, s.starttime))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The start time of `pid` (clock ticks after boot), if it is alive.
+pub(crate) fn start_time(pid: i32) -> Option<u64> {
+    parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?).map(|s| s.starttime)
+}
+
+/// The counters of one thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct TaskCounters {
+    cpu_ns: u64,
+    vol: u64,
+    invol: u64,
+}
+
+impl TaskCounters {
+    fn read(task_dir: &std::path::Path) -> Option<TaskCounters> {
+        let cpu_ns = fs::read_to_string(task_dir.join("schedstat"))
+            .ok()?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()?;
+        let status = fs::read_to_string(task_dir.join("status")).ok()?;
+        Some(TaskCounters {
+            cpu_ns,
+            vol: field(&status, "voluntary_ctxt_switches").unwrap_or(0),
+            invol: field(&status, "nonvoluntary_ctxt_switches").unwrap_or(0),
+        })
+    }
+
+    fn add(&mut self, o: TaskCounters) {
+        self.cpu_ns += o.cpu_ns;
+        self.vol += o.vol;
+        self.invol += o.invol;
+    }
+}
+
+/// Samples one process tree, remembering every thread it has seen.
+#[derive(Debug, Clone)]
 pub(crate) struct Sampler {
     root: i32,
     ticks_per_s: f64,
     page_bytes: u64,
+    /// The last counters of each `(pid, tid)` seen.
+    tasks: HashMap<(i32, i32), TaskCounters>,
+    /// Counters of tasks whose id was reused by a newer task.
+    retired: TaskCounters,
 }
 
 impl Sampler {
     pub(crate) fn new(root: u32) -> Sampler {
         use nix::unistd::{SysconfVar, sysconf};
         let ticks = sysconf(SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100);
-        let page = sysconf(SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096);
+        let page = sysconf(SysconfVar::PAGE_SIZE)
+            .ok()
+            .flatten()
+            .unwrap_or(4096);
         Sampler {
             root: i32::try_from(root).unwrap_or(i32::MAX),
             ticks_per_s: ticks as f64,
             page_bytes: u64::try_from(page).unwrap_or(4096),
+            tasks: HashMap::new(),
+            retired: TaskCounters::default(),
         }
     }
 
     /// Reads the tree now. Fails only when the root process is gone.
-    pub(crate) fn sample(&self) -> io::Result<Sample> {
-        let t = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
+    pub(crate) fn sample(&mut self) -> io::Result<Sample> {
+        let now = || {
+            SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64())
+        };
+        let before = now();
+        let mut s = self.read(before)?;
+        // Reading a big tree takes milliseconds while its counters move: the reading is
+        // stamped at the middle of it.
+        s.t = (before + now()) / 2.0;
+        Ok(s)
+    }
+
+    fn read(&mut self, t: f64) -> io::Result<Sample> {
         let procs = tree(self.root)?;
         let mut s = Sample {
             t,
@@ -157,15 +238,33 @@ impl Sampler {
                 continue;
             };
             for task in tasks.flatten() {
-                let Ok(text) = fs::read_to_string(task.path().join("status")) else {
+                let Some(tid) = task
+                    .file_name()
+                    .to_str()
+                    .and_then(|t| t.parse::<i32>().ok())
+                else {
                     continue;
                 };
-                s.vol_cs += field(&text, "voluntary_ctxt_switches").unwrap_or(0);
-                s.invol_cs += field(&text, "nonvoluntary_ctxt_switches").unwrap_or(0);
+                let Some(now) = TaskCounters::read(&task.path()) else {
+                    continue;
+                };
+                let slot = self.tasks.entry((*pid, tid)).or_default();
+                // A counter that went down belongs to a new task with a reused id.
+                if now.cpu_ns < slot.cpu_ns || now.vol < slot.vol {
+                    self.retired.add(*slot);
+                }
+                *slot = now;
             }
         }
-        s.user_s = user as f64 / self.ticks_per_s;
-        s.sys_s = sys as f64 / self.ticks_per_s;
+        let mut all = self.retired;
+        for c in self.tasks.values() {
+            all.add(*c);
+        }
+        s.cpu_s = all.cpu_ns as f64 / 1e9;
+        s.vol_cs = all.vol;
+        s.invol_cs = all.invol;
+        s.user_ticks_s = user as f64 / self.ticks_per_s;
+        s.sys_ticks_s = sys as f64 / self.ticks_per_s;
         Ok(s)
     }
 }
@@ -188,6 +287,7 @@ mod tests {
                 cutime: 30,
                 cstime: 5,
                 threads: 3,
+                starttime: 12345,
                 rss_pages: 512
             }
         );
@@ -212,7 +312,7 @@ mod tests {
             .stdin(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let sampler = Sampler::new(child.id());
+        let mut sampler = Sampler::new(child.id());
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         let mut seen = 0;
         while std::time::Instant::now() < deadline {
@@ -226,7 +326,42 @@ mod tests {
         drop(child.stdin.take());
         child.wait().unwrap();
         assert_eq!(seen, 2);
-        assert!(s.threads >= 2 && s.mem_bytes > 0 && s.vol_cs > 0, "{s:?}");
+        assert!(
+            s.threads >= 2 && s.mem_bytes > 0 && s.vol_cs > 0 && s.cpu_s > 0.0,
+            "{s:?}"
+        );
         assert!(Sampler::new(child.id()).sample().is_err());
+    }
+
+    #[test]
+    fn counters_keep_what_an_exited_child_spent() {
+        // The subshell burns some CPU and exits; the tree then has only the shell.
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "(i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done); read _",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut sampler = Sampler::new(child.id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut saw_two = false;
+        let mut last = Sample::default();
+        let mut monotonic = true;
+        while std::time::Instant::now() < deadline {
+            let s = sampler.sample().unwrap();
+            monotonic &= s.cpu_s >= last.cpu_s && s.vol_cs >= last.vol_cs;
+            last = s;
+            saw_two |= s.procs == 2;
+            if saw_two && s.procs == 1 {
+                break;
+            }
+        }
+        drop(child.stdin.take());
+        child.wait().unwrap();
+        assert!(saw_two && last.procs == 1, "{last:?}");
+        assert!(monotonic);
+        assert!(last.cpu_s > 0.001, "{last:?}");
     }
 }

@@ -80,14 +80,54 @@ pub(crate) struct Row {
 
 /// The columns of `summary.csv`, in order: every scalar field of [`Row`].
 const CSV_COLUMNS: &[&str] = &[
-    "suite", "server", "series", "point", "label", "x", "conns", "mode", "rate", "compute_us",
-    "room_size", "stop", "repeats", "ok", "failure", "throughput_per_sec", "throughput_spread",
-    "p50_us", "p90_us", "p95_us", "p99_us", "p99_9_us", "p99_99_us", "p99_999_us", "max_us",
-    "errors", "client_bound", "client_cpu_per_msg_us", "cpu_mean_pct", "cpu_cv",
-    "user_us_per_req", "sys_us_per_req", "cpu_us_per_req", "vol_cs_per_req", "invol_cs_per_req",
-    "vol_cs_per_sec", "invol_cs_per_sec", "peak_mem_bytes", "mem_per_conn_bytes", "max_procs",
-    "max_threads", "deliveries", "delivery_errors", "delivery_p50_us", "delivery_p99_us",
-    "delivery_p99_9_us", "delivery_max_us", "hist",
+    "suite",
+    "server",
+    "series",
+    "point",
+    "label",
+    "x",
+    "conns",
+    "mode",
+    "rate",
+    "compute_us",
+    "room_size",
+    "stop",
+    "repeats",
+    "ok",
+    "failure",
+    "throughput_per_sec",
+    "throughput_spread",
+    "p50_us",
+    "p90_us",
+    "p95_us",
+    "p99_us",
+    "p99_9_us",
+    "p99_99_us",
+    "p99_999_us",
+    "max_us",
+    "errors",
+    "client_bound",
+    "client_cpu_per_msg_us",
+    "cpu_mean_pct",
+    "cpu_cv",
+    "user_us_per_req",
+    "sys_us_per_req",
+    "cpu_us_per_req",
+    "vol_cs_per_req",
+    "invol_cs_per_req",
+    "vol_cs_per_sec",
+    "invol_cs_per_sec",
+    "peak_mem_bytes",
+    "mem_per_conn_bytes",
+    "max_procs",
+    "max_threads",
+    "deliveries",
+    "delivery_errors",
+    "delivery_p50_us",
+    "delivery_p99_us",
+    "delivery_p99_9_us",
+    "delivery_max_us",
+    "hist",
 ];
 
 fn median_of(ms: &[&Measured], f: impl Fn(&Measured) -> Option<f64>) -> Option<f64> {
@@ -107,7 +147,9 @@ fn merge_histograms(
     for m in ms {
         let path = run_dir.join(&m.hist);
         let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        parts.push(stats::decode_histogram(&bytes).with_context(|| format!("in {}", path.display()))?);
+        parts.push(
+            stats::decode_histogram(&bytes).with_context(|| format!("in {}", path.display()))?,
+        );
     }
     let sum = stats::merge(&parts);
     let hist = dir.join(format!("{id}.hist"));
@@ -119,7 +161,11 @@ fn merge_histograms(
     stats::write_hgrm(&sum, &mut hgrm)?;
     let hgrm_path = dir.join(format!("{id}.hgrm"));
     std::fs::write(&hgrm_path, hgrm).with_context(|| format!("writing {}", hgrm_path.display()))?;
-    let rel = hist.strip_prefix(run_dir).unwrap_or(&hist).display().to_string();
+    let rel = hist
+        .strip_prefix(run_dir)
+        .unwrap_or(&hist)
+        .display()
+        .to_string();
     Ok((Percentiles::of(&sum), rel))
 }
 
@@ -189,7 +235,9 @@ pub(crate) fn aggregate(
             row.hist = Some(rel);
         }
         Ok(_) => row.notes.push("no latency was recorded".into()),
-        Err(e) => row.notes.push(format!("latency histogram unreadable: {e:#}")),
+        Err(e) => row
+            .notes
+            .push(format!("latency histogram unreadable: {e:#}")),
     }
     row.errors = ok.iter().map(|m| m.errors).sum();
     row.client_bound = ok.iter().any(|m| m.client_bound);
@@ -214,12 +262,17 @@ pub(crate) fn aggregate(
     row.delivery_p99_9_us = median_of(&ok, |m| m.delivery_latency_us.map(|d| d[2]));
     row.delivery_max_us = median_of(&ok, |m| m.delivery_latency_us.map(|d| d[3]));
     let mid = row.throughput_per_sec.unwrap_or(0.0);
-    let typical = ok
-        .iter()
-        .min_by(|a, b| (a.throughput_per_sec - mid).abs().total_cmp(&(b.throughput_per_sec - mid).abs()));
-    row.cpu_series = typical.map(|m| m.cost.cpu_series.clone()).unwrap_or_default();
+    let typical = ok.iter().min_by(|a, b| {
+        (a.throughput_per_sec - mid)
+            .abs()
+            .total_cmp(&(b.throughput_per_sec - mid).abs())
+    });
+    row.cpu_series = typical
+        .map(|m| m.cost.cpu_series.clone())
+        .unwrap_or_default();
     if ok.iter().any(|m| !m.window_exact) {
-        row.notes.push("measured window estimated (no interval log)".into());
+        row.notes
+            .push("measured window estimated (no interval log)".into());
     }
     for m in &ok {
         for n in &m.notes {
@@ -324,7 +377,11 @@ fn mark(row: Option<&Row>, cell: String) -> String {
 
 fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
     let _ = writeln!(out, "| {} |", head.join(" | "));
-    let _ = writeln!(out, "|{}", head.iter().map(|_| " --- |").collect::<String>());
+    let _ = writeln!(
+        out,
+        "|{}",
+        head.iter().map(|_| " --- |").collect::<String>()
+    );
     for r in rows {
         let _ = writeln!(out, "| {} |", r.join(" | "));
     }
@@ -346,13 +403,17 @@ fn servers(rows: &[Row]) -> Vec<String> {
 }
 
 fn find<'a>(rows: &'a [Row], suite: &str, server: &str, point: &str) -> Option<&'a Row> {
-    rows.iter().find(|r| r.suite == suite && r.server == server && r.point == point)
+    rows.iter()
+        .find(|r| r.suite == suite && r.server == server && r.point == point)
 }
 
 /// The distinct points of a suite and series, in x order: `(point id, label, x)`.
 fn points_of(rows: &[Row], suite: &str, series: &str) -> Vec<(String, String, f64)> {
     let mut seen: Vec<(String, String, f64)> = Vec::new();
-    for r in rows.iter().filter(|r| r.suite == suite && r.series == series) {
+    for r in rows
+        .iter()
+        .filter(|r| r.suite == suite && r.series == series)
+    {
         if !seen.iter().any(|p| p.0 == r.point) {
             seen.push((r.point.clone(), r.label.clone(), r.x));
         }
@@ -385,10 +446,17 @@ fn lines(rows: &[Row], suite: &str, series: &str, f: impl Fn(&Row) -> Option<f64
 /// The latency spectrum of each server at one point, from the summed histograms.
 fn spectra(rows: &[Row], run_dir: &Path, suite: &str, point: &str) -> Vec<Line> {
     let mut out = Vec::new();
-    for r in rows.iter().filter(|r| r.suite == suite && r.point == point && r.ok > 0) {
+    for r in rows
+        .iter()
+        .filter(|r| r.suite == suite && r.point == point && r.ok > 0)
+    {
         let Some(rel) = &r.hist else { continue };
-        let Ok(bytes) = std::fs::read(run_dir.join(rel)) else { continue };
-        let Ok(h) = stats::decode_histogram(&bytes) else { continue };
+        let Ok(bytes) = std::fs::read(run_dir.join(rel)) else {
+            continue;
+        };
+        let Ok(h) = stats::decode_histogram(&bytes) else {
+            continue;
+        };
         let mut points = plots::spectrum(&h);
         for p in &mut points {
             p.2 = r.client_bound;
@@ -454,44 +522,227 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
     let suites: BTreeSet<&str> = rows.iter().map(|r| r.suite.as_str()).collect();
     for suite in suites {
         let has = |series: &str| rows.iter().any(|r| r.suite == suite && r.series == series);
-        let last_point = |series: &str| points_of(rows, suite, series).last().map(|p| (p.0.clone(), p.1.clone()));
+        let last_point = |series: &str| {
+            points_of(rows, suite, series)
+                .last()
+                .map(|p| (p.0.clone(), p.1.clone()))
+        };
         match suite {
             "quick" => {
-                emit(suite, "throughput", plot("Echo throughput, closed loop, 16 B".into(), "connections", "echoes per second", Scale::Log, Scale::Linear, lines(rows, suite, "closed", |r| r.throughput_per_sec), vec![]))?;
-                emit(suite, "cpu-per-echo", plot("Server CPU per echo, closed loop".into(), "connections", "µs of CPU per echo (user + system)", Scale::Log, Scale::Linear, lines(rows, suite, "closed", |r| r.cpu_us_per_req), vec![]))?;
-                emit(suite, "cv", plot("Stability: coefficient of variation of server CPU (500 ms samples)".into(), "connections", "CV of CPU (σ/μ)", Scale::Log, Scale::Linear, lines(rows, suite, "closed", |r| r.cpu_cv), vec![]))?;
+                emit(
+                    suite,
+                    "throughput",
+                    plot(
+                        "Echo throughput, closed loop, 16 B".into(),
+                        "connections",
+                        "echoes per second",
+                        Scale::Log,
+                        Scale::Linear,
+                        lines(rows, suite, "closed", |r| r.throughput_per_sec),
+                        vec![],
+                    ),
+                )?;
+                emit(
+                    suite,
+                    "cpu-per-echo",
+                    plot(
+                        "Server CPU per echo, closed loop".into(),
+                        "connections",
+                        "µs of CPU per echo (user + system)",
+                        Scale::Log,
+                        Scale::Linear,
+                        lines(rows, suite, "closed", |r| r.cpu_us_per_req),
+                        vec![],
+                    ),
+                )?;
+                emit(
+                    suite,
+                    "cv",
+                    plot(
+                        "Stability: coefficient of variation of server CPU (500 ms samples)".into(),
+                        "connections",
+                        "CV of CPU (σ/μ)",
+                        Scale::Log,
+                        Scale::Linear,
+                        lines(rows, suite, "closed", |r| r.cpu_cv),
+                        vec![],
+                    ),
+                )?;
                 if let Some((id, label)) = last_point("closed") {
-                    emit(suite, "latency-closed", plot(format!("Latency spectrum, closed loop, {label}"), "percentile", "latency (µs)", Scale::Nines, Scale::Log, spectra(rows, run_dir, suite, &id), vec![]))?;
+                    emit(
+                        suite,
+                        "latency-closed",
+                        plot(
+                            format!("Latency spectrum, closed loop, {label}"),
+                            "percentile",
+                            "latency (µs)",
+                            Scale::Nines,
+                            Scale::Log,
+                            spectra(rows, run_dir, suite, &id),
+                            vec![],
+                        ),
+                    )?;
                 }
                 if let Some((id, label)) = last_point("open") {
-                    emit(suite, "latency-open", plot(format!("Latency spectrum at equal load, open loop, {label}"), "percentile", "latency from intended send (µs)", Scale::Nines, Scale::Log, spectra(rows, run_dir, suite, &id), vec![]))?;
-                    emit(suite, "cpu-time", plot(format!("Server CPU over time, open loop, {label}"), "seconds from the start of the measured window (negative: warmup)", "CPU (% of one core)", Scale::Linear, Scale::Linear, cpu_over_time(rows, suite, &id), vec![]))?;
+                    emit(
+                        suite,
+                        "latency-open",
+                        plot(
+                            format!("Latency spectrum at equal load, open loop, {label}"),
+                            "percentile",
+                            "latency from intended send (µs)",
+                            Scale::Nines,
+                            Scale::Log,
+                            spectra(rows, run_dir, suite, &id),
+                            vec![],
+                        ),
+                    )?;
+                    emit(
+                        suite,
+                        "cpu-time",
+                        plot(
+                            format!("Server CPU over time, open loop, {label}"),
+                            "seconds from the start of the measured window (negative: warmup)",
+                            "CPU (% of one core)",
+                            Scale::Linear,
+                            Scale::Linear,
+                            cpu_over_time(rows, suite, &id),
+                            vec![],
+                        ),
+                    )?;
                 }
             }
             "emper-echo" => {
-                emit(suite, "throughput", plot("Echo throughput (io_uring paper, Fig. 5)".into(), "connections", "echoes per second", Scale::Log, Scale::Linear, lines(rows, suite, "no-work", |r| r.throughput_per_sec), vec![]))?;
+                emit(
+                    suite,
+                    "throughput",
+                    plot(
+                        "Echo throughput (io_uring paper, Fig. 5)".into(),
+                        "connections",
+                        "echoes per second",
+                        Scale::Log,
+                        Scale::Linear,
+                        lines(rows, suite, "no-work", |r| r.throughput_per_sec),
+                        vec![],
+                    ),
+                )?;
                 let work = format!("work-{}us", suites::EMPER_COMPUTE_US);
                 if has(&work) {
                     let bound = workers as f64 * 1e6 / suites::EMPER_COMPUTE_US as f64;
-                    emit(suite, "throughput-work", plot(format!("Echo throughput with {} µs of work per echo (Figs. 6, 7)", suites::EMPER_COMPUTE_US), "connections", "echoes per second", Scale::Log, Scale::Linear, lines(rows, suite, &work, |r| r.throughput_per_sec), vec![Bound { y: bound, label: format!("Little's law bound: {workers} worker(s) / {} µs = {bound:.0}/s", suites::EMPER_COMPUTE_US) }]))?;
+                    emit(
+                        suite,
+                        "throughput-work",
+                        plot(
+                            format!(
+                                "Echo throughput with {} µs of work per echo (Figs. 6, 7)",
+                                suites::EMPER_COMPUTE_US
+                            ),
+                            "connections",
+                            "echoes per second",
+                            Scale::Log,
+                            Scale::Linear,
+                            lines(rows, suite, &work, |r| r.throughput_per_sec),
+                            vec![Bound {
+                                y: bound,
+                                label: format!(
+                                    "Little's law bound: {workers} worker(s) / {} µs = {bound:.0}/s",
+                                    suites::EMPER_COMPUTE_US
+                                ),
+                            }],
+                        ),
+                    )?;
                 }
                 if let Some((id, label)) = last_point("no-work") {
-                    emit(suite, "latency", plot(format!("Latency spectrum at {label} (Fig. 8)"), "percentile", "latency (µs)", Scale::Nines, Scale::Log, spectra(rows, run_dir, suite, &id), vec![]))?;
+                    emit(
+                        suite,
+                        "latency",
+                        plot(
+                            format!("Latency spectrum at {label} (Fig. 8)"),
+                            "percentile",
+                            "latency (µs)",
+                            Scale::Nines,
+                            Scale::Log,
+                            spectra(rows, run_dir, suite, &id),
+                            vec![],
+                        ),
+                    )?;
                 }
             }
             "chat-cpu" => {
                 emit(suite, "cpu-mean", plot("Chat ingest at 1 Mbit/s per connection: server CPU (C-vs-Go paper, Fig. 3a)".into(), "connections", "mean CPU (% of one core)", Scale::Log, Scale::Linear, lines(rows, suite, "ingest", |r| r.cpu_mean_pct), vec![]))?;
-                emit(suite, "cv", plot("Chat ingest: coefficient of variation of CPU (Fig. 3b)".into(), "connections", "CV of CPU (σ/μ, 500 ms samples)", Scale::Log, Scale::Linear, lines(rows, suite, "ingest", |r| r.cpu_cv), vec![]))?;
+                emit(
+                    suite,
+                    "cv",
+                    plot(
+                        "Chat ingest: coefficient of variation of CPU (Fig. 3b)".into(),
+                        "connections",
+                        "CV of CPU (σ/μ, 500 ms samples)",
+                        Scale::Log,
+                        Scale::Linear,
+                        lines(rows, suite, "ingest", |r| r.cpu_cv),
+                        vec![],
+                    ),
+                )?;
                 if let Some((id, label)) = last_point("ingest") {
-                    emit(suite, "cpu-time", plot(format!("Server CPU over time, {label}"), "seconds from the start of the measured window (negative: warmup)", "CPU (% of one core)", Scale::Linear, Scale::Linear, cpu_over_time(rows, suite, &id), vec![]))?;
+                    emit(
+                        suite,
+                        "cpu-time",
+                        plot(
+                            format!("Server CPU over time, {label}"),
+                            "seconds from the start of the measured window (negative: warmup)",
+                            "CPU (% of one core)",
+                            Scale::Linear,
+                            Scale::Linear,
+                            cpu_over_time(rows, suite, &id),
+                            vec![],
+                        ),
+                    )?;
                 }
             }
             "chat-room" => {
-                emit(suite, "delivery-p99", plot("Chat fan-out: delivery latency p99 (SAY to each member's MSG)".into(), "room size", "p99 delivery latency (µs)", Scale::Log, Scale::Log, lines(rows, suite, "rooms", |r| r.delivery_p99_us), vec![]))?;
-                emit(suite, "cpu-per-delivery", plot("Chat fan-out: server CPU per message sent".into(), "room size", "µs of CPU per SAY", Scale::Log, Scale::Log, lines(rows, suite, "rooms", |r| r.cpu_us_per_req), vec![]))?;
+                emit(
+                    suite,
+                    "delivery-p99",
+                    plot(
+                        "Chat fan-out: delivery latency p99 (SAY to each member's MSG)".into(),
+                        "room size",
+                        "p99 delivery latency (µs)",
+                        Scale::Log,
+                        Scale::Log,
+                        lines(rows, suite, "rooms", |r| r.delivery_p99_us),
+                        vec![],
+                    ),
+                )?;
+                emit(
+                    suite,
+                    "cpu-per-delivery",
+                    plot(
+                        "Chat fan-out: server CPU per message sent".into(),
+                        "room size",
+                        "µs of CPU per SAY",
+                        Scale::Log,
+                        Scale::Log,
+                        lines(rows, suite, "rooms", |r| r.cpu_us_per_req),
+                        vec![],
+                    ),
+                )?;
             }
             "memory" => {
-                emit(suite, "per-conn", plot("Memory per idle connection (PSS)".into(), "connections", "KiB per connection", Scale::Log, Scale::Linear, lines(rows, suite, "idle", |r| r.mem_per_conn_bytes.map(|b| b / 1024.0)), vec![]))?;
+                emit(
+                    suite,
+                    "per-conn",
+                    plot(
+                        "Memory per idle connection (PSS)".into(),
+                        "connections",
+                        "KiB per connection",
+                        Scale::Log,
+                        Scale::Linear,
+                        lines(rows, suite, "idle", |r| {
+                            r.mem_per_conn_bytes.map(|b| b / 1024.0)
+                        }),
+                        vec![],
+                    ),
+                )?;
             }
             _ => {}
         }
@@ -541,18 +792,31 @@ pub(crate) fn render(input: &Input<'_>) -> String {
         m.cores,
         m.kernel.as_deref().unwrap_or("?"),
         m.commit.as_deref().map_or("?", |c| &c[..c.len().min(12)]),
-        if m.dirty { " with uncommitted changes" } else { "" },
+        if m.dirty {
+            " with uncommitted changes"
+        } else {
+            ""
+        },
         input.server_cpus,
         input.workers,
         input.client_cpus,
         m.command,
-        if m.interrupted { " **The run was interrupted (Ctrl-C): what is here is what was measured before.**" } else { "" },
+        if m.interrupted {
+            " **The run was interrupted (Ctrl-C): what is here is what was measured before.**"
+        } else {
+            ""
+        },
     );
 
     at_a_glance(&mut out, input);
 
     for &suite in input.suites {
-        let rows: Vec<Row> = input.rows.iter().filter(|r| r.suite == suite.name()).cloned().collect();
+        let rows: Vec<Row> = input
+            .rows
+            .iter()
+            .filter(|r| r.suite == suite.name())
+            .cloned()
+            .collect();
         if rows.is_empty() {
             continue;
         }
@@ -567,7 +831,11 @@ pub(crate) fn render(input: &Input<'_>) -> String {
         for p in input.plots.iter().filter(|p| p.suite == suite.name()) {
             let _ = writeln!(out, "![{}]({})\n", p.caption, p.file);
         }
-        let _ = writeln!(out, "<details><summary>Every point of {} (all measurements)</summary>\n", suite.name());
+        let _ = writeln!(
+            out,
+            "<details><summary>Every point of {} (all measurements)</summary>\n",
+            suite.name()
+        );
         details(&mut out, &rows);
         let _ = writeln!(out, "</details>\n");
     }
@@ -593,7 +861,10 @@ fn at_a_glance(out: &mut String, input: &Input<'_>) {
             format!("p99 latency, {n} conns"),
         ];
         if let Some(o) = open {
-            head.push(format!("CPU per echo at {}", o.1.split(" @ ").nth(1).unwrap_or("equal load")));
+            head.push(format!(
+                "CPU per echo at {}",
+                o.1.split(" @ ").nth(1).unwrap_or("equal load")
+            ));
             head.push("p99 latency there".into());
         }
         head.push(format!("memory per conn, {n} conns"));
@@ -637,7 +908,11 @@ fn at_a_glance(out: &mut String, input: &Input<'_>) {
              the same run mean much on a shared machine.\n"
         );
     } else if let Some(&suite) = input.suites.first() {
-        let _ = writeln!(out, "{}: the main table of the suite follows. † marks a client-bound point.\n", suite.title());
+        let _ = writeln!(
+            out,
+            "{}: the main table of the suite follows. † marks a client-bound point.\n",
+            suite.title()
+        );
     }
     if !input.skipped.is_empty() {
         let _ = writeln!(out, "Not in this run: {}.\n", input.skipped.join("; "));
@@ -645,7 +920,14 @@ fn at_a_glance(out: &mut String, input: &Input<'_>) {
 }
 
 /// A pivot table: a row per server, a column per point of a series.
-fn pivot(out: &mut String, rows: &[Row], suite: &str, series: &str, corner: &str, cell: impl Fn(&Row) -> String) {
+fn pivot(
+    out: &mut String,
+    rows: &[Row],
+    suite: &str,
+    series: &str,
+    corner: &str,
+    cell: impl Fn(&Row) -> String,
+) {
     let points = points_of(rows, suite, series);
     if points.is_empty() {
         return;
@@ -668,14 +950,24 @@ fn pivot(out: &mut String, rows: &[Row], suite: &str, series: &str, corner: &str
 }
 
 fn quick_section(out: &mut String, rows: &[Row]) {
-    let _ = writeln!(out, "Echo of 16-byte messages, closed loop (each connection waits for its echo before sending the next). Throughput in echoes/s:\n");
-    pivot(out, rows, "quick", "closed", "echoes/s", |r| fmt_rate(r.throughput_per_sec));
+    let _ = writeln!(
+        out,
+        "Echo of 16-byte messages, closed loop (each connection waits for its echo before sending the next). Throughput in echoes/s:\n"
+    );
+    pivot(out, rows, "quick", "closed", "echoes/s", |r| {
+        fmt_rate(r.throughput_per_sec)
+    });
     let _ = writeln!(out, "Server CPU per echo (user + system):\n");
-    pivot(out, rows, "quick", "closed", "CPU per echo", |r| fmt_us(r.cpu_us_per_req));
+    pivot(out, rows, "quick", "closed", "CPU per echo", |r| {
+        fmt_us(r.cpu_us_per_req)
+    });
     let _ = writeln!(out, "p99 latency:\n");
     pivot(out, rows, "quick", "closed", "p99", |r| fmt_us(r.p99_us));
     if !points_of(rows, "quick", "open").is_empty() {
-        let _ = writeln!(out, "Open loop at a fixed rate every server should sustain: the same work for all, so CPU and latency compare directly (latency counts from when each echo was due, so a server that falls behind is not flattered):\n");
+        let _ = writeln!(
+            out,
+            "Open loop at a fixed rate every server should sustain: the same work for all, so CPU and latency compare directly (latency counts from when each echo was due, so a server that falls behind is not flattered):\n"
+        );
         pivot(out, rows, "quick", "open", "at equal load", |r| {
             format!(
                 "{} echoes/s, {} CPU ({} per echo, {} user / {} sys), p50 {}, p99 {}, p99.99 {}, {} / {} cs per echo",
@@ -718,13 +1010,25 @@ fn ratio_text(a: Option<f64>, b: Option<f64>, higher_is: &str, lower_is: &str) -
 
 fn emper_section(out: &mut String, rows: &[Row], workers: usize) {
     let s = "emper-echo";
-    let _ = writeln!(out, "Each connection sends 16-byte echoes, one at a time, 2500 per connection where that fits the time budget, else for a fixed duration (the label says which). Echoes/s:\n");
-    pivot(out, rows, s, "no-work", "no work", |r| fmt_rate(r.throughput_per_sec));
+    let _ = writeln!(
+        out,
+        "Each connection sends 16-byte echoes, one at a time, 2500 per connection where that fits the time budget, else for a fixed duration (the label says which). Echoes/s:\n"
+    );
+    pivot(out, rows, s, "no-work", "no work", |r| {
+        fmt_rate(r.throughput_per_sec)
+    });
     let work = format!("work-{}us", suites::EMPER_COMPUTE_US);
     let bound = workers as f64 * 1e6 / suites::EMPER_COMPUTE_US as f64;
     if !points_of(rows, s, &work).is_empty() {
-        let _ = writeln!(out, "With {} µs of busy work per echo (Figures 6 and 7). With {workers} worker(s), Little's law caps throughput at {workers} / {} µs = **{bound:.0} echoes/s**:\n", suites::EMPER_COMPUTE_US, suites::EMPER_COMPUTE_US);
-        pivot(out, rows, s, &work, "200 µs work", |r| fmt_rate(r.throughput_per_sec));
+        let _ = writeln!(
+            out,
+            "With {} µs of busy work per echo (Figures 6 and 7). With {workers} worker(s), Little's law caps throughput at {workers} / {} µs = **{bound:.0} echoes/s**:\n",
+            suites::EMPER_COMPUTE_US,
+            suites::EMPER_COMPUTE_US
+        );
+        pivot(out, rows, s, &work, "200 µs work", |r| {
+            fmt_rate(r.throughput_per_sec)
+        });
     }
     let last = points_of(rows, s, "no-work").last().cloned();
     if let Some((id, label, _)) = &last {
@@ -744,66 +1048,174 @@ fn emper_section(out: &mut String, rows: &[Row], workers: usize) {
             .collect();
         table(out, &["server", "p95", "p99", "p99.99", "p99.999"], &body);
     }
-    let _ = writeln!(out, "**Beside the paper** (EMPER is the paper's fiber runtime, our `fiber`; the paper ran 80 hardware threads against a separate client machine, we run one server core against one client core, so compare shapes and ratios, not absolute numbers):\n");
+    let _ = writeln!(
+        out,
+        "**Beside the paper** (EMPER is the paper's fiber runtime, our `fiber`; the paper ran 80 hardware threads against a separate client machine, we run one server core against one client core, so compare shapes and ratios, not absolute numbers):\n"
+    );
     let pk = |sv: &str| peak(rows, s, "no-work", sv);
-    let peak_text = |sv: &str| pk(sv).map_or("not in this run".to_string(), |(t, x)| format!("{} echoes/s at {x} conns", fmt_rate(Some(t))));
-    let p5 = |sv: &str| last.as_ref().and_then(|(id, _, _)| find(rows, s, sv, id)?.p99_999_us);
+    let peak_text = |sv: &str| {
+        pk(sv).map_or("not in this run".to_string(), |(t, x)| {
+            format!("{} echoes/s at {x} conns", fmt_rate(Some(t)))
+        })
+    };
+    let p5 = |sv: &str| {
+        last.as_ref()
+            .and_then(|(id, _, _)| find(rows, s, sv, id)?.p99_999_us)
+    };
     let best_work = servers(rows)
         .into_iter()
         .filter_map(|sv| Some((peak(rows, s, &work, &sv)?.0, sv)))
         .max_by(|a, b| a.0.total_cmp(&b.0));
     let body = vec![
-        vec!["EMPER against Go, peak throughput".into(), "+4%".into(), ratio_text(pk("fiber").map(|p| p.0), pk("go").map(|p| p.0), "more (fiber against go)", "less (fiber against go)")],
-        vec!["EMPER against Tokio, peak throughput".into(), "+17.8%".into(), ratio_text(pk("fiber").map(|p| p.0), pk("tokio").map(|p| p.0), "more (fiber against tokio)", "less (fiber against tokio)")],
-        vec!["where throughput peaks".into(), "5000 connections (EMPER, Go); 1000 (Tokio)".into(), format!("fiber: {}; go: {}; tokio: {}", peak_text("fiber"), peak_text("go"), peak_text("tokio"))],
-        vec!["p99.999 at 10,000 connections, EMPER against Go".into(), "7.7% lower".into(), ratio_text(p5("fiber"), p5("go"), "higher (fiber against go)", "lower (fiber against go)")],
-        vec!["Little's law bound with 200 µs work".into(), "20 workers → 100,000/s".into(), best_work.map_or("not in this run".into(), |(t, sv)| format!("{workers} worker(s) → {bound:.0}/s; best: {sv} at {} ({:.0}% of the bound)", fmt_rate(Some(t)), t / bound * 100.0))],
+        vec![
+            "EMPER against Go, peak throughput".into(),
+            "+4%".into(),
+            ratio_text(
+                pk("fiber").map(|p| p.0),
+                pk("go").map(|p| p.0),
+                "more (fiber against go)",
+                "less (fiber against go)",
+            ),
+        ],
+        vec![
+            "EMPER against Tokio, peak throughput".into(),
+            "+17.8%".into(),
+            ratio_text(
+                pk("fiber").map(|p| p.0),
+                pk("tokio").map(|p| p.0),
+                "more (fiber against tokio)",
+                "less (fiber against tokio)",
+            ),
+        ],
+        vec![
+            "where throughput peaks".into(),
+            "5000 connections (EMPER, Go); 1000 (Tokio)".into(),
+            format!(
+                "fiber: {}; go: {}; tokio: {}",
+                peak_text("fiber"),
+                peak_text("go"),
+                peak_text("tokio")
+            ),
+        ],
+        vec![
+            "p99.999 at 10,000 connections, EMPER against Go".into(),
+            "7.7% lower".into(),
+            ratio_text(
+                p5("fiber"),
+                p5("go"),
+                "higher (fiber against go)",
+                "lower (fiber against go)",
+            ),
+        ],
+        vec![
+            "Little's law bound with 200 µs work".into(),
+            "20 workers → 100,000/s".into(),
+            best_work.map_or("not in this run".into(), |(t, sv)| {
+                format!(
+                    "{workers} worker(s) → {bound:.0}/s; best: {sv} at {} ({:.0}% of the bound)",
+                    fmt_rate(Some(t)),
+                    t / bound * 100.0
+                )
+            }),
+        ],
     ];
     table(out, &["", "paper", "ours"], &body);
 }
 
 fn chat_cpu_section(out: &mut String, rows: &[Row]) {
     let s = "chat-cpu";
-    let _ = writeln!(out, "Every connection sends chat `SAY` lines at 1 Mbit/s and waits for each `ACK`; the server appends every message to its room log. Mean server CPU (% of one core, sampled every 500 ms as `top` does):\n");
-    pivot(out, rows, s, "ingest", "CPU mean", |r| fmt_pct(r.cpu_mean_pct));
-    let _ = writeln!(out, "Coefficient of variation of those samples (σ/μ: lower is steadier):\n");
+    let _ = writeln!(
+        out,
+        "Every connection sends chat `SAY` lines at 1 Mbit/s and waits for each `ACK`; the server appends every message to its room log. Mean server CPU (% of one core, sampled every 500 ms as `top` does):\n"
+    );
+    pivot(out, rows, s, "ingest", "CPU mean", |r| {
+        fmt_pct(r.cpu_mean_pct)
+    });
+    let _ = writeln!(
+        out,
+        "Coefficient of variation of those samples (σ/μ: lower is steadier):\n"
+    );
     pivot(out, rows, s, "ingest", "CPU CV", |r| fmt_num(r.cpu_cv, 3));
     let points = points_of(rows, s, "ingest");
     let (c, g) = ("threads-process", "go");
-    let both: Vec<(f64, f64, Option<f64>, Option<f64>, f64)> = points
+    /// The C-like server and Go at one point.
+    struct Pair {
+        c_cpu: f64,
+        go_cpu: f64,
+        c_cv: Option<f64>,
+        go_cv: Option<f64>,
+        conns: f64,
+    }
+    let both: Vec<Pair> = points
         .iter()
         .filter_map(|p| {
             let rc = find(rows, s, c, &p.0)?;
             let rg = find(rows, s, g, &p.0)?;
-            Some((rc.cpu_mean_pct?, rg.cpu_mean_pct?, rc.cpu_cv, rg.cpu_cv, p.2))
+            Some(Pair {
+                c_cpu: rc.cpu_mean_pct?,
+                go_cpu: rg.cpu_mean_pct?,
+                c_cv: rc.cpu_cv,
+                go_cv: rg.cpu_cv,
+                conns: p.2,
+            })
         })
         .collect();
-    let _ = writeln!(out, "**Beside the paper** (its C server forks a process per connection, our `threads-process`; it ran on a 1-vCPU FreeBSD VM with a remote load generator):\n");
+    let _ = writeln!(
+        out,
+        "**Beside the paper** (its C server forks a process per connection, our `threads-process`; it ran on a 1-vCPU FreeBSD VM with a remote load generator):\n"
+    );
     let cpu_ours = if both.is_empty() {
         "needs threads-process and go in the same run".to_string()
     } else {
-        let lower = both.iter().filter(|b| b.0 < b.1).count();
-        let last = both.last().map_or(String::new(), |b| format!("; at {} conns {} against {}", b.4, fmt_pct(Some(b.0)), fmt_pct(Some(b.1))));
-        format!("threads-process lower at {lower} of {} points{last}", both.len())
+        let lower = both.iter().filter(|b| b.c_cpu < b.go_cpu).count();
+        let last = both.last().map_or(String::new(), |b| {
+            format!(
+                "; at {} conns {} against {}",
+                b.conns,
+                fmt_pct(Some(b.c_cpu)),
+                fmt_pct(Some(b.go_cpu))
+            )
+        });
+        format!(
+            "threads-process lower at {lower} of {} points{last}",
+            both.len()
+        )
     };
-    let high: Vec<&(f64, f64, Option<f64>, Option<f64>, f64)> = both.iter().filter(|b| b.4 >= 16.0).collect();
+    let high: Vec<&Pair> = both.iter().filter(|b| b.conns >= 16.0).collect();
     let cv_ours = {
-        let cc: Vec<f64> = high.iter().filter_map(|b| b.2).collect();
-        let gg: Vec<f64> = high.iter().filter_map(|b| b.3).collect();
+        let cc: Vec<f64> = high.iter().filter_map(|b| b.c_cv).collect();
+        let gg: Vec<f64> = high.iter().filter_map(|b| b.go_cv).collect();
         match (stats::mean(&cc), stats::mean(&gg)) {
-            (Some(a), Some(b)) => format!("mean CV at ≥16 conns: threads-process {a:.3}, go {b:.3}"),
+            (Some(a), Some(b)) => {
+                format!("mean CV at ≥16 conns: threads-process {a:.3}, go {b:.3}")
+            }
             _ => "needs threads-process and go at 16 connections or more".into(),
         }
     };
-    table(out, &["", "paper", "ours"], &[
-        vec!["CPU, C (process per connection) against Go".into(), "C lower at every point, 1 to 64 connections".into(), cpu_ours],
-        vec!["CPU stability under high load".into(), "C has the lower coefficient of variation".into(), cv_ours],
-    ]);
+    table(
+        out,
+        &["", "paper", "ours"],
+        &[
+            vec![
+                "CPU, C (process per connection) against Go".into(),
+                "C lower at every point, 1 to 64 connections".into(),
+                cpu_ours,
+            ],
+            vec![
+                "CPU stability under high load".into(),
+                "C has the lower coefficient of variation".into(),
+                cv_ours,
+            ],
+        ],
+    );
 }
 
 fn chat_room_section(out: &mut String, rows: &[Row]) {
     let s = "chat-room";
-    let _ = writeln!(out, "Connections are dealt into rooms of the given size; each `SAY` reaches every other member of its room. The `SAY` rate is set so the server delivers about the same number of `MSG` lines per second at every room size. Delivery latency p99 (from `SAY` to each member's `MSG`) and completeness (subscribers that missed, repeated or reordered a message):\n");
+    let _ = writeln!(
+        out,
+        "Connections are dealt into rooms of the given size; each `SAY` reaches every other member of its room. The `SAY` rate is set so the server delivers about the same number of `MSG` lines per second at every room size. Delivery latency p99 (from `SAY` to each member's `MSG`) and completeness (subscribers that missed, repeated or reordered a message):\n"
+    );
     pivot(out, rows, s, "rooms", "delivery p99", |r| {
         format!(
             "{} (p50 {}), {} delivered, {} incomplete",
@@ -814,15 +1226,32 @@ fn chat_room_section(out: &mut String, rows: &[Row]) {
         )
     });
     let _ = writeln!(out, "Server CPU per `SAY` (the fan-out included):\n");
-    pivot(out, rows, s, "rooms", "CPU per SAY", |r| fmt_us(r.cpu_us_per_req));
+    pivot(out, rows, s, "rooms", "CPU per SAY", |r| {
+        fmt_us(r.cpu_us_per_req)
+    });
 }
 
 fn memory_section(out: &mut String, rows: &[Row]) {
     let s = "memory";
-    let _ = writeln!(out, "Connections held open and all but idle (one echo a second over all of them). Memory per connection is the growth of the server's memory (PSS over its processes) over its memory before the first connection, divided by the connections:\n");
-    pivot(out, rows, s, "idle", "memory per conn", |r| fmt_bytes(r.mem_per_conn_bytes));
-    pivot(out, rows, s, "idle", "whole server", |r| format!("{} in {} process(es), {} thread(s)", fmt_bytes(r.peak_mem_bytes), r.max_procs, r.max_threads));
-    let _ = writeln!(out, "**Beside the literature** (goroutine-switch article): a goroutine starts with a 2 KiB stack, an OS thread reserves 8 MiB of *virtual* stack; what a thread really costs is what it touches, which the table above shows.\n");
+    let _ = writeln!(
+        out,
+        "Connections held open and all but idle (one echo a second over all of them). Memory per connection is the growth of the server's memory (PSS over its processes) over its memory before the first connection, divided by the connections:\n"
+    );
+    pivot(out, rows, s, "idle", "memory per conn", |r| {
+        fmt_bytes(r.mem_per_conn_bytes)
+    });
+    pivot(out, rows, s, "idle", "whole server", |r| {
+        format!(
+            "{} in {} process(es), {} thread(s)",
+            fmt_bytes(r.peak_mem_bytes),
+            r.max_procs,
+            r.max_threads
+        )
+    });
+    let _ = writeln!(
+        out,
+        "**Beside the literature** (goroutine-switch article): a goroutine starts with a 2 KiB stack, an OS thread reserves 8 MiB of *virtual* stack; what a thread really costs is what it touches, which the table above shows.\n"
+    );
 }
 
 fn details(out: &mut String, rows: &[Row]) {
@@ -834,15 +1263,24 @@ fn details(out: &mut String, rows: &[Row]) {
                 r.server.clone(),
                 r.label.clone(),
                 m(fmt_rate(r.throughput_per_sec)),
-                r.throughput_spread.map_or("–".into(), |s| format!("{:.0}%", s * 100.0)),
+                r.throughput_spread
+                    .map_or("–".into(), |s| format!("{:.0}%", s * 100.0)),
                 m(fmt_us(r.p50_us)),
                 m(fmt_us(r.p99_us)),
                 m(fmt_us(r.p99_99_us)),
                 m(fmt_us(r.max_us)),
                 fmt_pct(r.cpu_mean_pct),
                 fmt_num(r.cpu_cv, 3),
-                format!("{} / {}", fmt_us(r.user_us_per_req), fmt_us(r.sys_us_per_req)),
-                format!("{} / {}", fmt_num(r.vol_cs_per_req, 2), fmt_num(r.invol_cs_per_req, 3)),
+                format!(
+                    "{} / {}",
+                    fmt_us(r.user_us_per_req),
+                    fmt_us(r.sys_us_per_req)
+                ),
+                format!(
+                    "{} / {}",
+                    fmt_num(r.vol_cs_per_req, 2),
+                    fmt_num(r.invol_cs_per_req, 3)
+                ),
                 fmt_bytes(r.peak_mem_bytes),
                 fmt_bytes(r.mem_per_conn_bytes),
                 r.errors.to_string(),
@@ -853,8 +1291,21 @@ fn details(out: &mut String, rows: &[Row]) {
     table(
         out,
         &[
-            "server", "point", "msgs/s", "spread", "p50", "p99", "p99.99", "max", "CPU", "CPU CV",
-            "CPU/msg user / sys", "ctx sw/msg vol / invol", "peak mem", "mem/conn", "errors",
+            "server",
+            "point",
+            "msgs/s",
+            "spread",
+            "p50",
+            "p99",
+            "p99.99",
+            "max",
+            "CPU",
+            "CPU CV",
+            "CPU/msg user / sys",
+            "ctx sw/msg vol / invol",
+            "peak mem",
+            "mem/conn",
+            "errors",
             "client CPU/msg",
         ],
         &body,
@@ -862,17 +1313,34 @@ fn details(out: &mut String, rows: &[Row]) {
 }
 
 fn failures(out: &mut String, rows: &[Row]) {
-    let bad: Vec<&Row> = rows.iter().filter(|r| r.failure.is_some() || !r.notes.is_empty()).collect();
+    let bad: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.failure.is_some() || !r.notes.is_empty())
+        .collect();
     if bad.is_empty() {
         return;
     }
     let _ = writeln!(out, "## Failures and notes\n");
     for r in bad {
         if let Some(f) = &r.failure {
-            let _ = writeln!(out, "- **{} / {} / {}** failed: {}", r.suite, r.server, r.label, f.replace('\n', " ⏎ "));
+            let _ = writeln!(
+                out,
+                "- **{} / {} / {}** failed: {}",
+                r.suite,
+                r.server,
+                r.label,
+                f.replace('\n', " ⏎ ")
+            );
         }
         for n in &r.notes {
-            let _ = writeln!(out, "- {} / {} / {}: {}", r.suite, r.server, r.label, n.replace('\n', " ⏎ "));
+            let _ = writeln!(
+                out,
+                "- {} / {} / {}: {}",
+                r.suite,
+                r.server,
+                r.label,
+                n.replace('\n', " ⏎ ")
+            );
         }
     }
     out.push('\n');
@@ -880,11 +1348,27 @@ fn failures(out: &mut String, rows: &[Row]) {
 
 fn method(out: &mut String, input: &Input<'_>) {
     let _ = writeln!(out, "## How this was measured\n");
-    let _ = writeln!(out, "- Every point starts the server afresh on CPU {} (`--cpus`, and pinned by the harness before it runs), waits for its `READY` line, then runs `loadgen` pinned to CPU {}: connections first, then a warmup that is not recorded, then the measured window. Latency is recorded in HdrHistograms; percentiles come from the histograms of all repeats added together, never from averaged percentiles. In the open loop latency counts from when a message was due (coordinated omission included).", input.server_cpus, input.client_cpus);
-    let _ = writeln!(out, "- The server's cost is read from /proc every 500 ms over its whole process tree (forked connection processes included): CPU from `/proc/<pid>/stat` (user and system, 10 ms ticks, as `top` reads it), context switches from every thread's `status`, memory as PSS from `smaps_rollup` (so pages shared by forked processes count once). Counters are interpolated to the exact measured window, which loadgen stamps in its interval log. CPU per message = CPU seconds in the window / messages in the window.");
-    let _ = writeln!(out, "- The coefficient of variation is σ/μ of the 500 ms CPU samples inside the window (sample standard deviation), as the C-versus-Go paper computed it from `top`.");
-    let _ = writeln!(out, "- † client-bound: loadgen's own CPU was over 90% busy, so the point measures the load generator as much as the server. With `--repeat N`, numbers are medians over the repeats and *spread* is (max − min) / median of throughput.");
-    let _ = writeln!(out, "- Files: `summary.csv` and `summary.json` (a row per server and point), `meta.json` (machine, kernel, mitigations, compilers, command), `<suite>/<server>/<point>.hist` (V2 HdrHistogram) and `.hgrm` (percentile table), loadgen's JSON and interval log, and each server's stderr, beside each point.\n");
+    let _ = writeln!(
+        out,
+        "- Every point starts the server afresh on CPU {} (`--cpus`, and pinned by the harness before it runs), waits for its `READY` line, then runs `loadgen` pinned to CPU {}: connections first, then a warmup that is not recorded, then the measured window. Latency is recorded in HdrHistograms; percentiles come from the histograms of all repeats added together, never from averaged percentiles. In the open loop latency counts from when a message was due (coordinated omission included).",
+        input.server_cpus, input.client_cpus
+    );
+    let _ = writeln!(
+        out,
+        "- The server's cost is read from /proc every 500 ms over its whole process tree (forked connection processes included): CPU from `/proc/<pid>/stat` (user and system, 10 ms ticks, as `top` reads it), context switches from every thread's `status`, memory as PSS from `smaps_rollup` (so pages shared by forked processes count once). Counters are interpolated to the exact measured window, which loadgen stamps in its interval log. CPU per message = CPU seconds in the window / messages in the window."
+    );
+    let _ = writeln!(
+        out,
+        "- The coefficient of variation is σ/μ of the 500 ms CPU samples inside the window (sample standard deviation), as the C-versus-Go paper computed it from `top`."
+    );
+    let _ = writeln!(
+        out,
+        "- † client-bound: loadgen's own CPU was over 90% busy, so the point measures the load generator as much as the server. With `--repeat N`, numbers are medians over the repeats and *spread* is (max − min) / median of throughput."
+    );
+    let _ = writeln!(
+        out,
+        "- Files: `summary.csv` and `summary.json` (a row per server and point), `meta.json` (machine, kernel, mitigations, compilers, command), `<suite>/<server>/<point>.hist` (V2 HdrHistogram) and `.hgrm` (percentile table), loadgen's JSON and interval log, and each server's stderr, beside each point.\n"
+    );
 }
 
 /// A compact table of every row, for the terminal at the end of a run.
@@ -910,7 +1394,10 @@ pub(crate) fn terminal_table(rows: &[Row]) -> String {
         .collect();
     table(
         &mut out,
-        &["suite", "server", "point", "msgs/s", "p99", "CPU", "CV", "CPU/msg", "mem/conn", "errors"],
+        &[
+            "suite", "server", "point", "msgs/s", "p99", "CPU", "CV", "CPU/msg", "mem/conn",
+            "errors",
+        ],
         &body,
     );
     out
@@ -958,7 +1445,11 @@ mod tests {
 
     #[test]
     fn pivot_marks_client_bound_and_failed_points() {
-        let mut rows = vec![row("a", "c1", 1.0, 1000.0), row("a", "c10", 10.0, 5000.0), row("b", "c1", 1.0, 900.0)];
+        let mut rows = vec![
+            row("a", "c1", 1.0, 1000.0),
+            row("a", "c10", 10.0, 5000.0),
+            row("b", "c1", 1.0, 900.0),
+        ];
         rows[1].client_bound = true;
         let mut failed = row("b", "c10", 10.0, 0.0);
         failed.ok = 0;
@@ -966,7 +1457,9 @@ mod tests {
         failed.failure = Some("the server did not start: boom".into());
         rows.push(failed);
         let mut out = String::new();
-        pivot(&mut out, &rows, "quick", "closed", "echoes/s", |r| fmt_rate(r.throughput_per_sec));
+        pivot(&mut out, &rows, "quick", "closed", "echoes/s", |r| {
+            fmt_rate(r.throughput_per_sec)
+        });
         assert!(out.contains("| echoes/s | 1 conns | 10 conns |"), "{out}");
         assert!(out.contains("| **a** | 1.0k | 5.0k † |"), "{out}");
         assert!(out.contains("| **b** | 900 | failed |"), "{out}");
@@ -988,7 +1481,10 @@ mod tests {
         let mut lines = csv.lines();
         assert_eq!(lines.next().unwrap().split(',').count(), CSV_COLUMNS.len());
         let line = lines.next().unwrap();
-        assert!(line.starts_with("quick,fiber+completer,closed,c1,1 conns,1.0,"), "{line}");
+        assert!(
+            line.starts_with("quick,fiber+completer,closed,c1,1 conns,1.0,"),
+            "{line}"
+        );
         assert!(line.contains("\"said \"\"no\"\"\""), "{line}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

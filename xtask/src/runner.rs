@@ -101,26 +101,29 @@ pub(crate) fn server_cost(
     let series = |f: fn(&Sample) -> f64| -> Vec<(f64, f64)> {
         samples.iter().map(|s| (s.t, f(s))).collect()
     };
-    let cpu = series(|s| s.user_s + s.sys_s);
-    let user = series(|s| s.user_s);
-    let sys = series(|s| s.sys_s);
+    let cpu = series(|s| s.cpu_s);
     let vol = series(|s| s.vol_cs as f64);
     let invol = series(|s| s.invol_cs as f64);
     let window = (end - start).max(0.0);
     let rates = stats::interval_rates(&cpu, start, end);
     let pcts: Vec<f64> = rates.iter().map(|r| r.1 * 100.0).collect();
     let grow = |s: &[(f64, f64)]| stats::growth(s, start, end);
-    let per_req_us = |s: &[(f64, f64)]| grow(s).and_then(|g| stats::us_per_request(g, per_sec, window));
+    let per_req_us =
+        |s: &[(f64, f64)]| grow(s).and_then(|g| stats::us_per_request(g, per_sec, window));
+    let cpu_us_per_req = per_req_us(&cpu);
+    let user_share = user_share(baseline, samples, (start, end));
     let per_req = |s: &[(f64, f64)]| grow(s).and_then(|g| stats::per_request(g, per_sec, window));
     let per_sec_of = |s: &[(f64, f64)]| grow(s).filter(|_| window > 0.0).map(|g| g / window);
-    let in_window = samples.iter().filter(|s| s.t >= start - 0.6 && s.t <= end + 0.6);
+    let in_window = samples
+        .iter()
+        .filter(|s| s.t >= start - 0.6 && s.t <= end + 0.6);
     let window_peak = in_window.map(|s| s.mem_bytes).max();
     ServerCost {
         cpu_mean_pct: per_sec_of(&cpu).map(|c| c * 100.0),
         cpu_cv: stats::coefficient_of_variation(&pcts),
-        user_us_per_req: per_req_us(&user),
-        sys_us_per_req: per_req_us(&sys),
-        cpu_us_per_req: per_req_us(&cpu),
+        user_us_per_req: cpu_us_per_req.zip(user_share).map(|(c, u)| c * u),
+        sys_us_per_req: cpu_us_per_req.zip(user_share).map(|(c, u)| c * (1.0 - u)),
+        cpu_us_per_req,
         vol_cs_per_req: per_req(&vol),
         invol_cs_per_req: per_req(&invol),
         vol_cs_per_sec: per_sec_of(&vol),
@@ -141,6 +144,35 @@ pub(crate) fn server_cost(
             .map(|(t, r)| (t - start, r * 100.0))
             .collect(),
     }
+}
+
+/// The tick counters reliably charge only what they have had time to sample; below this many
+/// seconds of ticks the user/system split is left unknown.
+const MIN_TICKS_S: f64 = 0.2;
+
+/// The user share of CPU time, from the tick counters: over the window when they moved enough
+/// there, else over the whole point (connection processes are charged when they exit).
+fn user_share(baseline: &Sample, samples: &[Sample], (start, end): (f64, f64)) -> Option<f64> {
+    let user: Vec<(f64, f64)> = samples.iter().map(|s| (s.t, s.user_ticks_s)).collect();
+    let sys: Vec<(f64, f64)> = samples.iter().map(|s| (s.t, s.sys_ticks_s)).collect();
+    let share = |u: f64, s: f64| (u + s >= MIN_TICKS_S).then(|| u / (u + s));
+    let in_window = stats::growth(&user, start, end)
+        .zip(stats::growth(&sys, start, end))
+        .and_then(|(u, s)| share(u, s));
+    in_window.or_else(|| {
+        let last = samples.last()?;
+        share(
+            last.user_ticks_s - baseline.user_ticks_s,
+            last.sys_ticks_s - baseline.sys_ticks_s,
+        )
+    })
+}
+
+/// The binaries of a point.
+#[derive(Debug, Clone)]
+pub(crate) struct Binaries {
+    pub(crate) server: PathBuf,
+    pub(crate) loadgen: PathBuf,
 }
 
 /// One measured run of a point.
@@ -183,8 +215,7 @@ impl RunFiles {
 pub(crate) fn run_point(
     point: &Point,
     variant: &Variant,
-    server_bin: &Path,
-    loadgen_bin: &Path,
+    bins: &Binaries,
     place: &Placement,
     files: &RunFiles,
     run_dir: &Path,
@@ -193,8 +224,8 @@ pub(crate) fn run_point(
     let io = |what: &str, e: &dyn std::fmt::Display| Failure::Loadgen(format!("{what}: {e}"));
     std::fs::create_dir_all(&files.dir).map_err(|e| io("creating the output directory", &e))?;
 
-    let (mut server, addr) = start_server(point, variant, server_bin, place, files)?;
-    let sampler = Sampler::new(server.id());
+    let (mut server, addr) = start_server(point, variant, &bins.server, place, files)?;
+    let mut sampler = Sampler::new(server.id());
     let baseline = sampler
         .sample()
         .map_err(|_| Failure::Start(server.stderr_tail()))?;
@@ -206,7 +237,7 @@ pub(crate) fn run_point(
         interval_log: &files.path("intervals.hlog"),
     };
     let args = loadgen::args(point, &addr, &place.client_cpus, &lg_files);
-    let mut cmd = Command::new(loadgen_bin);
+    let mut cmd = Command::new(&bins.loadgen);
     cmd.args(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -214,8 +245,8 @@ pub(crate) fn run_point(
         .process_group(0);
     let child = cpus::spawn_on(&place.client_cpus, || cmd.spawn())
         .map_err(|e| io("starting loadgen", &e))?;
-    let mut lg = Proc::adopt(child, &files.path("loadgen.log"))
-        .map_err(|e| io("starting loadgen", &e))?;
+    let mut lg =
+        Proc::adopt(child, &files.path("loadgen.log")).map_err(|e| io("starting loadgen", &e))?;
 
     let started = Instant::now();
     let limit = deadline(point);
@@ -260,7 +291,10 @@ pub(crate) fn run_point(
         return Err(Failure::Died(server.stderr_tail()));
     }
     if !lg_status.success() {
-        return Err(Failure::Loadgen(format!("{lg_status}: {}", lg.stderr_tail())));
+        return Err(Failure::Loadgen(format!(
+            "{lg_status}: {}",
+            lg.stderr_tail()
+        )));
     }
     let mut notes = Vec::new();
     if clean.is_none() {
@@ -270,10 +304,15 @@ pub(crate) fn run_point(
             STOP_GRACE.as_secs()
         ));
     } else if clean.is_some_and(|s| !s.success()) {
-        notes.push(format!("{} exited with {} at its stop", variant.name, clean.unwrap_or_default()));
+        notes.push(format!(
+            "{} exited with {} at its stop",
+            variant.name,
+            clean.unwrap_or_default()
+        ));
     }
 
-    let json = std::fs::read_to_string(lg_files.json).map_err(|e| io("reading loadgen's JSON", &e))?;
+    let json =
+        std::fs::read_to_string(lg_files.json).map_err(|e| io("reading loadgen's JSON", &e))?;
     let summary = loadgen::parse_summary(&json).map_err(|e| io("reading loadgen's JSON", &e))?;
     let window_secs = summary.window_secs.unwrap_or(match point.stop {
         Stop::Duration(d) => d,
@@ -329,11 +368,10 @@ fn start_server(
         msg_size,
         compute_us,
     } = point.workload
+        && compute_us > 0
     {
-        if compute_us > 0 {
-            cmd.args(["--compute-us", &compute_us.to_string()])
-                .args(["--msg-size", &msg_size.to_string()]);
-        }
+        cmd.args(["--compute-us", &compute_us.to_string()])
+            .args(["--msg-size", &msg_size.to_string()]);
     }
     cmd.args(&variant.flags)
         .stdin(Stdio::null())
@@ -355,15 +393,15 @@ fn start_server(
                 let mut sent = false;
                 for line in BufReader::new(out).lines() {
                     let Ok(line) = line else { break };
-                    if !sent {
-                        if let Some(addr) = line.strip_prefix("READY ") {
-                            sent = tx.send(addr.trim().to_string()).is_ok();
-                        }
+                    if !sent && let Some(addr) = line.strip_prefix("READY ") {
+                        sent = tx.send(addr.trim().to_string()).is_ok();
                     }
                 }
             });
         if let Err(e) = spawned {
-            return Err(Failure::Start(format!("cannot read the server's stdout: {e}")));
+            return Err(Failure::Start(format!(
+                "cannot read the server's stdout: {e}"
+            )));
         }
     }
     let until = Instant::now() + READY_TIMEOUT;
@@ -416,8 +454,9 @@ mod tests {
     fn sample(t: f64, cpu: f64, vol: u64, mem: u64) -> Sample {
         Sample {
             t,
-            user_s: cpu * 0.25,
-            sys_s: cpu * 0.75,
+            cpu_s: cpu,
+            user_ticks_s: cpu * 0.25,
+            sys_ticks_s: cpu * 0.75,
             vol_cs: vol,
             invol_cs: vol / 10,
             mem_bytes: mem,

@@ -127,12 +127,16 @@ impl Inventory {
             ..Inventory::default()
         };
         for pkg in meta["packages"].as_array().into_iter().flatten() {
-            let Some(pkg_name) = pkg["name"].as_str() else { continue };
+            let Some(pkg_name) = pkg["name"].as_str() else {
+                continue;
+            };
             for target in pkg["targets"].as_array().into_iter().flatten() {
                 let is_bin = target["kind"]
                     .as_array()
                     .is_some_and(|k| k.iter().any(|k| k == "bin"));
-                let Some(name) = target["name"].as_str() else { continue };
+                let Some(name) = target["name"].as_str() else {
+                    continue;
+                };
                 if is_bin && (name.starts_with("srv-") || name == "loadgen") {
                     inv.packages.insert(name.to_string(), pkg_name.to_string());
                 }
@@ -166,10 +170,10 @@ impl Inventory {
     pub(crate) fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = KNOWN.iter().map(|k| k.name.to_string()).collect();
         for bin in self.packages.keys() {
-            if let Some(name) = bin.strip_prefix("srv-") {
-                if !KNOWN.iter().any(|k| k.binary == bin) {
-                    names.push(name.to_string());
-                }
+            if let Some(name) = bin.strip_prefix("srv-")
+                && !KNOWN.iter().any(|k| k.binary == bin)
+            {
+                names.push(name.to_string());
             }
         }
         names
@@ -222,13 +226,19 @@ impl Inventory {
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
                 && !name.starts_with('-');
             if !ok {
-                bail!("`+{flag}` in `{spec}` is not a flag name (write +completer or +ring-flags=sqpoll)");
+                bail!(
+                    "`+{flag}` in `{spec}` is not a flag name (write +completer or +ring-flags=sqpoll)"
+                );
             }
             v.flags.push(format!("--{name}"));
             if let Some(value) = value {
                 v.flags.push(value.to_string());
             }
-            v.about = format!("{} --{name}{}", v.about, value.map(|x| format!(" {x}")).unwrap_or_default());
+            v.about = format!(
+                "{} --{name}{}",
+                v.about,
+                value.map(|x| format!(" {x}")).unwrap_or_default()
+            );
         }
         Ok(v)
     }
@@ -246,7 +256,10 @@ impl Inventory {
             }
         }
         if out.is_empty() {
-            bail!("--servers names no server; the servers are: {}", self.names().join(", "));
+            bail!(
+                "--servers names no server; the servers are: {}",
+                self.names().join(", ")
+            );
         }
         Ok(out)
     }
@@ -261,17 +274,24 @@ impl Inventory {
     /// srv-go), printing the builds' own output.
     pub(crate) fn build(&self, root: &Path, variants: &[Variant], profile: &str) -> Result<()> {
         let mut packages: Vec<&str> = Vec::new();
-        for bin in variants.iter().map(|v| v.binary.as_str()).chain(["loadgen"]) {
+        for bin in variants
+            .iter()
+            .map(|v| v.binary.as_str())
+            .chain(["loadgen"])
+        {
             if let Some(pkg) = self.packages.get(bin) {
                 if !packages.contains(&pkg.as_str()) {
                     packages.push(pkg);
                 }
             } else if bin == "loadgen" {
-                bail!("no package of this workspace builds loadgen: the bench needs crates/loadgen");
+                bail!(
+                    "no package of this workspace builds loadgen: the bench needs crates/loadgen"
+                );
             }
         }
         let mut cmd = Command::new(cargo());
-        cmd.args(["build", "--bins", "--profile", profile]).current_dir(root);
+        cmd.args(["build", "--bins", "--profile", profile])
+            .current_dir(root);
         for p in &packages {
             cmd.args(["-p", p]);
         }
@@ -282,7 +302,10 @@ impl Inventory {
         }
         if variants.iter().any(|v| v.binary == "srv-go") {
             let (Some(dir), Some(version)) = (&self.go_dir, &self.go_version) else {
-                bail!("srv-go cannot be built: {}", self.missing("srv-go").unwrap_or_default());
+                bail!(
+                    "srv-go cannot be built: {}",
+                    self.missing("srv-go").unwrap_or_default()
+                );
             };
             let out = self.binary_path("srv-go", profile);
             eprintln!("building srv-go with {version}");
@@ -347,7 +370,10 @@ fn flags_in_help(text: &str) -> Vec<String> {
     for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
         let is_flag = word.len() > 2
             && word.starts_with("--")
-            && word[2..].chars().next().is_some_and(|c| c.is_ascii_alphabetic());
+            && word[2..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic());
         if is_flag && !flags.iter().any(|f| f == word) {
             flags.push(word.to_string());
         }
@@ -382,7 +408,10 @@ mod tests {
     fn variants_are_names_plus_flags() {
         let i = inv();
         let v = i.parse("threads-process").unwrap();
-        assert_eq!((v.binary.as_str(), v.flags.clone()), ("srv-threads", vec!["--mode".into(), "process".into()]));
+        assert_eq!(
+            (v.binary.as_str(), v.flags.clone()),
+            ("srv-threads", vec!["--mode".into(), "process".into()])
+        );
         let v = i.parse("fiber+completer+ring-flags=sqpoll").unwrap();
         assert_eq!(v.binary, "srv-fiber");
         assert_eq!(v.flags, ["--completer", "--ring-flags", "sqpoll"]);
@@ -404,9 +433,15 @@ mod tests {
     fn selection_checks_what_can_be_built() {
         let i = inv();
         let v = i.select("threads, fiber+completer,threads").unwrap();
-        assert_eq!(v.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(), ["threads", "fiber+completer"]);
+        assert_eq!(
+            v.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(),
+            ["threads", "fiber+completer"]
+        );
         let e = i.select("tokio").unwrap_err().to_string();
-        assert!(e.contains("no package of this workspace builds srv-tokio"), "{e}");
+        assert!(
+            e.contains("no package of this workspace builds srv-tokio"),
+            "{e}"
+        );
         let e = i.select("go").unwrap_err().to_string();
         assert!(e.contains("peers/go"), "{e}");
         assert!(i.select(" , ").is_err());
@@ -423,7 +458,8 @@ mod tests {
 
     #[test]
     fn flags_are_read_from_help() {
-        let help = "Options:\n  --proto <PROTO>  the protocol\n  --completer  use it\n  -h, --help\n";
+        let help =
+            "Options:\n  --proto <PROTO>  the protocol\n  --completer  use it\n  -h, --help\n";
         assert_eq!(flags_in_help(help), ["--proto", "--completer", "--help"]);
     }
 }

@@ -99,7 +99,12 @@ pub(crate) fn interval_rates(samples: &[(f64, f64)], start: f64, end: f64) -> Ve
     samples
         .windows(2)
         .filter(|w| w[0].0 >= start - slack && w[1].0 <= end + slack && w[1].0 > w[0].0)
-        .map(|w| ((w[0].0 + w[1].0) / 2.0, (w[1].1 - w[0].1) / (w[1].0 - w[0].0)))
+        .map(|w| {
+            (
+                (w[0].0 + w[1].0) / 2.0,
+                (w[1].1 - w[0].1) / (w[1].0 - w[0].0),
+            )
+        })
         .collect()
 }
 
@@ -213,7 +218,11 @@ pub(crate) fn write_hgrm(h: &Histogram<u64>, w: &mut impl Write) -> io::Result<(
             let value = v.value_iterated_to() as f64 / NS_PER_US;
             let q = v.quantile_iterated_to();
             if q < 1.0 {
-                writeln!(w, "{value:>12.3} {q:>2.12} {total:>10} {:>14.2}", 1.0 / (1.0 - q))?;
+                writeln!(
+                    w,
+                    "{value:>12.3} {q:>2.12} {total:>10} {:>14.2}",
+                    1.0 / (1.0 - q)
+                )?;
             } else {
                 writeln!(w, "{value:>12.3} {q:>2.12} {total:>10}")?;
             }
@@ -222,10 +231,18 @@ pub(crate) fn write_hgrm(h: &Histogram<u64>, w: &mut impl Write) -> io::Result<(
     let (m, sd, max) = if h.is_empty() {
         (0.0, 0.0, 0.0)
     } else {
-        (h.mean() / NS_PER_US, h.stdev() / NS_PER_US, h.max() as f64 / NS_PER_US)
+        (
+            h.mean() / NS_PER_US,
+            h.stdev() / NS_PER_US,
+            h.max() as f64 / NS_PER_US,
+        )
     };
     writeln!(w, "#[Mean    = {m:>12.3}, StdDeviation   = {sd:>12.3}]")?;
-    writeln!(w, "#[Max     = {max:>12.3}, Total count    = {:>12}]", h.len())?;
+    writeln!(
+        w,
+        "#[Max     = {max:>12.3}, Total count    = {:>12}]",
+        h.len()
+    )?;
     writeln!(
         w,
         "#[Buckets = {:>12}, SubBuckets     = {:>12}]",
@@ -332,7 +349,7 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("       Value     Percentile TotalCount 1/(1-Percentile)"));
         assert!(text.contains("#[Max     ="));
-        let last_row = text.lines().filter(|l| !l.starts_with('#')).last().unwrap();
+        let last_row = text.lines().rfind(|l| !l.starts_with('#')).unwrap();
         assert!(last_row.contains("1.000000000000"), "{last_row}");
     }
 }

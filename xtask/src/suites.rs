@@ -177,10 +177,9 @@ impl Point {
     pub(crate) fn estimate_secs(&self) -> f64 {
         let run = match self.stop {
             Stop::Duration(d) => d,
-            Stop::Requests(k) => {
-                (self.conns as f64 * k as f64 / expected_rate(self.workload.compute_us(), 1))
-                    .max(0.1)
-            }
+            Stop::Requests(k) => (self.conns as f64 * k as f64
+                / expected_rate(self.workload.compute_us(), 1))
+            .max(0.1),
         };
         1.0 + self.conns as f64 / 2000.0 + self.warmup + run
     }
@@ -279,7 +278,10 @@ impl Suite {
                                 / expected_rate(compute_us, o.workers.max(1))
                                 <= duration;
                         let (stop, how) = if fits {
-                            (Stop::Requests(EMPER_REQUESTS), "2500 echoes/conn".to_string())
+                            (
+                                Stop::Requests(EMPER_REQUESTS),
+                                "2500 echoes/conn".to_string(),
+                            )
                         } else {
                             (Stop::Duration(duration), format!("{duration} s"))
                         };
@@ -357,7 +359,9 @@ pub(crate) fn parse_conns(s: &str) -> Result<Vec<usize>, String> {
         .split(',')
         .map(|t| match t.trim().parse::<usize>() {
             Ok(n) if n > 0 => Ok(n),
-            _ => Err(format!("`{t}` is not a connection count (write a list like 1,10,100)")),
+            _ => Err(format!(
+                "`{t}` is not a connection count (write a list like 1,10,100)"
+            )),
         })
         .collect();
     v
@@ -401,7 +405,10 @@ mod tests {
         assert_eq!(p.len(), 3);
         assert_eq!(p[2].conns, 10);
         assert_eq!(p[2].load, Load::Open { rate: 500.0 });
-        assert!(p.iter().all(|p| p.stop == Stop::Duration(1.0) && p.warmup == 0.0));
+        assert!(
+            p.iter()
+                .all(|p| p.stop == Stop::Duration(1.0) && p.warmup == 0.0)
+        );
     }
 
     #[test]
@@ -414,7 +421,10 @@ mod tests {
         assert_eq!(big.stop, Stop::Duration(10.0));
         // With 200 µs a echo and one worker, 10 connections would take 6 s of 10: they fit;
         // 30 would not.
-        let work: Vec<&Point> = p.iter().filter(|p| p.workload.compute_us() == 200).collect();
+        let work: Vec<&Point> = p
+            .iter()
+            .filter(|p| p.workload.compute_us() == 200)
+            .collect();
         assert_eq!(work[2].stop, Stop::Requests(2500));
         assert_eq!(work[3].stop, Stop::Duration(10.0));
         // An explicit duration bounds every point.
@@ -431,7 +441,12 @@ mod tests {
         let sizes: Vec<f64> = p.iter().map(Point::x).collect();
         assert_eq!(sizes, [2.0, 10.0, 100.0, 1000.0]);
         assert_eq!(p[0].load, Load::Open { rate: 20_000.0 });
-        assert_eq!(p[3].load, Load::Open { rate: 20_000.0 / 999.0 });
+        assert_eq!(
+            p[3].load,
+            Load::Open {
+                rate: 20_000.0 / 999.0
+            }
+        );
         let small = Suite::ChatRoom.points(&Overrides {
             conns: Some(vec![20]),
             ..o()
@@ -447,7 +462,10 @@ mod tests {
         assert_eq!(p[0].stop, Stop::Duration(60.0));
         assert_eq!(p[0].workload.proto(), "chat");
         let m = Suite::Memory.points(&o());
-        assert_eq!(m.iter().map(|p| p.conns).collect::<Vec<_>>(), [1000, 10_000]);
+        assert_eq!(
+            m.iter().map(|p| p.conns).collect::<Vec<_>>(),
+            [1000, 10_000]
+        );
     }
 
     #[test]
