@@ -90,7 +90,7 @@ pub(crate) struct BenchArgs {
     pub(crate) workers: Option<u32>,
 
     /// quick: echoes/s of the open-loop point (default 20000); chat-room: MSG deliveries/s
-    /// (default 20000).
+    /// (default 5000).
     #[arg(long, value_name = "PER_SEC", value_parser = positive)]
     pub(crate) rate: Option<f64>,
 

@@ -32,8 +32,12 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
     };
     push("--addr", addr.to_string());
     push("--conns", point.conns.to_string());
-    if let Workload::Echo { msg_size, .. } = point.workload {
-        push("--msg-size", msg_size.to_string());
+    match point.workload {
+        Workload::Echo { msg_size, .. } => push("--msg-size", msg_size.to_string()),
+        Workload::Idle => push("--msg-size", "16".into()),
+        Workload::ChatIngest { .. } | Workload::ChatRoom { .. } => {
+            push("--msg-size", crate::suites::CHAT_LINE.to_string());
+        }
     }
     match point.stop {
         Stop::Requests(k) => push("--requests", k.to_string()),

@@ -46,6 +46,8 @@ pub(crate) struct Plot {
     pub(crate) y_scale: Scale,
     pub(crate) lines: Vec<Line>,
     pub(crate) bounds: Vec<Bound>,
+    /// Put the legend top left (where rising curves leave room) instead of top right.
+    pub(crate) legend_left: bool,
 }
 
 /// Distinct colours, one per server, in the order the servers ran.
@@ -256,7 +258,11 @@ pub(crate) fn draw(plot: &Plot, path: &Path) -> Result<()> {
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(if plot.legend_left {
+            SeriesLabelPosition::UpperLeft
+        } else {
+            SeriesLabelPosition::UpperRight
+        })
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.3))
         .label_font(("sans-serif", 14))
@@ -322,6 +328,7 @@ mod tests {
                 y: 60.0,
                 label: "bound".into(),
             }],
+            legend_left: true,
         };
         draw(&plot, &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();

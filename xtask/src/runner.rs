@@ -139,7 +139,9 @@ pub(crate) fn server_cost(
             .map(|p| (p as f64 - baseline.mem_bytes as f64) / conns as f64),
         max_procs: samples.iter().map(|s| s.procs).max().unwrap_or(0),
         max_threads: samples.iter().map(|s| s.threads).max().unwrap_or(0),
-        cpu_series: stats::interval_rates(&cpu, f64::MIN, f64::MAX)
+        // Warmup and window; the teardown after the window (connections closing, processes
+        // exiting) is not the load being measured.
+        cpu_series: stats::interval_rates(&cpu, f64::MIN, end + 0.3)
             .into_iter()
             .map(|(t, r)| (t - start, r * 100.0))
             .collect(),
@@ -495,7 +497,7 @@ mod tests {
         assert_eq!(c.peak_mem_bytes, 3_500_000);
         // Peak in the window (2 CPU-s at 103 s) less the baseline, over 500 connections.
         assert!((c.mem_per_conn_bytes.unwrap() - 2_500_000.0 / 500.0).abs() < 1e-6 * 5000.0);
-        assert_eq!(c.cpu_series.len(), 7);
+        assert_eq!(c.cpu_series.len(), 6);
         assert!((c.cpu_series[0].0 - (100.25 - 101.0)).abs() < 1e-9);
     }
 
