@@ -129,6 +129,9 @@ pub(crate) struct Proc {
     stderr: Arc<Mutex<Tail>>,
     readers: Vec<JoinHandle<()>>,
     status: Option<ExitStatus>,
+    /// Descendants seen while it ran, with their start times: killed at the stop even if the
+    /// child died first and they were handed to init.
+    seen: Vec<(i32, u64)>,
 }
 
 impl Proc {
@@ -148,6 +151,7 @@ impl Proc {
             stderr,
             readers: Vec::new(),
             status: None,
+            seen: Vec::new(),
         };
         let file = File::create(log).with_context(|| format!("creating {}", log.display()))?;
         if let Some(out) = proc.stdout.take() {
@@ -163,6 +167,16 @@ impl Proc {
 
     pub(crate) fn id(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Notes processes of the child's tree (its own pid is skipped), to be killed at the stop.
+    pub(crate) fn remember(&mut self, members: &[(i32, u64)]) {
+        let me = i32::try_from(self.child.id()).unwrap_or(i32::MAX);
+        for m in members {
+            if m.0 != me && !self.seen.contains(m) {
+                self.seen.push(*m);
+            }
+        }
     }
 
     /// The exit status, if the child has exited.
@@ -203,7 +217,8 @@ impl Proc {
         let pid = Pid::from_raw(i32::try_from(self.child.id()).unwrap_or(i32::MAX));
         // Connection processes may sit in process groups of their own; they are found now,
         // while they are still the server's children.
-        let descendants = crate::procfs::descendants(self.child.id());
+        let mut descendants = crate::procfs::descendants(self.child.id());
+        descendants.append(&mut self.seen);
         let mut clean = None;
         if self.try_wait().is_none() {
             let _ = kill(pid, Signal::SIGTERM);

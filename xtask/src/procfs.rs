@@ -184,6 +184,8 @@ pub(crate) struct Sampler {
     tasks: HashMap<(i32, i32), TaskCounters>,
     /// Counters of tasks whose id was reused by a newer task.
     retired: TaskCounters,
+    /// The processes of the tree at the last reading, with their start times.
+    members: Vec<(i32, u64)>,
 }
 
 impl Sampler {
@@ -200,6 +202,7 @@ impl Sampler {
             page_bytes: u64::try_from(page).unwrap_or(4096),
             tasks: HashMap::new(),
             retired: TaskCounters::default(),
+            members: Vec::new(),
         }
     }
 
@@ -218,8 +221,14 @@ impl Sampler {
         Ok(s)
     }
 
+    /// The processes of the tree when it was last read, with their start times.
+    pub(crate) fn members(&self) -> &[(i32, u64)] {
+        &self.members
+    }
+
     fn read(&mut self, t: f64) -> io::Result<Sample> {
         let procs = tree(self.root)?;
+        self.members = procs.iter().map(|(p, st)| (*p, st.starttime)).collect();
         let mut s = Sample {
             t,
             procs: procs.len(),

@@ -854,13 +854,13 @@ fn at_a_glance(out: &mut String, input: &Input<'_>) {
     let open = points_of(rows, "quick", "open");
     if let (Some(first), Some(last)) = (closed.first(), closed.last()) {
         let open = open.first();
-        let n = last.2;
+        let n = &last.1;
         let mut head: Vec<String> = vec![
             "server".into(),
             "how it serves connections".into(),
-            format!("echoes/s, {} conn", first.2),
-            format!("echoes/s, {n} conns"),
-            format!("p99 latency, {n} conns"),
+            format!("echoes/s, {}", first.1),
+            format!("echoes/s, {n}"),
+            format!("p99 latency, {n}"),
         ];
         if let Some(o) = open {
             head.push(format!(
@@ -869,7 +869,7 @@ fn at_a_glance(out: &mut String, input: &Input<'_>) {
             ));
             head.push("p99 latency there".into());
         }
-        head.push(format!("memory per conn, {n} conns"));
+        head.push(format!("memory per conn, {n}"));
         let mut body = Vec::new();
         for s in servers(rows) {
             if !rows.iter().any(|r| r.suite == "quick" && r.server == s) {

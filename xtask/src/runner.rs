@@ -259,6 +259,7 @@ pub(crate) fn run_point(
         if now >= next {
             if let Ok(s) = sampler.sample() {
                 samples.push(s);
+                server.remember(sampler.members());
             }
             next = (next + SAMPLE_PERIOD).max(now);
         }
@@ -268,9 +269,9 @@ pub(crate) fn run_point(
         if let Some(status) = lg.try_wait() {
             break status;
         }
-        if server.try_wait().is_some() {
+        if let Some(status) = server.try_wait() {
             lg.stop(Duration::from_secs(1));
-            return Err(Failure::Died(server.stderr_tail()));
+            return Err(Failure::Died(last_words(status, &mut server)));
         }
         if started.elapsed() > limit {
             lg.stop(Duration::from_secs(1));
@@ -287,10 +288,10 @@ pub(crate) fn run_point(
     if let Ok(s) = sampler.sample() {
         samples.push(s);
     }
-    let died = server.try_wait().is_some();
+    let died = server.try_wait();
     let clean = server.stop(STOP_GRACE);
-    if died {
-        return Err(Failure::Died(server.stderr_tail()));
+    if let Some(status) = died {
+        return Err(Failure::Died(last_words(status, &mut server)));
     }
     if !lg_status.success() {
         return Err(Failure::Loadgen(format!(
@@ -354,6 +355,16 @@ pub(crate) fn run_point(
     })
 }
 
+/// How a child ended, and the end of its stderr.
+fn last_words(status: std::process::ExitStatus, proc: &mut Proc) -> String {
+    let tail = proc.stderr_tail();
+    if tail.is_empty() {
+        format!("{status}, nothing on stderr")
+    } else {
+        format!("{status}; stderr: {tail}")
+    }
+}
+
 /// Starts the server pinned to the server CPUs and waits for its `READY <addr>` line.
 fn start_server(
     point: &Point,
@@ -411,8 +422,12 @@ fn start_server(
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(addr) => return Ok((server, addr)),
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                server.stop(Duration::from_secs(1));
-                return Err(Failure::Start(server.stderr_tail()));
+                // Its stdout closed before a READY line: it exited, or is about to.
+                let words = match server.stop(Duration::from_secs(1)) {
+                    Some(status) => last_words(status, &mut server),
+                    None => server.stderr_tail(),
+                };
+                return Err(Failure::Start(words));
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if children::interrupted() {
