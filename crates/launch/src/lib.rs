@@ -1,0 +1,104 @@
+//! What every ringside server binary shares, so that the servers differ only in
+//! their runtime: the common command line of DESIGN.md ([`CommonArgs`]), CPU
+//! pinning ([`cpus`]), the `READY <addr>` line ([`announce_ready`]), clean stop on
+//! SIGINT and SIGTERM ([`Shutdown`]), the counters line printed at exit
+//! ([`Counters`]), and one-line errors with exit status 2 ([`run`]).
+//!
+//! It is not a runtime: it opens no sockets and spawns no threads.
+//!
+//! ```no_run
+//! use clap::Parser;
+//!
+//! #[derive(Parser)]
+//! struct Cli {
+//!     #[command(flatten)]
+//!     common: launch::CommonArgs,
+//! }
+//!
+//! fn main() {
+//!     launch::run::<Cli>("srv-example", |cli| {
+//!         let shutdown = launch::Shutdown::install()?;
+//!         let listener = launch::bind(cli.common.addr)?;
+//!         launch::announce_ready(listener.local_addr()?)?;
+//!         shutdown.wait();
+//!         Ok(())
+//!     })
+//! }
+//! ```
+#![forbid(unsafe_code)]
+
+mod cli;
+
+pub mod cpus;
+mod signals;
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener};
+
+use anyhow::Context;
+
+pub use cli::{CommonArgs, FsyncMode, Proto};
+pub use cpus::CpuList;
+pub use service::counters::{Counters, Snapshot};
+pub use signals::Shutdown;
+
+/// Parses the command line as `C`, raises the open-file limit, and runs `serve`.
+///
+/// A bad command line or an error from `serve` is printed as one line,
+/// `<name>: error: <what went wrong>`, and the process exits with status 2.
+/// `--help` and `--version` print and exit 0.
+pub fn run<C: clap::Parser>(name: &str, serve: impl FnOnce(C) -> anyhow::Result<()>) -> ! {
+    let cli = match C::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            std::process::exit(0);
+        }
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("bad arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("{name}: error: {first} (try --help)");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = raise_fd_limit() {
+        eprintln!("{name}: warning: could not raise the open-file limit: {e}");
+    }
+    match serve(cli) {
+        Ok(()) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("{name}: error: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Binds a listening TCP socket with an error that names the address.
+///
+/// std's listener sets `SO_REUSEADDR` (so a restart right after a stop works)
+/// but not `SO_REUSEPORT`, so an address in use is reported, not shared.
+pub fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))
+}
+
+/// Prints exactly `READY <addr>` on stdout and flushes: the harness and the
+/// load generator wait for this line before they connect.
+pub fn announce_ready(addr: SocketAddr) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "READY {addr}")
+        .and_then(|()| out.flush())
+        .context("writing the READY line to stdout")
+}
+
+/// Raises the soft RLIMIT_NOFILE to the hard limit: a server with 10,000
+/// connections needs more than the usual 1024 descriptors.
+pub fn raise_fd_limit() -> nix::Result<u64> {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
+    if soft < hard {
+        setrlimit(Resource::RLIMIT_NOFILE, hard, hard)?;
+    }
+    Ok(hard)
+}

@@ -1,0 +1,234 @@
+//! `--mode process`: a forked process per connection, as the C chat server of
+//! the C-versus-Go paper (its Figure 2). Processes share no memory, so chat rooms
+//! are shared through the room files themselves (docs/room-log.md):
+//!
+//! ```text
+//!  parent: accept, fork, reap         one process group per connection
+//!  ─────────────────────────          ─────────────────────────────────────────────
+//!  listener ──accept──► fork ──────►  RECV: reads the client's lines, appends SAYs
+//!                                       │   to DIR/<room>.log under flock(LOCK_EX)
+//!                                       │ frames through a pipe (replies, JOIN/LEAVE,
+//!                                       ▼   "appending", "own seq")
+//!                                     SEND: the only writer to the socket: replies,
+//!                                           replay, and new records of joined rooms,
+//!                                           noticed with inotify, read under LOCK_SH
+//! ```
+//!
+//! Echo needs no rooms: its child is one process running the same blocking echo
+//! loop as thread mode.
+//!
+//! SEND skips the connection's own messages (the protocol sends `MSG` to every
+//! *other* subscriber). RECV announces an append before it takes the lock and
+//! reports its seq after, and SEND reads the pipe before it looks at inotify
+//! events and holds back a room while an append is announced but unreported, so
+//! it always knows a record is its own before it could send it.
+
+mod frames;
+mod recv;
+mod send;
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use launch::{CommonArgs, Counters, Proto, Shutdown};
+use service::echo::{EchoConfig, serve_blocking};
+use service::log::{Fsync, recover_dir};
+
+use crate::NAME;
+use crate::accept::{AfterSignal, accept_until_stop};
+use crate::fork::{Forked, fork_single_threaded, shared_counters};
+
+const SIGNALS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGCHLD];
+
+/// How long the parent waits for its children after asking them to stop.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// What a connection's child needs to know.
+struct ChildConfig {
+    proto: Proto,
+    echo: EchoConfig,
+    data: PathBuf,
+    fsync: Fsync,
+    max_pending: usize,
+    counters: &'static Counters,
+    /// Descriptors of the parent's that a child closes first thing.
+    parent_fds: [RawFd; 2],
+}
+
+pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
+    let shutdown = Shutdown::for_signals(&SIGNALS)?;
+    if let Some(cpus) = &args.cpus {
+        launch::cpus::pin_current_thread_to(cpus)?;
+    }
+    // Rooms are recovered (torn tails cut, corruption refused) here, while this
+    // is the only process touching the files.
+    let temp;
+    let data = match (&args.data, args.proto) {
+        (_, Proto::Echo) => PathBuf::new(),
+        (Some(dir), Proto::Chat) => dir.clone(),
+        (None, Proto::Chat) => {
+            temp = tempfile::Builder::new()
+                .prefix("srv-threads-rooms-")
+                .tempdir()
+                .context("creating a temporary --data directory")?;
+            temp.path().to_owned()
+        }
+    };
+    if args.proto == Proto::Chat {
+        std::fs::create_dir_all(&data)
+            .with_context(|| format!("creating --data {}", data.display()))?;
+        recover_dir(&data, args.fsync.into()).context("recovering the room logs")?;
+    }
+    let listener = launch::bind(args.addr)?;
+    let counters = shared_counters()?;
+    launch::announce_ready(listener.local_addr()?)?;
+
+    let config = ChildConfig {
+        proto: args.proto,
+        echo: EchoConfig {
+            compute: args.compute(),
+            msg_size: args.msg_size,
+        },
+        data,
+        fsync: args.fsync.into(),
+        max_pending: args.max_pending,
+        counters,
+        parent_fds: [listener.as_raw_fd(), shutdown_fd(&shutdown)],
+    };
+    // Both callbacks below need the set; they never run at the same time.
+    let children = RefCell::new(HashSet::new());
+    accept_until_stop(
+        &listener,
+        &shutdown,
+        |stream| match fork_single_threaded() {
+            Ok(Forked::Child) => child_main(stream, &config),
+            Ok(Forked::Parent(pid)) => {
+                Counters::add(&counters.accepted, 1);
+                children.borrow_mut().insert(pid);
+                // `stream` drops here: the parent keeps no connection open.
+            }
+            Err(e) => {
+                eprintln!("{NAME}: cannot fork for a connection: {e:#}; closing it");
+                Counters::add(&counters.errors, 1);
+            }
+        },
+        |sig| match sig {
+            Signal::SIGCHLD => {
+                reap(&mut children.borrow_mut());
+                AfterSignal::Continue
+            }
+            _ => AfterSignal::Stop,
+        },
+    )?;
+    stop_children(&mut children.into_inner(), &shutdown);
+    if args.proto == Proto::Chat {
+        sync_rooms(&config.data);
+    }
+    counters.report(NAME);
+    Ok(())
+}
+
+fn shutdown_fd(shutdown: &Shutdown) -> RawFd {
+    use std::os::fd::AsFd;
+    shutdown.as_fd().as_raw_fd()
+}
+
+/// Reaps every child that has exited, without waiting.
+fn reap(children: &mut HashSet<Pid>) {
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) | Err(_) => return,
+            Ok(status) => {
+                if let Some(pid) = status.pid() {
+                    children.remove(&pid);
+                }
+            }
+        }
+    }
+}
+
+/// Asks every connection's process group to stop, waits a little, then kills
+/// what is left, and reaps them all: no zombies.
+fn stop_children(children: &mut HashSet<Pid>, shutdown: &Shutdown) {
+    for &pid in children.iter() {
+        // Each child leads its own group (RECV and SEND for chat).
+        let _ = killpg(pid, Signal::SIGTERM);
+    }
+    let deadline = Instant::now() + STOP_GRACE;
+    while !children.is_empty() && Instant::now() < deadline {
+        reap(children);
+        let mut fds = [PollFd::new(
+            std::os::fd::AsFd::as_fd(shutdown),
+            PollFlags::POLLIN,
+        )];
+        let _ = poll(&mut fds, PollTimeout::from(50u16));
+        while shutdown.take().is_some() {}
+    }
+    for &pid in children.iter() {
+        let _ = killpg(pid, Signal::SIGKILL);
+        let _ = kill(pid, Signal::SIGKILL);
+        let _ = waitpid(pid, None);
+    }
+    children.clear();
+}
+
+/// fdatasync every room file: the clean stop flushes the chat logs.
+fn sync_rooms(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "log")
+            && let Err(e) = std::fs::File::open(&path).and_then(|f| f.sync_data())
+        {
+            eprintln!("{NAME}: cannot sync {}: {e}", path.display());
+        }
+    }
+}
+
+/// A connection's process. Never returns.
+fn child_main(stream: TcpStream, config: &ChildConfig) -> ! {
+    for fd in config.parent_fds {
+        // The parent's descriptors are owned by objects this process will never
+        // drop (it leaves through `exit`), so closing them here is the only close.
+        let _ = nix::unistd::close(fd);
+    }
+    let setup = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0))
+        .context("starting a process group")
+        .and_then(|()| Shutdown::unblock_in_child(&SIGNALS));
+    if let Err(e) = setup {
+        eprintln!("{NAME}: connection process: {e:#}");
+        std::process::exit(1);
+    }
+    let counters = config.counters;
+    let result = match config.proto {
+        Proto::Echo => serve_blocking(&stream, &config.echo, counters).map_err(Into::into),
+        Proto::Chat => recv::serve(stream, config),
+    };
+    if let Err(e) = result {
+        if !is_disconnect(&e) {
+            eprintln!("{NAME}: connection process: {e:#}");
+        }
+        Counters::add(&counters.errors, 1);
+    }
+    Counters::add(&counters.closed, 1);
+    std::process::exit(0)
+}
+
+/// A client that went away is not worth a line on stderr.
+fn is_disconnect(e: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::*;
+    e.downcast_ref::<std::io::Error>()
+        .is_some_and(|e| matches!(e.kind(), BrokenPipe | ConnectionReset | ConnectionAborted))
+}

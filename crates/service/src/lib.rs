@@ -1,0 +1,54 @@
+//! What every ringside server serves, free of any runtime: the durable room log
+//! ([`log`]), the in-process room hub that fans messages out to subscribers ([`hub`]),
+//! one chat connection's protocol state ([`session`]), the echo loop for blocking
+//! runtimes ([`echo`]), the busy-wait that models request processing ([`compute`]),
+//! and the counters every server prints at exit ([`counters`]).
+//!
+//! This crate does no networking and owns no threads: each server drives the [`hub::Hub`]
+//! from its own connections and implements [`hub::Subscriber`] over its own queues. The
+//! wire codecs are `proto`'s; the file format is `docs/room-log.md`.
+//!
+//! ```
+//! use std::sync::{Arc, Mutex};
+//! use service::hub::{Hub, JoinStep, Line, Subscriber};
+//! use service::log::Fsync;
+//!
+//! /// A connection's outbound queue, reduced to a byte buffer.
+//! #[derive(Clone, Default)]
+//! struct Queue(Arc<Mutex<Vec<u8>>>);
+//!
+//! impl Subscriber for Queue {
+//!     fn offer(&self, line: &Line) -> bool {
+//!         self.0.lock().unwrap().extend_from_slice(line);
+//!         true
+//!     }
+//!     fn push_seam(&self, lines: Vec<u8>) {
+//!         self.0.lock().unwrap().extend_from_slice(&lines);
+//!     }
+//! }
+//!
+//! let hub: Hub<Queue> = Hub::open(None, Fsync::Never)?;
+//! let (alice, bob) = (hub.new_conn_id(), hub.new_conn_id());
+//! assert_eq!(hub.say("lobby", alice, "alice", "hello")?, 1);
+//!
+//! // JOIN lobby 0: replay, then the seam, then live messages.
+//! let queue = Queue::default();
+//! let mut out = Vec::new();
+//! let step = hub.join_step("lobby", 0, bob, &queue, &mut out, 64 * 1024)?;
+//! assert_eq!(step, JoinStep::Joined { next: 2 });
+//! hub.say("lobby", alice, "alice", "still here")?;
+//! assert_eq!(
+//!     queue.0.lock().unwrap().as_slice(),
+//!     b"MSG lobby 1 alice hello\nJOINED lobby 2\nMSG lobby 2 alice still here\n"
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+pub mod compute;
+pub mod counters;
+pub mod echo;
+pub mod hub;
+pub mod log;
+pub mod session;
