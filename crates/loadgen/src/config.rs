@@ -129,11 +129,6 @@ impl Config {
         }
     }
 
-    /// The open-loop rate, if any.
-    pub(crate) fn is_open_loop(&self) -> bool {
-        self.rate.is_some()
-    }
-
     /// Checks everything that does not need the network.
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::Config(m));
@@ -188,11 +183,36 @@ impl Config {
                 }
             }
             Workload::Chat(chat) => {
-                if !(chat.byte_rate.is_finite() && chat.byte_rate > 0.0) {
-                    return bad("--byte-rate must be a positive number".into());
-                }
-                if chat.room_size < 2 {
-                    return bad("--room-size must be at least 2".into());
+                let longest_room = match chat.profile {
+                    ChatProfile::Ingest => {
+                        if !(chat.byte_rate.is_finite() && chat.byte_rate > 0.0) {
+                            return bad("--byte-rate must be a positive number".into());
+                        }
+                        if self.rate.is_some() {
+                            return bad(
+                                "chat --profile ingest sends at --byte-rate per connection; --rate is for echo and the room profile".into(),
+                            );
+                        }
+                        crate::chat::INGEST_ROOM.to_owned()
+                    }
+                    ChatProfile::Room => {
+                        if chat.room_size < 2 {
+                            return bad("--room-size must be at least 2".into());
+                        }
+                        if self.conns % chat.room_size != 0 {
+                            return bad(format!(
+                                "--conns {} is not a multiple of --room-size {}: every room has the same members",
+                                self.conns, chat.room_size
+                            ));
+                        }
+                        crate::chat::room_name(self.conns / chat.room_size - 1)
+                    }
+                };
+                let (min, max) = crate::chat::line_bounds(&longest_room);
+                if !(min..=max).contains(&self.msg_size) {
+                    return bad(format!(
+                        "--msg-size must be {min} to {max} for this chat run: a SAY line carries its room, a stamp, the connection and a sequence number"
+                    ));
                 }
             }
         }

@@ -64,7 +64,10 @@ impl Error {
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            Error::Config(_) | Error::Resolve { .. } | Error::Unreachable { .. }
+            Error::Config(_)
+                | Error::Resolve { .. }
+                | Error::Unreachable { .. }
+                | Error::Handshake { .. }
         )
     }
 }

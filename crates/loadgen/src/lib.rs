@@ -25,6 +25,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod chat;
 pub mod cli;
 mod config;
 mod echo;

@@ -8,13 +8,13 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::{Config, Stop, Workload};
+use crate::config::{ChatProfile, Config, Stop, Workload};
 use crate::error::{Error, Fault};
 use crate::hist::{Histograms, Percentiles, merge};
 use crate::schedule::Schedule;
 use crate::summary::{Errors, Summary};
 use crate::sys;
-use crate::worker::{self, Control, Plan, ProgressSlot, Report, Up};
+use crate::worker::{self, Control, Plan, ProgressSlot, Report, Rooms, Up};
 
 /// Descriptors a run needs besides one per connection: stdio, epoll and timer per worker,
 /// output files, and slack for the runtime.
@@ -88,10 +88,21 @@ fn run_pinned(
     warnings: Vec<String>,
 ) -> Result<Summary, Error> {
     let warm_ns = cfg.warmup.as_nanos() as u64;
+    let rate = offered_rate(cfg);
+    let rooms = match &cfg.workload {
+        Workload::Chat(c) if c.profile == ChatProfile::Room => Some(Rooms {
+            size: c.room_size,
+            last: (0..cfg.conns / c.room_size)
+                .map(|_| Default::default())
+                .collect(),
+            drained: Default::default(),
+        }),
+        _ => None,
+    };
     let plan = Arc::new(Plan {
         cfg: cfg.clone(),
         addr,
-        schedule: cfg.rate.map(|rate| Schedule::new(rate, cfg.conns)),
+        schedule: rate.map(|rate| Schedule::new(rate, cfg.conns)),
         warm_ns,
         end_ns: match cfg.stop {
             Stop::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
@@ -102,6 +113,7 @@ fn run_pinned(
             Stop::Duration(_) => None,
         },
         progress: (0..cfg.threads).map(|_| ProgressSlot::default()).collect(),
+        rooms,
     });
 
     let (up_tx, up_rx) = mpsc::channel();
@@ -135,6 +147,7 @@ fn run_pinned(
     let mut connected = 0usize;
     let mut connect_faults = [0u64; Fault::COUNT];
     let mut first_error = None;
+    let mut handshake_error = None;
     let deadline = Instant::now() + cfg.connect_timeout + Duration::from_secs(5);
     let mut heard = 0;
     while heard < cfg.threads {
@@ -148,6 +161,9 @@ fn run_pinned(
                 }
                 if first_error.is_none() {
                     first_error = c.first_error;
+                }
+                if handshake_error.is_none() {
+                    handshake_error = c.handshake_error;
                 }
             }
             Ok(Up::Connected(Err(e))) => {
@@ -163,6 +179,12 @@ fn run_pinned(
     }
     if connected == 0 {
         abort(&controls, handles);
+        if let Some(reason) = handshake_error {
+            return Err(Error::Handshake {
+                addr: addr.to_string(),
+                reason,
+            });
+        }
         return Err(Error::Unreachable {
             addr: addr.to_string(),
             source: first_error.unwrap_or_else(|| {
@@ -291,7 +313,10 @@ fn run_pinned(
     let histograms = Histograms {
         latency: merge(reports.iter().map(|r| &r.latency)),
         service: merge(reports.iter().map(|r| &r.service)),
-        delivery: None,
+        delivery: plan
+            .rooms
+            .as_ref()
+            .map(|_| merge(reports.iter().filter_map(|r| r.delivery.as_ref()))),
         intervals,
         interval: cfg.interval.unwrap_or(Duration::from_secs(1)),
         window_start: wall_epoch + cfg.warmup,
@@ -310,8 +335,8 @@ fn run_pinned(
         cpus: cfg.cpus.clone(),
         msg_size: cfg.msg_size,
         depth: cfg.depth,
-        mode: if cfg.is_open_loop() { "open" } else { "closed" }.to_owned(),
-        rate: cfg.rate,
+        mode: if rate.is_some() { "open" } else { "closed" }.to_owned(),
+        rate,
         requests_per_conn: match cfg.stop {
             Stop::Requests(k) => Some(k),
             Stop::Duration(_) => None,
@@ -330,7 +355,8 @@ fn run_pinned(
         bytes_received: reports.iter().map(|r| r.bytes_read).sum(),
         latency_us: Percentiles::of(&histograms.latency),
         service_time_us: Percentiles::of(&histograms.service),
-        delivery_latency_us: None,
+        delivery_latency_us: histograms.delivery.as_ref().map(Percentiles::of),
+        deliveries: reports.iter().map(|r| r.deliveries).sum(),
         errors: Errors::from_counts(&faults),
         client_cpu_secs: cpu_ns as f64 / 1e9,
         client_cpu_per_msg_us: if measured > 0 {
@@ -345,4 +371,15 @@ fn run_pinned(
         warnings,
         histograms,
     })
+}
+
+/// The open-loop rate in messages per second in total: `--rate`, or for chat ingest the byte
+/// rate of every connection in lines; `None` for the closed loop.
+fn offered_rate(cfg: &Config) -> Option<f64> {
+    match &cfg.workload {
+        Workload::Chat(c) if c.profile == ChatProfile::Ingest => {
+            Some(c.byte_rate / cfg.msg_size as f64 * cfg.conns as f64)
+        }
+        _ => cfg.rate,
+    }
 }

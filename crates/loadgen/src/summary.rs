@@ -57,6 +57,9 @@ pub struct Summary {
     pub service_time_us: Percentiles,
     /// Chat room profile: from a `SAY` to each other member's `MSG`.
     pub delivery_latency_us: Option<Percentiles>,
+    /// Chat room profile: measured `MSG` deliveries (each message reaches every other
+    /// member of its room).
+    pub deliveries: u64,
     /// Faults by kind.
     pub errors: Errors,
     /// CPU time of the worker threads over the measured window.
@@ -208,6 +211,7 @@ impl fmt::Display for Summary {
             writeln!(f)?;
         }
         if let Some(d) = &self.delivery_latency_us {
+            writeln!(f, "delivered {} MSG lines, each checked", self.deliveries)?;
             write!(f, "delivery  (us) ")?;
             percentiles(f, d)?;
             writeln!(f)?;

@@ -20,7 +20,7 @@ use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
@@ -30,8 +30,10 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
+use proto::chat::{Command, LineBuffer, MAX_SERVER_LINE, Reply};
 
-use crate::config::Config;
+use crate::chat::{self, Member};
+use crate::config::{ChatProfile, Config, Workload};
 use crate::echo::Expect;
 use crate::error::{Error, Fault, FaultCounts};
 use crate::hist::new_histogram;
@@ -58,6 +60,29 @@ pub(crate) struct Plan {
     pub(crate) requests: Option<u64>,
     /// Measured replies so far, per worker, for the progress line.
     pub(crate) progress: Vec<ProgressSlot>,
+    /// The rooms of the room profile.
+    pub(crate) rooms: Option<Rooms>,
+}
+
+/// What the workers of a room-profile run share to tell when every room has gone quiet.
+///
+/// A member can only know it has received everything once every sender of its room, in
+/// whatever thread, has stopped and had its last `ACK`: then the room's last seq is known,
+/// and the member waits (within the grace period) until it has seen everything up to it.
+#[derive(Debug)]
+pub(crate) struct Rooms {
+    /// Members per room; connection `c` is in room `c / size`.
+    pub(crate) size: usize,
+    /// Per room, one more than the highest seq any sender got acknowledged (0: none).
+    pub(crate) last: Vec<AtomicU64>,
+    /// Workers whose senders have all stopped and been acknowledged.
+    pub(crate) drained: AtomicUsize,
+}
+
+impl Rooms {
+    fn last(&self, room: usize) -> Option<u64> {
+        self.last[room].load(Ordering::Acquire).checked_sub(1)
+    }
 }
 
 /// A counter on a cache line of its own, so that workers storing to theirs do not slow each
@@ -90,6 +115,8 @@ pub(crate) struct Connected {
     pub(crate) ok: usize,
     pub(crate) faults: FaultCounts,
     pub(crate) first_error: Option<io::Error>,
+    /// Why the first chat handshake that failed did, if one did.
+    pub(crate) handshake_error: Option<String>,
 }
 
 /// What a worker measured.
@@ -97,8 +124,11 @@ pub(crate) struct Connected {
 pub(crate) struct Report {
     pub(crate) latency: Histogram<u64>,
     pub(crate) service: Histogram<u64>,
+    pub(crate) delivery: Option<Histogram<u64>>,
     pub(crate) intervals: Vec<Histogram<u64>>,
     pub(crate) faults: FaultCounts,
+    /// Measured `MSG` deliveries (room profile).
+    pub(crate) deliveries: u64,
     /// Measured replies.
     pub(crate) measured: u64,
     /// Every reply, warmup included.
@@ -183,6 +213,12 @@ pub(crate) struct Recorder {
     /// The histogram of the current interval, when interval histograms are kept.
     interval: Option<Histogram<u64>>,
     intervals: Vec<Histogram<u64>>,
+    /// Deliveries to room members, from the stamp in the text.
+    delivery: Option<Histogram<u64>>,
+    deliveries: u64,
+    /// The measured window, nanoseconds after the epoch: deliveries stamped inside count.
+    warm_ns: u64,
+    end_ns: Option<u64>,
     /// Arrival time of the bytes being processed.
     pub(crate) now: u64,
     measured: u64,
@@ -191,16 +227,31 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    fn new(keep_intervals: bool) -> Recorder {
+    fn new(plan: &Plan) -> Recorder {
         Recorder {
             latency: new_histogram(),
             service: new_histogram(),
-            interval: keep_intervals.then(new_histogram),
+            interval: plan.cfg.interval.is_some().then(new_histogram),
             intervals: Vec::new(),
+            delivery: plan.rooms.is_some().then(new_histogram),
+            deliveries: 0,
+            warm_ns: plan.warm_ns,
+            end_ns: plan.end_ns,
             now: 0,
             measured: 0,
             replies: 0,
             last_reply_ns: 0,
+        }
+    }
+
+    /// Records the arrival at `self.now` of another member's message stamped `stamp`.
+    fn deliver(&mut self, stamp: u64) {
+        if stamp < self.warm_ns || self.end_ns.is_some_and(|end| stamp >= end) {
+            return;
+        }
+        if let Some(h) = &mut self.delivery {
+            h.saturating_record(self.now.saturating_sub(stamp));
+            self.deliveries += 1;
         }
     }
 
@@ -226,9 +277,12 @@ impl Recorder {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Connecting,
+    /// Chat room profile: waiting for `OK` and `JOINED`.
+    Handshake,
     /// Sending and receiving.
     Active,
-    /// Sent all its measured messages and got every reply (request-count runs).
+    /// Sent all its measured messages and got every reply (request-count runs); a room
+    /// member stays open to receive the others' messages.
     Done,
     /// Given up after a fault, or never connected.
     Dead,
@@ -237,7 +291,28 @@ enum State {
 /// The protocol side of a connection: how messages are written and replies checked.
 #[derive(Debug)]
 enum Codec {
-    Echo { rx_off: usize },
+    /// `rx_off`: how far into the oldest owed message the replies have got.
+    Echo {
+        rx_off: usize,
+    },
+    Chat(Box<ChatConn>),
+}
+
+/// The chat side of a connection.
+#[derive(Debug)]
+struct ChatConn {
+    lines: LineBuffer,
+    /// Index of the room (0 for the ingest room).
+    room: usize,
+    room_name: String,
+    /// Bytes of the text of every `SAY` to this room.
+    text_len: usize,
+    /// Room profile: the order check, from `JOINED` on.
+    member: Option<Member>,
+    /// Room profile: the `OK` to `NICK` is still to come.
+    awaiting_ok: bool,
+    /// Highest seq acknowledged to this connection.
+    last_ack: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -275,6 +350,8 @@ struct Worker<'p> {
     rx: Vec<u8>,
     tx: Vec<u8>,
     expect: Expect,
+    /// Chat texts being written or checked.
+    scratch: Vec<u8>,
     rec: Recorder,
     faults: FaultCounts,
     bytes_read: u64,
@@ -294,6 +371,10 @@ struct Worker<'p> {
     timer_armed: Option<u64>,
     next_tick: u64,
     tick: u64,
+    /// When waiting for the last replies (and deliveries) ends, once sending is over.
+    drain_deadline: Option<u64>,
+    /// Room profile: whether this worker has published its rooms' last seqs.
+    published: bool,
 }
 
 /// Runs one worker: connects its connections, reports, waits for the start, runs, reports.
@@ -364,7 +445,7 @@ impl<'p> Worker<'p> {
                 stream: None,
                 state: State::Dead,
                 flight: Flight::new(cfg.depth),
-                codec: Codec::Echo { rx_off: 0 },
+                codec: codec(plan, id),
                 released: 0,
                 released_measured: 0,
                 released_all: false,
@@ -390,7 +471,8 @@ impl<'p> Worker<'p> {
             rx: vec![0; RX_BUF],
             tx: Vec::with_capacity(RX_BUF),
             expect: Expect::new(cfg.msg_size),
-            rec: Recorder::new(cfg.interval.is_some()),
+            scratch: Vec::new(),
+            rec: Recorder::new(plan),
             faults: [0; Fault::COUNT],
             bytes_read: 0,
             bytes_written: 0,
@@ -404,6 +486,8 @@ impl<'p> Worker<'p> {
             timer_armed: None,
             next_tick: 0,
             tick,
+            drain_deadline: None,
+            published: false,
         })
     }
 
@@ -411,7 +495,8 @@ impl<'p> Worker<'p> {
         self.epoch.elapsed().as_nanos() as u64
     }
 
-    /// Opens every connection and waits until each is up, refused or out of time.
+    /// Opens every connection and waits until each is up (and, in the room profile, has
+    /// joined its room), refused or out of time.
     fn connect_all(&mut self) -> Connected {
         let cfg = &self.plan.cfg;
         let deadline = Instant::now() + cfg.connect_timeout;
@@ -451,53 +536,102 @@ impl<'p> Worker<'p> {
                 first_error.get_or_insert(e);
                 break;
             }
-            for ev in self.events.iter() {
-                let Some(conn) = self.conns.get_mut(ev.token().0) else {
+            // As in `measure`: the events move out so that serving them may borrow the worker.
+            let events = std::mem::replace(&mut self.events, Events::with_capacity(0));
+            for ev in events.iter() {
+                let i = ev.token().0;
+                let Some(conn) = self.conns.get_mut(i) else {
                     continue;
                 };
-                if conn.state != State::Connecting {
-                    continue;
-                }
-                let Some(stream) = &conn.stream else { continue };
-                match connect_outcome(stream) {
-                    None => continue,
-                    Some(Ok(())) => {
-                        // Every ringside server sets TCP_NODELAY; the client does too, so
-                        // that a small message is never held back waiting for an ACK.
-                        if let Err(e) = stream.set_nodelay(true) {
-                            self.faults[Fault::ConnectFailed.index()] += 1;
-                            first_error.get_or_insert(e);
-                            conn.state = State::Dead;
-                            conn.stream = None;
-                        } else {
-                            conn.state = State::Active;
-                            self.active += 1;
+                match conn.state {
+                    State::Connecting => {
+                        let Some(stream) = &mut conn.stream else {
+                            continue;
+                        };
+                        match connect_outcome(stream) {
+                            None => continue,
+                            Some(Ok(())) => match start(stream, &conn.codec, conn.id) {
+                                Ok(true) => conn.state = State::Handshake,
+                                Ok(false) => {
+                                    conn.state = State::Active;
+                                    self.active += 1;
+                                    waiting -= 1;
+                                }
+                                Err(e) => {
+                                    self.faults[Fault::ConnectFailed.index()] += 1;
+                                    first_error.get_or_insert(e);
+                                    conn.state = State::Dead;
+                                    conn.stream = None;
+                                    waiting -= 1;
+                                }
+                            },
+                            Some(Err(e)) => {
+                                self.faults[Fault::of_connect_error(&e).index()] += 1;
+                                first_error.get_or_insert(e);
+                                conn.state = State::Dead;
+                                conn.stream = None;
+                                waiting -= 1;
+                            }
                         }
                     }
-                    Some(Err(e)) => {
-                        self.faults[Fault::of_connect_error(&e).index()] += 1;
-                        first_error.get_or_insert(e);
-                        conn.state = State::Dead;
-                        conn.stream = None;
+                    State::Handshake => {
+                        self.read(i);
+                        let conn = &mut self.conns[i];
+                        let joined = match &conn.codec {
+                            Codec::Chat(c) => c.member.is_some(),
+                            Codec::Echo { .. } => true,
+                        };
+                        if conn.state == State::Dead {
+                            waiting -= 1;
+                        } else if joined {
+                            conn.state = State::Active;
+                            self.active += 1;
+                            waiting -= 1;
+                        }
                     }
+                    _ => {}
                 }
-                waiting -= 1;
             }
+            self.events = events;
         }
+        let mut handshake_error = None;
         for conn in &mut self.conns {
-            if conn.state == State::Connecting {
-                self.faults[Fault::ConnectTimeout.index()] += 1;
-                conn.state = State::Dead;
-                conn.stream = None;
-                first_error.get_or_insert_with(|| {
-                    io::Error::new(io::ErrorKind::TimedOut, "connect timed out")
-                });
+            match conn.state {
+                State::Connecting => {
+                    self.faults[Fault::ConnectTimeout.index()] += 1;
+                    first_error.get_or_insert_with(|| {
+                        io::Error::new(io::ErrorKind::TimedOut, "connect timed out")
+                    });
+                }
+                State::Handshake => {
+                    self.faults[Fault::ConnectTimeout.index()] += 1;
+                    handshake_error.get_or_insert_with(|| {
+                        "no OK and JOINED within the connect timeout: is it a chat server?"
+                            .to_owned()
+                    });
+                }
+                _ => continue,
+            }
+            conn.state = State::Dead;
+            conn.stream = None;
+        }
+        if self.active == 0 && handshake_error.is_none() {
+            // Handshakes that ended in a fault (an ERR, a line that is not chat) killed
+            // their connection in `read`.
+            let failed =
+                self.faults[Fault::ServerError.index()] + self.faults[Fault::Corrupt.index()];
+            if failed > 0 {
+                handshake_error = Some(
+                    "the server answered NICK or JOIN with ERR or with a line that is not chat"
+                        .to_owned(),
+                );
             }
         }
         Connected {
             ok: self.active,
             faults: self.faults,
             first_error,
+            handshake_error,
         }
     }
 
@@ -584,17 +718,64 @@ impl<'p> Worker<'p> {
             .store(self.rec.measured, Ordering::Relaxed);
     }
 
-    fn finished(&self, now: u64) -> bool {
-        if self.active == 0 {
+    /// Whether the run is over for this worker: sending is over, and the last replies (and
+    /// in the room profile the last deliveries) are in or the grace period has run out.
+    fn finished(&mut self, now: u64) -> bool {
+        let plan = self.plan;
+        let open = self.conns.iter().any(|c| c.stream.is_some());
+        if !open || (self.active == 0 && plan.rooms.is_none()) {
             return true;
         }
-        match self.plan.end_ns {
-            Some(end) => {
-                self.stopped
-                    && (self.owed == 0 || now >= end + self.plan.cfg.grace.as_nanos() as u64)
-            }
-            None => false,
+        // Duration runs stop sending at the end of the window; request-count runs when
+        // every connection has sent its count (it is then `Done` or dead).
+        if !(self.stopped || self.active == 0) {
+            return false;
         }
+        let grace = plan.cfg.grace.as_nanos() as u64;
+        let deadline = *self
+            .drain_deadline
+            .get_or_insert_with(|| match plan.end_ns {
+                Some(end) => end + grace,
+                None => now + grace,
+            });
+        if now >= deadline {
+            return true;
+        }
+        if self.owed > 0 {
+            return false;
+        }
+        let Some(rooms) = &plan.rooms else {
+            return true;
+        };
+        self.publish();
+        rooms.drained.load(Ordering::Acquire) == plan.cfg.threads
+            && self.conns.iter().all(|c| match &c.codec {
+                Codec::Chat(chat) if c.stream.is_some() => chat
+                    .member
+                    .as_ref()
+                    .is_none_or(|m| m.caught_up(rooms.last(chat.room))),
+                _ => true,
+            })
+    }
+
+    /// Room profile: tells the other workers the last seq this worker's senders got
+    /// acknowledged in each room, once, when they have all stopped.
+    fn publish(&mut self) {
+        let Some(rooms) = &self.plan.rooms else {
+            return;
+        };
+        if self.published {
+            return;
+        }
+        self.published = true;
+        for conn in &self.conns {
+            if let Codec::Chat(chat) = &conn.codec {
+                if let Some(last) = chat.last_ack {
+                    rooms.last[chat.room].fetch_max(last + 1, Ordering::AcqRel);
+                }
+            }
+        }
+        rooms.drained.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Sets the timer for the next due message and returns how long `poll` may sleep.
@@ -605,11 +786,12 @@ impl<'p> Worker<'p> {
             deadline = deadline.min(plan.warm_ns);
         }
         if let Some(end) = plan.end_ns {
-            deadline = deadline.min(if self.stopped {
-                end + plan.cfg.grace.as_nanos() as u64
-            } else {
-                end
-            });
+            if !self.stopped {
+                deadline = deadline.min(end);
+            }
+        }
+        if let Some(drain) = self.drain_deadline {
+            deadline = deadline.min(drain);
         }
         if let (Some(cursor), Some(timer)) = (&self.cursor, &self.timer) {
             let due = cursor.peek().at_ns;
@@ -714,6 +896,15 @@ impl<'p> Worker<'p> {
                     self.tx.resize(at + cfg.msg_size, 0);
                     crate::echo::encode(conn.id, seq, due_ns, &mut self.tx[at..]);
                 }
+                Codec::Chat(chat) => chat::encode_say(
+                    &chat.room_name,
+                    conn.id,
+                    seq,
+                    due_ns,
+                    cfg.msg_size,
+                    &mut self.scratch,
+                    &mut self.tx,
+                ),
             }
         }
         self.owed += n;
@@ -774,8 +965,9 @@ impl<'p> Worker<'p> {
     /// Reads and checks the replies waiting on connection `i`.
     fn read(&mut self, i: usize) {
         let plan = self.plan;
-        // Bounded: a read that does not fill the buffer ends the loop, and a peer cannot fill
-        // it forever without owing us those bytes (unowed bytes are a fault).
+        // Bounded: a read that does not fill the buffer ends the loop; an echo or ingest peer
+        // cannot fill it forever without sending bytes nobody asked for (a fault), and a room
+        // peer only as long as the room's other members keep talking.
         loop {
             let conn = &mut self.conns[i];
             let Some(stream) = &mut conn.stream else {
@@ -801,6 +993,15 @@ impl<'p> Worker<'p> {
                             &mut self.expect,
                             plan.cfg.msg_size,
                         ),
+                        Codec::Chat(chat) => chat_lines(
+                            conn.id,
+                            chat,
+                            &self.rx[..n],
+                            &mut conn.flight,
+                            &mut self.rec,
+                            &mut self.scratch,
+                            plan,
+                        ),
                     };
                     self.owed -= conn.flight.answered - before;
                     conn.idle_since = now;
@@ -809,7 +1010,7 @@ impl<'p> Worker<'p> {
                         self.kill(i, fault);
                         return;
                     }
-                    if let Some(k) = plan.requests {
+                    if let (Some(k), State::Active) = (plan.requests, conn.state) {
                         let all_sent = match plan.schedule {
                             Some(_) => conn.released_all && conn.flight.sent == conn.released,
                             None => conn.measured_sent >= k,
@@ -817,12 +1018,15 @@ impl<'p> Worker<'p> {
                         if all_sent && conn.flight.owed() == 0 {
                             conn.state = State::Done;
                             self.active -= 1;
-                            if let Some(mut s) = conn.stream.take() {
-                                // Deregistering can only fail for a socket epoll no longer
-                                // holds; dropping it closes it either way.
-                                let _ = self.poll.registry().deregister(&mut s);
+                            // A room member stays to receive the others' messages.
+                            if plan.rooms.is_none() {
+                                if let Some(mut s) = conn.stream.take() {
+                                    // Deregistering can only fail for a socket epoll no
+                                    // longer holds; dropping it closes it either way.
+                                    let _ = self.poll.registry().deregister(&mut s);
+                                }
+                                return;
                             }
-                            return;
                         }
                     }
                     // A short read took everything the socket held: TCP hands over all
@@ -866,17 +1070,19 @@ impl<'p> Worker<'p> {
     /// Counts `fault` and closes connection `i`.
     fn kill(&mut self, i: usize, fault: Fault) {
         let conn = &mut self.conns[i];
-        if conn.state != State::Active {
+        if conn.stream.is_none() {
             return;
         }
         self.faults[fault.index()] += 1;
-        self.owed -= conn.flight.owed();
-        if self.cursor.is_some() && !conn.released_all {
-            conn.released_all = true;
-            self.releasing -= 1;
+        if conn.state == State::Active {
+            self.owed -= conn.flight.owed();
+            self.active -= 1;
+            if self.cursor.is_some() && !conn.released_all {
+                conn.released_all = true;
+                self.releasing -= 1;
+            }
         }
         conn.state = State::Dead;
-        self.active -= 1;
         if let Some(mut s) = conn.stream.take() {
             // As in `read`: closing does not depend on deregistering.
             let _ = self.poll.registry().deregister(&mut s);
@@ -885,9 +1091,20 @@ impl<'p> Worker<'p> {
 
     fn report(mut self, now: u64) -> Report {
         let cpu_end = sys::thread_cpu_ns();
+        // Workers waiting for this one's rooms must not wait out their grace period.
+        self.publish();
         for conn in &self.conns {
             if conn.state == State::Active {
                 self.faults[Fault::Unanswered.index()] += conn.flight.owed();
+            }
+            if let (Some(rooms), Codec::Chat(chat), Some(_)) =
+                (&self.plan.rooms, &conn.codec, &conn.stream)
+            {
+                if let Some(m) = &chat.member {
+                    if !m.caught_up(rooms.last(chat.room)) {
+                        self.faults[Fault::Delivery.index()] += 1;
+                    }
+                }
             }
         }
         let (cpu_ns, wall_ns) = match self.window {
@@ -906,8 +1123,10 @@ impl<'p> Worker<'p> {
         Report {
             latency: self.rec.latency,
             service: self.rec.service,
+            delivery: self.rec.delivery,
             intervals: self.rec.intervals,
             faults: self.faults,
+            deliveries: self.rec.deliveries,
             measured: self.rec.measured,
             replies: self.rec.replies,
             sent,
@@ -951,6 +1170,124 @@ fn echo_replies(
         }
     }
     Ok(())
+}
+
+/// Checks the chat lines in `data` and records every `ACK` and `MSG` they hold.
+fn chat_lines(
+    me: u32,
+    chat: &mut ChatConn,
+    data: &[u8],
+    flight: &mut Flight,
+    rec: &mut Recorder,
+    scratch: &mut Vec<u8>,
+    plan: &Plan,
+) -> Result<(), Fault> {
+    let ChatConn {
+        lines,
+        room,
+        room_name,
+        text_len,
+        member,
+        awaiting_ok,
+        last_ack,
+    } = chat;
+    lines.extend_from_slice(data);
+    // Bounded by the lines in `data` and before it.
+    while let Some(line) = lines.next_line() {
+        let line = line.map_err(|_| Fault::Corrupt)?;
+        match Reply::parse(line).map_err(|_| Fault::Corrupt)? {
+            Reply::Ack { room: r, seq } => {
+                if r != room_name.as_str() || last_ack.is_some_and(|last| seq <= last) {
+                    return Err(Fault::Corrupt);
+                }
+                *last_ack = Some(seq);
+                if let Some(m) = member {
+                    m.on_ack(seq).map_err(|_| Fault::Delivery)?;
+                }
+                let slot = flight.pop().ok_or(Fault::Corrupt)?;
+                rec.reply(slot);
+            }
+            Reply::Msg {
+                room: r,
+                seq,
+                name,
+                text,
+            } => {
+                let (Some(m), Some(rooms)) = (member.as_mut(), &plan.rooms) else {
+                    return Err(Fault::Corrupt);
+                };
+                if r != room_name.as_str() {
+                    return Err(Fault::Corrupt);
+                }
+                let f = chat::parse_text(text, *text_len, scratch).ok_or(Fault::Corrupt)?;
+                let from_my_room = f.conn as usize / rooms.size == *room;
+                let named = name.strip_prefix('c').and_then(|n| n.parse::<u32>().ok());
+                if f.conn == me || !from_my_room || named != Some(f.conn) {
+                    return Err(Fault::Corrupt);
+                }
+                m.on_msg(seq).map_err(|_| Fault::Delivery)?;
+                rec.deliver(f.stamp);
+            }
+            Reply::Ok if *awaiting_ok => *awaiting_ok = false,
+            Reply::Joined { room: r, next }
+                if !*awaiting_ok && member.is_none() && r == room_name.as_str() =>
+            {
+                *member = Some(Member::new(next));
+            }
+            Reply::Err { .. } => return Err(Fault::ServerError),
+            _ => return Err(Fault::Corrupt),
+        }
+    }
+    Ok(())
+}
+
+/// The protocol side of connection `id`.
+fn codec(plan: &Plan, id: usize) -> Codec {
+    match &plan.cfg.workload {
+        Workload::Echo => Codec::Echo { rx_off: 0 },
+        Workload::Chat(c) => {
+            let (room, room_name) = match c.profile {
+                ChatProfile::Ingest => (0, chat::INGEST_ROOM.to_owned()),
+                ChatProfile::Room => (id / c.room_size, chat::room_name(id / c.room_size)),
+            };
+            Codec::Chat(Box::new(ChatConn {
+                lines: LineBuffer::new(MAX_SERVER_LINE),
+                room,
+                text_len: plan.cfg.msg_size - chat::overhead(&room_name),
+                room_name,
+                member: None,
+                awaiting_ok: c.profile == ChatProfile::Room,
+                last_ack: None,
+            }))
+        }
+    }
+}
+
+/// Readies a connected socket: `TCP_NODELAY`, and in the room profile the `NICK` and `JOIN`
+/// lines. Returns whether a handshake is under way.
+fn start(stream: &mut TcpStream, codec: &Codec, id: u32) -> io::Result<bool> {
+    // Every ringside server sets TCP_NODELAY; the client does too, so that a small message
+    // is never held back waiting for an ACK.
+    stream.set_nodelay(true)?;
+    let Codec::Chat(chat) = codec else {
+        return Ok(false);
+    };
+    if !chat.awaiting_ok {
+        return Ok(false);
+    }
+    let mut out = Vec::new();
+    Command::Nick {
+        name: &chat::nick(id),
+    }
+    .encode(&mut out);
+    Command::Join {
+        room: &chat.room_name,
+        since: chat::NO_REPLAY,
+    }
+    .encode(&mut out);
+    // A fresh socket has room for these few bytes; a short write here is a failure.
+    stream.write_all(&out)?;
+    Ok(true)
 }
 
 /// Whether a connecting socket is up: `None` while the handshake is still going on.

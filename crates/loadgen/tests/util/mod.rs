@@ -4,6 +4,7 @@
 //! Each test binary uses a different subset of these.
 #![allow(dead_code)]
 
+pub(crate) mod chat_peer;
 pub(crate) mod peer;
 
 use std::sync::mpsc;
@@ -29,6 +30,19 @@ pub(crate) fn run_bounded(cfg: &Config, limit: Duration) -> Result<Summary, Erro
 /// A config for the tests: quiet, short timeouts, never pinned.
 pub(crate) fn echo_config(addr: std::net::SocketAddr, conns: usize) -> Config {
     let mut cfg = Config::echo(addr.to_string(), conns);
+    cfg.connect_timeout = Duration::from_secs(5);
+    cfg.reply_timeout = Duration::from_secs(5);
+    cfg.grace = Duration::from_secs(2);
+    cfg
+}
+
+/// A chat config for the tests, like [`echo_config`].
+pub(crate) fn chat_config(
+    addr: std::net::SocketAddr,
+    conns: usize,
+    chat: loadgen::ChatConfig,
+) -> Config {
+    let mut cfg = Config::chat(addr.to_string(), conns, chat);
     cfg.connect_timeout = Duration::from_secs(5);
     cfg.reply_timeout = Duration::from_secs(5);
     cfg.grace = Duration::from_secs(2);
