@@ -122,6 +122,10 @@ pub struct Common {
     /// Seconds replies still owed are waited for after the window.
     #[arg(long, default_value_t = 2.0)]
     pub grace: f64,
+    /// The server's pid: its CPU time over the window (from /proc) is reported per message
+    /// beside the client's.
+    #[arg(long, value_name = "PID")]
+    pub server_pid: Option<u32>,
     /// No progress or warnings on stderr.
     #[arg(long, short)]
     pub quiet: bool,
@@ -189,6 +193,7 @@ impl Cli {
             cfg.interval = Some(Duration::from_secs(1));
         }
         cfg.progress = !common.quiet;
+        cfg.server_pid = common.server_pid;
         cfg.validate()?;
         let outputs = Outputs {
             json: common.json.clone(),

@@ -91,6 +91,9 @@ pub struct Config {
     pub interval: Option<Duration>,
     /// Print progress and warnings on stderr.
     pub progress: bool,
+    /// The server's pid, to read its CPU time over the window from `/proc` and report it
+    /// per message beside the client's.
+    pub server_pid: Option<u32>,
 }
 
 /// The echo message size of the paper's benchmark.
@@ -117,6 +120,7 @@ impl Config {
             grace: Duration::from_secs(2),
             interval: None,
             progress: false,
+            server_pid: None,
         }
     }
 

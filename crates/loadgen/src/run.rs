@@ -30,6 +30,13 @@ const PROGRESS_AFTER: Duration = Duration::from_secs(3);
 /// for the length of the run (so that it never disturbs the server's) and unpinned after.
 pub fn run(cfg: &Config) -> Result<Summary, Error> {
     cfg.validate()?;
+    if let Some(pid) = cfg.server_pid {
+        sys::process_cpu_ns(pid).map_err(|e| {
+            Error::Config(format!(
+                "--server-pid {pid}: cannot read /proc/{pid}/stat: {e}"
+            ))
+        })?;
+    }
     let addr = resolve(&cfg.addr)?;
     let needed = cfg.conns as u64 + SPARE_FDS + 2 * cfg.threads as u64;
     let mut warnings = Vec::new();
@@ -212,7 +219,14 @@ fn run_pinned(
             .then(|| sys::CpuTicks::read(&cfg.cpus).ok())
             .flatten()
     };
+    let server_cpu = || cfg.server_pid.and_then(|pid| sys::process_cpu_ns(pid).ok());
     let mut ticks_start = (warm_ns == 0).then(|| cpu_ticks_at(())).flatten();
+    let mut server_start = (warm_ns == 0).then(server_cpu).flatten();
+    let mut server_end = None;
+    let window_end = match cfg.stop {
+        Stop::Duration(d) => Some(cfg.warmup + d),
+        Stop::Requests(_) => None,
+    };
     let show_progress = cfg.progress
         && match cfg.stop {
             Stop::Duration(d) => cfg.warmup + d > PROGRESS_AFTER,
@@ -230,6 +244,9 @@ fn run_pinned(
         if ticks_start.is_none() && warm_ns > 0 && elapsed < cfg.warmup {
             wake = wake.min(cfg.warmup);
         }
+        if let (Some(end), None) = (window_end, server_end) {
+            wake = wake.min(end);
+        }
         match up_rx.recv_timeout(wake.saturating_sub(elapsed)) {
             Ok(Up::Done(i, report)) => {
                 done += 1;
@@ -245,6 +262,12 @@ fn run_pinned(
         let elapsed = epoch.elapsed();
         if ticks_start.is_none() && elapsed >= cfg.warmup {
             ticks_start = cpu_ticks_at(());
+        }
+        if server_start.is_none() && elapsed >= cfg.warmup {
+            server_start = server_cpu();
+        }
+        if window_end.is_some_and(|end| elapsed >= end) && server_end.is_none() {
+            server_end = server_cpu();
         }
         if elapsed >= next_progress {
             let count: u64 = plan
@@ -270,6 +293,9 @@ fn run_pinned(
         }
     }
     let ticks_end = cpu_ticks_at(());
+    if server_end.is_none() {
+        server_end = server_cpu();
+    }
     let mut panicked = false;
     for h in handles {
         panicked |= h.join().is_err();
@@ -304,6 +330,10 @@ fn run_pinned(
         .fold(0.0, f64::max);
     let cpus_busy = match (ticks_start, ticks_end) {
         (Some(a), Some(b)) => a.busy_since(b),
+        _ => None,
+    };
+    let server_secs = match (server_start, server_end) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / 1e9),
         _ => None,
     };
     let intervals_len = reports.iter().map(|r| r.intervals.len()).max().unwrap_or(0);
@@ -367,6 +397,11 @@ fn run_pinned(
         client_cpu_utilization: utilization,
         client_cpus_busy: cpus_busy,
         client_bound: utilization > CLIENT_BOUND || cpus_busy.is_some_and(|b| b > CLIENT_BOUND),
+        server_pid: cfg.server_pid,
+        server_cpu_secs: server_secs,
+        server_cpu_per_msg_us: server_secs
+            .filter(|_| measured > 0)
+            .map(|s| s * 1e6 / measured as f64),
         nofile_limit: nofile,
         warnings,
         histograms,

@@ -73,6 +73,12 @@ pub struct Summary {
     /// The client, not the server, was the bottleneck: a worker or its CPUs were more than
     /// 90% busy.
     pub client_bound: bool,
+    /// `--server-pid`: the server process watched.
+    pub server_pid: Option<u32>,
+    /// The server's CPU time (all its threads) over the measured window.
+    pub server_cpu_secs: Option<f64>,
+    /// `server_cpu_secs` per measured message, in microseconds.
+    pub server_cpu_per_msg_us: Option<f64>,
     /// The soft RLIMIT_NOFILE the run had.
     pub nofile_limit: u64,
     /// Things the user should know that did not stop the run.
@@ -232,6 +238,20 @@ impl fmt::Display for Summary {
                 ""
             }
         )?;
+        if let (Some(pid), Some(per_msg)) = (self.server_pid, self.server_cpu_per_msg_us) {
+            let ratio = if per_msg > 0.0 {
+                format!(
+                    "; client/server {:.2}",
+                    self.client_cpu_per_msg_us / per_msg
+                )
+            } else {
+                String::new()
+            };
+            write!(
+                f,
+                "\nserver    {per_msg:.3} us CPU per message (pid {pid}, /proc){ratio}"
+            )?;
+        }
         for w in &self.warnings {
             write!(f, "\nwarning   {w}")?;
         }

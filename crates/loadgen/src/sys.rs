@@ -91,6 +91,34 @@ pub(crate) fn raise_nofile(needed: u64) -> io::Result<NofileLimit> {
     })
 }
 
+/// CPU time, user and system, of process `pid` and all its threads (those that have exited
+/// included), in nanoseconds, from `/proc/<pid>/stat`.
+pub(crate) fn process_cpu_ns(pid: u32) -> io::Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // USER_HZ is 100 on every architecture Linux runs this on; sysconf says for sure.
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .filter(|&hz| hz > 0)
+        .unwrap_or(100) as u64;
+    parse_process_cpu(&stat, hz).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("unexpected /proc/{pid}/stat"),
+        )
+    })
+}
+
+fn parse_process_cpu(stat: &str, hz: u64) -> Option<u64> {
+    // The command name may hold spaces and parentheses; the fields after it do not.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace();
+    // After the name: state is field 3 of proc(5), utime 14 and stime 15.
+    let utime: u64 = fields.nth(11)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) * (1_000_000_000 / hz))
+}
+
 /// Busy and total jiffies of some CPUs, from `/proc/stat`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct CpuTicks {
@@ -164,6 +192,15 @@ mod tests {
         let (a1, b1) = (CpuTicks::parse(a, &[1]), CpuTicks::parse(b, &[1]));
         assert_eq!(a1.busy_since(b1), Some(0.0));
         assert_eq!(b1.busy_since(a1), None);
+    }
+
+    #[test]
+    fn proc_pid_stat_cpu() {
+        let stat = "4242 (srv (x) y) S 1 4242 4242 0 -1 4194560 187 0 0 0 250 130 0 0 20 0 3 0 1";
+        assert_eq!(parse_process_cpu(stat, 100), Some(3_800_000_000));
+        assert_eq!(parse_process_cpu("4242 (srv) S 1", 100), None);
+        let own = process_cpu_ns(std::process::id()).expect("our own stat");
+        assert!(own < 3_600 * 1_000_000_000);
     }
 
     #[test]
