@@ -673,13 +673,16 @@ impl<'p> Worker<'p> {
                 if ev.token() == TIMER || i >= self.conns.len() {
                     continue;
                 }
+                let mut now = None;
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                    self.read(i);
+                    now = self.read(i);
                 }
                 if ev.is_writable() && !self.conns[i].pending.is_empty() {
                     self.flush(i);
                 }
-                let now = self.now();
+                // The replies just read were stamped microseconds ago; sending right after
+                // them needs no second clock read.
+                let now = now.unwrap_or_else(|| self.now());
                 self.top_up(i, now);
             }
             self.events = events;
@@ -962,24 +965,27 @@ impl<'p> Worker<'p> {
         }
     }
 
-    /// Reads and checks the replies waiting on connection `i`.
-    fn read(&mut self, i: usize) {
+    /// Reads and checks the replies waiting on connection `i`; returns when the last bytes
+    /// arrived, if any did.
+    fn read(&mut self, i: usize) -> Option<u64> {
         let plan = self.plan;
+        let mut arrived = None;
         // Bounded: a read that does not fill the buffer ends the loop; an echo or ingest peer
         // cannot fill it forever without sending bytes nobody asked for (a fault), and a room
         // peer only as long as the room's other members keep talking.
         loop {
             let conn = &mut self.conns[i];
             let Some(stream) = &mut conn.stream else {
-                return;
+                return arrived;
             };
             match stream.read(&mut self.rx) {
                 Ok(0) => {
                     self.kill(i, Fault::Closed);
-                    return;
+                    return arrived;
                 }
                 Ok(n) => {
                     let now = self.epoch.elapsed().as_nanos() as u64;
+                    arrived = Some(now);
                     self.bytes_read += n as u64;
                     self.rec.now = now;
                     let before = conn.flight.answered;
@@ -1008,7 +1014,7 @@ impl<'p> Worker<'p> {
                     conn.stalled = false;
                     if let Err(fault) = outcome {
                         self.kill(i, fault);
-                        return;
+                        return arrived;
                     }
                     if let (Some(k), State::Active) = (plan.requests, conn.state) {
                         let all_sent = match plan.schedule {
@@ -1025,7 +1031,7 @@ impl<'p> Worker<'p> {
                                     // longer holds; dropping it closes it either way.
                                     let _ = self.poll.registry().deregister(&mut s);
                                 }
-                                return;
+                                return arrived;
                             }
                         }
                     }
@@ -1034,14 +1040,14 @@ impl<'p> Worker<'p> {
                     // a new edge. Skipping the read that would say EAGAIN saves a system
                     // call per wakeup.
                     if n < self.rx.len() {
-                        return;
+                        return arrived;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return arrived,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     self.kill(i, Fault::of_io_error(&e));
-                    return;
+                    return arrived;
                 }
             }
         }
