@@ -13,7 +13,11 @@ LOADGEN=${LOADGEN:-target/release/loadgen}
 CONNS=${CONNS:-"1 100 1000"}
 DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
+EXTRA=${EXTRA:-}
 OUT=${OUT:-$(mktemp -d)}
+pid=
+# Whatever happens, the server this script started does not outlive it.
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null' EXIT
 mkdir -p "$OUT"
 printf '%-6s %10s %9s %9s %10s %10s %10s %6s %7s\n' conns msg/s p50us p99us p99.99us cli_us/msg srv_us/msg ratio bound
 for conns in $CONNS; do
@@ -21,7 +25,7 @@ for conns in $CONNS; do
     taskset -c 1 "$@" >"$ready" 2>/dev/null &
     pid=$!
     for _ in $(seq 100); do
-        grep -q '^READY ' "$ready" && break
+        grep -qs '^READY ' "$ready" && break
         sleep 0.1
     done
     addr=$(awk '/^READY /{print $2; exit}' "$ready")
@@ -36,6 +40,7 @@ for conns in $CONNS; do
         --quiet $EXTRA >/dev/null
     kill -TERM "$pid"
     wait "$pid" 2>/dev/null || true
+    pid=
     jq -r '[.conns, (.throughput_per_sec|floor), .latency_us.p50, .latency_us.p99,
             .latency_us.p99_99, .client_cpu_per_msg_us, .server_cpu_per_msg_us,
             (.client_cpu_per_msg_us / .server_cpu_per_msg_us), .client_bound] | @tsv' \
