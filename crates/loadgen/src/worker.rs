@@ -696,13 +696,20 @@ impl<'p> Worker<'p> {
         if self.window.is_none() && now >= plan.warm_ns {
             self.window = Some((sys::thread_cpu_ns(), now));
         }
-        if let Some(end) = plan.end_ns {
-            if !self.stopped && now >= end {
-                self.stopped = true;
-            }
-        }
+        // The schedule goes first: a worker that was not scheduled for a while must still
+        // release every message due before the end of the window, late, rather than drop
+        // them because the clock has passed the end in the meantime.
         if self.cursor.is_some() {
             self.release(now);
+        }
+        if let Some(end) = plan.end_ns {
+            let schedule_done = match &self.cursor {
+                Some(c) => self.releasing == 0 || c.peek().at_ns >= end,
+                None => true,
+            };
+            if !self.stopped && now >= end && schedule_done {
+                self.stopped = true;
+            }
         }
         if now >= self.next_tick {
             self.check_idle(now);
