@@ -53,8 +53,10 @@ fn a_stall_shows_in_open_loop_latency_but_not_in_service_time() {
         "the stall must show in p99 latency: {:?}",
         s.latency_us
     );
+    // Fewer than 1% of the messages can have waited 150 ms on the server: only the one in
+    // flight when the stall began did.
     assert!(
-        s.service_time_us.p99 <= s.latency_us.p99 / 3.0,
+        s.service_time_us.p99 < 150_000.0,
         "the stall must not show in p99 service time: {:?} vs {:?}",
         s.service_time_us,
         s.latency_us
