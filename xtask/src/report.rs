@@ -855,13 +855,14 @@ fn at_a_glance(out: &mut String, input: &Input<'_>) {
     if let (Some(first), Some(last)) = (closed.first(), closed.last()) {
         let open = open.first();
         let n = &last.1;
-        let mut head: Vec<String> = vec![
-            "server".into(),
-            "how it serves connections".into(),
-            format!("echoes/s, {}", first.1),
-            format!("echoes/s, {n}"),
-            format!("p99 latency, {n}"),
-        ];
+        // With a single closed-loop point, its throughput is shown once.
+        let two = first.0 != last.0;
+        let mut head: Vec<String> = vec!["server".into(), "how it serves connections".into()];
+        if two {
+            head.push(format!("echoes/s, {}", first.1));
+        }
+        head.push(format!("echoes/s, {n}"));
+        head.push(format!("p99 latency, {n}"));
         if let Some(o) = open {
             head.push(format!(
                 "CPU per echo at {}",
@@ -877,13 +878,12 @@ fn at_a_glance(out: &mut String, input: &Input<'_>) {
             }
             let a = find(rows, "quick", &s, &first.0);
             let b = find(rows, "quick", &s, &last.0);
-            let mut cells = vec![
-                format!("**{s}**"),
-                about(input, &s).to_string(),
-                mark(a, fmt_rate(a.and_then(|r| r.throughput_per_sec))),
-                mark(b, fmt_rate(b.and_then(|r| r.throughput_per_sec))),
-                mark(b, fmt_us(b.and_then(|r| r.p99_us))),
-            ];
+            let mut cells = vec![format!("**{s}**"), about(input, &s).to_string()];
+            if two {
+                cells.push(mark(a, fmt_rate(a.and_then(|r| r.throughput_per_sec))));
+            }
+            cells.push(mark(b, fmt_rate(b.and_then(|r| r.throughput_per_sec))));
+            cells.push(mark(b, fmt_us(b.and_then(|r| r.p99_us))));
             if let Some(o) = open {
                 let c = find(rows, "quick", &s, &o.0);
                 cells.push(mark(c, fmt_us(c.and_then(|r| r.cpu_us_per_req))));
