@@ -234,7 +234,10 @@ impl Suite {
     pub(crate) fn points(self, o: &Overrides) -> Vec<Point> {
         let conns = o.conns.clone().unwrap_or_else(|| self.default_conns());
         let duration = o.duration.unwrap_or(self.default_duration());
-        let warmup = o.warmup.unwrap_or(self.default_warmup());
+        // A server given thousands of connections at once may still be setting them up (a
+        // thread or a process each) when the clock would start: the warmup grows with them.
+        let default_warmup = self.default_warmup();
+        let warmup_for = |c: usize| o.warmup.unwrap_or(default_warmup.max(c as f64 / 2500.0));
         let point = |series: &str, id: String, label: String, conns, workload, load, stop| Point {
             suite: self,
             series: series.to_string(),
@@ -244,7 +247,7 @@ impl Suite {
             workload,
             load,
             stop,
-            warmup,
+            warmup: warmup_for(conns),
         };
         let echo16 = Workload::Echo {
             msg_size: 16,
@@ -290,7 +293,7 @@ impl Suite {
                             && c as f64 * EMPER_REQUESTS as f64
                                 / expected_rate(compute_us, o.workers.max(1))
                                 <= duration;
-                        let (stop, how) = if fits {
+                        let (stop, mut how) = if fits {
                             (
                                 Stop::Requests(EMPER_REQUESTS),
                                 "2500 echoes/conn".to_string(),
@@ -298,6 +301,9 @@ impl Suite {
                         } else {
                             (Stop::Duration(duration), format!("{duration} s"))
                         };
+                        if compute_us > 0 {
+                            how = format!("{compute_us} µs work, {how}");
+                        }
                         out.push(point(
                             &series,
                             format!("{series}-c{c}"),
@@ -432,6 +438,11 @@ mod tests {
         assert_eq!((first.conns, first.stop), (1, Stop::Requests(2500)));
         let big = p.iter().find(|p| p.conns == 10_000).unwrap();
         assert_eq!(big.stop, Stop::Duration(10.0));
+        assert_eq!(big.warmup, 4.0);
+        assert!(
+            p.iter()
+                .any(|p| p.label == "10 conns, 200 µs work, 2500 echoes/conn")
+        );
         // With 200 µs a echo and one worker, 10 connections would take 6 s of 10: they fit;
         // 30 would not.
         let work: Vec<&Point> = p
