@@ -395,6 +395,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
 
     meta.finished = Some(meta::iso8601(std::time::SystemTime::now()));
     meta.interrupted = children::interrupted();
+    meta.load_average_end = meta::load_average();
     write_meta(&out, &meta)?;
     report::write_summary(&out, &rows)?;
     let plots = report::draw_plots(&out, &rows, place.workers)?;

@@ -20,6 +20,10 @@ impl CpuList {
         CpuList(vec![cpu])
     }
 
+    pub(crate) fn as_slice(&self) -> &[usize] {
+        &self.0
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.0.len()
     }

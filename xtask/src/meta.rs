@@ -32,6 +32,21 @@ pub(crate) struct Meta {
     pub(crate) settings: serde_json::Value,
     /// The run was stopped by Ctrl-C before its end.
     pub(crate) interrupted: bool,
+    /// `/proc/loadavg` (1, 5, 15 minutes) when the run started and ended: how busy the
+    /// machine was besides the bench.
+    pub(crate) load_average_start: Option<String>,
+    pub(crate) load_average_end: Option<String>,
+}
+
+/// The three load averages of `/proc/loadavg`.
+pub(crate) fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    Some(
+        text.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
 }
 
 fn output(cmd: &str, args: &[&str], dir: &Path) -> Option<String> {
@@ -98,6 +113,8 @@ impl Meta {
                 .join(" "),
             settings: serde_json::Value::Null,
             interrupted: false,
+            load_average_start: load_average(),
+            load_average_end: None,
         }
     }
 }

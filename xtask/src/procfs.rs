@@ -38,6 +38,9 @@ pub(crate) struct Sample {
     pub(crate) invol_cs: u64,
     /// Memory in bytes (PSS summed over the tree).
     pub(crate) mem_bytes: u64,
+    /// Seconds the watched CPUs were busy so far, whatever ran on them (`/proc/stat`: user,
+    /// nice, system, irq, softirq and steal), summed over the CPUs.
+    pub(crate) cpus_busy_s: f64,
     /// Processes in the tree.
     pub(crate) procs: usize,
     /// Threads in the tree.
@@ -143,6 +146,31 @@ pub(crate) fn start_time(pid: i32) -> Option<u64> {
     parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?).map(|s| s.starttime)
 }
 
+/// Busy clock ticks of `cpus` in a `/proc/stat` text: user, nice, system, irq, softirq and
+/// steal (time the hypervisor gave the virtual CPU to someone else), summed over the CPUs.
+fn busy_ticks(stat: &str, cpus: &[usize]) -> u64 {
+    let mut busy = 0;
+    for line in stat.lines() {
+        let mut f = line.split_whitespace();
+        let Some(cpu) = f
+            .next()
+            .and_then(|n| n.strip_prefix("cpu")?.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        if !cpus.contains(&cpu) {
+            continue;
+        }
+        let v: Vec<u64> = f.map(|x| x.parse().unwrap_or(0)).collect();
+        // user nice system idle iowait irq softirq steal ...
+        busy += [0, 1, 2, 5, 6, 7]
+            .iter()
+            .map(|&i| v.get(i).copied().unwrap_or(0))
+            .sum::<u64>();
+    }
+    busy
+}
+
 /// The counters of one thread.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct TaskCounters {
@@ -186,6 +214,8 @@ pub(crate) struct Sampler {
     retired: TaskCounters,
     /// The processes of the tree at the last reading, with their start times.
     members: Vec<(i32, u64)>,
+    /// CPUs whose whole load is read too, to see what else ran there.
+    cpus: Vec<usize>,
 }
 
 impl Sampler {
@@ -203,7 +233,14 @@ impl Sampler {
             tasks: HashMap::new(),
             retired: TaskCounters::default(),
             members: Vec::new(),
+            cpus: Vec::new(),
         }
+    }
+
+    /// Also reads how busy `cpus` are, whatever runs on them.
+    pub(crate) fn watching(mut self, cpus: &[usize]) -> Sampler {
+        self.cpus = cpus.to_vec();
+        self
     }
 
     /// Reads the tree now. Fails only when the root process is gone.
@@ -272,6 +309,10 @@ impl Sampler {
         s.cpu_s = all.cpu_ns as f64 / 1e9;
         s.vol_cs = all.vol;
         s.invol_cs = all.invol;
+        if !self.cpus.is_empty() {
+            let stat = fs::read_to_string("/proc/stat").unwrap_or_default();
+            s.cpus_busy_s = busy_ticks(&stat, &self.cpus) as f64 / self.ticks_per_s;
+        }
         s.user_ticks_s = user as f64 / self.ticks_per_s;
         s.sys_ticks_s = sys as f64 / self.ticks_per_s;
         Ok(s)
@@ -301,6 +342,18 @@ mod tests {
             }
         );
         assert_eq!(parse_stat("12 (x) S"), None);
+    }
+
+    #[test]
+    fn busy_ticks_of_some_cpus() {
+        let stat = "cpu  9 9 9 9 9 9 9 9 0 0\n\
+                    cpu0 1 2 3 100 50 4 5 6 0 0\n\
+                    cpu1 10 20 30 100 50 40 50 60 0 0\n\
+                    intr 5\n";
+        assert_eq!(busy_ticks(stat, &[0]), 21);
+        assert_eq!(busy_ticks(stat, &[1]), 210);
+        assert_eq!(busy_ticks(stat, &[0, 1]), 231);
+        assert_eq!(busy_ticks(stat, &[2]), 0);
     }
 
     #[test]

@@ -65,6 +65,8 @@ pub(crate) struct Row {
     pub(crate) mem_per_conn_bytes: Option<f64>,
     pub(crate) max_procs: usize,
     pub(crate) max_threads: usize,
+    /// What else used the server's CPUs during the window, percent of one CPU.
+    pub(crate) other_load_pct: Option<f64>,
     pub(crate) deliveries: Option<f64>,
     pub(crate) delivery_errors: u64,
     pub(crate) delivery_p50_us: Option<f64>,
@@ -255,6 +257,7 @@ pub(crate) fn aggregate(
     row.mem_per_conn_bytes = median_of(&ok, |m| m.cost.mem_per_conn_bytes);
     row.max_procs = ok.iter().map(|m| m.cost.max_procs).max().unwrap_or(0);
     row.max_threads = ok.iter().map(|m| m.cost.max_threads).max().unwrap_or(0);
+    row.other_load_pct = median_of(&ok, |m| m.cost.other_load_pct);
     row.deliveries = median_of(&ok, |m| m.deliveries.map(|d| d as f64));
     row.delivery_errors = ok.iter().map(|m| m.delivery_errors).sum();
     row.delivery_p50_us = median_of(&ok, |m| m.delivery_latency_us.map(|d| d[0]));
@@ -365,13 +368,33 @@ fn fmt_pct(v: Option<f64>) -> String {
     v.map_or_else(|| "–".into(), |v| format!("{v:.0}%"))
 }
 
-/// A cell for a row, marked † when the row is client-bound or failed.
+/// Percent of one CPU that something else may take from the server's CPUs before a point is
+/// marked as disturbed.
+const DISTURBED_PCT: f64 = 10.0;
+
+impl Row {
+    /// Something other than the server used its CPUs during the window.
+    pub(crate) fn disturbed(&self) -> bool {
+        self.other_load_pct.is_some_and(|p| p > DISTURBED_PCT)
+    }
+}
+
+/// A cell for a row: `failed`, or the value marked † when the row is client-bound and ‡ when
+/// something else disturbed the server's CPUs.
 fn mark(row: Option<&Row>, cell: String) -> String {
     match row {
         None => "–".into(),
         Some(r) if r.ok == 0 => "failed".into(),
-        Some(r) if r.client_bound => format!("{cell} †"),
-        Some(_) => cell,
+        Some(r) => {
+            let mut c = cell;
+            if r.client_bound {
+                c.push_str(" †");
+            }
+            if r.disturbed() {
+                c.push_str(" ‡");
+            }
+            c
+        }
     }
 }
 
@@ -787,7 +810,8 @@ pub(crate) fn render(input: &Input<'_>) -> String {
     let _ = writeln!(
         out,
         "Run `{}` of {} on {} ({} CPUs, Linux {}), commit `{}`{}. The server ran on CPU {} \
-         with {} worker(s), the load generator on CPU {}. Command: `{}`.{}\n",
+         with {} worker(s), the load generator on CPU {}. Load average (1, 5, 15 min) at the \
+         start {}, at the end {}. Command: `{}`.{}\n",
         m.run_id,
         m.started,
         m.cpu_model.as_deref().unwrap_or("an unknown CPU"),
@@ -802,6 +826,8 @@ pub(crate) fn render(input: &Input<'_>) -> String {
         input.server_cpus,
         input.workers,
         input.client_cpus,
+        m.load_average_start.as_deref().unwrap_or("?"),
+        m.load_average_end.as_deref().unwrap_or("?"),
         m.command,
         if m.interrupted {
             " **The run was interrupted (Ctrl-C): what is here is what was measured before.**"
@@ -906,8 +932,10 @@ fn at_a_glance(out: &mut String, input: &Input<'_>) {
              handled the same fixed rate, so it compares efficiency directly (less is \
              better). **memory per conn** is how much the server's memory grew per open \
              connection. † marks a point where the load generator, not the server, was the \
-             bottleneck: its numbers understate the server. Only ratios between servers of \
-             the same run mean much on a shared machine.\n"
+             bottleneck: its numbers understate the server. ‡ marks a point where something \
+             else used more than {DISTURBED_PCT:.0}% of the server's CPU (another program, or \
+             the hypervisor): its numbers are disturbed. Only ratios between servers of the \
+             same run mean much on a shared machine.\n"
         );
     } else if let Some(&suite) = input.suites.first() {
         let _ = writeln!(
@@ -1299,6 +1327,7 @@ fn details(out: &mut String, rows: &[Row]) {
                 fmt_bytes(r.mem_per_conn_bytes),
                 r.errors.to_string(),
                 fmt_us(r.client_cpu_per_msg_us),
+                fmt_pct(r.other_load_pct),
             ]
         })
         .collect();
@@ -1321,6 +1350,7 @@ fn details(out: &mut String, rows: &[Row]) {
             "mem/conn",
             "errors",
             "client CPU/msg",
+            "other load on server CPU",
         ],
         &body,
     );
@@ -1377,7 +1407,7 @@ fn method(out: &mut String, input: &Input<'_>) {
     );
     let _ = writeln!(
         out,
-        "- † client-bound: loadgen's own CPU was over 90% busy, so the point measures the load generator as much as the server. With `--repeat N`, numbers are medians over the repeats and *spread* is (max − min) / median of throughput."
+        "- ‡ disturbed: the server's CPUs were busier than the server by more than {DISTURBED_PCT:.0}% of a CPU over the window (from `/proc/stat`, the hypervisor's steal time included): something else ran there. † client-bound: loadgen's CPUs were over 90% busy, so the point measures the load generator as much as the server. With `--repeat N`, numbers are medians over the repeats and *spread* is (max − min) / median of throughput."
     );
     let _ = writeln!(
         out,

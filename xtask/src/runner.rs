@@ -84,6 +84,9 @@ pub(crate) struct ServerCost {
     pub(crate) mem_per_conn_bytes: Option<f64>,
     pub(crate) max_procs: usize,
     pub(crate) max_threads: usize,
+    /// What else kept the server's CPUs busy over the window, percent of one CPU: their whole
+    /// load less the server's own CPU. Above a few percent, something disturbed the point.
+    pub(crate) other_load_pct: Option<f64>,
     /// CPU percent per sample interval, time relative to the window start (warmup shows as
     /// negative times).
     pub(crate) cpu_series: Vec<(f64, f64)>,
@@ -103,6 +106,7 @@ pub(crate) fn server_cost(
     };
     let cpu = series(|s| s.cpu_s);
     let vol = series(|s| s.vol_cs as f64);
+    let busy = series(|s| s.cpus_busy_s);
     let invol = series(|s| s.invol_cs as f64);
     let window = (end - start).max(0.0);
     let rates = stats::interval_rates(&cpu, start, end);
@@ -137,6 +141,12 @@ pub(crate) fn server_cost(
         mem_per_conn_bytes: window_peak
             .filter(|_| conns > 0)
             .map(|p| (p as f64 - baseline.mem_bytes as f64) / conns as f64),
+        // The server's counters are exact, /proc/stat's come in ticks: small negatives are
+        // rounding, not a server busier than its CPUs.
+        other_load_pct: per_sec_of(&busy)
+            .zip(per_sec_of(&cpu))
+            .filter(|_| samples.iter().any(|s| s.cpus_busy_s > 0.0))
+            .map(|(b, c)| ((b - c) * 100.0).max(0.0)),
         max_procs: samples.iter().map(|s| s.procs).max().unwrap_or(0),
         max_threads: samples.iter().map(|s| s.threads).max().unwrap_or(0),
         // Warmup and window; the teardown after the window (connections closing, processes
@@ -227,7 +237,7 @@ pub(crate) fn run_point(
     std::fs::create_dir_all(&files.dir).map_err(|e| io("creating the output directory", &e))?;
 
     let (mut server, addr) = start_server(point, variant, &bins.server, place, files)?;
-    let mut sampler = Sampler::new(server.id());
+    let mut sampler = Sampler::new(server.id()).watching(place.server_cpus.as_slice());
     let baseline = sampler
         .sample()
         .map_err(|_| Failure::Start(server.stderr_tail()))?;
@@ -477,6 +487,7 @@ mod tests {
             vol_cs: vol,
             invol_cs: vol / 10,
             mem_bytes: mem,
+            cpus_busy_s: cpu * 1.1,
             procs: 1,
             threads: 3,
         }
@@ -510,6 +521,8 @@ mod tests {
         let cv = crate::stats::coefficient_of_variation(&[50.0, 50.0, 100.0, 100.0]).unwrap();
         assert!((c.cpu_cv.unwrap() - cv).abs() < 1e-9);
         assert_eq!(c.peak_mem_bytes, 3_500_000);
+        // The CPUs were 10% busier than the server: 7.5% of a CPU over the window.
+        assert!((c.other_load_pct.unwrap() - 7.5).abs() < 1e-6);
         // Peak in the window (2 CPU-s at 103 s) less the baseline, over 500 connections.
         assert!((c.mem_per_conn_bytes.unwrap() - 2_500_000.0 / 500.0).abs() < 1e-6 * 5000.0);
         assert_eq!(c.cpu_series.len(), 6);
