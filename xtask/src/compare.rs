@@ -34,14 +34,19 @@ pub(crate) fn compare(a: &[Row], b: &[Row], a_name: &str, b_name: &str) -> Strin
     let _ = writeln!(out, "# {b_name} against {a_name}\n");
     let _ = writeln!(
         out,
-        "Ratios are B / A: above 1× B is higher. For throughput higher is better; for latency, CPU and memory lower is better. † marks a client-bound point.\n"
+        "Ratios are B / A: above 1× B is higher. For throughput higher is better; for latency, CPU and memory lower is better. † marks a client-bound point, ‡ one where something else used the server's CPU.\n"
     );
     let _ = writeln!(
         out,
         "| suite | server | point | msgs/s A | msgs/s B | ratio | p99 A | p99 B | ratio | CPU/msg A | CPU/msg B | ratio | mem/conn A | mem/conn B | ratio |"
     );
     let _ = writeln!(out, "|{}", " --- |".repeat(15));
-    let cb = |r: &Row| if r.client_bound { " †" } else { "" };
+    let cb = |r: &Row| match (r.client_bound, r.disturbed()) {
+        (true, true) => " † ‡",
+        (true, false) => " †",
+        (false, true) => " ‡",
+        (false, false) => "",
+    };
     let mut only_b = Vec::new();
     for rb in b {
         let Some(ra) = a
