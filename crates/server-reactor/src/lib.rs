@@ -175,6 +175,7 @@ pub struct Config {
     /// CPUs to pin reactor i to (`for_worker(i)`); the acceptor may run on
     /// any of them.
     pub cpus: Option<CpuList>,
+    /// How connections reach the reactors.
     pub accept: AcceptMode,
     /// Echo: the spin per message, and the message size.
     pub echo: EchoConfig,
@@ -221,7 +222,7 @@ impl Reactors {
             None => Service::Echo(config.echo),
         };
         // Bind first: a port in use fails before any thread exists.
-        let (addr, mut shared, mut own) = match config.accept {
+        let (addr, shared, mut own) = match config.accept {
             AcceptMode::Handoff => {
                 let l = accept::bind_one(config.addr)?;
                 (l.local_addr()?, Some(l), Vec::new())
@@ -239,7 +240,7 @@ impl Reactors {
                     .context("creating a reactor (epoll instance, eventfd)")
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let acceptor = match shared.take() {
+        let acceptor = match shared {
             Some(listener) => {
                 let remotes = reactors.iter().map(Reactor::remote).collect();
                 Some(Acceptor::new(listener, remotes).context("creating the acceptor")?)
