@@ -67,6 +67,8 @@ macro_rules! server_list {
         $crate::$callback! { $args
             threads: "srv-threads" [],
             threads_process: "srv-threads" ["--mode", "process"],
+            reactor: "srv-reactor" [],
+            reactor_reuseport: "srv-reactor" ["--accept", "reuseport"],
             go: "srv-go" [],
         }
     };
