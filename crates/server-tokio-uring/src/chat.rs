@@ -51,19 +51,22 @@ pub(crate) struct Rooms {
 pub(crate) async fn serve(
     stream: TcpStream,
     rooms: &Arc<Rooms>,
-    counters: &Counters,
+    counters: &Arc<Counters>,
 ) -> io::Result<()> {
     let stream = Rc::new(stream);
     let outbox = Outbox::new(rooms.max_pending);
-    let writer = tokio_uring::spawn(write_out(Rc::clone(&stream), outbox.clone()));
+    let writer = tokio_uring::spawn(write_out(
+        Rc::clone(&stream),
+        outbox.clone(),
+        Arc::clone(counters),
+    ));
     let mut calls = HubCalls::new(rooms, &outbox);
     let read = read_commands(&stream, &mut calls, &outbox, counters).await;
     let left = calls.call(Op::Close, &mut Vec::new()).await;
     outbox.reader_done();
-    let (written, wrote) = writer
+    let wrote = writer
         .await
-        .unwrap_or_else(|_| (0, Err(io::Error::other("the writer task failed"))));
-    Counters::add(&counters.bytes_out, written);
+        .unwrap_or_else(|_| Err(io::Error::other("the writer task failed")));
     if outbox.is_cut() {
         Counters::add(&counters.cut, 1);
     }
@@ -114,20 +117,22 @@ async fn read_commands(
 
 /// The writer task: writes what the outbox holds, one batch at a time, until
 /// the reader is done and everything is written, the socket fails, or a cut.
-/// Returns the bytes written and how it ended.
-async fn write_out(stream: Rc<TcpStream>, outbox: Outbox) -> (u64, io::Result<()>) {
+async fn write_out(
+    stream: Rc<TcpStream>,
+    outbox: Outbox,
+    counters: Arc<Counters>,
+) -> io::Result<()> {
     let mut batch = Vec::with_capacity(READ_BUF);
-    let mut written = 0;
     let result = loop {
         match outbox.next(&mut batch) {
             Next::Wait => outbox.writer_notified().await,
             Next::Done => {
                 outbox.writer_done();
-                return (written, Ok(()));
+                return Ok(());
             }
             Next::Cut => break Ok(()),
             Next::Write(taken) => {
-                let len = batch.len() as u64;
+                let len = batch.len();
                 let write = stream.write_all(std::mem::take(&mut batch));
                 tokio::pin!(write);
                 // Wait for the write, unless the connection is cut meanwhile:
@@ -146,7 +151,7 @@ async fn write_out(stream: Rc<TcpStream>, outbox: Outbox) -> (u64, io::Result<()
                 if let Err(e) = result {
                     break Err(e);
                 }
-                written += len;
+                Counters::add(&counters.bytes_out, len as u64);
                 outbox.sent(taken, &mut batch);
             }
         }
@@ -155,7 +160,7 @@ async fn write_out(stream: Rc<TcpStream>, outbox: Outbox) -> (u64, io::Result<()
     // completes its read (and an abandoned write) at once.
     outbox.writer_done();
     let _ = stream.shutdown(Shutdown::Both);
-    (written, result)
+    result
 }
 
 /// A call on the hub through the connection's session.

@@ -39,7 +39,7 @@ const STOP_GRACE: Duration = Duration::from_secs(4);
 #[derive(Debug)]
 pub(crate) struct Service {
     app: App,
-    counters: Counters,
+    counters: Arc<Counters>,
 }
 
 #[derive(Debug)]
@@ -83,7 +83,7 @@ impl Service {
         };
         Ok(Service {
             app,
-            counters: Counters::default(),
+            counters: Arc::default(),
         })
     }
 
