@@ -68,6 +68,9 @@ macro_rules! server_list {
             threads: "srv-threads" [],
             threads_process: "srv-threads" ["--mode", "process"],
             go: "srv-go" [],
+            tokio_multi: "srv-tokio" ["--flavor", "multi"],
+            tokio_per_core: "srv-tokio" ["--flavor", "per-core"],
+            tokio_uring: "srv-tokio-uring" [],
         }
     };
 }
