@@ -33,7 +33,8 @@
 //! into the page cache, cheaper than a hop to another thread) and on the
 //! runtime's blocking pool with `--fsync always`, where each append waits for
 //! `fdatasync(2)` and a worker that waited inline would stall every connection
-//! on its ring. tokio-uring offers no thread-start hook, so with `--cpus` those
+//! on its ring (srv-tokio's `examples/hub_offload.rs` measures both: about 1.5 µs
+//! inline against 11 to 25 µs offloaded without fsync, 0.5 to 1.8 ms with it). tokio-uring offers no thread-start hook, so with `--cpus` those
 //! blocking-pool threads inherit the CPU of the worker that started them.
 #![forbid(unsafe_code)]
 

@@ -53,6 +53,11 @@
 //! goes to `spawn_blocking`, so the workers keep serving the other connections.
 //! (`block_in_place` would avoid moving the session but is not allowed in a
 //! current-thread runtime and would unpin the multi flavor's workers.)
+//!
+//! Measured with `examples/hub_offload.rs` (release, a virtio disk, a busy
+//! 2-core machine): with `--fsync never` a `SAY` costs 1.3 to 4.6 µs inline and
+//! 11 to 25 µs through `spawn_blocking`; with `--fsync always` it costs 0.5 to
+//! 1.8 ms either way, time a worker would otherwise spend blocked.
 #![forbid(unsafe_code)]
 
 mod chat;
