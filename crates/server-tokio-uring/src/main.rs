@@ -24,7 +24,7 @@
 //! The rooms are one `service::hub::Hub` shared by every runtime; a connection's
 //! `Subscriber` is its [`outbox::Outbox`], which another worker's `SAY` can fill
 //! and wake through `tokio::sync::Notify` (Tokio's wakers cross threads; the
-//! worker wakes from its epoll wait, where the ring's eventfd also sits). A reader
+//! worker wakes from its epoll wait, where the ring's own fd is registered too). A reader
 //! task and a writer task share the socket; `chat.rs` says why two.
 //!
 //! Hub calls do blocking file I/O (`write(2)` of a small record for a `SAY`,
