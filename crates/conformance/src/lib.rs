@@ -70,6 +70,9 @@ macro_rules! server_list {
             reactor: "srv-reactor" [],
             reactor_reuseport: "srv-reactor" ["--accept", "reuseport"],
             go: "srv-go" [],
+            tokio_multi: "srv-tokio" ["--flavor", "multi"],
+            tokio_per_core: "srv-tokio" ["--flavor", "per-core"],
+            tokio_uring: "srv-tokio-uring" [],
         }
     };
 }
