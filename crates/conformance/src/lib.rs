@@ -68,6 +68,10 @@ macro_rules! server_list {
             threads: "srv-threads" [],
             threads_process: "srv-threads" ["--mode", "process"],
             go: "srv-go" [],
+            fiber: "srv-fiber" [],
+            fiber_completer: "srv-fiber" ["--completer"],
+            fiber_stealing: "srv-fiber" ["--io-stealing"],
+            fiber_multishot: "srv-fiber" ["--multishot"],
         }
     };
 }
