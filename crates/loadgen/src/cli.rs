@@ -1,0 +1,326 @@
+//! The command line, as scripts and the xtask rely on it:
+//!
+//! ```text
+//! loadgen echo|chat --addr HOST:PORT --conns N [--msg-size 16] [--depth 1]
+//!         [--requests K | --duration SECS] [--warmup SECS] [--rate MSGS_PER_SEC]
+//!         [--threads T] [--cpus LIST] [--json FILE] [--hist FILE] [--hgrm FILE]
+//!         [--interval-log FILE]
+//! loadgen chat ... [--profile ingest|room] [--room-size N] [--byte-rate BYTES_PER_SEC]
+//! ```
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::config::{ChatConfig, ChatProfile, Config, Stop, Workload};
+use crate::error::Error;
+use crate::sys::parse_cpu_list;
+
+/// A latency-correct load generator for the ringside servers.
+#[derive(Debug, Parser)]
+#[command(name = "loadgen", version, about, long_about = None)]
+pub struct Cli {
+    /// The workload.
+    #[command(subcommand)]
+    pub workload: Command,
+}
+
+/// The workloads.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Echo: messages of --msg-size bytes, every reply checked byte for byte.
+    Echo(Common),
+    /// Chat: SAY lines at a byte rate (ingest) or in rooms with fan-out (room).
+    Chat(ChatArgs),
+}
+
+/// Options of the chat workload.
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// Options every workload has.
+    #[command(flatten)]
+    pub common: Common,
+    /// ingest: every connection SAYs at --byte-rate and awaits every ACK; room: connections
+    /// JOIN rooms of --room-size members and SAY, and every member checks it receives every
+    /// message once, in order.
+    #[arg(long, value_enum, default_value_t = Profile::Ingest)]
+    pub profile: Profile,
+    /// Members per room (room profile).
+    #[arg(long, default_value_t = 8)]
+    pub room_size: usize,
+    /// Bytes per second each connection sends (ingest profile); 125000 is 1 Mbit/s.
+    #[arg(long, default_value_t = 125_000.0)]
+    pub byte_rate: f64,
+}
+
+/// The chat profiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Profile {
+    /// Constant byte rate per connection, ACKs counted.
+    Ingest,
+    /// Rooms with fan-out, deliveries checked.
+    Room,
+}
+
+/// Options every workload has.
+#[derive(Debug, Args)]
+pub struct Common {
+    /// The server, HOST:PORT.
+    #[arg(long)]
+    pub addr: String,
+    /// Connections, all established before the clock starts.
+    #[arg(long)]
+    pub conns: usize,
+    /// Bytes per echo message (at least 16: it carries a sequence number and the send time),
+    /// or per chat SAY line, newline included [default: 16 for echo, 64 for chat].
+    #[arg(long)]
+    pub msg_size: Option<usize>,
+    /// Messages in flight per connection.
+    #[arg(long, default_value_t = 1)]
+    pub depth: usize,
+    /// Measured messages per connection (closed loop: the paper's 2500 echoes).
+    #[arg(long, conflicts_with = "duration")]
+    pub requests: Option<u64>,
+    /// Length of the measured window in seconds [default: 10].
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Seconds of load before the measured window, not recorded.
+    #[arg(long, default_value_t = 0.0)]
+    pub warmup: f64,
+    /// Open loop: messages per second in total, spread evenly over the connections; latency
+    /// counts from when each message was due. Without it, the loop is closed.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Worker threads; connections are dealt to them round robin.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// CPUs to pin the workers to, as taskset -c takes them (0 or 0,2 or 0-3).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Write the summary as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the latency histogram, V2-encoded (HdrHistogram), to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub hist: Option<PathBuf>,
+    /// Write the latency percentile table (HdrHistogram .hgrm text, microseconds) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub hgrm: Option<PathBuf>,
+    /// Write per-second latency histograms as an HdrHistogram interval log to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub interval_log: Option<PathBuf>,
+    /// Milliseconds without a reply (while replies are owed) that count as a stall.
+    #[arg(long, default_value_t = 250)]
+    pub stall_ms: u64,
+    /// Seconds without a reply after which a connection is given up.
+    #[arg(long, default_value_t = 10.0)]
+    pub reply_timeout: f64,
+    /// Seconds all connections may take to come up.
+    #[arg(long, default_value_t = 10.0)]
+    pub connect_timeout: f64,
+    /// Seconds replies still owed are waited for after the window.
+    #[arg(long, default_value_t = 2.0)]
+    pub grace: f64,
+    /// The server's pid: its CPU time over the window (from /proc) is reported per message
+    /// beside the client's.
+    #[arg(long, value_name = "PID")]
+    pub server_pid: Option<u32>,
+    /// No progress or warnings on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Where the results go.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outputs {
+    /// `--json`.
+    pub json: Option<PathBuf>,
+    /// `--hist`.
+    pub hist: Option<PathBuf>,
+    /// `--hgrm`.
+    pub hgrm: Option<PathBuf>,
+    /// `--interval-log`.
+    pub interval_log: Option<PathBuf>,
+}
+
+fn secs(name: &str, v: f64) -> Result<Duration, Error> {
+    Duration::try_from_secs_f64(v)
+        .map_err(|_| Error::Config(format!("--{name} must be a number of seconds, not {v}")))
+}
+
+impl Cli {
+    /// The run and the outputs the command line asks for.
+    pub fn config(&self) -> Result<(Config, Outputs), Error> {
+        let (common, workload) = match &self.workload {
+            Command::Echo(c) => (c, Workload::Echo),
+            Command::Chat(chat) => (
+                &chat.common,
+                Workload::Chat(ChatConfig {
+                    profile: match chat.profile {
+                        Profile::Ingest => ChatProfile::Ingest,
+                        Profile::Room => ChatProfile::Room,
+                    },
+                    room_size: chat.room_size,
+                    byte_rate: chat.byte_rate,
+                }),
+            ),
+        };
+        let mut cfg = match workload {
+            Workload::Echo => Config::echo(&common.addr, common.conns),
+            Workload::Chat(chat) => Config::chat(&common.addr, common.conns, chat),
+        };
+        if let Some(size) = common.msg_size {
+            cfg.msg_size = size;
+        }
+        cfg.depth = common.depth;
+        cfg.stop = match (common.requests, common.duration) {
+            (Some(k), _) => Stop::Requests(k),
+            (None, Some(d)) => Stop::Duration(secs("duration", d)?),
+            (None, None) => cfg.stop,
+        };
+        cfg.warmup = secs("warmup", common.warmup)?;
+        cfg.rate = common.rate;
+        cfg.threads = common.threads;
+        if let Some(list) = &common.cpus {
+            cfg.cpus = parse_cpu_list(list).map_err(|e| Error::Config(format!("--cpus: {e}")))?;
+        }
+        cfg.stall = Duration::from_millis(common.stall_ms);
+        cfg.reply_timeout = secs("reply-timeout", common.reply_timeout)?;
+        cfg.connect_timeout = secs("connect-timeout", common.connect_timeout)?;
+        cfg.grace = secs("grace", common.grace)?;
+        if common.interval_log.is_some() {
+            cfg.interval = Some(Duration::from_secs(1));
+        }
+        cfg.progress = !common.quiet;
+        cfg.server_pid = common.server_pid;
+        cfg.validate()?;
+        let outputs = Outputs {
+            json: common.json.clone(),
+            hist: common.hist.clone(),
+            hgrm: common.hgrm.clone(),
+            interval_log: common.interval_log.clone(),
+        };
+        Ok((cfg, outputs))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<(Config, Outputs), String> {
+        let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
+        cli.config().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn echo_defaults() {
+        let (cfg, out) =
+            parse(&["loadgen", "echo", "--addr", "127.0.0.1:1", "--conns", "3"]).unwrap();
+        assert_eq!(
+            cfg,
+            Config {
+                progress: true,
+                ..Config::echo("127.0.0.1:1", 3)
+            }
+        );
+        assert_eq!(out, Outputs::default());
+    }
+
+    #[test]
+    fn every_option_lands() {
+        let (cfg, out) = parse(&[
+            "loadgen",
+            "echo",
+            "--addr",
+            "h:1",
+            "--conns",
+            "100",
+            "--msg-size",
+            "64",
+            "--depth",
+            "4",
+            "--requests",
+            "2500",
+            "--warmup",
+            "1.5",
+            "--rate",
+            "5000",
+            "--threads",
+            "2",
+            "--cpus",
+            "0,2-3",
+            "--json",
+            "s.json",
+            "--hist",
+            "l.hist",
+            "--hgrm",
+            "l.hgrm",
+            "--interval-log",
+            "l.hlog",
+            "--quiet",
+        ])
+        .unwrap();
+        assert_eq!(cfg.msg_size, 64);
+        assert_eq!(cfg.depth, 4);
+        assert_eq!(cfg.stop, Stop::Requests(2500));
+        assert_eq!(cfg.warmup, Duration::from_millis(1500));
+        assert_eq!(cfg.rate, Some(5000.0));
+        assert_eq!(cfg.threads, 2);
+        assert_eq!(cfg.cpus, [0, 2, 3]);
+        assert_eq!(cfg.interval, Some(Duration::from_secs(1)));
+        assert!(!cfg.progress);
+        assert_eq!(out.json, Some(PathBuf::from("s.json")));
+        assert_eq!(out.hist, Some(PathBuf::from("l.hist")));
+        assert_eq!(out.hgrm, Some(PathBuf::from("l.hgrm")));
+        assert_eq!(out.interval_log, Some(PathBuf::from("l.hlog")));
+    }
+
+    #[test]
+    fn chat_options() {
+        let (cfg, _) = parse(&[
+            "loadgen",
+            "chat",
+            "--addr",
+            "h:1",
+            "--conns",
+            "16",
+            "--profile",
+            "room",
+            "--room-size",
+            "4",
+            "--duration",
+            "2",
+        ])
+        .unwrap();
+        assert_eq!(cfg.stop, Stop::Duration(Duration::from_secs(2)));
+        assert_eq!(
+            cfg.workload,
+            Workload::Chat(ChatConfig {
+                profile: ChatProfile::Room,
+                room_size: 4,
+                byte_rate: 125_000.0
+            })
+        );
+    }
+
+    #[test]
+    fn bad_combinations_are_refused() {
+        let base = ["loadgen", "echo", "--addr", "h:1", "--conns"];
+        let bad: &[&[&str]] = &[
+            &["0"],
+            &["1", "--requests", "5", "--duration", "1"],
+            &["1", "--msg-size", "8"],
+            &["1", "--depth", "0"],
+            &["1", "--rate", "0"],
+            &["1", "--duration", "-1"],
+            &["2", "--threads", "3"],
+            &["1", "--cpus", "x"],
+        ];
+        for extra in bad {
+            let args: Vec<&str> = base.iter().chain(extra.iter()).copied().collect();
+            assert!(parse(&args).is_err(), "{args:?} was accepted");
+        }
+    }
+}

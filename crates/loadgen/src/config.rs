@@ -1,0 +1,225 @@
+//! What a run does: the workload, the load shape (closed or open loop), when it stops, and where
+//! its threads run. The command line maps onto [`Config`] one to one; the xtask and the tests
+//! build it directly.
+
+use std::time::Duration;
+
+use crate::error::Error;
+
+/// The traffic each connection generates.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Workload {
+    /// Messages of `msg_size` bytes, each reply checked byte for byte.
+    Echo,
+    /// The chat line protocol.
+    Chat(ChatConfig),
+}
+
+/// The two chat workloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatProfile {
+    /// Every connection `SAY`s at a constant byte rate; every `ACK` is awaited and counted.
+    Ingest,
+    /// Connections join rooms of `room_size` members and `SAY` at the open-loop rate; every
+    /// member must receive every message of its room exactly once, in seq order.
+    Room,
+}
+
+/// Options of the chat workloads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatConfig {
+    /// Which chat workload.
+    pub profile: ChatProfile,
+    /// Members per room (room profile).
+    pub room_size: usize,
+    /// Bytes per second each connection sends (ingest profile); 125 000 is 1 Mbit/s.
+    pub byte_rate: f64,
+}
+
+impl Default for ChatConfig {
+    fn default() -> Self {
+        ChatConfig {
+            profile: ChatProfile::Ingest,
+            room_size: 8,
+            byte_rate: 125_000.0,
+        }
+    }
+}
+
+/// When the sending stops.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stop {
+    /// Each connection sends this many measured messages (after the warmup).
+    Requests(u64),
+    /// Messages are sent for this long after the warmup.
+    Duration(Duration),
+}
+
+/// A run, fully described.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The traffic.
+    pub workload: Workload,
+    /// `HOST:PORT` of the server.
+    pub addr: String,
+    /// Number of connections, all established before the clock starts.
+    pub conns: usize,
+    /// Bytes per echo message; for chat, bytes per `SAY` line, newline included.
+    pub msg_size: usize,
+    /// Messages in flight per connection (closed loop), or at most in flight (open loop).
+    pub depth: usize,
+    /// When sending stops.
+    pub stop: Stop,
+    /// Time after all connections are up and before the measured window; not recorded.
+    pub warmup: Duration,
+    /// Open loop: messages per second in total, spread evenly over the connections. `None`
+    /// is the closed loop.
+    pub rate: Option<f64>,
+    /// Worker threads; connections are dealt to them round robin.
+    pub threads: usize,
+    /// CPUs to pin the workers to, worker `i` to `cpus[i % cpus.len()]`. Empty: not pinned.
+    pub cpus: Vec<usize>,
+    /// How long all connections (and chat handshakes) may take to come up.
+    pub connect_timeout: Duration,
+    /// No byte for this long while replies are owed counts as a stall (the connection goes on).
+    pub stall: Duration,
+    /// No byte for this long while replies are owed gives the connection up.
+    pub reply_timeout: Duration,
+    /// After the window, how long replies still owed are waited for.
+    pub grace: Duration,
+    /// Length of the interval histograms for the interval log; `None` keeps none.
+    pub interval: Option<Duration>,
+    /// Print progress and warnings on stderr.
+    pub progress: bool,
+    /// The server's pid, to read its CPU time over the window from `/proc` and report it
+    /// per message beside the client's.
+    pub server_pid: Option<u32>,
+}
+
+/// The echo message size of the paper's benchmark.
+const DEFAULT_MSG_SIZE: usize = 16;
+
+impl Config {
+    /// An echo run against `addr` with `conns` connections and every other option at its
+    /// command-line default: 16-byte messages, depth 1, closed loop, 10 s, one thread.
+    pub fn echo(addr: impl Into<String>, conns: usize) -> Config {
+        Config {
+            workload: Workload::Echo,
+            addr: addr.into(),
+            conns,
+            msg_size: DEFAULT_MSG_SIZE,
+            depth: 1,
+            stop: Stop::Duration(Duration::from_secs(10)),
+            warmup: Duration::ZERO,
+            rate: None,
+            threads: 1,
+            cpus: Vec::new(),
+            connect_timeout: Duration::from_secs(10),
+            stall: Duration::from_millis(250),
+            reply_timeout: Duration::from_secs(10),
+            grace: Duration::from_secs(2),
+            interval: None,
+            progress: false,
+            server_pid: None,
+        }
+    }
+
+    /// A chat run; like [`Config::echo`] otherwise, with 64-byte lines.
+    pub fn chat(addr: impl Into<String>, conns: usize, chat: ChatConfig) -> Config {
+        Config {
+            workload: Workload::Chat(chat),
+            msg_size: 64,
+            ..Config::echo(addr, conns)
+        }
+    }
+
+    /// Checks everything that does not need the network.
+    pub fn validate(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::Config(m));
+        if self.conns == 0 {
+            return bad("--conns must be at least 1".into());
+        }
+        if self.depth == 0 {
+            return bad("--depth must be at least 1".into());
+        }
+        if self.threads == 0 {
+            return bad("--threads must be at least 1".into());
+        }
+        if self.threads > self.conns {
+            return bad(format!(
+                "--threads {} is more than --conns {}: a thread without connections measures nothing",
+                self.threads, self.conns
+            ));
+        }
+        if let Some(rate) = self.rate {
+            if !(rate.is_finite() && rate > 0.0) {
+                return bad(format!("--rate must be a positive number, not {rate}"));
+            }
+        }
+        match self.stop {
+            Stop::Requests(0) => return bad("--requests must be at least 1".into()),
+            Stop::Duration(d) if d.is_zero() => {
+                return bad("--duration must be more than 0".into());
+            }
+            _ => {}
+        }
+        if self.stall.is_zero() || self.reply_timeout < self.stall {
+            return bad("the stall threshold must be positive and below the reply timeout".into());
+        }
+        if let Some(i) = self.interval {
+            if i < Duration::from_millis(10) {
+                return bad("interval histograms must cover at least 10 ms".into());
+            }
+        }
+        match &self.workload {
+            Workload::Echo => {
+                if self.msg_size < crate::echo::MIN_MSG_SIZE {
+                    return bad(format!(
+                        "--msg-size must be at least {} for echo: each message carries its sequence number and send time",
+                        crate::echo::MIN_MSG_SIZE
+                    ));
+                }
+                if self.msg_size > crate::echo::MAX_MSG_SIZE {
+                    return bad(format!(
+                        "--msg-size must be at most {} for echo",
+                        crate::echo::MAX_MSG_SIZE
+                    ));
+                }
+            }
+            Workload::Chat(chat) => {
+                let longest_room = match chat.profile {
+                    ChatProfile::Ingest => {
+                        if !(chat.byte_rate.is_finite() && chat.byte_rate > 0.0) {
+                            return bad("--byte-rate must be a positive number".into());
+                        }
+                        if self.rate.is_some() {
+                            return bad(
+                                "chat --profile ingest sends at --byte-rate per connection; --rate is for echo and the room profile".into(),
+                            );
+                        }
+                        crate::chat::INGEST_ROOM.to_owned()
+                    }
+                    ChatProfile::Room => {
+                        if chat.room_size < 2 {
+                            return bad("--room-size must be at least 2".into());
+                        }
+                        if self.conns % chat.room_size != 0 {
+                            return bad(format!(
+                                "--conns {} is not a multiple of --room-size {}: every room has the same members",
+                                self.conns, chat.room_size
+                            ));
+                        }
+                        crate::chat::room_name(self.conns / chat.room_size - 1)
+                    }
+                };
+                let (min, max) = crate::chat::line_bounds(&longest_room);
+                if !(min..=max).contains(&self.msg_size) {
+                    return bad(format!(
+                        "--msg-size must be {min} to {max} for this chat run: a SAY line carries its room, a stamp, the connection and a sequence number"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}

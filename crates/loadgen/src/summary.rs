@@ -1,0 +1,260 @@
+//! What a run reports: the [`Summary`] (serialized as the `--json` file) and its human form.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::error::{Fault, FaultCounts};
+use crate::hist::{Histograms, Percentiles};
+
+/// Everything a run measured. Serializes to the `--json` schema; times are microseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// `echo` or `chat`.
+    pub workload: String,
+    /// The chat profile, `ingest` or `room`; absent for echo.
+    pub profile: Option<String>,
+    /// The server address, resolved.
+    pub addr: String,
+    /// Connections asked for.
+    pub conns: usize,
+    /// Connections that came up.
+    pub connected: usize,
+    /// Worker threads.
+    pub threads: usize,
+    /// CPUs the workers were pinned to; empty if not pinned.
+    pub cpus: Vec<usize>,
+    /// Bytes per message (echo) or per `SAY` line (chat).
+    pub msg_size: usize,
+    /// Messages in flight per connection, at most.
+    pub depth: usize,
+    /// `closed` or `open`.
+    pub mode: String,
+    /// Open loop: messages per second asked for, in total.
+    pub rate: Option<f64>,
+    /// Measured messages per connection, for request-count runs.
+    pub requests_per_conn: Option<u64>,
+    /// Warmup before the window, not recorded.
+    pub warmup_secs: f64,
+    /// Length of the measured window: `--duration`, or until the last measured reply.
+    pub window_secs: f64,
+    /// Measured messages whose reply arrived.
+    pub messages: u64,
+    /// `messages / window_secs`.
+    pub throughput_per_sec: f64,
+    /// Messages sent over the whole run, warmup included.
+    pub sent_total: u64,
+    /// Replies received over the whole run, warmup included.
+    pub replies_total: u64,
+    /// Bytes written to the server over the whole run.
+    pub bytes_sent: u64,
+    /// Bytes read from the server over the whole run.
+    pub bytes_received: u64,
+    /// Latency: from the due time in the open loop (coordinated omission counted), from the
+    /// send time in the closed loop.
+    pub latency_us: Percentiles,
+    /// Service time: from the write of a message to its reply.
+    pub service_time_us: Percentiles,
+    /// Chat room profile: from a `SAY` to each other member's `MSG`.
+    pub delivery_latency_us: Option<Percentiles>,
+    /// Chat room profile: measured `MSG` deliveries (each message reaches every other
+    /// member of its room).
+    pub deliveries: u64,
+    /// Faults by kind.
+    pub errors: Errors,
+    /// CPU time of the worker threads over the measured window.
+    pub client_cpu_secs: f64,
+    /// `client_cpu_secs` per measured message, in microseconds.
+    pub client_cpu_per_msg_us: f64,
+    /// The busiest worker's CPU time over its window, as a fraction of one CPU.
+    pub client_cpu_utilization: f64,
+    /// How busy the `--cpus` were over the window, whatever ran on them (from `/proc/stat`).
+    pub client_cpus_busy: Option<f64>,
+    /// The client, not the server, was the bottleneck: a worker or its CPUs were more than
+    /// 90% busy.
+    pub client_bound: bool,
+    /// `--server-pid`: the server process watched.
+    pub server_pid: Option<u32>,
+    /// The server's CPU time (all its threads) over the measured window.
+    pub server_cpu_secs: Option<f64>,
+    /// `server_cpu_secs` per measured message, in microseconds.
+    pub server_cpu_per_msg_us: Option<f64>,
+    /// The soft RLIMIT_NOFILE the run had.
+    pub nofile_limit: u64,
+    /// Things the user should know that did not stop the run.
+    pub warnings: Vec<String>,
+    /// The merged histograms, for `--hist`, `--hgrm` and `--interval-log`.
+    #[serde(skip)]
+    pub histograms: Histograms,
+}
+
+/// Faults by kind. Connection-level kinds count connections; `unanswered` counts messages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Errors {
+    /// Sum of all the kinds below but `stalled`, which does not end a connection.
+    pub total: u64,
+    /// Connections the server refused.
+    pub connect_refused: u64,
+    /// Connections that failed to open some other way.
+    pub connect_failed: u64,
+    /// Connections not up within the connect timeout.
+    pub connect_timeout: u64,
+    /// Connections the server reset.
+    pub reset: u64,
+    /// Connections the server closed while replies were owed.
+    pub closed: u64,
+    /// Connections that received bytes other than those expected.
+    pub corrupt: u64,
+    /// `ERR` replies from a chat server.
+    pub server_error: u64,
+    /// Chat subscribers that missed, repeated or reordered a message.
+    pub delivery: u64,
+    /// Spells of no reply for longer than the stall threshold (the connection went on).
+    pub stalled: u64,
+    /// Connections given up after no reply for the reply timeout.
+    pub timed_out: u64,
+    /// Messages still unanswered when the grace period ended.
+    pub unanswered: u64,
+    /// Other I/O errors.
+    pub io: u64,
+}
+
+impl Errors {
+    pub(crate) fn from_counts(c: &FaultCounts) -> Errors {
+        let n = |f: Fault| c[f.index()];
+        let mut e = Errors {
+            total: 0,
+            connect_refused: n(Fault::ConnectRefused),
+            connect_failed: n(Fault::ConnectFailed),
+            connect_timeout: n(Fault::ConnectTimeout),
+            reset: n(Fault::Reset),
+            closed: n(Fault::Closed),
+            corrupt: n(Fault::Corrupt),
+            server_error: n(Fault::ServerError),
+            delivery: n(Fault::Delivery),
+            stalled: n(Fault::Stalled),
+            timed_out: n(Fault::TimedOut),
+            unanswered: n(Fault::Unanswered),
+            io: n(Fault::Io),
+        };
+        e.total = c.iter().sum::<u64>() - e.stalled;
+        e
+    }
+
+    fn kinds(&self) -> [(&'static str, u64); 12] {
+        [
+            ("refused", self.connect_refused),
+            ("connect failed", self.connect_failed),
+            ("connect timeout", self.connect_timeout),
+            ("reset", self.reset),
+            ("closed by server", self.closed),
+            ("corrupt reply", self.corrupt),
+            ("server ERR", self.server_error),
+            ("delivery gap/repeat/order", self.delivery),
+            ("stalled", self.stalled),
+            ("timed out", self.timed_out),
+            ("unanswered", self.unanswered),
+            ("other I/O", self.io),
+        ]
+    }
+}
+
+impl fmt::Display for Errors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut any = false;
+        for (name, n) in self.kinds() {
+            if n > 0 {
+                write!(f, "{}{name} {n}", if any { ", " } else { "" })?;
+                any = true;
+            }
+        }
+        if !any {
+            f.write_str("none")?;
+        }
+        Ok(())
+    }
+}
+
+fn percentiles(f: &mut fmt::Formatter<'_>, p: &Percentiles) -> fmt::Result {
+    write!(
+        f,
+        "p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  p99.99 {:.1}  p99.999 {:.1}  max {:.1}",
+        p.p50, p.p90, p.p99, p.p99_9, p.p99_99, p.p99_999, p.max
+    )
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match &self.profile {
+            Some(p) => format!("{} {p}", self.workload),
+            None => self.workload.clone(),
+        };
+        let pinned = if self.cpus.is_empty() {
+            "unpinned".to_owned()
+        } else {
+            format!("on CPUs {:?}", self.cpus)
+        };
+        let shape = match self.rate {
+            Some(r) => format!("open loop at {r} msg/s, depth {}", self.depth),
+            None => format!("closed loop, depth {}", self.depth),
+        };
+        writeln!(
+            f,
+            "{what} against {}: {}/{} connections, {} thread(s) {pinned}, {shape}, {}-byte messages",
+            self.addr, self.connected, self.conns, self.threads, self.msg_size
+        )?;
+        writeln!(
+            f,
+            "window    {:.2} s after {:.2} s warmup: {} messages, {:.1} msg/s",
+            self.window_secs, self.warmup_secs, self.messages, self.throughput_per_sec
+        )?;
+        write!(f, "latency   (us) ")?;
+        percentiles(f, &self.latency_us)?;
+        writeln!(f)?;
+        if self.mode == "open" {
+            write!(f, "service   (us) ")?;
+            percentiles(f, &self.service_time_us)?;
+            writeln!(f)?;
+        }
+        if let Some(d) = &self.delivery_latency_us {
+            writeln!(f, "delivered {} MSG lines, each checked", self.deliveries)?;
+            write!(f, "delivery  (us) ")?;
+            percentiles(f, d)?;
+            writeln!(f)?;
+        }
+        writeln!(f, "errors    {}", self.errors)?;
+        let busy = match self.client_cpus_busy {
+            Some(b) => format!(", CPUs {:.0}% busy", b * 100.0),
+            None => String::new(),
+        };
+        write!(
+            f,
+            "client    {:.3} us CPU per message, busiest thread {:.0}% of a CPU{busy}{}",
+            self.client_cpu_per_msg_us,
+            self.client_cpu_utilization * 100.0,
+            if self.client_bound {
+                " -- CLIENT-BOUND: these numbers measure loadgen, not the server"
+            } else {
+                ""
+            }
+        )?;
+        if let (Some(pid), Some(per_msg)) = (self.server_pid, self.server_cpu_per_msg_us) {
+            let ratio = if per_msg > 0.0 {
+                format!(
+                    "; client/server {:.2}",
+                    self.client_cpu_per_msg_us / per_msg
+                )
+            } else {
+                String::new()
+            };
+            write!(
+                f,
+                "\nserver    {per_msg:.3} us CPU per message (pid {pid}, /proc){ratio}"
+            )?;
+        }
+        for w in &self.warnings {
+            write!(f, "\nwarning   {w}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,1317 @@
+//! One worker thread: its share of the connections, one `mio::Poll` over them, its own
+//! histograms and counters.
+//!
+//! The loop is built to cost the client as little as possible per message, since on a small
+//! machine the client's CPU is the benchmark's ceiling:
+//!
+//! - one `epoll_wait` per wakeup, then every ready connection is served: its replies read,
+//!   checked and recorded, and the next messages written, all the messages one connection may
+//!   send in one `write`;
+//! - a read that returns less than the buffer ends the reading of that connection (see
+//!   [`Worker::read`]), so a reply costs one `read`, not a second one that says `EAGAIN`;
+//! - buffers are the worker's and reused: nothing is allocated per message;
+//! - the open-loop schedule is one cursor per worker (see `schedule`), woken on time by a
+//!   `timerfd`, since `epoll_wait` alone only sleeps in whole milliseconds.
+//!
+//! Everything a server does wrong is a [`Fault`] counted against the connection, which is then
+//! closed; the loop ends on time whatever the server does.
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use mio::net::TcpStream;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
+use proto::chat::{Command, LineBuffer, MAX_SERVER_LINE, Reply};
+
+use crate::chat::{self, Member};
+use crate::config::{ChatProfile, Config, Workload};
+use crate::echo::Expect;
+use crate::error::{Error, Fault, FaultCounts};
+use crate::hist::new_histogram;
+use crate::schedule::{Cursor, Schedule};
+use crate::sys;
+
+/// Reads go into a buffer this large; a read that fills it is followed by another.
+const RX_BUF: usize = 64 * 1024;
+/// The token of the worker's timer; connections use their index.
+const TIMER: Token = Token(usize::MAX);
+
+/// What every worker shares, fixed before the first connection is made.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    pub(crate) cfg: Config,
+    pub(crate) addr: SocketAddr,
+    /// The open-loop schedule; `None` in the closed loop.
+    pub(crate) schedule: Option<Schedule>,
+    /// Start of the measured window, nanoseconds after the epoch.
+    pub(crate) warm_ns: u64,
+    /// End of the measured window (duration runs).
+    pub(crate) end_ns: Option<u64>,
+    /// Measured messages per connection (request-count runs).
+    pub(crate) requests: Option<u64>,
+    /// Measured replies so far, per worker, for the progress line.
+    pub(crate) progress: Vec<ProgressSlot>,
+    /// The rooms of the room profile.
+    pub(crate) rooms: Option<Rooms>,
+}
+
+/// What the workers of a room-profile run share to tell when every room has gone quiet.
+///
+/// A member can only know it has received everything once every sender of its room, in
+/// whatever thread, has stopped and had its last `ACK`: then the room's last seq is known,
+/// and the member waits (within the grace period) until it has seen everything up to it.
+#[derive(Debug)]
+pub(crate) struct Rooms {
+    /// Members per room; connection `c` is in room `c / size`.
+    pub(crate) size: usize,
+    /// Per room, one more than the highest seq any sender got acknowledged (0: none).
+    pub(crate) last: Vec<AtomicU64>,
+    /// Workers whose senders have all stopped and been acknowledged.
+    pub(crate) drained: AtomicUsize,
+}
+
+impl Rooms {
+    fn last(&self, room: usize) -> Option<u64> {
+        self.last[room].load(Ordering::Acquire).checked_sub(1)
+    }
+}
+
+/// A counter on a cache line of its own, so that workers storing to theirs do not slow each
+/// other down.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub(crate) struct ProgressSlot(pub(crate) AtomicU64);
+
+/// The main thread's word to a connected worker.
+#[derive(Debug)]
+pub(crate) enum Control {
+    /// Go; the run's clock starts at this instant.
+    Start(Instant),
+    /// Give up: the run cannot go on.
+    Abort,
+}
+
+/// A worker's word to the main thread.
+#[derive(Debug)]
+pub(crate) enum Up {
+    /// The worker finished connecting.
+    Connected(Result<Connected, Error>),
+    /// The worker finished its run.
+    Done(usize, Box<Result<Report, Error>>),
+}
+
+/// How connecting went for one worker.
+#[derive(Debug)]
+pub(crate) struct Connected {
+    pub(crate) ok: usize,
+    pub(crate) faults: FaultCounts,
+    pub(crate) first_error: Option<io::Error>,
+    /// Why the first chat handshake that failed did, if one did.
+    pub(crate) handshake_error: Option<String>,
+}
+
+/// What a worker measured.
+#[derive(Debug)]
+pub(crate) struct Report {
+    pub(crate) latency: Histogram<u64>,
+    pub(crate) service: Histogram<u64>,
+    pub(crate) delivery: Option<Histogram<u64>>,
+    pub(crate) intervals: Vec<Histogram<u64>>,
+    pub(crate) faults: FaultCounts,
+    /// Measured `MSG` deliveries (room profile).
+    pub(crate) deliveries: u64,
+    /// Measured replies.
+    pub(crate) measured: u64,
+    /// Every reply, warmup included.
+    pub(crate) replies: u64,
+    /// Every message sent, warmup included.
+    pub(crate) sent: u64,
+    pub(crate) bytes_written: u64,
+    pub(crate) bytes_read: u64,
+    /// CPU time of this thread over its measured window.
+    pub(crate) cpu_ns: u64,
+    /// Wall time of this thread's measured window.
+    pub(crate) wall_ns: u64,
+    /// When the last measured reply arrived, nanoseconds after the epoch.
+    pub(crate) last_reply_ns: u64,
+}
+
+/// One in-flight message.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Slot {
+    /// When it was due (open loop) or sent (closed loop); the payload carries it.
+    pub(crate) due_ns: u64,
+    /// When it was written.
+    pub(crate) sent_ns: u64,
+    /// Whether its latency counts.
+    pub(crate) measured: bool,
+}
+
+/// The messages of a connection that await their replies, oldest first; replies come back in
+/// the order the messages went out.
+#[derive(Debug)]
+pub(crate) struct Flight {
+    /// A ring of `depth` slots; message `n` lives in `slots[n % depth]`.
+    slots: Box<[Slot]>,
+    /// Messages sent.
+    pub(crate) sent: u64,
+    /// Replies received.
+    pub(crate) answered: u64,
+}
+
+impl Flight {
+    fn new(depth: usize) -> Flight {
+        Flight {
+            slots: vec![Slot::default(); depth].into_boxed_slice(),
+            sent: 0,
+            answered: 0,
+        }
+    }
+
+    pub(crate) fn owed(&self) -> u64 {
+        self.sent - self.answered
+    }
+
+    fn room(&self) -> u64 {
+        self.slots.len() as u64 - self.owed()
+    }
+
+    fn push(&mut self, slot: Slot) {
+        debug_assert!(self.room() > 0);
+        let i = (self.sent % self.slots.len() as u64) as usize;
+        self.slots[i] = slot;
+        self.sent += 1;
+    }
+
+    /// The oldest message still owed a reply.
+    pub(crate) fn oldest(&self) -> Option<Slot> {
+        (self.owed() > 0).then(|| self.slots[(self.answered % self.slots.len() as u64) as usize])
+    }
+
+    /// Marks the oldest message answered and returns it.
+    pub(crate) fn pop(&mut self) -> Option<Slot> {
+        let slot = self.oldest()?;
+        self.answered += 1;
+        Some(slot)
+    }
+}
+
+/// Where replies are recorded.
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    latency: Histogram<u64>,
+    service: Histogram<u64>,
+    /// The histogram of the current interval, when interval histograms are kept.
+    interval: Option<Histogram<u64>>,
+    intervals: Vec<Histogram<u64>>,
+    /// Deliveries to room members, from the stamp in the text.
+    delivery: Option<Histogram<u64>>,
+    deliveries: u64,
+    /// The measured window, nanoseconds after the epoch: deliveries stamped inside count.
+    warm_ns: u64,
+    end_ns: Option<u64>,
+    /// Arrival time of the bytes being processed.
+    pub(crate) now: u64,
+    measured: u64,
+    replies: u64,
+    last_reply_ns: u64,
+}
+
+impl Recorder {
+    fn new(plan: &Plan) -> Recorder {
+        Recorder {
+            latency: new_histogram(),
+            service: new_histogram(),
+            interval: plan.cfg.interval.is_some().then(new_histogram),
+            intervals: Vec::new(),
+            delivery: plan.rooms.is_some().then(new_histogram),
+            deliveries: 0,
+            warm_ns: plan.warm_ns,
+            end_ns: plan.end_ns,
+            now: 0,
+            measured: 0,
+            replies: 0,
+            last_reply_ns: 0,
+        }
+    }
+
+    /// Records the arrival at `self.now` of another member's message stamped `stamp`.
+    fn deliver(&mut self, stamp: u64) {
+        if stamp < self.warm_ns || self.end_ns.is_some_and(|end| stamp >= end) {
+            return;
+        }
+        if let Some(h) = &mut self.delivery {
+            h.saturating_record(self.now.saturating_sub(stamp));
+            self.deliveries += 1;
+        }
+    }
+
+    /// Records the reply to `slot`, arrived at `self.now`.
+    pub(crate) fn reply(&mut self, slot: Slot) {
+        self.replies += 1;
+        if !slot.measured {
+            return;
+        }
+        let latency = self.now.saturating_sub(slot.due_ns);
+        self.latency.saturating_record(latency);
+        self.service
+            .saturating_record(self.now.saturating_sub(slot.sent_ns));
+        if let Some(h) = &mut self.interval {
+            h.saturating_record(latency);
+        }
+        self.measured += 1;
+        self.last_reply_ns = self.now;
+    }
+}
+
+/// The state of one connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Connecting,
+    /// Chat room profile: waiting for `OK` and `JOINED`.
+    Handshake,
+    /// Sending and receiving.
+    Active,
+    /// Sent all its measured messages and got every reply (request-count runs); a room
+    /// member stays open to receive the others' messages.
+    Done,
+    /// Given up after a fault, or never connected.
+    Dead,
+}
+
+/// The protocol side of a connection: how messages are written and replies checked.
+#[derive(Debug)]
+enum Codec {
+    /// `rx_off`: how far into the oldest owed message the replies have got.
+    Echo {
+        rx_off: usize,
+    },
+    Chat(Box<ChatConn>),
+}
+
+/// The chat side of a connection.
+#[derive(Debug)]
+struct ChatConn {
+    lines: LineBuffer,
+    /// Index of the room (0 for the ingest room).
+    room: usize,
+    room_name: String,
+    /// Bytes of the text of every `SAY` to this room.
+    text_len: usize,
+    /// Room profile: the order check, from `JOINED` on.
+    member: Option<Member>,
+    /// Room profile: the `OK` to `NICK` is still to come.
+    awaiting_ok: bool,
+    /// Highest seq acknowledged to this connection.
+    last_ack: Option<u64>,
+}
+
+#[derive(Debug)]
+struct Conn {
+    /// Global connection number, carried in the payload.
+    id: u32,
+    stream: Option<TcpStream>,
+    state: State,
+    flight: Flight,
+    codec: Codec,
+    /// Open loop: messages the schedule has released to this connection.
+    released: u64,
+    /// Open loop: released messages that are measured.
+    released_measured: u64,
+    /// Open loop: whether the schedule has nothing more for this connection.
+    released_all: bool,
+    /// Measured messages sent (request-count runs stop at the count).
+    measured_sent: u64,
+    /// Bytes a short write left behind; written when the socket is writable again.
+    pending: Vec<u8>,
+    /// Since when the connection has owed replies without receiving a byte.
+    idle_since: u64,
+    /// Whether the current idle spell has been counted as a stall.
+    stalled: bool,
+}
+
+/// The worker's thread: its connections, its buffers, its measurements.
+struct Worker<'p> {
+    plan: &'p Plan,
+    index: usize,
+    poll: Poll,
+    events: Events,
+    conns: Vec<Conn>,
+    epoch: Instant,
+    rx: Vec<u8>,
+    tx: Vec<u8>,
+    expect: Expect,
+    /// Chat texts being written or checked.
+    scratch: Vec<u8>,
+    rec: Recorder,
+    faults: FaultCounts,
+    bytes_read: u64,
+    bytes_written: u64,
+    /// Connections that are `Active`.
+    active: usize,
+    /// Replies owed over all active connections.
+    owed: u64,
+    /// Whether the window has begun, and when (thread CPU, wall).
+    window: Option<(u64, u64)>,
+    /// No more messages are sent.
+    stopped: bool,
+    cursor: Option<Cursor>,
+    /// Open-loop connections still being released messages (request-count runs).
+    releasing: usize,
+    timer: Option<TimerFd>,
+    timer_armed: Option<u64>,
+    next_tick: u64,
+    tick: u64,
+    /// When waiting for the last replies (and deliveries) ends, once sending is over.
+    drain_deadline: Option<u64>,
+    /// Room profile: whether this worker has published its rooms' last seqs.
+    published: bool,
+}
+
+/// Runs one worker: connects its connections, reports, waits for the start, runs, reports.
+pub(crate) fn run(
+    plan: Arc<Plan>,
+    index: usize,
+    cpu: Option<usize>,
+    conn_ids: Vec<usize>,
+    up: Sender<Up>,
+    control: Receiver<Control>,
+) {
+    let mut worker = match Worker::new(&plan, index, cpu, &conn_ids) {
+        Ok(w) => w,
+        Err(e) => {
+            // The main thread learns of the failure here; if it is gone there is no one to tell.
+            let _ = up.send(Up::Connected(Err(e)));
+            return;
+        }
+    };
+    let connected = worker.connect_all();
+    if up.send(Up::Connected(Ok(connected))).is_err() {
+        return;
+    }
+    let epoch = match control.recv() {
+        Ok(Control::Start(epoch)) => epoch,
+        Ok(Control::Abort) | Err(_) => return,
+    };
+    let report = worker.measure(epoch);
+    let _ = up.send(Up::Done(index, Box::new(report)));
+}
+
+impl<'p> Worker<'p> {
+    fn new(
+        plan: &'p Plan,
+        index: usize,
+        cpu: Option<usize>,
+        conn_ids: &[usize],
+    ) -> Result<Worker<'p>, Error> {
+        if let Some(cpu) = cpu {
+            sys::pin(&[cpu]).map_err(|e| {
+                Error::Config(format!("cannot pin a worker to CPU {cpu} (--cpus): {e}"))
+            })?;
+        }
+        let cfg = &plan.cfg;
+        let poll = Poll::new().map_err(|e| Error::io("creating an epoll instance", e))?;
+        let timer = match plan.schedule {
+            Some(_) => {
+                let timer = TimerFd::new(
+                    ClockId::CLOCK_MONOTONIC,
+                    TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
+                )
+                .map_err(|e| Error::io("creating a timerfd", e))?;
+                poll.registry()
+                    .register(
+                        &mut SourceFd(&timer.as_fd().as_raw_fd()),
+                        TIMER,
+                        Interest::READABLE,
+                    )
+                    .map_err(|e| Error::io("registering the timerfd", e))?;
+                Some(timer)
+            }
+            None => None,
+        };
+        let conns = conn_ids
+            .iter()
+            .map(|&id| Conn {
+                id: id as u32,
+                stream: None,
+                state: State::Dead,
+                flight: Flight::new(cfg.depth),
+                codec: codec(plan, id),
+                released: 0,
+                released_measured: 0,
+                released_all: false,
+                measured_sent: 0,
+                pending: Vec::new(),
+                idle_since: 0,
+                stalled: false,
+            })
+            .collect();
+        let cursor = plan
+            .schedule
+            .map(|schedule| Cursor::new(schedule, conn_ids.to_vec()));
+        // Check for stalls often enough to see one soon after it passes the threshold, but not
+        // so often that walking the connections costs anything.
+        let tick = (cfg.stall.as_nanos() as u64 / 4).clamp(1_000_000, 50_000_000);
+        Ok(Worker {
+            plan,
+            index,
+            poll,
+            events: Events::with_capacity(1024),
+            conns,
+            epoch: Instant::now(),
+            rx: vec![0; RX_BUF],
+            tx: Vec::with_capacity(RX_BUF),
+            expect: Expect::new(cfg.msg_size),
+            scratch: Vec::new(),
+            rec: Recorder::new(plan),
+            faults: [0; Fault::COUNT],
+            bytes_read: 0,
+            bytes_written: 0,
+            active: 0,
+            owed: 0,
+            window: None,
+            stopped: false,
+            cursor,
+            releasing: 0,
+            timer,
+            timer_armed: None,
+            next_tick: 0,
+            tick,
+            drain_deadline: None,
+            published: false,
+        })
+    }
+
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Opens every connection and waits until each is up (and, in the room profile, has
+    /// joined its room), refused or out of time.
+    fn connect_all(&mut self) -> Connected {
+        let cfg = &self.plan.cfg;
+        let deadline = Instant::now() + cfg.connect_timeout;
+        let mut first_error = None;
+        let mut waiting = 0usize;
+        for (i, conn) in self.conns.iter_mut().enumerate() {
+            let opened = TcpStream::connect(self.plan.addr).and_then(|mut s| {
+                self.poll.registry().register(
+                    &mut s,
+                    Token(i),
+                    Interest::READABLE | Interest::WRITABLE,
+                )?;
+                Ok(s)
+            });
+            match opened {
+                Ok(s) => {
+                    conn.stream = Some(s);
+                    conn.state = State::Connecting;
+                    waiting += 1;
+                }
+                Err(e) => {
+                    self.faults[Fault::of_connect_error(&e).index()] += 1;
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        // Bounded by the deadline: every pass either waits on it or settles a connection.
+        while waiting > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            if let Err(e) = self.poll.poll(&mut self.events, Some(deadline - now)) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                first_error.get_or_insert(e);
+                break;
+            }
+            // As in `measure`: the events move out so that serving them may borrow the worker.
+            let events = std::mem::replace(&mut self.events, Events::with_capacity(0));
+            for ev in events.iter() {
+                let i = ev.token().0;
+                let Some(conn) = self.conns.get_mut(i) else {
+                    continue;
+                };
+                match conn.state {
+                    State::Connecting => {
+                        let Some(stream) = &mut conn.stream else {
+                            continue;
+                        };
+                        match connect_outcome(stream) {
+                            None => continue,
+                            Some(Ok(())) => match start(stream, &conn.codec, conn.id) {
+                                Ok(true) => conn.state = State::Handshake,
+                                Ok(false) => {
+                                    conn.state = State::Active;
+                                    self.active += 1;
+                                    waiting -= 1;
+                                }
+                                Err(e) => {
+                                    self.faults[Fault::ConnectFailed.index()] += 1;
+                                    first_error.get_or_insert(e);
+                                    conn.state = State::Dead;
+                                    conn.stream = None;
+                                    waiting -= 1;
+                                }
+                            },
+                            Some(Err(e)) => {
+                                self.faults[Fault::of_connect_error(&e).index()] += 1;
+                                first_error.get_or_insert(e);
+                                conn.state = State::Dead;
+                                conn.stream = None;
+                                waiting -= 1;
+                            }
+                        }
+                    }
+                    State::Handshake => {
+                        self.read(i);
+                        let conn = &mut self.conns[i];
+                        let joined = match &conn.codec {
+                            Codec::Chat(c) => c.member.is_some(),
+                            Codec::Echo { .. } => true,
+                        };
+                        if conn.state == State::Dead {
+                            waiting -= 1;
+                        } else if joined {
+                            conn.state = State::Active;
+                            self.active += 1;
+                            waiting -= 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            self.events = events;
+        }
+        let mut handshake_error = None;
+        for conn in &mut self.conns {
+            match conn.state {
+                State::Connecting => {
+                    self.faults[Fault::ConnectTimeout.index()] += 1;
+                    first_error.get_or_insert_with(|| {
+                        io::Error::new(io::ErrorKind::TimedOut, "connect timed out")
+                    });
+                }
+                State::Handshake => {
+                    self.faults[Fault::ConnectTimeout.index()] += 1;
+                    handshake_error.get_or_insert_with(|| {
+                        "no OK and JOINED within the connect timeout: is it a chat server?"
+                            .to_owned()
+                    });
+                }
+                _ => continue,
+            }
+            conn.state = State::Dead;
+            conn.stream = None;
+        }
+        if self.active == 0 && handshake_error.is_none() {
+            // Handshakes that ended in a fault (an ERR, a line that is not chat) killed
+            // their connection in `read`.
+            let failed =
+                self.faults[Fault::ServerError.index()] + self.faults[Fault::Corrupt.index()];
+            if failed > 0 {
+                handshake_error = Some(
+                    "the server answered NICK or JOIN with ERR or with a line that is not chat"
+                        .to_owned(),
+                );
+            }
+        }
+        Connected {
+            ok: self.active,
+            faults: self.faults,
+            first_error,
+            handshake_error,
+        }
+    }
+
+    /// The measured run, from the start signal to the end of the grace period.
+    fn measure(mut self, epoch: Instant) -> Result<Report, Error> {
+        self.epoch = epoch;
+        let plan = self.plan;
+        if plan.schedule.is_none() {
+            // The closed loop starts with every connection sending its first messages.
+            let now = self.now();
+            for i in 0..self.conns.len() {
+                self.top_up(i, now);
+            }
+        } else {
+            self.releasing = self.active;
+        }
+        let mut now;
+        // Bounded: every pass waits in `poll` for at most a tick, and the loop ends at the
+        // end of the grace period (duration runs) or when every connection is done or has
+        // been given up for want of replies (request-count runs).
+        loop {
+            now = self.now();
+            self.housekeeping(now);
+            if self.finished(now) {
+                break;
+            }
+            let timeout = self.arm(now)?;
+            if let Err(e) = self.poll.poll(&mut self.events, Some(timeout)) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(Error::io("waiting for events", e));
+            }
+            // The events are moved out for the length of the pass so that serving them may
+            // borrow the worker; the buffer goes back afterwards, so nothing is allocated.
+            let events = std::mem::replace(&mut self.events, Events::with_capacity(0));
+            for ev in events.iter() {
+                let i = ev.token().0;
+                if ev.token() == TIMER || i >= self.conns.len() {
+                    continue;
+                }
+                let mut now = None;
+                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                    now = self.read(i);
+                }
+                if ev.is_writable() && !self.conns[i].pending.is_empty() {
+                    self.flush(i);
+                }
+                // The replies just read were stamped microseconds ago; sending right after
+                // them needs no second clock read.
+                let now = now.unwrap_or_else(|| self.now());
+                self.top_up(i, now);
+            }
+            self.events = events;
+        }
+        Ok(self.report(now))
+    }
+
+    /// Phase changes, the open-loop schedule, the stall check and the interval roll.
+    fn housekeeping(&mut self, now: u64) {
+        let plan = self.plan;
+        if self.window.is_none() && now >= plan.warm_ns {
+            self.window = Some((sys::thread_cpu_ns(), now));
+        }
+        // The schedule goes first: a worker that was not scheduled for a while must still
+        // release every message due before the end of the window, late, rather than drop
+        // them because the clock has passed the end in the meantime.
+        if self.cursor.is_some() {
+            self.release(now);
+        }
+        if let Some(end) = plan.end_ns {
+            let schedule_done = match &self.cursor {
+                Some(c) => self.releasing == 0 || c.peek().at_ns >= end,
+                None => true,
+            };
+            if !self.stopped && now >= end && schedule_done {
+                self.stopped = true;
+            }
+        }
+        if now >= self.next_tick {
+            self.check_idle(now);
+            self.next_tick = now + self.tick;
+        }
+        if let (Some(len), Some(cur)) = (plan.cfg.interval, &mut self.rec.interval) {
+            let len = len.as_nanos() as u64;
+            // Bounded by the number of intervals the run has lasted.
+            while now >= plan.warm_ns + (self.rec.intervals.len() as u64 + 1) * len {
+                self.rec.intervals.push(cur.clone());
+                cur.reset();
+            }
+        }
+        plan.progress[self.index]
+            .0
+            .store(self.rec.measured, Ordering::Relaxed);
+    }
+
+    /// Whether the run is over for this worker: sending is over, and the last replies (and
+    /// in the room profile the last deliveries) are in or the grace period has run out.
+    fn finished(&mut self, now: u64) -> bool {
+        let plan = self.plan;
+        let open = self.conns.iter().any(|c| c.stream.is_some());
+        if !open || (self.active == 0 && plan.rooms.is_none()) {
+            return true;
+        }
+        // Duration runs stop sending at the end of the window; request-count runs when
+        // every connection has sent its count (it is then `Done` or dead).
+        if !(self.stopped || self.active == 0) {
+            return false;
+        }
+        let grace = plan.cfg.grace.as_nanos() as u64;
+        let deadline = *self
+            .drain_deadline
+            .get_or_insert_with(|| match plan.end_ns {
+                Some(end) => end + grace,
+                None => now + grace,
+            });
+        if now >= deadline {
+            return true;
+        }
+        if self.owed > 0 {
+            return false;
+        }
+        let Some(rooms) = &plan.rooms else {
+            return true;
+        };
+        self.publish();
+        rooms.drained.load(Ordering::Acquire) == plan.cfg.threads
+            && self.conns.iter().all(|c| match &c.codec {
+                Codec::Chat(chat) if c.stream.is_some() => chat
+                    .member
+                    .as_ref()
+                    .is_none_or(|m| m.caught_up(rooms.last(chat.room))),
+                _ => true,
+            })
+    }
+
+    /// Room profile: tells the other workers the last seq this worker's senders got
+    /// acknowledged in each room, once, when they have all stopped.
+    fn publish(&mut self) {
+        let Some(rooms) = &self.plan.rooms else {
+            return;
+        };
+        if self.published {
+            return;
+        }
+        self.published = true;
+        for conn in &self.conns {
+            if let Codec::Chat(chat) = &conn.codec {
+                if let Some(last) = chat.last_ack {
+                    rooms.last[chat.room].fetch_max(last + 1, Ordering::AcqRel);
+                }
+            }
+        }
+        rooms.drained.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Sets the timer for the next due message and returns how long `poll` may sleep.
+    fn arm(&mut self, now: u64) -> Result<Duration, Error> {
+        let plan = self.plan;
+        let mut deadline = self.next_tick;
+        if self.window.is_none() {
+            deadline = deadline.min(plan.warm_ns);
+        }
+        if let Some(end) = plan.end_ns {
+            if !self.stopped {
+                deadline = deadline.min(end);
+            }
+        }
+        if let Some(drain) = self.drain_deadline {
+            deadline = deadline.min(drain);
+        }
+        if let (Some(cursor), Some(timer)) = (&self.cursor, &self.timer) {
+            let due = cursor.peek().at_ns;
+            if !self.stopped && self.releasing > 0 && due < deadline {
+                if self.timer_armed != Some(due) {
+                    let wait = Duration::from_nanos(due.saturating_sub(now).max(1));
+                    timer
+                        .set(
+                            Expiration::OneShot(TimeSpec::from_duration(wait)),
+                            TimerSetTimeFlags::empty(),
+                        )
+                        .map_err(|e| Error::io("arming the timerfd", e))?;
+                    self.timer_armed = Some(due);
+                }
+                // The timer wakes the worker on time; `poll` rounds its own timeout up to a
+                // whole millisecond, so it is only the fallback.
+                deadline = due;
+            }
+        }
+        Ok(Duration::from_nanos(deadline.saturating_sub(now)))
+    }
+
+    /// Releases the open-loop messages due by `now` to their connections.
+    fn release(&mut self, now: u64) {
+        let plan = self.plan;
+        let Some(mut cursor) = self.cursor.take() else {
+            return;
+        };
+        // Bounded: each pass moves the cursor past one message due by `now`.
+        while !self.stopped && self.releasing > 0 {
+            let due = cursor.peek();
+            if due.at_ns > now {
+                break;
+            }
+            if plan.end_ns.is_some_and(|end| due.at_ns >= end) {
+                self.stopped = true;
+                break;
+            }
+            cursor.advance();
+            let conn = &mut self.conns[due.local];
+            if conn.state != State::Active || conn.released_all {
+                continue;
+            }
+            conn.released += 1;
+            if due.at_ns >= plan.warm_ns {
+                conn.released_measured += 1;
+                if plan.requests.is_some_and(|k| conn.released_measured >= k) {
+                    conn.released_all = true;
+                    self.releasing -= 1;
+                }
+            }
+            self.top_up(due.local, now);
+        }
+        self.cursor = Some(cursor);
+    }
+
+    /// Sends what connection `i` may send now: up to `depth` in flight, and in the open loop
+    /// no more than the schedule has released. All of it goes out in one write.
+    fn top_up(&mut self, i: usize, now: u64) {
+        let plan = self.plan;
+        let cfg = &plan.cfg;
+        let conn = &mut self.conns[i];
+        if conn.state != State::Active {
+            return;
+        }
+        let mut n = conn.flight.room();
+        match plan.schedule {
+            Some(_) => n = n.min(conn.released - conn.flight.sent),
+            None => {
+                if self.stopped || plan.end_ns.is_some_and(|end| now >= end) {
+                    n = 0;
+                } else if let Some(k) = plan.requests {
+                    if now >= plan.warm_ns {
+                        n = n.min(k - conn.measured_sent);
+                    }
+                }
+            }
+        }
+        if n == 0 {
+            return;
+        }
+        if conn.flight.owed() == 0 {
+            conn.idle_since = now;
+        }
+        self.tx.clear();
+        for _ in 0..n {
+            let seq = conn.flight.sent;
+            let due_ns = match &plan.schedule {
+                Some(s) => s.due_ns(conn.id as usize, seq),
+                None => now,
+            };
+            let measured = due_ns >= plan.warm_ns && plan.end_ns.is_none_or(|end| due_ns < end);
+            conn.measured_sent += u64::from(measured);
+            conn.flight.push(Slot {
+                due_ns,
+                sent_ns: now,
+                measured,
+            });
+            match &conn.codec {
+                Codec::Echo { .. } => {
+                    let at = self.tx.len();
+                    self.tx.resize(at + cfg.msg_size, 0);
+                    crate::echo::encode(conn.id, seq, due_ns, &mut self.tx[at..]);
+                }
+                Codec::Chat(chat) => chat::encode_say(
+                    &chat.room_name,
+                    conn.id,
+                    seq,
+                    due_ns,
+                    cfg.msg_size,
+                    &mut self.scratch,
+                    &mut self.tx,
+                ),
+            }
+        }
+        self.owed += n;
+        if conn.pending.is_empty() {
+            let tx = std::mem::take(&mut self.tx);
+            self.write(i, &tx);
+            self.tx = tx;
+        } else {
+            // The socket is full; these go out behind the earlier bytes when it drains.
+            conn.pending.extend_from_slice(&self.tx);
+        }
+    }
+
+    /// Writes `bytes` to connection `i` until they are all out or the socket is full; what
+    /// does not fit waits in `pending` for the socket to become writable.
+    fn write(&mut self, i: usize, bytes: &[u8]) {
+        let conn = &mut self.conns[i];
+        let Some(stream) = &mut conn.stream else {
+            return;
+        };
+        let mut off = 0;
+        // Bounded: each pass writes at least one byte or leaves.
+        while off < bytes.len() {
+            match stream.write(&bytes[off..]) {
+                Ok(0) => {
+                    self.kill(i, Fault::Closed);
+                    return;
+                }
+                Ok(n) => {
+                    off += n;
+                    self.bytes_written += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.kill(i, Fault::of_io_error(&e));
+                    return;
+                }
+            }
+        }
+        if off < bytes.len() {
+            conn.pending.extend_from_slice(&bytes[off..]);
+        }
+    }
+
+    /// Writes what a short write left behind, now that the socket has room.
+    fn flush(&mut self, i: usize) {
+        let pending = std::mem::take(&mut self.conns[i].pending);
+        self.write(i, &pending);
+        let conn = &mut self.conns[i];
+        if conn.pending.is_empty() {
+            // Keep the allocation for the next time the socket fills up.
+            conn.pending = pending;
+            conn.pending.clear();
+        }
+    }
+
+    /// Reads and checks the replies waiting on connection `i`; returns when the last bytes
+    /// arrived, if any did.
+    fn read(&mut self, i: usize) -> Option<u64> {
+        let plan = self.plan;
+        let mut arrived = None;
+        // Bounded: a read that does not fill the buffer ends the loop; an echo or ingest peer
+        // cannot fill it forever without sending bytes nobody asked for (a fault), and a room
+        // peer only as long as the room's other members keep talking.
+        loop {
+            let conn = &mut self.conns[i];
+            let Some(stream) = &mut conn.stream else {
+                return arrived;
+            };
+            match stream.read(&mut self.rx) {
+                Ok(0) => {
+                    self.kill(i, Fault::Closed);
+                    return arrived;
+                }
+                Ok(n) => {
+                    let now = self.epoch.elapsed().as_nanos() as u64;
+                    arrived = Some(now);
+                    self.bytes_read += n as u64;
+                    self.rec.now = now;
+                    let before = conn.flight.answered;
+                    let outcome = match &mut conn.codec {
+                        Codec::Echo { rx_off } => echo_replies(
+                            conn.id,
+                            rx_off,
+                            &self.rx[..n],
+                            &mut conn.flight,
+                            &mut self.rec,
+                            &mut self.expect,
+                            plan.cfg.msg_size,
+                        ),
+                        Codec::Chat(chat) => chat_lines(
+                            conn.id,
+                            chat,
+                            &self.rx[..n],
+                            &mut conn.flight,
+                            &mut self.rec,
+                            &mut self.scratch,
+                            plan,
+                        ),
+                    };
+                    self.owed -= conn.flight.answered - before;
+                    conn.idle_since = now;
+                    conn.stalled = false;
+                    if let Err(fault) = outcome {
+                        self.kill(i, fault);
+                        return arrived;
+                    }
+                    if let (Some(k), State::Active) = (plan.requests, conn.state) {
+                        let all_sent = match plan.schedule {
+                            Some(_) => conn.released_all && conn.flight.sent == conn.released,
+                            None => conn.measured_sent >= k,
+                        };
+                        if all_sent && conn.flight.owed() == 0 {
+                            conn.state = State::Done;
+                            self.active -= 1;
+                            // A room member stays to receive the others' messages.
+                            if plan.rooms.is_none() {
+                                if let Some(mut s) = conn.stream.take() {
+                                    // Deregistering can only fail for a socket epoll no
+                                    // longer holds; dropping it closes it either way.
+                                    let _ = self.poll.registry().deregister(&mut s);
+                                }
+                                return arrived;
+                            }
+                        }
+                    }
+                    // A short read took everything the socket held: TCP hands over all
+                    // queued bytes up to the buffer size, and bytes that arrive later raise
+                    // a new edge. Skipping the read that would say EAGAIN saves a system
+                    // call per wakeup.
+                    if n < self.rx.len() {
+                        return arrived;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return arrived,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.kill(i, Fault::of_io_error(&e));
+                    return arrived;
+                }
+            }
+        }
+    }
+
+    /// Counts stalls, and gives up connections that have owed replies for too long.
+    fn check_idle(&mut self, now: u64) {
+        let cfg = &self.plan.cfg;
+        let stall = cfg.stall.as_nanos() as u64;
+        let give_up = cfg.reply_timeout.as_nanos() as u64;
+        for i in 0..self.conns.len() {
+            let conn = &mut self.conns[i];
+            if conn.state != State::Active || conn.flight.owed() == 0 {
+                continue;
+            }
+            let idle = now.saturating_sub(conn.idle_since);
+            if idle >= give_up {
+                self.kill(i, Fault::TimedOut);
+            } else if idle >= stall && !conn.stalled {
+                conn.stalled = true;
+                self.faults[Fault::Stalled.index()] += 1;
+            }
+        }
+    }
+
+    /// Counts `fault` and closes connection `i`.
+    fn kill(&mut self, i: usize, fault: Fault) {
+        let conn = &mut self.conns[i];
+        if conn.stream.is_none() {
+            return;
+        }
+        self.faults[fault.index()] += 1;
+        if conn.state == State::Active {
+            self.owed -= conn.flight.owed();
+            self.active -= 1;
+            if self.cursor.is_some() && !conn.released_all {
+                conn.released_all = true;
+                self.releasing -= 1;
+            }
+        }
+        conn.state = State::Dead;
+        if let Some(mut s) = conn.stream.take() {
+            // As in `read`: closing does not depend on deregistering.
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+    }
+
+    fn report(mut self, now: u64) -> Report {
+        let cpu_end = sys::thread_cpu_ns();
+        // Workers waiting for this one's rooms must not wait out their grace period.
+        self.publish();
+        for conn in &self.conns {
+            if conn.state == State::Active {
+                self.faults[Fault::Unanswered.index()] += conn.flight.owed();
+            }
+            if let (Some(rooms), Codec::Chat(chat), Some(_)) =
+                (&self.plan.rooms, &conn.codec, &conn.stream)
+            {
+                if let Some(m) = &chat.member {
+                    if !m.caught_up(rooms.last(chat.room)) {
+                        self.faults[Fault::Delivery.index()] += 1;
+                    }
+                }
+            }
+        }
+        let (cpu_ns, wall_ns) = match self.window {
+            Some((cpu0, t0)) => (cpu_end.saturating_sub(cpu0), now.saturating_sub(t0)),
+            None => (0, 0),
+        };
+        if let Some(cur) = self.rec.interval.take() {
+            if !cur.is_empty() {
+                self.rec.intervals.push(cur);
+            }
+        }
+        let sent = self.conns.iter().map(|c| c.flight.sent).sum();
+        self.plan.progress[self.index]
+            .0
+            .store(self.rec.measured, Ordering::Relaxed);
+        Report {
+            latency: self.rec.latency,
+            service: self.rec.service,
+            delivery: self.rec.delivery,
+            intervals: self.rec.intervals,
+            faults: self.faults,
+            deliveries: self.rec.deliveries,
+            measured: self.rec.measured,
+            replies: self.rec.replies,
+            sent,
+            bytes_written: self.bytes_written,
+            bytes_read: self.bytes_read,
+            cpu_ns,
+            wall_ns,
+            last_reply_ns: self.rec.last_reply_ns,
+        }
+    }
+}
+
+/// Checks the echo bytes `data` against the messages owed, and records every reply they
+/// complete. `rx_off` is how far into the oldest owed message earlier bytes got.
+fn echo_replies(
+    conn: u32,
+    rx_off: &mut usize,
+    mut data: &[u8],
+    flight: &mut Flight,
+    rec: &mut Recorder,
+    expect: &mut Expect,
+    msg_size: usize,
+) -> Result<(), Fault> {
+    // Bounded: each pass consumes at least one byte.
+    while !data.is_empty() {
+        // Bytes nobody asked for are as wrong as wrong bytes.
+        let Some(slot) = flight.oldest() else {
+            return Err(Fault::Corrupt);
+        };
+        let take = data.len().min(msg_size - *rx_off);
+        if !expect.matches(conn, flight.answered, slot.due_ns, *rx_off, &data[..take]) {
+            return Err(Fault::Corrupt);
+        }
+        *rx_off += take;
+        data = &data[take..];
+        if *rx_off == msg_size {
+            *rx_off = 0;
+            if let Some(slot) = flight.pop() {
+                rec.reply(slot);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks the chat lines in `data` and records every `ACK` and `MSG` they hold.
+fn chat_lines(
+    me: u32,
+    chat: &mut ChatConn,
+    data: &[u8],
+    flight: &mut Flight,
+    rec: &mut Recorder,
+    scratch: &mut Vec<u8>,
+    plan: &Plan,
+) -> Result<(), Fault> {
+    let ChatConn {
+        lines,
+        room,
+        room_name,
+        text_len,
+        member,
+        awaiting_ok,
+        last_ack,
+    } = chat;
+    lines.extend_from_slice(data);
+    // Bounded by the lines in `data` and before it.
+    while let Some(line) = lines.next_line() {
+        let line = line.map_err(|_| Fault::Corrupt)?;
+        match Reply::parse(line).map_err(|_| Fault::Corrupt)? {
+            Reply::Ack { room: r, seq } => {
+                if r != room_name.as_str() || last_ack.is_some_and(|last| seq <= last) {
+                    return Err(Fault::Corrupt);
+                }
+                *last_ack = Some(seq);
+                if let Some(m) = member {
+                    m.on_ack(seq).map_err(|_| Fault::Delivery)?;
+                }
+                let slot = flight.pop().ok_or(Fault::Corrupt)?;
+                rec.reply(slot);
+            }
+            Reply::Msg {
+                room: r,
+                seq,
+                name,
+                text,
+            } => {
+                let (Some(m), Some(rooms)) = (member.as_mut(), &plan.rooms) else {
+                    return Err(Fault::Corrupt);
+                };
+                if r != room_name.as_str() {
+                    return Err(Fault::Corrupt);
+                }
+                let f = chat::parse_text(text, *text_len, scratch).ok_or(Fault::Corrupt)?;
+                let from_my_room = f.conn as usize / rooms.size == *room;
+                let named = name.strip_prefix('c').and_then(|n| n.parse::<u32>().ok());
+                if f.conn == me || !from_my_room || named != Some(f.conn) {
+                    return Err(Fault::Corrupt);
+                }
+                m.on_msg(seq).map_err(|_| Fault::Delivery)?;
+                rec.deliver(f.stamp);
+            }
+            Reply::Ok if *awaiting_ok => *awaiting_ok = false,
+            Reply::Joined { room: r, next }
+                if !*awaiting_ok && member.is_none() && r == room_name.as_str() =>
+            {
+                *member = Some(Member::new(next));
+            }
+            Reply::Err { .. } => return Err(Fault::ServerError),
+            _ => return Err(Fault::Corrupt),
+        }
+    }
+    Ok(())
+}
+
+/// The protocol side of connection `id`.
+fn codec(plan: &Plan, id: usize) -> Codec {
+    match &plan.cfg.workload {
+        Workload::Echo => Codec::Echo { rx_off: 0 },
+        Workload::Chat(c) => {
+            let (room, room_name) = match c.profile {
+                ChatProfile::Ingest => (0, chat::INGEST_ROOM.to_owned()),
+                ChatProfile::Room => (id / c.room_size, chat::room_name(id / c.room_size)),
+            };
+            Codec::Chat(Box::new(ChatConn {
+                lines: LineBuffer::new(MAX_SERVER_LINE),
+                room,
+                text_len: plan.cfg.msg_size - chat::overhead(&room_name),
+                room_name,
+                member: None,
+                awaiting_ok: c.profile == ChatProfile::Room,
+                last_ack: None,
+            }))
+        }
+    }
+}
+
+/// Readies a connected socket: `TCP_NODELAY`, and in the room profile the `NICK` and `JOIN`
+/// lines. Returns whether a handshake is under way.
+fn start(stream: &mut TcpStream, codec: &Codec, id: u32) -> io::Result<bool> {
+    // Every ringside server sets TCP_NODELAY; the client does too, so that a small message
+    // is never held back waiting for an ACK.
+    stream.set_nodelay(true)?;
+    let Codec::Chat(chat) = codec else {
+        return Ok(false);
+    };
+    if !chat.awaiting_ok {
+        return Ok(false);
+    }
+    let mut out = Vec::new();
+    Command::Nick {
+        name: &chat::nick(id),
+    }
+    .encode(&mut out);
+    Command::Join {
+        room: &chat.room_name,
+        since: chat::NO_REPLAY,
+    }
+    .encode(&mut out);
+    // A fresh socket has room for these few bytes; a short write here is a failure.
+    stream.write_all(&out)?;
+    Ok(true)
+}
+
+/// Whether a connecting socket is up: `None` while the handshake is still going on.
+fn connect_outcome(stream: &TcpStream) -> Option<io::Result<()>> {
+    match stream.take_error() {
+        Ok(Some(e)) | Err(e) => return Some(Err(e)),
+        Ok(None) => {}
+    }
+    match stream.peer_addr() {
+        Ok(_) => Some(Ok(())),
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => None,
+        Err(e) => Some(Err(e)),
+    }
+}
