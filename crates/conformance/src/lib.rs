@@ -73,6 +73,10 @@ macro_rules! server_list {
             tokio_multi: "srv-tokio" ["--flavor", "multi"],
             tokio_per_core: "srv-tokio" ["--flavor", "per-core"],
             tokio_uring: "srv-tokio-uring" [],
+            fiber: "srv-fiber" [],
+            fiber_completer: "srv-fiber" ["--completer"],
+            fiber_stealing: "srv-fiber" ["--io-stealing"],
+            fiber_multishot: "srv-fiber" ["--multishot"],
         }
     };
 }
