@@ -211,6 +211,9 @@ impl TcpStream {
             };
             let result = driver::wait_data(&armed);
             let more = matches!(&result, Ok((_, flags, _)) if op::cqe_more(*flags));
+            // Cancelled because this reader fell behind (`RECV_BACKLOG`), not by a shutdown
+            // (which fails the re-armed recv at once, so this cannot loop).
+            let throttled = !more && armed.op.throttled();
             if more {
                 st.armed = Some(armed);
             }
@@ -225,6 +228,8 @@ impl TcpStream {
                 }
                 // The ring ran out of provided buffers and the multishot ended: re-arm.
                 Ok((res, _, _)) if res == -libc::ENOBUFS => {}
+                // Everything received before the cancel has been read: re-arm.
+                Ok((res, _, _)) if res == -libc::ECANCELED && throttled => {}
                 Ok((res, _, _)) => return Err(io::Error::from_raw_os_error(-res)),
                 Err(e) => return Err(e),
             }

@@ -383,6 +383,7 @@ impl WorkerCtx {
     }
 
     fn push_remote_cancels(&self) {
+        self.ring.cancel_throttled();
         let pending = std::mem::take(&mut *lock(&self.rt.workers[self.index].cancels));
         for op in pending {
             if !op.is_done() {
@@ -411,6 +412,7 @@ impl WorkerCtx {
             || !rt.injector.is_empty()
             || rt.stealers.iter().any(|s| !s.is_empty())
             || !lock(&rt.workers[self.index].cancels).is_empty()
+            || self.ring.shared().has_throttled()
     }
 
     /// During shutdown, when no fiber is runnable and no I/O is in flight anywhere, tears the

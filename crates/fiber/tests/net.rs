@@ -278,3 +278,79 @@ fn multishot_recv_carries_a_large_transfer_through_a_buffer_shortage() {
         "{stats}"
     );
 }
+
+/// A multishot recv whose reader stops reading (it waits on something else) stops
+/// receiving after a bounded backlog: the sender stalls on TCP flow control instead of the
+/// runtime buffering everything it sends. Afterwards every byte still arrives, in order.
+#[test]
+fn multishot_recv_stops_receiving_for_a_reader_that_does_not_read() {
+    require_io_uring!();
+    let rt = fiber::Runtime::builder()
+        .workers(1)
+        .multishot(true)
+        .build()
+        .unwrap();
+    // Far beyond the socket buffers and the runtime's backlog: reaching it means the data
+    // is being buffered without bound.
+    const UNBOUNDED: usize = 64 << 20;
+    let stall = std::time::Duration::from_millis(300);
+    let pattern = |i: usize| (i % 253) as u8;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (go_tx, go_rx) = fiber::sync::channel::<()>(1);
+    let reader = rt.spawn(move || -> std::io::Result<usize> {
+        let (s, _) = listener.accept()?;
+        let mut buf = vec![0u8; 16 * 1024];
+        // The first read arms the multishot recv; then this fiber looks away.
+        let mut got = s.read(&mut buf)?;
+        let _ = go_rx.recv();
+        loop {
+            let n = s.read(&mut buf)?;
+            if n == 0 {
+                return Ok(got);
+            }
+            for (k, b) in buf[..n].iter().enumerate() {
+                assert_eq!(*b, pattern(got + k), "byte {}", got + k);
+            }
+            got += n;
+        }
+    });
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_write_timeout(Some(stall)).unwrap();
+    let chunk_len = 64 * 1024;
+    let mut sent = 0usize;
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    let stalled = loop {
+        if sent >= UNBOUNDED || std::time::Instant::now() > deadline {
+            break false;
+        }
+        let chunk: Vec<u8> = (sent..sent + chunk_len).map(pattern).collect();
+        let began = std::time::Instant::now();
+        match s.write(&chunk) {
+            Ok(n) if began.elapsed() >= stall => {
+                sent += n;
+                break true;
+            }
+            Ok(n) => sent += n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                break true;
+            }
+            Err(e) => panic!("flood write: {e}"),
+        }
+    };
+    go_tx.send(()).unwrap();
+    s.shutdown(Shutdown::Write).unwrap();
+    let got = join(reader).unwrap();
+    assert!(
+        stalled,
+        "the runtime took {} MiB for a reader that does not read",
+        sent >> 20
+    );
+    assert_eq!(got, sent);
+    eprintln!("stalled after {} KiB; {}", sent >> 10, rt.stats());
+}

@@ -51,6 +51,13 @@ const _: () = assert!(
 /// Largest single read or write handed to the kernel.
 pub(crate) const MAX_IO: usize = 1 << 20;
 
+/// Bytes a multishot recv may hold received and not yet read before it is cancelled. Past
+/// this the connection's reader is not keeping up (it may be blocked writing to a peer that
+/// does not read), and receiving more would buffer without bound instead of leaving the data
+/// in the socket, where TCP flow control pushes back on the sender. The reader re-arms the
+/// recv once it has consumed what was buffered.
+pub(crate) const RECV_BACKLOG: usize = 64 * 1024;
+
 /// A heap buffer the kernel may write while an operation is in flight. It is reachable only
 /// through raw pointers meanwhile, so no Rust reference aliases the kernel's writes.
 ///
@@ -263,6 +270,12 @@ struct State {
     waiter: Option<Waker>,
     /// Bytes the kernel reported for the last completion (what a read wrote).
     written: usize,
+    /// # Invariant
+    /// The sum of the lengths of the provided-buffer data in `results`.
+    buffered: usize,
+    /// Set once `buffered` passed [`RECV_BACKLOG`] and the op was handed to its ring for
+    /// cancellation; its final CQE (`-ECANCELED`) then means "read on, then re-arm".
+    throttled: bool,
 }
 
 /// One result of an op: `(res, flags, bytes of the provided buffer the CQE selected)`.
@@ -365,6 +378,8 @@ impl Op {
                 results: Results::default(),
                 waiter: None,
                 written: 0,
+                buffered: 0,
+                throttled: false,
             }),
             mem,
             kind,
@@ -404,6 +419,7 @@ impl Op {
     ) -> Result<Option<Completion>, ()> {
         let mut st = self.lock();
         if let Some(r) = st.results.pop_front() {
+            st.buffered -= r.2.as_ref().map_or(0, Vec::len);
             return Ok(Some(r));
         }
         if st.phase == Phase::Done {
@@ -415,15 +431,30 @@ impl Op {
         Ok(None)
     }
 
-    /// Records a CQE. Returns the waiter to wake.
-    fn complete(&self, res: i32, flags: u32, last: bool, data: Option<Vec<u8>>) -> Option<Waker> {
+    /// Whether the op was cancelled because its reader fell behind (see [`RECV_BACKLOG`]).
+    pub(crate) fn throttled(&self) -> bool {
+        self.lock().throttled
+    }
+
+    /// Records a CQE. Returns the waiter to wake, and whether the op now holds so much unread
+    /// data that it must be cancelled (once).
+    fn complete(
+        &self,
+        res: i32,
+        flags: u32,
+        last: bool,
+        data: Option<Vec<u8>>,
+    ) -> (Option<Waker>, bool) {
         let mut st = self.lock();
+        st.buffered += data.as_ref().map_or(0, Vec::len);
         st.results.push_back((res, flags, data));
         st.written = usize::try_from(res).unwrap_or(0);
         if last {
             st.phase = Phase::Done;
         }
-        st.waiter.take()
+        let throttle = !last && !st.throttled && st.buffered > RECV_BACKLOG;
+        st.throttled |= throttle;
+        (st.waiter.take(), throttle)
     }
 
     /// Copies the bytes a completed read left in the op's buffer into `dst` (at most `n`,
@@ -706,6 +737,9 @@ pub(crate) enum Reaped {
         waiter: Option<Waker>,
         internal: bool,
         last: bool,
+        /// A multishot recv whose unread data passed [`RECV_BACKLOG`]: the ring's owner
+        /// must cancel it.
+        throttle: Option<Arc<Op>>,
     },
     /// A wake-up message arrived.
     Wake,
@@ -737,11 +771,12 @@ pub(crate) unsafe fn decode(user_data: u64, res: i32, flags: u32, data: Option<V
                     Arc::from_raw(ptr)
                 }
             };
-            let waiter = op.complete(res, flags, last, data);
+            let (waiter, throttle) = op.complete(res, flags, last, data);
             Reaped::Op {
                 waiter,
                 internal: op.internal,
                 last,
+                throttle: throttle.then(|| Arc::clone(&op)),
             }
         }
         TAG_WAKE => Reaped::Wake,

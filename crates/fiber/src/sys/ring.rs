@@ -11,13 +11,13 @@ use std::cell::Cell;
 use std::io;
 use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use io_uring::{IoUring, Probe, opcode};
 
 use super::bufring::{BGID, BufRing};
-use super::op::{self, Reaped, Sqe};
+use super::op::{self, Op, Reaped, Sqe};
 use crate::park::Waker;
 
 /// Ring setup options, as the runtime builder passes them down.
@@ -93,6 +93,12 @@ pub(crate) struct RingShared {
     cq_lock: AtomicBool,
     /// User operations pushed and not yet finally completed.
     in_flight: AtomicUsize,
+    /// Multishot recvs whose reader fell behind, to be cancelled by the owner (whoever
+    /// reaped the CQE that found them so, but only the owner may touch the SQ).
+    throttled: Mutex<Vec<Arc<Op>>>,
+    /// Whether `throttled` may be non-empty: the owner checks this every round, the lock
+    /// only when it is set.
+    has_throttled: AtomicBool,
     /// Provided buffers for multishot recv. Declared after `uring` so that it is unmapped
     /// only after the ring is closed.
     bufs: Option<BufRing>,
@@ -144,6 +150,12 @@ impl RingShared {
         self.in_flight.load(Ordering::Acquire)
     }
 
+    /// Whether multishot recvs wait to be cancelled for falling behind (see
+    /// [`RingOwner::cancel_throttled`]).
+    pub(crate) fn has_throttled(&self) -> bool {
+        self.has_throttled.load(Ordering::Acquire)
+    }
+
     /// Reaps up to `max` CQEs if nobody else is reaping this ring. Each op's waiter goes to
     /// `wake`. Returns `None` if another thread holds the CQ lock.
     pub(crate) fn try_reap(&self, max: usize, mut wake: impl FnMut(Waker)) -> Option<ReapCount> {
@@ -172,7 +184,15 @@ impl RingShared {
                     waiter,
                     internal,
                     last,
+                    throttle,
                 } => {
+                    if let Some(op) = throttle {
+                        self.throttled
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(op);
+                        self.has_throttled.store(true, Ordering::Release);
+                    }
                     // Wake first, then drop the in-flight count: whoever sees the count at
                     // zero (shutdown's quiescence check) then also sees the woken fiber queued.
                     if let Some(w) = waiter {
@@ -274,6 +294,8 @@ impl RingOwner {
                 uring,
                 cq_lock: AtomicBool::new(false),
                 in_flight: AtomicUsize::new(0),
+                throttled: Mutex::new(Vec::new()),
+                has_throttled: AtomicBool::new(false),
                 bufs,
             }),
             pending: Cell::new(0),
@@ -322,6 +344,28 @@ impl RingOwner {
             drop(unsafe { op::from_unpushed(ud) });
         }
         Err(io::Error::other("io_uring submission queue stays full"))
+    }
+
+    /// Pushes an ASYNC_CANCEL for every multishot recv a reaper found too far ahead of its
+    /// reader (`op::RECV_BACKLOG`). A thief or the Completer that reaps such a CQE while
+    /// this owner falls asleep does not wake it: the recv's next CQE does, and the owner
+    /// then gets here before it sleeps again.
+    pub(crate) fn cancel_throttled(&self) {
+        if !self.shared.has_throttled.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let ops = std::mem::take(
+            &mut *self
+                .shared
+                .throttled
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for op in ops {
+            if !op.is_done() {
+                let _ = self.push(Sqe::cancel(&op));
+            }
+        }
     }
 
     /// Whether an `io_uring_enter` is needed to make progress: SQEs to submit, deferred task

@@ -1,0 +1,27 @@
+//! `srv-fiber`: echo and chat on the fiber runtime (`crates/fiber`), a fiber per
+//! connection. The connection code is written in blocking style and is the very code
+//! srv-threads runs on OS threads (`service::echo::serve_blocking`,
+//! `service::blocking`): only the runtime differs.
+#![forbid(unsafe_code)]
+
+mod serve;
+mod wakeup;
+
+use clap::Parser;
+
+/// A fiber per connection on per-worker io_uring rings, in blocking style.
+#[derive(Debug, Parser)]
+#[command(name = "srv-fiber", version, about)]
+struct Cli {
+    #[command(flatten)]
+    common: launch::CommonArgs,
+
+    #[command(flatten)]
+    runtime: serve::RuntimeArgs,
+}
+
+const NAME: &str = "srv-fiber";
+
+fn main() {
+    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common, &cli.runtime))
+}

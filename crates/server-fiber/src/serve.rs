@@ -1,0 +1,289 @@
+//! The server: runtime options, the accept loop, and the two connection handlers.
+//!
+//! Echo is [`serve_blocking`] over a fiber `TcpStream`; chat is a reader fiber running
+//! [`read_commands`] and a writer fiber draining the connection's [`Outbox`], the same
+//! code srv-threads runs with two OS threads. The runtime is a plug-in here: how a
+//! fiber waits ([`FiberWakeup`]), how a cut connection is shut down, and who spawns.
+//!
+//! One listener and one accepting fiber: the kernel cannot spread connections over
+//! several listeners' fibers anyway, since fibers are not tied to workers (a fiber
+//! runs where its last completion was reaped), and each accepted connection's fiber
+//! is spawned on the accepting worker, from which idle workers steal it. Accepting is
+//! rare next to echoing; with `--multishot` one SQE accepts them all.
+
+use std::io;
+use std::net::Shutdown as How;
+use std::sync::{Arc, mpsc};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use fiber::net::{TcpListener, TcpStream};
+use launch::{CommonArgs, Counters, Proto, Shutdown};
+use service::blocking::{Outbox, read_commands};
+use service::echo::{EchoConfig, serve_blocking};
+use service::hub::Hub;
+
+use crate::NAME;
+use crate::wakeup::FiberWakeup;
+
+/// A chat connection's outbox, for connections that are fibers.
+type FiberOutbox = Outbox<FiberWakeup>;
+
+/// How long a stop waits for the runtime to wind down (cancelled I/O, torn-down
+/// fibers) before it reports and exits anyway: a fiber spinning in --compute-us does
+/// not park, and so holds its worker until its message is done.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// How long the accept loop backs off after an error such as EMFILE, which leaves the
+/// connection in the backlog.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The fiber runtime's options, passed straight to `fiber::Builder`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct RuntimeArgs {
+    /// Run the Completer thread of the EMPER paper (its Figure 4): it reaps the
+    /// completions of busy workers' rings, woken by an eventfd registered on each.
+    #[arg(long)]
+    completer: bool,
+
+    /// Let a worker with nothing to run reap the completions of other workers' rings
+    /// before it sleeps (I/O stealing).
+    #[arg(long)]
+    io_stealing: bool,
+
+    /// Use multishot accept, and multishot recv over a ring of provided buffers per
+    /// worker (ignored where the kernel lacks them).
+    #[arg(long)]
+    multishot: bool,
+
+    /// Usable bytes of each fiber's stack (a guard page is added). Suffixes K and M
+    /// multiply by 1024 and 1024²; 16K at least.
+    #[arg(long, default_value = "64K", value_parser = parse_size, value_name = "BYTES")]
+    stack_size: usize,
+
+    /// io_uring setup flags of the workers' rings: a comma-separated list of
+    /// single_issuer, defer_taskrun, coop_taskrun, sqpoll, or none.
+    #[arg(long, default_value = "none", value_name = "FLAGS")]
+    ring_flags: fiber::RingFlags,
+
+    /// Submission queue entries of each worker's ring (8 to 32768; the completion
+    /// queue gets four times as many).
+    #[arg(long, default_value_t = fiber::DEFAULT_RING_ENTRIES, value_name = "N")]
+    ring_entries: u32,
+
+    /// At stop, print a second stderr line with the runtime's counters (resumes,
+    /// SQEs, io_uring_enter calls, completions by path, wake-ups, stacks).
+    #[arg(long)]
+    runtime_stats: bool,
+}
+
+impl RuntimeArgs {
+    fn builder(&self, common: &CommonArgs) -> fiber::Builder {
+        let mut b = fiber::Runtime::builder()
+            .workers(common.worker_count())
+            .stack_size(self.stack_size)
+            .ring_entries(self.ring_entries)
+            .ring_flags(self.ring_flags)
+            .completer(self.completer)
+            .io_stealing(self.io_stealing)
+            .multishot(self.multishot)
+            .thread_name("srv-fiber");
+        if let Some(cpus) = &common.cpus {
+            b = b.cpus(cpus.as_slice().iter().copied());
+        }
+        b
+    }
+}
+
+/// Parses a byte count with an optional K or M suffix.
+fn parse_size(s: &str) -> Result<usize, String> {
+    let (digits, unit) = match s.as_bytes().last() {
+        Some(b'k' | b'K') => (&s[..s.len() - 1], 1usize << 10),
+        Some(b'm' | b'M') => (&s[..s.len() - 1], 1 << 20),
+        _ => (s, 1),
+    };
+    digits
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| format!("`{s}` is not a size like 65536, 64K or 1M"))
+}
+
+/// What every connection fiber shares.
+#[derive(Debug)]
+struct Conns {
+    hub: Option<Arc<Hub<FiberOutbox>>>,
+    echo: EchoConfig,
+    max_pending: usize,
+    counters: Arc<Counters>,
+}
+
+pub(crate) fn serve(common: &CommonArgs, rt_args: &RuntimeArgs) -> anyhow::Result<()> {
+    let shutdown = Shutdown::install()?;
+    let hub = match common.proto {
+        Proto::Chat => Some(Arc::new(
+            Hub::<FiberOutbox>::open(common.data.as_deref(), common.fsync.into())
+                .context("opening the room logs")?,
+        )),
+        Proto::Echo => None,
+    };
+    let listener = launch::bind(common.addr)?;
+    let addr = listener
+        .local_addr()
+        .context("reading the listener's address")?;
+    let runtime = rt_args
+        .builder(common)
+        .build()
+        .context("starting the fiber runtime")?;
+    let handle = runtime.handle();
+
+    let counters = Arc::new(Counters::default());
+    let conns = Arc::new(Conns {
+        hub: hub.clone(),
+        echo: EchoConfig {
+            compute: common.compute(),
+            msg_size: common.msg_size,
+        },
+        max_pending: common.max_pending,
+        counters: Arc::clone(&counters),
+    });
+    let listener = TcpListener::from_std(listener);
+    // Detached: it ends when shutdown cancels its accept.
+    drop(runtime.spawn(move || accept_loop(&listener, &conns)));
+    launch::announce_ready(addr)?;
+
+    shutdown.wait();
+    stop(runtime);
+    if let Some(hub) = &hub {
+        hub.sync_all().context("flushing the room logs")?;
+        Counters::add(&counters.messages, hub.stats().messages);
+    }
+    counters.report(NAME);
+    if rt_args.runtime_stats {
+        eprintln!("{NAME}: runtime: {}", handle.stats());
+    }
+    Ok(())
+}
+
+/// Shuts the runtime down (I/O in flight fails with ECANCELED, so every connection
+/// fiber returns) and waits, at most [`STOP_GRACE`], for its workers to exit.
+fn stop(runtime: fiber::Runtime) {
+    runtime.shutdown();
+    let (done_tx, done_rx) = mpsc::channel();
+    let joined = std::thread::Builder::new()
+        .name("srv-fiber-stop".into())
+        .spawn(move || {
+            drop(runtime);
+            let _ = done_tx.send(());
+        });
+    if joined.is_ok() {
+        // Past the grace period the process exits with the workers still running.
+        let _ = done_rx.recv_timeout(STOP_GRACE);
+    }
+}
+
+fn stopping() -> bool {
+    fiber::Handle::current().is_none_or(|h| h.is_shutting_down())
+}
+
+fn accept_loop(listener: &TcpListener, conns: &Arc<Conns>) {
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let _ = stream.set_nodelay(true);
+                Counters::add(&conns.counters.accepted, 1);
+                let guard = Closing::new(&conns.counters);
+                let conns = Arc::clone(conns);
+                // Detached; if the fiber cannot start, dropping the closure closes the
+                // stream and the guard counts the connection as failed.
+                drop(fiber::spawn(move || conns.serve(stream, guard)));
+            }
+            Err(_) if stopping() => return,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
+                ) => {}
+            Err(e) => {
+                eprintln!("{NAME}: accept failed: {e}; retrying in 100 ms");
+                fiber::sleep(ACCEPT_BACKOFF);
+            }
+        }
+    }
+}
+
+/// Counts a connection as closed exactly once, however its fiber ends: it returns, it
+/// is torn down at shutdown (its stack unwound), or it never started (an error).
+#[derive(Debug)]
+struct Closing {
+    counters: Arc<Counters>,
+    served: bool,
+}
+
+impl Closing {
+    fn new(counters: &Arc<Counters>) -> Closing {
+        Closing {
+            counters: Arc::clone(counters),
+            served: false,
+        }
+    }
+}
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        if !self.served && !stopping() {
+            Counters::add(&self.counters.errors, 1);
+        }
+        Counters::add(&self.counters.closed, 1);
+    }
+}
+
+impl Conns {
+    fn serve(&self, stream: TcpStream, mut closing: Closing) {
+        let result = match &self.hub {
+            None => serve_blocking(&stream, &self.echo, &self.counters),
+            Some(hub) => serve_chat(stream, hub, self.max_pending, &self.counters),
+        };
+        // I/O cancelled by a stop is not the connection's failure.
+        if result.is_err() && !stopping() {
+            Counters::add(&self.counters.errors, 1);
+        }
+        closing.served = true;
+    }
+}
+
+/// One chat connection: this fiber reads and handles commands; a second fiber writes
+/// everything the connection is sent, in order.
+fn serve_chat(
+    stream: TcpStream,
+    hub: &Hub<FiberOutbox>,
+    max_pending: usize,
+    counters: &Arc<Counters>,
+) -> io::Result<()> {
+    let stream = Arc::new(stream);
+    // Weak: the hub may keep the outbox (and so this closure) a little longer than the
+    // connection lives, and must not keep its socket open.
+    let to_cut = Arc::downgrade(&stream);
+    let outbox = FiberOutbox::new(max_pending, move || {
+        if let Some(s) = to_cut.upgrade() {
+            // Wakes this connection's reader (its recv ends) and writer (its send fails).
+            let _ = s.shutdown(How::Both);
+        }
+    });
+    let writer = {
+        let (outbox, stream, counters) =
+            (outbox.clone(), Arc::clone(&stream), Arc::clone(counters));
+        fiber::spawn(move || outbox.drain_into(&mut &*stream, &counters))
+    };
+    if writer.is_finished() {
+        // The writer cannot have returned by itself yet (nothing closed the outbox), so
+        // it never started: without it, the reader could wait for room forever.
+        outbox.close();
+        return writer.join().map_err(io::Error::other).and_then(|r| r);
+    }
+    let result = read_commands(&*stream, hub, &outbox, counters);
+    outbox.close();
+    let written = writer.join().map_err(io::Error::other).and_then(|r| r);
+    result.and(written)
+}
