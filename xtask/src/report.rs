@@ -1407,7 +1407,7 @@ fn method(out: &mut String, input: &Input<'_>) {
     );
     let _ = writeln!(
         out,
-        "- ‡ disturbed: the server's CPUs were busier than the server by more than {DISTURBED_PCT:.0}% of a CPU over the window (from `/proc/stat`, the hypervisor's steal time included): something else ran there. † client-bound: loadgen's CPUs were over 90% busy, so the point measures the load generator as much as the server. With `--repeat N`, numbers are medians over the repeats and *spread* is (max − min) / median of throughput."
+        "- ‡ disturbed: the server's CPUs were busier than the server by more than {DISTURBED_PCT:.0}% of a CPU over the window (from `/proc/stat`: user, system and the hypervisor's steal time; interrupts, which are the benchmark's own network traffic, left out): something else ran there. † client-bound: loadgen's CPUs were over 90% busy, so the point measures the load generator as much as the server. With `--repeat N`, numbers are medians over the repeats and *spread* is (max − min) / median of throughput."
     );
     let _ = writeln!(
         out,
