@@ -12,6 +12,7 @@ mod loadgen;
 mod meta;
 mod plots;
 mod procfs;
+mod render;
 mod report;
 mod runner;
 mod servers;
@@ -38,6 +39,9 @@ enum Task {
     Bench(bench::BenchArgs),
     /// Show two result directories side by side, with ratios.
     Compare(compare::CompareArgs),
+    /// Draw the plots and write report.md of a result directory again, from its
+    /// summary.json and meta.json.
+    Report(render::RenderArgs),
 }
 
 fn main() -> ExitCode {
@@ -45,6 +49,7 @@ fn main() -> ExitCode {
     let result = match cli.task {
         Task::Bench(args) => bench::run(args),
         Task::Compare(args) => compare::run(&args),
+        Task::Report(args) => render::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -46,12 +46,13 @@ pub(crate) struct Plot {
     pub(crate) y_scale: Scale,
     pub(crate) lines: Vec<Line>,
     pub(crate) bounds: Vec<Bound>,
-    /// Put the legend top left (where rising curves leave room) instead of top right.
-    pub(crate) legend_left: bool,
+    /// Put the legend bottom right (where rising curves leave room) instead of top right.
+    pub(crate) legend_low: bool,
 }
 
-/// Distinct colours, one per server, in the order the servers ran.
-const COLOURS: [RGBColor; 10] = [
+/// Distinct colours, one per server, in the order the servers ran; past them, lines are
+/// dashed.
+const COLOURS: [RGBColor; 12] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -62,6 +63,8 @@ const COLOURS: [RGBColor; 10] = [
     RGBColor(127, 127, 127),
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
+    RGBColor(0, 0, 0),
+    RGBColor(255, 187, 120),
 ];
 
 fn to_axis(scale: Scale, v: f64) -> Option<f64> {
@@ -213,11 +216,13 @@ pub(crate) fn draw(plot: &Plot, path: &Path) -> Result<()> {
     let mut any_client_bound = false;
     for (i, (line, pts)) in plot.lines.iter().zip(&mapped).enumerate() {
         let colour = COLOURS[i % COLOURS.len()];
-        chart
-            .draw_series(LineSeries::new(
-                pts.iter().map(|p| (p.0, p.1)),
-                colour.stroke_width(2),
-            ))
+        let xy = pts.iter().map(|p| (p.0, p.1));
+        let drawn = if i < COLOURS.len() {
+            chart.draw_series(LineSeries::new(xy, colour.stroke_width(2)))
+        } else {
+            chart.draw_series(DashedLineSeries::new(xy, 10, 5, colour.stroke_width(2)))
+        };
+        drawn
             .map_err(|e| err(&e))?
             .label(line.name.clone())
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(2)));
@@ -258,8 +263,8 @@ pub(crate) fn draw(plot: &Plot, path: &Path) -> Result<()> {
     }
     chart
         .configure_series_labels()
-        .position(if plot.legend_left {
-            SeriesLabelPosition::UpperLeft
+        .position(if plot.legend_low {
+            SeriesLabelPosition::LowerRight
         } else {
             SeriesLabelPosition::UpperRight
         })
@@ -328,7 +333,7 @@ mod tests {
                 y: 60.0,
                 label: "bound".into(),
             }],
-            legend_left: true,
+            legend_low: true,
         };
         draw(&plot, &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();

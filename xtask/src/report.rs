@@ -480,14 +480,15 @@ fn spectra(rows: &[Row], run_dir: &Path, suite: &str, point: &str) -> Vec<Line> 
         let Ok(h) = stats::decode_histogram(&bytes) else {
             continue;
         };
-        let mut points = plots::spectrum(&h);
-        for p in &mut points {
-            p.2 = r.client_bound;
-        }
+        // A spectrum has too many points for markers: the legend says client-bound instead.
         out.push(Line {
-            name: r.server.clone(),
-            points,
-            markers: r.client_bound,
+            name: if r.client_bound {
+                format!("{} † (client-bound)", r.server)
+            } else {
+                r.server.clone()
+            },
+            points: plots::spectrum(&h),
+            markers: false,
         });
     }
     out
@@ -541,8 +542,8 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
         y_scale: ys,
         lines,
         bounds,
-        // Spectra and throughput rise to the right; time series and costs are flatter.
-        legend_left: xs == Scale::Nines,
+        // Spectra rise to the right and leave the bottom right empty.
+        legend_low: xs == Scale::Nines,
     };
     let suites: BTreeSet<&str> = rows.iter().map(|r| r.suite.as_str()).collect();
     for suite in suites {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A known variant: its name, binary, built-in flags, and what it is, for the report.
 #[derive(Debug, Clone, Copy)]
@@ -84,7 +84,7 @@ const KNOWN: &[Known] = &[
 ];
 
 /// A server as the bench runs it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Variant {
     /// As written on the command line, e.g. `fiber+completer`.
     pub(crate) name: String,
