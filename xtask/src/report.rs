@@ -1014,7 +1014,60 @@ fn quick_section(out: &mut String, rows: &[Row]) {
                 fmt_num(r.invol_cs_per_req, 3),
             )
         });
+        syscall_techniques(out, rows);
     }
+}
+
+/// The io_uring paper's Table I beside our CPU per echo at equal load, by the system-call
+/// technique each server uses.
+fn syscall_techniques(out: &mut String, rows: &[Row]) {
+    let Some((id, label, _)) = points_of(rows, "quick", "open").into_iter().next() else {
+        return;
+    };
+    let cost = |server: &str| find(rows, "quick", server, &id).and_then(|r| r.cpu_us_per_req);
+    let base = cost("threads");
+    let ours = |server: &str| match (cost(server), base) {
+        (Some(c), Some(b)) if b > 0.0 => {
+            format!("{} ({server}, {:.2}× threads)", fmt_us(Some(c)), c / b)
+        }
+        (Some(c), _) => format!("{} ({server})", fmt_us(Some(c))),
+        (None, _) => format!("– ({server} not in this run)"),
+    };
+    let _ = writeln!(
+        out,
+        "**Beside the paper** (io_uring paper, Table I: the cost of one eventfd read by each \
+         system-call technique, Xeon E5-4640, Linux 5.13). Ours is the server's whole CPU per \
+         echo at {label}, TCP stack included, so only the ratios compare:\n"
+    );
+    table(
+        out,
+        &[
+            "technique",
+            "paper, per request",
+            "ratio to blocking",
+            "ours, CPU per echo",
+        ],
+        &[
+            vec![
+                "blocking".into(),
+                "955 ns".into(),
+                "1.00×".into(),
+                ours("threads"),
+            ],
+            vec![
+                "non-blocking + epoll".into(),
+                "1656 ns".into(),
+                "1.73×".into(),
+                ours("reactor"),
+            ],
+            vec![
+                "io_uring".into(),
+                "306 ns".into(),
+                "0.32×".into(),
+                ours("fiber"),
+            ],
+        ],
+    );
 }
 
 /// The peak throughput of a server in a series: `(throughput, x)`.
