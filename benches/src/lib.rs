@@ -22,6 +22,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod ids;
 pub mod memory;
 pub mod switch;
 #[allow(unsafe_code)] // The one module that talks to io_uring, AIO and futexes directly.

@@ -338,6 +338,74 @@ fn park_coroutines(count: u64) -> io::Result<Usage> {
     Ok((rss_before, vsz_before, rss_after, vsz_after))
 }
 
+/// Set to a file path, the memory bench target appends each sample to it as a JSON line
+/// (the report reads them from there).
+pub const OUT_ENV: &str = "RINGSIDE_MEMORY_OUT";
+
+/// Set to a number, the memory bench target parks that many units of each kind instead
+/// of [`DEFAULT_COUNT`].
+pub const COUNT_ENV: &str = "RINGSIDE_MEMORY_COUNT";
+
+/// Units of each kind parked by default.
+pub const DEFAULT_COUNT: u64 = 10_000;
+
+/// What the memory bench target takes from the arguments `cargo bench` passes every
+/// bench target (criterion's): `--test` (a quick check), `--list`, and a filter.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HarnessArgs {
+    /// `--test`: measure a few units only, to check that the path works.
+    pub test: bool,
+    /// `--list`: print the ids and measure nothing.
+    pub list: bool,
+    /// The positional filter; an id runs if it contains it (criterion takes a regex, this
+    /// takes a plain substring).
+    pub filter: Option<String>,
+}
+
+impl HarnessArgs {
+    /// Criterion's options that take a value, whose value is not a filter.
+    const VALUED: [&'static str; 15] = [
+        "--warm-up-time",
+        "--measurement-time",
+        "--sample-size",
+        "--save-baseline",
+        "--baseline",
+        "--baseline-lenient",
+        "--load-baseline",
+        "--noise-threshold",
+        "--confidence-level",
+        "--significance-level",
+        "--nresamples",
+        "--output-format",
+        "--color",
+        "--plotting-backend",
+        "--profile-time",
+    ];
+
+    /// Reads the arguments after the program name.
+    pub fn parse<S: AsRef<str>>(args: &[S]) -> HarnessArgs {
+        let mut parsed = HarnessArgs::default();
+        let mut args = args.iter().map(AsRef::as_ref);
+        while let Some(arg) = args.next() {
+            match arg {
+                "--test" => parsed.test = true,
+                "--list" => parsed.list = true,
+                a if HarnessArgs::VALUED.contains(&a) => {
+                    args.next();
+                }
+                a if a.starts_with('-') => {}
+                a => parsed.filter = Some(a.to_owned()),
+            }
+        }
+        parsed
+    }
+
+    /// Whether the measurement `id` is selected.
+    pub fn selects(&self, id: &str) -> bool {
+        self.filter.as_deref().is_none_or(|f| id.contains(f))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,6 +435,25 @@ mod tests {
         let output = format!("noise\n{}\nmore noise\n", sample.to_line());
         assert_eq!(Sample::from_output(&output), Some(sample));
         assert_eq!(Sample::from_output("nothing here"), None);
+    }
+
+    #[test]
+    fn harness_arguments() {
+        let args = HarnessArgs::parse(&["--bench", "--warm-up-time", "1", "--noplot", "thread"]);
+        assert_eq!(
+            args,
+            HarnessArgs {
+                test: false,
+                list: false,
+                filter: Some("thread".into())
+            }
+        );
+        assert!(args.selects("memory/thread"));
+        assert!(!args.selects("memory/coroutine"));
+        let args = HarnessArgs::parse(&["--bench", "--measurement-time", "2", "--test"]);
+        assert!(args.test && args.filter.is_none());
+        assert!(args.selects("memory/coroutine"));
+        assert!(HarnessArgs::parse(&["--list"]).list);
     }
 
     #[test]
