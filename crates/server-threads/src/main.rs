@@ -5,7 +5,6 @@
 
 mod accept;
 mod fork;
-mod outbox;
 mod process_mode;
 mod thread_mode;
 

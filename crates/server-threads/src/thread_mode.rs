@@ -1,22 +1,22 @@
 //! `--mode thread`: a thread per connection, blocking std I/O. Echo is one
 //! thread running [`service::echo::serve_blocking`]; chat is a reader thread
-//! running the shared [`service::session::Session`] and a writer thread
-//! draining the connection's [`Outbox`].
+//! running [`service::blocking::read_commands`] and a writer thread draining
+//! the connection's [`Outbox`]: the same code srv-fiber runs on fibers.
 
-use std::io::{ErrorKind, Read};
 use std::net::TcpStream;
 use std::sync::Arc;
 
 use anyhow::Context;
 use launch::{CommonArgs, Counters, Proto, Shutdown};
-use proto::chat::{LineBuffer, MAX_LINE};
+use service::blocking::{Outbox, ThreadWakeup, read_commands};
 use service::echo::{EchoConfig, serve_blocking};
 use service::hub::Hub;
-use service::session::{Flow, Session};
 
 use crate::NAME;
 use crate::accept::{AfterSignal, accept_until_stop};
-use crate::outbox::Outbox;
+
+/// A chat connection's outbox, for connections that are OS threads.
+type ThreadOutbox = Outbox<ThreadWakeup>;
 
 pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::install()?;
@@ -26,7 +26,7 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     }
     let hub = match args.proto {
         Proto::Chat => Some(Arc::new(
-            Hub::<Outbox>::open(args.data.as_deref(), args.fsync.into())
+            Hub::<ThreadOutbox>::open(args.data.as_deref(), args.fsync.into())
                 .context("opening the room logs")?,
         )),
         Proto::Echo => None,
@@ -79,73 +79,21 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
 /// thread writes everything the connection is sent, in order.
 fn serve_chat(
     stream: TcpStream,
-    hub: &Hub<Outbox>,
+    hub: &Hub<ThreadOutbox>,
     max_pending: usize,
     counters: &Counters,
 ) -> std::io::Result<()> {
-    let outbox = Outbox::new(stream.try_clone()?, max_pending);
-    std::thread::scope(|scope| serve_chat_in(scope, &stream, &outbox, hub, counters))
-}
-
-fn serve_chat_in<'s>(
-    scope: &'s std::thread::Scope<'s, '_>,
-    stream: &'s TcpStream,
-    outbox: &'s Outbox,
-    hub: &Hub<Outbox>,
-    counters: &'s Counters,
-) -> std::io::Result<()> {
-    let writer = std::thread::Builder::new()
-        .name("conn-writer".into())
-        .spawn_scoped(scope, move || outbox.drain_into(&mut { stream }, counters))?;
-    let mut session = Session::new(hub);
-    let result = read_commands(stream, &mut session, hub, outbox, counters);
-    session.close(hub);
-    outbox.close();
-    let written = writer.join().unwrap_or(Ok(()));
-    if outbox.was_cut() {
-        Counters::add(&counters.cut, 1);
-    }
-    result.and(written)
-}
-
-fn read_commands(
-    mut stream: &TcpStream,
-    session: &mut Session,
-    hub: &Hub<Outbox>,
-    outbox: &Outbox,
-    counters: &Counters,
-) -> std::io::Result<()> {
-    let mut lines = LineBuffer::new(MAX_LINE);
-    let mut out = Vec::new();
-    loop {
-        let n = match stream.read(lines.spare()) {
-            Ok(0) => return Ok(()),
-            Ok(n) => n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            // A cut subscriber's socket is shut down under us: not an error.
-            Err(_) if outbox.is_closed() => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        Counters::add(&counters.bytes_in, n as u64);
-        lines.commit(n);
-        while let Some(line) = lines.next_line() {
-            Counters::add(&counters.lines, 1);
-            let mut flow = session.handle_line(line, hub, outbox, &mut out);
-            while let Flow::Replaying = flow {
-                // Hand over a replay batch (waiting while the client is behind),
-                // then take the next one.
-                if !outbox.push_own(&mut out) {
-                    return Ok(());
-                }
-                flow = session.replay_more(hub, outbox, &mut out);
-            }
-            if !outbox.push_own(&mut out) {
-                return Ok(());
-            }
-            match flow {
-                Flow::Continue | Flow::Replaying => {}
-                Flow::Close => return Ok(()),
-            }
-        }
-    }
+    let to_cut = stream.try_clone()?;
+    let outbox = ThreadOutbox::new(max_pending, move || {
+        let _ = to_cut.shutdown(std::net::Shutdown::Both);
+    });
+    std::thread::scope(|scope| {
+        let writer = std::thread::Builder::new()
+            .name("conn-writer".into())
+            .spawn_scoped(scope, || outbox.drain_into(&mut &stream, counters))?;
+        let result = read_commands(&stream, hub, &outbox, counters);
+        outbox.close();
+        let written = writer.join().unwrap_or(Ok(()));
+        result.and(written)
+    })
 }

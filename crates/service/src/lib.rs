@@ -1,7 +1,7 @@
 //! What every ringside server serves, free of any runtime: the durable room log
 //! ([`log`]), the in-process room hub that fans messages out to subscribers ([`hub`]),
-//! one chat connection's protocol state ([`session`]), the echo loop for blocking
-//! runtimes ([`echo`]), the busy-wait that models request processing ([`compute`]),
+//! one chat connection's protocol state ([`session`]), the echo loop and the chat
+//! connection for blocking runtimes ([`echo`], [`blocking`]), the busy-wait that models request processing ([`compute`]),
 //! and the counters every server prints at exit ([`counters`]).
 //!
 //! This crate does no networking and owns no threads: each server drives the [`hub::Hub`]
@@ -46,6 +46,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod blocking;
 pub mod compute;
 pub mod counters;
 pub mod echo;

@@ -85,6 +85,9 @@ struct Follow {
     own: VecDeque<u64>,
     /// inotify saw a change not yet sent.
     dirty: bool,
+    /// The room's last seq when it was last snapshotted: records up to here
+    /// are safe to send (see `run`).
+    upto: u64,
 }
 
 struct Send<'a> {
@@ -106,15 +109,7 @@ impl Send<'_> {
             .context("creating an inotify instance")?;
         let mut frames = FrameReader::default();
         loop {
-            // The pipe first: an append's announcement always precedes the
-            // inotify event its record causes.
-            let open = frames.fill(&mut pipe)?;
-            while let Some(frame) = frames.next_frame()? {
-                self.apply(frame, &inotify)?;
-            }
-            if !open {
-                return Ok(());
-            }
+            // 1. Which followed rooms changed.
             match inotify.read_events() {
                 Ok(events) => {
                     for ev in events {
@@ -128,6 +123,21 @@ impl Send<'_> {
                 Err(nix::errno::Errno::EAGAIN) => {}
                 Err(e) => return Err(Stop::Failed(e.into())),
             }
+            // 2. Snapshot those rooms BEFORE reading the pipe: RECV announces an
+            // append before it makes it, so the announcement of every record in
+            // the snapshot is in the pipe by now, and step 3 reads it.
+            for f in self.follows.values_mut().filter(|f| f.dirty) {
+                f.upto = f.log.refresh_locked()? - 1;
+            }
+            // 3. The pipe: replies, JOIN/LEAVE, announcements and own seqs.
+            let open = frames.fill(&mut pipe)?;
+            while let Some(frame) = frames.next_frame()? {
+                self.apply(frame, &inotify)?;
+            }
+            if !open {
+                return Ok(());
+            }
+            // 4. Send what the snapshots hold, skipping our own records.
             self.deliver_dirty()?;
             let mut fds = [
                 PollFd::new(pipe.as_fd(), PollFlags::POLLIN),
@@ -230,12 +240,14 @@ impl Send<'_> {
                 watch,
                 own: VecDeque::new(),
                 dirty: true,
+                upto,
             },
         );
         Ok(())
     }
 
-    /// Sends the new records of every changed room no append is pending on.
+    /// Sends the records of every changed room up to its snapshot, for rooms
+    /// with no append announced and not yet reported.
     fn deliver_dirty(&mut self) -> Result<(), Stop> {
         let rooms: Vec<String> = self
             .follows
@@ -245,11 +257,19 @@ impl Send<'_> {
             .collect();
         for room in rooms {
             while let Some(f) = self.follows.get_mut(&room) {
-                f.dirty = false;
-                f.log.refresh_locked()?;
+                if f.cursor >= f.upto {
+                    f.dirty = false;
+                    break;
+                }
+                // `backlog` may index newer records while a write blocks; only
+                // the snapshot is known to be announced, so stop at `upto`.
+                let upto = f.upto;
                 self.out.clear();
                 let (out, own) = (&mut self.out, &mut f.own);
                 let last = f.log.read_since(f.cursor, BATCH, |r| {
+                    if r.seq > upto {
+                        return;
+                    }
                     while own.front().is_some_and(|&s| s < r.seq) {
                         own.pop_front();
                     }
@@ -265,10 +285,7 @@ impl Send<'_> {
                         .encode(out);
                     }
                 })?;
-                if last == f.cursor {
-                    break;
-                }
-                f.cursor = last;
+                f.cursor = last.min(upto);
                 self.write_out(true)?;
             }
         }

@@ -1,0 +1,144 @@
+//! The conformance harness: starts any ringside server binary by name and talks to it
+//! over real loopback sockets, so that one suite (`tests/echo.rs`, `tests/chat.rs`,
+//! `tests/cli.rs`) holds every server to PROTOCOL.md, `docs/protocol-notes.md` and
+//! `docs/room-log.md`.
+//!
+//! What it is: a small library of process and socket helpers, the one list of servers
+//! ([`server_list!`]) and the macro that turns every check into a `#[test]` per server
+//! ([`conformance_tests!`]). What it is not: a load generator, or a second copy of the
+//! servers' logic; it knows the wire formats only as far as a client needs them.
+//!
+//! Binaries are built on demand, once per test process: the Rust servers with
+//! `cargo build` into the very target directory and profile of the running test (see
+//! [`ServerSpec::resolve`]), `srv-go` with `go build` in `peers/go` when Go is installed.
+//! Every process a server starts carries a tag in its environment, and all of them are
+//! killed when its [`Server`] handle drops, so a failing test leaves none behind.
+//! Random checks print their seed; `CONFORMANCE_SEED=<seed>` replays one.
+//!
+//! # Example
+//!
+//! A test file lists its checks once; each becomes `<server>::<check>`, for instance
+//! `threads_process::echo_half_close`:
+//!
+//! ```no_run
+//! use std::io::{Read, Write};
+//!
+//! use conformance::Target;
+//!
+//! conformance::conformance_tests!(echo_hello);
+//!
+//! fn echo_hello(target: &Target) -> std::io::Result<()> {
+//!     let server = target.start(&["--proto", "echo"])?;
+//!     let mut stream = server.connect()?;
+//!     stream.write_all(b"hello")?;
+//!     let mut back = [0; 5];
+//!     stream.read_exact(&mut back)?;
+//!     assert_eq!(&back, b"hello");
+//!     Ok(())
+//! }
+//! # fn main() {}
+//! ```
+#![forbid(unsafe_code)]
+
+mod binaries;
+pub mod chat;
+pub mod net;
+pub mod rng;
+pub mod roomlog;
+mod server;
+
+use std::fmt;
+use std::io::{self, Write};
+
+pub use binaries::Resolved;
+pub use chat::ChatClient;
+pub use net::{Deadline, IO_TIMEOUT, connect};
+pub use nix::sys::signal::Signal;
+pub use server::{EXIT_TIMEOUT, Exit, START_TIMEOUT, Server, ServerSpec, Target};
+
+/// The one list of servers the suite runs against: `test_module: "binary" [extra args]`.
+///
+/// Adding a server to the whole suite is adding one line here. A binary named `srv-go`
+/// is built from `peers/go` with Go; every other binary is a Rust `[[bin]]` of the
+/// workspace. The macro hands the list to `$crate::$callback!`, after `$args`.
+#[macro_export]
+macro_rules! server_list {
+    ($callback:ident ! $args:tt) => {
+        $crate::$callback! { $args
+            threads: "srv-threads" [],
+            threads_process: "srv-threads" ["--mode", "process"],
+            go: "srv-go" [],
+        }
+    };
+}
+
+/// Every server of [`server_list!`], for code that wants to iterate over them.
+pub const SERVERS: &[ServerSpec] = server_list!(__spec_array![]);
+
+/// Expands `check_a, check_b, …` into one module per server holding one `#[test]` per
+/// check, each calling the caller's `fn check_a(&Target) -> Result<(), E>` through
+/// [`run_check`].
+#[macro_export]
+macro_rules! conformance_tests {
+    ($($check:ident),+ $(,)?) => {
+        $crate::server_list!(__expand_tests![$($check),+]);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __spec_array {
+    ($ignored:tt $($id:ident : $bin:literal [$($arg:literal),*]),* $(,)?) => {
+        &[$($crate::ServerSpec { id: stringify!($id), bin: $bin, args: &[$($arg),*] }),*]
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __expand_tests {
+    ($checks:tt $($id:ident : $bin:literal [$($arg:literal),*]),* $(,)?) => {
+        $(
+            mod $id {
+                const SPEC: $crate::ServerSpec =
+                    $crate::ServerSpec { id: stringify!($id), bin: $bin, args: &[$($arg),*] };
+                $crate::__expand_checks!($checks);
+            }
+        )*
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __expand_checks {
+    ([$($check:ident),+]) => {
+        $(
+            #[test]
+            fn $check() {
+                $crate::run_check(&SPEC, super::$check);
+            }
+        )+
+    };
+}
+
+/// Runs one check against one server: builds or finds the binary, then calls `check`.
+///
+/// A server that cannot exist here (Go not installed) is skipped with a line
+/// `skipped <bin>: <reason>` written straight to stderr, past libtest's capture, so it
+/// shows in a normal `cargo test` run. A binary that fails to build, or a check that
+/// returns an error, panics with the server named.
+pub fn run_check<E: fmt::Debug>(spec: &ServerSpec, check: impl FnOnce(&Target) -> Result<(), E>) {
+    match spec.resolve() {
+        Ok(Resolved::Ready(target)) => {
+            if let Err(e) = check(&target) {
+                panic!("{} ({}): {e:?}", spec.id, spec.command_line());
+            }
+        }
+        Ok(Resolved::Skipped(reason)) => {
+            // libtest captures print!/eprint! only; a direct write reaches the terminal,
+            // and one write keeps the line whole among the other tests' output.
+            let line = format!("skipped {}: {reason}\n", spec.bin);
+            let _ = io::stderr().write_all(line.as_bytes());
+        }
+        Err(e) => panic!("{}: cannot get the server binary: {e}", spec.id),
+    }
+}

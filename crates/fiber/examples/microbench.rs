@@ -1,0 +1,141 @@
+//! Quick costs of the runtime's basic operations, for the report (not a test):
+//! `cargo run --release -p fiber --example microbench`.
+
+use std::time::{Duration, Instant};
+
+fn per_op(label: &str, n: u64, d: Duration) {
+    println!(
+        "{label:<40} {:>9.1} ns/op  ({n} ops in {d:.2?})",
+        d.as_nanos() as f64 / n as f64
+    );
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let rt = fiber::Runtime::builder().workers(1).cpus([1]).build()?;
+
+    // Two fibers yielding to each other: each yield is one switch out and one switch in.
+    const YIELDS: u64 = 2_000_000;
+    let d = rt.block_on(|| {
+        let other = fiber::spawn(|| {
+            for _ in 0..YIELDS / 2 {
+                fiber::yield_now();
+            }
+        });
+        let start = Instant::now();
+        for _ in 0..YIELDS / 2 {
+            fiber::yield_now();
+        }
+        other.join().unwrap();
+        start.elapsed()
+    })?;
+    per_op("yield_now (fiber switch, round trip/2)", YIELDS, d);
+
+    const SPAWNS: u64 = 200_000;
+    let d = rt.block_on(|| {
+        let start = Instant::now();
+        for i in 0..SPAWNS {
+            fiber::spawn(move || i).join().unwrap();
+        }
+        start.elapsed()
+    })?;
+    per_op("spawn + run + join (one at a time)", SPAWNS, d);
+
+    let d = rt.block_on(|| {
+        let start = Instant::now();
+        let hs: Vec<_> = (0..SPAWNS).map(|i| fiber::spawn(move || i)).collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        start.elapsed()
+    })?;
+    per_op("spawn, then join all (batch)", SPAWNS, d);
+
+    const PINGS: u64 = 500_000;
+    let d = rt.block_on(|| {
+        let (tx1, rx1) = fiber::sync::channel::<u64>(1);
+        let (tx2, rx2) = fiber::sync::channel::<u64>(1);
+        let echo = fiber::spawn(move || {
+            for v in rx1.iter() {
+                tx2.send(v).unwrap();
+            }
+        });
+        let start = Instant::now();
+        for i in 0..PINGS {
+            tx1.send(i).unwrap();
+            rx2.recv().unwrap();
+        }
+        drop(tx1);
+        echo.join().unwrap();
+        start.elapsed()
+    })?;
+    per_op("channel ping-pong between fibers", PINGS, d);
+
+    println!("{}", rt.stats());
+    drop(rt);
+
+    let rt = fiber::Runtime::builder().workers(1).cpus([1]).build()?;
+    const ECHOES: u64 = 200_000;
+    let d = rt.block_on(|| -> std::io::Result<Duration> {
+        let l = fiber::net::TcpListener::bind("127.0.0.1:0")?;
+        let addr = l.local_addr()?;
+        let server = fiber::spawn(move || -> std::io::Result<()> {
+            let (s, _) = l.accept()?;
+            let mut buf = [0u8; 64];
+            loop {
+                let n = s.read(&mut buf)?;
+                if n == 0 {
+                    return Ok(());
+                }
+                s.write_all(&buf[..n])?;
+            }
+        });
+        let c = fiber::net::TcpStream::connect(addr)?;
+        c.set_nodelay(true)?;
+        let mut buf = [0u8; 16];
+        let start = Instant::now();
+        for _ in 0..ECHOES {
+            c.write_all(&[7u8; 16])?;
+            let mut got = 0;
+            while got < 16 {
+                got += c.read(&mut buf[got..])?;
+            }
+        }
+        let d = start.elapsed();
+        drop(c);
+        server.join().unwrap()?;
+        Ok(d)
+    })??;
+    per_op("16-byte echo round trip, same worker", ECHOES, d);
+    println!("{}", rt.stats());
+
+    // The same echo with two std threads and blocking calls, as a reference point.
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = l.local_addr()?;
+    let server = std::thread::spawn(move || -> std::io::Result<()> {
+        use std::io::{Read, Write};
+        let (mut s, _) = l.accept()?;
+        let mut buf = [0u8; 64];
+        loop {
+            let n = s.read(&mut buf)?;
+            if n == 0 {
+                return Ok(());
+            }
+            s.write_all(&buf[..n])?;
+        }
+    });
+    let d = {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect(addr)?;
+        c.set_nodelay(true)?;
+        let mut buf = [0u8; 16];
+        let start = Instant::now();
+        for _ in 0..ECHOES {
+            c.write_all(&[7u8; 16])?;
+            c.read_exact(&mut buf)?;
+        }
+        start.elapsed()
+    };
+    server.join().map_err(|_| "server thread panicked")??;
+    per_op("16-byte echo round trip, std threads", ECHOES, d);
+    Ok(())
+}

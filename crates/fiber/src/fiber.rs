@@ -1,0 +1,143 @@
+//! Fibers: a coroutine, its run state, and spawning.
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::error::JoinError;
+use crate::join::{JoinHandle, JoinState};
+use crate::runtime::Shared;
+use crate::state::RunState;
+use crate::sys::coro::{self, FiberCoro};
+use crate::worker;
+
+/// A fiber, shared by the run queues, the wakers that may make it runnable and the registry
+/// the runtime tears down at shutdown.
+pub(crate) struct Fiber {
+    id: u64,
+    pub(crate) state: RunState,
+    /// The coroutine, taken out by the worker that runs it and put back when it suspends.
+    ///
+    /// # Invariant
+    ///
+    /// `Some` whenever the fiber is PARKED or SCHEDULED and not torn down; `None` while a
+    /// worker runs it and once it is done.
+    coro: Mutex<Option<FiberCoro>>,
+    pub(crate) rt: Arc<Shared>,
+    /// Where the fiber sits in the runtime's registry: (shard, key).
+    slot: (usize, usize),
+}
+
+impl std::fmt::Debug for Fiber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fiber")
+            .field("id", &self.id)
+            .field("state", &self.state)
+            .finish()
+    }
+}
+
+impl Fiber {
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn coro(&self) -> MutexGuard<'_, Option<FiberCoro>> {
+        self.coro.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn take_coro(&self) -> Option<FiberCoro> {
+        self.coro().take()
+    }
+
+    pub(crate) fn put_coro(&self, c: FiberCoro) {
+        *self.coro() = Some(c);
+    }
+
+    pub(crate) fn slot(&self) -> (usize, usize) {
+        self.slot
+    }
+
+    /// Makes the fiber runnable if it is parked; remembers the wake-up if it is running.
+    pub(crate) fn wake(self: Arc<Self>) {
+        if self.state.wake() {
+            worker::schedule(self);
+        }
+    }
+}
+
+/// Builds a fiber for `rt` running `f`. The fiber is registered but not yet queued.
+///
+/// On a fiber it runs on the worker's stack (see `schedule`).
+pub(crate) fn spawn_on<F, T>(rt: &Arc<Shared>, f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    coro::on_worker_stack(move || spawn_here(rt, f))
+}
+
+fn spawn_here<F, T>(rt: &Arc<Shared>, f: F) -> JoinHandle<T>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let join = JoinState::new();
+    let handle = JoinHandle::new(Arc::clone(&join));
+    if !rt.accepting_spawns() {
+        join.finish(Err(JoinError::Cancelled));
+        return handle;
+    }
+    let stack = match rt.stacks.get() {
+        Ok(s) => s,
+        Err(e) => {
+            join.finish(Err(JoinError::Spawn(e.to_string())));
+            return handle;
+        }
+    };
+    let body = move || {
+        let done = Finish(join);
+        match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(v) => done.0.finish(Ok(v)),
+            Err(payload) => {
+                if coro::in_teardown() {
+                    // The runtime's forced unwind at shutdown: let it through. `done` records
+                    // the cancellation as it drops.
+                    resume_unwind(payload);
+                }
+                done.0
+                    .finish(Err(JoinError::Panicked(panic_message(&*payload))));
+            }
+        }
+    };
+    let coro = FiberCoro::new(stack, body);
+    let fiber = rt.register(|id, slot| Fiber {
+        id,
+        state: RunState::new_scheduled(),
+        coro: Mutex::new(Some(coro)),
+        rt: Arc::clone(rt),
+        slot,
+    });
+    worker::schedule(fiber);
+    handle
+}
+
+/// Records a cancellation if the fiber's body is dropped (torn down, or never started)
+/// before it finished.
+struct Finish<T>(Arc<JoinState<T>>);
+
+impl<T> Drop for Finish<T> {
+    fn drop(&mut self) {
+        self.0.finish(Err(JoinError::Cancelled));
+    }
+}
+
+fn panic_message(p: &(dyn Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a non-string panic payload".to_owned()
+    }
+}

@@ -1,0 +1,772 @@
+//! The runtime: its builder, the state its workers share, and the handles users hold.
+
+use std::fmt;
+use std::os::fd::{AsFd, OwnedFd};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, mpsc};
+use std::thread;
+
+use crossbeam_deque::{Injector, Stealer};
+use slab::Slab;
+
+use crate::error::{Error, JoinError};
+use crate::fiber::{self, Fiber};
+use crate::join::JoinHandle;
+use crate::stats::{Counter, Stats, WorkerCounters};
+use crate::sys::fd::eventfd_signal;
+use crate::sys::op::{Op, Sqe};
+use crate::sys::ring::{self, Features, ProbeError, RingSetup, RingShared};
+use crate::sys::stack::{GuardKind, StackPool};
+use crate::{completer, worker};
+
+/// Default usable bytes of a fiber stack.
+pub const DEFAULT_STACK_SIZE: usize = 64 * 1024;
+/// Smallest stack the builder accepts.
+pub const MIN_STACK_SIZE: usize = 16 * 1024;
+/// Default SQ entries per worker ring.
+pub const DEFAULT_RING_ENTRIES: u32 = 256;
+
+const REGISTRY_SHARDS: usize = 64;
+/// Provided buffers per worker ring for multishot recv, and their size: 2 MiB per worker,
+/// enough for the data of one reaping pass (buffers go back as soon as they are copied).
+const PROVIDED_BUFS: u16 = 512;
+const PROVIDED_BUF_SIZE: usize = 4096;
+
+/// Runtime phases, in the only order they happen.
+pub(crate) const RUNNING: u8 = 0;
+/// Shutdown requested: I/O is cancelled, new I/O and spawns fail, runnable fibers finish.
+pub(crate) const DRAINING: u8 = 1;
+/// No fiber is runnable and no I/O is in flight: the rest are torn down.
+pub(crate) const TEARDOWN: u8 = 2;
+/// Workers exit.
+pub(crate) const STOPPED: u8 = 3;
+
+/// io_uring setup flags for the workers' rings. All off by default.
+///
+/// Parsed from a comma-separated list (`"single_issuer,coop_taskrun"`, or `"none"`), so a
+/// server can pass a `--ring-flags` option straight through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RingFlags {
+    /// `IORING_SETUP_SINGLE_ISSUER`: only the worker submits to its ring.
+    pub single_issuer: bool,
+    /// `IORING_SETUP_DEFER_TASKRUN` (implies `single_issuer`): completions are posted only
+    /// when the worker enters the kernel, so neither the Completer nor I/O stealing can reap
+    /// them.
+    pub defer_taskrun: bool,
+    /// `IORING_SETUP_COOP_TASKRUN`: no interrupt of a busy worker to post completions.
+    pub coop_taskrun: bool,
+    /// `IORING_SETUP_SQPOLL` with this idle time in milliseconds: a kernel thread per ring
+    /// polls the SQ.
+    pub sqpoll_idle_ms: Option<u32>,
+}
+
+impl RingFlags {
+    /// No flags.
+    pub fn none() -> RingFlags {
+        RingFlags::default()
+    }
+
+    /// Sets `single_issuer`.
+    pub fn single_issuer(mut self, on: bool) -> RingFlags {
+        self.single_issuer = on;
+        self
+    }
+
+    /// Sets `defer_taskrun`.
+    pub fn defer_taskrun(mut self, on: bool) -> RingFlags {
+        self.defer_taskrun = on;
+        self
+    }
+
+    /// Sets `coop_taskrun`.
+    pub fn coop_taskrun(mut self, on: bool) -> RingFlags {
+        self.coop_taskrun = on;
+        self
+    }
+
+    /// Sets `sqpoll` with the kernel thread's idle time.
+    pub fn sqpoll(mut self, idle_ms: Option<u32>) -> RingFlags {
+        self.sqpoll_idle_ms = idle_ms;
+        self
+    }
+}
+
+impl FromStr for RingFlags {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<RingFlags, String> {
+        let mut f = RingFlags::default();
+        for word in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match word.to_ascii_lowercase().as_str() {
+                "none" => {}
+                "single_issuer" => f.single_issuer = true,
+                "defer_taskrun" => {
+                    f.defer_taskrun = true;
+                    f.single_issuer = true;
+                }
+                "coop_taskrun" => f.coop_taskrun = true,
+                "sqpoll" => f.sqpoll_idle_ms = Some(1000),
+                other => {
+                    return Err(format!(
+                        "unknown ring flag {other:?}; expected a comma-separated list of \
+                         single_issuer, defer_taskrun, coop_taskrun, sqpoll (or none)"
+                    ));
+                }
+            }
+        }
+        Ok(f)
+    }
+}
+
+impl fmt::Display for RingFlags {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut words = Vec::new();
+        if self.single_issuer {
+            words.push("single_issuer");
+        }
+        if self.defer_taskrun {
+            words.push("defer_taskrun");
+        }
+        if self.coop_taskrun {
+            words.push("coop_taskrun");
+        }
+        if self.sqpoll_idle_ms.is_some() {
+            words.push("sqpoll");
+        }
+        if words.is_empty() {
+            f.write_str("none")
+        } else {
+            f.write_str(&words.join(","))
+        }
+    }
+}
+
+/// The settings of a runtime.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) workers: usize,
+    pub(crate) cpus: Vec<usize>,
+    pub(crate) stack_size: usize,
+    pub(crate) ring: RingSetup,
+    pub(crate) completer: bool,
+    pub(crate) io_stealing: bool,
+    pub(crate) multishot: bool,
+    pub(crate) multishot_recv: bool,
+    pub(crate) name: String,
+}
+
+impl Config {
+    pub(crate) fn cpu_for(&self, worker: usize) -> Option<usize> {
+        if self.cpus.is_empty() {
+            None
+        } else {
+            Some(self.cpus[worker % self.cpus.len()])
+        }
+    }
+}
+
+/// Builds a [`Runtime`].
+///
+/// ```no_run
+/// let rt = fiber::Runtime::builder()
+///     .workers(2)
+///     .cpus([1])
+///     .stack_size(64 * 1024)
+///     .build()?;
+/// # Ok::<(), fiber::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct Builder {
+    workers: Option<usize>,
+    cpus: Vec<usize>,
+    stack_size: usize,
+    ring_entries: u32,
+    ring_flags: RingFlags,
+    completer: bool,
+    io_stealing: bool,
+    multishot: bool,
+    name: String,
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder {
+            workers: None,
+            cpus: Vec::new(),
+            stack_size: DEFAULT_STACK_SIZE,
+            ring_entries: DEFAULT_RING_ENTRIES,
+            ring_flags: RingFlags::default(),
+            completer: false,
+            io_stealing: false,
+            multishot: false,
+            name: "fiber".to_owned(),
+        }
+    }
+}
+
+impl Builder {
+    /// Number of worker threads. Default: the number of `cpus` if given, else the CPUs this
+    /// process may run on.
+    pub fn workers(mut self, n: usize) -> Builder {
+        self.workers = Some(n);
+        self
+    }
+
+    /// Pins worker `i` to `cpus[i % cpus.len()]`. Default: no pinning.
+    pub fn cpus(mut self, cpus: impl IntoIterator<Item = usize>) -> Builder {
+        self.cpus = cpus.into_iter().collect();
+        self
+    }
+
+    /// Usable bytes of each fiber stack (rounded up to whole pages; one guard page is added).
+    /// Default 64 KiB; at least 16 KiB.
+    pub fn stack_size(mut self, bytes: usize) -> Builder {
+        self.stack_size = bytes;
+        self
+    }
+
+    /// Submission queue entries of each worker's ring (the CQ gets four times as many).
+    /// Default 256.
+    pub fn ring_entries(mut self, n: u32) -> Builder {
+        self.ring_entries = n;
+        self
+    }
+
+    /// io_uring setup flags of the workers' rings.
+    pub fn ring_flags(mut self, flags: RingFlags) -> Builder {
+        self.ring_flags = flags;
+        self
+    }
+
+    /// Runs the Completer thread (the paper's Figure 4): it is woken by an eventfd registered
+    /// on every worker's ring and reaps completions a busy worker has not reaped yet.
+    pub fn completer(mut self, on: bool) -> Builder {
+        self.completer = on;
+        self
+    }
+
+    /// Lets a worker with nothing to run reap the completions of another worker's ring
+    /// before it goes to sleep (I/O stealing).
+    pub fn io_stealing(mut self, on: bool) -> Builder {
+        self.io_stealing = on;
+        self
+    }
+
+    /// Uses multishot accept on listeners (one SQE yields every incoming connection) and
+    /// multishot recv on streams read from fibers, with a ring of provided buffers per worker
+    /// (one SQE yields every chunk of data; each chunk is copied out of its buffer when
+    /// reaped). Ignored where the kernel lacks them (before 5.19 and 6.0).
+    pub fn multishot(mut self, on: bool) -> Builder {
+        self.multishot = on;
+        self
+    }
+
+    /// Prefix of the worker threads' names. Default `fiber`.
+    pub fn thread_name(mut self, prefix: impl Into<String>) -> Builder {
+        self.name = prefix.into();
+        self
+    }
+
+    /// Probes io_uring, creates one ring per worker (on its thread) and starts the workers.
+    pub fn build(self) -> Result<Runtime, Error> {
+        let features = probe_features()?;
+        let workers = match self.workers {
+            Some(0) => return Err(Error::Config("at least one worker is needed".into())),
+            Some(n) => n,
+            None if !self.cpus.is_empty() => self.cpus.len(),
+            None => thread::available_parallelism().map_or(1, usize::from),
+        };
+        if workers > 4096 {
+            return Err(Error::Config(format!("{workers} workers is too many")));
+        }
+        if self.stack_size < MIN_STACK_SIZE || self.stack_size > (1 << 30) {
+            return Err(Error::Config(format!(
+                "stack size {} is out of range ({MIN_STACK_SIZE} bytes to 1 GiB)",
+                self.stack_size
+            )));
+        }
+        if !(8..=32768).contains(&self.ring_entries) {
+            return Err(Error::Config(format!(
+                "ring entries {} is out of range (8 to 32768)",
+                self.ring_entries
+            )));
+        }
+        let config = Config {
+            workers,
+            cpus: self.cpus,
+            stack_size: self.stack_size,
+            ring: RingSetup {
+                entries: self.ring_entries,
+                single_issuer: self.ring_flags.single_issuer,
+                defer_taskrun: self.ring_flags.defer_taskrun,
+                coop_taskrun: self.ring_flags.coop_taskrun,
+                sqpoll_idle_ms: self.ring_flags.sqpoll_idle_ms,
+                provided_bufs: (self.multishot && features.recv_multishot)
+                    .then_some((PROVIDED_BUFS, PROVIDED_BUF_SIZE)),
+            },
+            // Both reap other workers' rings and must then re-deliver wake-ups they took,
+            // which needs MSG_RING (5.18).
+            completer: self.completer && features.msg_ring,
+            io_stealing: self.io_stealing && features.msg_ring,
+            multishot: self.multishot && features.accept_multishot,
+            multishot_recv: self.multishot && features.recv_multishot,
+            name: self.name,
+        };
+        Runtime::start(config, features)
+    }
+}
+
+/// Probes io_uring: `Ok` if this kernel can run the runtime. Tests use it to skip.
+pub fn probe() -> Result<(), Error> {
+    probe_features().map(drop)
+}
+
+fn probe_features() -> Result<Features, Error> {
+    ring::probe().map_err(|e| match e {
+        ProbeError::Setup(io) => Error::from_setup(io),
+        ProbeError::Missing(op) => Error::Unsupported(op),
+    })
+}
+
+/// What the workers of a runtime share.
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) features: Features,
+    pub(crate) injector: Injector<Arc<Fiber>>,
+    pub(crate) stealers: Vec<Stealer<Arc<Fiber>>>,
+    pub(crate) workers: Vec<WorkerShared>,
+    /// Workers announced as idle (about to sleep or sleeping), by index.
+    idle: Mutex<Vec<usize>>,
+    num_idle: AtomicUsize,
+    state: AtomicU8,
+    registry: Vec<Mutex<Slab<Arc<Fiber>>>>,
+    next_id: AtomicU64,
+    pub(crate) stacks: StackPool,
+    pub(crate) spawned: Counter,
+    pub(crate) finished: Counter,
+    pub(crate) completer: Option<completer::Shared>,
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("workers", &self.workers.len())
+            .field("state", &self.state.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// What other threads need of one worker.
+#[derive(Debug)]
+pub(crate) struct WorkerShared {
+    /// The worker's ring, set once the worker created it.
+    pub(crate) ring: OnceLock<Arc<RingShared>>,
+    /// Written to wake the worker when no MSG_RING can be sent (from a non-worker thread,
+    /// or a kernel without MSG_RING).
+    pub(crate) eventfd: OwnedFd,
+    /// Registered on the ring for the Completer (signalled on every CQE).
+    pub(crate) cq_eventfd: Option<OwnedFd>,
+    pub(crate) sleeping: std::sync::atomic::AtomicBool,
+    /// Bumped every time the worker leaves its idle state.
+    pub(crate) epoch: AtomicU64,
+    /// In-flight ops of this ring that another thread wants cancelled.
+    pub(crate) cancels: Mutex<Vec<Arc<Op>>>,
+    pub(crate) stats: WorkerCounters,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Shared {
+    pub(crate) fn state(&self) -> u8 {
+        self.state.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_state(&self, s: u8) {
+        self.state.store(s, Ordering::Release);
+    }
+
+    pub(crate) fn advance_state(&self, from: u8, to: u8) -> bool {
+        self.state
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    pub(crate) fn accepting_spawns(&self) -> bool {
+        self.state() == RUNNING
+    }
+
+    /// Adds a fiber to the registry (so shutdown can find it) and returns it.
+    pub(crate) fn register(&self, make: impl FnOnce(u64, (usize, usize)) -> Fiber) -> Arc<Fiber> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let shard = (id as usize) % REGISTRY_SHARDS;
+        let mut slab = lock(&self.registry[shard]);
+        let entry = slab.vacant_entry();
+        let fiber = Arc::new(make(id, (shard, entry.key())));
+        entry.insert(Arc::clone(&fiber));
+        drop(slab);
+        self.spawned.inc();
+        fiber
+    }
+
+    pub(crate) fn unregister(&self, f: &Fiber) {
+        let (shard, key) = f.slot();
+        let removed = {
+            let mut slab = lock(&self.registry[shard]);
+            slab.try_remove(key)
+        };
+        if removed.is_some() {
+            self.finished.inc();
+        }
+    }
+
+    /// Every registered fiber.
+    pub(crate) fn registered(&self) -> Vec<Arc<Fiber>> {
+        let mut v = Vec::new();
+        for shard in &self.registry {
+            v.extend(lock(shard).iter().map(|(_, f)| Arc::clone(f)));
+        }
+        v
+    }
+
+    /// Announces worker `i` as idle. Pair with [`Shared::unannounce`].
+    pub(crate) fn announce_idle(&self, i: usize) {
+        lock(&self.idle).push(i);
+        self.num_idle.fetch_add(1, Ordering::SeqCst);
+        self.workers[i].sleeping.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+    }
+
+    pub(crate) fn unannounce(&self, i: usize) {
+        let w = &self.workers[i];
+        w.epoch.fetch_add(1, Ordering::SeqCst);
+        w.sleeping.store(false, Ordering::SeqCst);
+        let mut idle = lock(&self.idle);
+        if let Some(p) = idle.iter().position(|&x| x == i) {
+            idle.swap_remove(p);
+            self.num_idle.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Called after work was made available: wakes one idle worker, if any.
+    pub(crate) fn notify_one(&self, from: Option<&worker::WorkerCtx>) {
+        fence(Ordering::SeqCst);
+        if self.num_idle.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let target = {
+            let mut idle = lock(&self.idle);
+            let t = idle.pop();
+            if t.is_some() {
+                self.num_idle.fetch_sub(1, Ordering::SeqCst);
+            }
+            t
+        };
+        if let Some(t) = target {
+            self.wake_worker(t, from);
+        }
+    }
+
+    /// Wakes worker `t`: by MSG_RING from the caller's ring if it is a worker of this
+    /// runtime, else through `t`'s eventfd.
+    pub(crate) fn wake_worker(&self, t: usize, from: Option<&worker::WorkerCtx>) {
+        let target = &self.workers[t];
+        if let (Some(ctx), Some(ring)) = (from, target.ring.get()) {
+            if self.features.msg_ring
+                && ctx.index != t
+                && std::ptr::eq(Arc::as_ptr(&ctx.rt), self)
+                && ctx.ring.push(Sqe::msg_ring(ring.fd())).is_ok()
+                && ctx.ring.flush().is_ok()
+            {
+                target.stats.wakes_msg_ring.inc();
+                return;
+            }
+        }
+        // An eventfd write cannot fail on a valid eventfd short of counter overflow, which
+        // `eventfd_signal` treats as success.
+        let _ = eventfd_signal(target.eventfd.as_fd());
+        target.stats.wakes_eventfd.inc();
+    }
+
+    /// Wakes every worker (state changes).
+    pub(crate) fn wake_all(&self) {
+        for w in &self.workers {
+            let _ = eventfd_signal(w.eventfd.as_fd());
+        }
+        if let Some(c) = &self.completer {
+            c.wake();
+        }
+    }
+
+    /// Starts shutting down (idempotent).
+    pub(crate) fn shutdown(&self) {
+        if self.advance_state(RUNNING, DRAINING) {
+            self.wake_all();
+        }
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        let counts = self.stacks.counts();
+        Stats {
+            workers: self.workers.iter().map(|w| w.stats.snapshot()).collect(),
+            fibers_spawned: self.spawned.get(),
+            fibers_finished: self.finished.get(),
+            completions_completer: self.completer.as_ref().map_or(0, |c| c.completions()),
+            completer_wakeups: self.completer.as_ref().map_or(0, |c| c.wakeups()),
+            stacks_in_use: counts.in_use,
+            stacks_carved: counts.carved,
+            stack_mappings: counts.mappings,
+            guard_pages: match counts.guard {
+                Some(GuardKind::Madvise) => "madvise",
+                Some(GuardKind::Mprotect) => "mprotect",
+                None => "-",
+            },
+            ops_live: crate::sys::op::live_ops(),
+        }
+    }
+}
+
+/// A handle to a runtime: spawn fibers, read stats, or shut it down, from any thread.
+#[derive(Clone)]
+pub struct Handle {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle")
+            .field("shared", &self.shared)
+            .finish()
+    }
+}
+
+impl Handle {
+    /// The runtime of the calling fiber, if it runs on one.
+    pub fn current() -> Option<Handle> {
+        worker::current_runtime().map(|shared| Handle { shared })
+    }
+
+    /// Spawns a fiber. Once shutdown has begun, the fiber is not started and its handle
+    /// reports [`JoinError::Cancelled`].
+    pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        fiber::spawn_on(&self.shared, f)
+    }
+
+    /// Begins shutdown and returns at once (callable from a signal-handling thread or a
+    /// fiber): in-flight I/O is cancelled (it fails with `ECANCELED`), new I/O and spawns
+    /// fail, runnable fibers run until they park; then fibers still parked on sync
+    /// primitives are torn down (their stacks unwound, destructors run) and the workers
+    /// exit. Dropping the [`Runtime`] waits for that.
+    pub fn shutdown(&self) {
+        self.shared.shutdown();
+    }
+
+    /// Whether shutdown has begun.
+    pub fn is_shutting_down(&self) -> bool {
+        self.shared.state() != RUNNING
+    }
+
+    /// A snapshot of the runtime's counters.
+    pub fn stats(&self) -> Stats {
+        self.shared.stats()
+    }
+}
+
+/// A fiber runtime: worker threads, each with an io_uring and a run queue.
+///
+/// Dropping it shuts it down and waits for the workers to exit.
+pub struct Runtime {
+    handle: Handle,
+    threads: Vec<thread::JoinHandle<()>>,
+    completer: Option<thread::JoinHandle<()>>,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("workers", &self.threads.len())
+            .finish()
+    }
+}
+
+impl Runtime {
+    /// A runtime with the default settings.
+    pub fn new() -> Result<Runtime, Error> {
+        Builder::default().build()
+    }
+
+    /// A builder for a runtime with other settings.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    fn start(config: Config, features: Features) -> Result<Runtime, Error> {
+        let n = config.workers;
+        let mut locals = Vec::with_capacity(n);
+        let mut stealers = Vec::with_capacity(n);
+        let mut workers = Vec::with_capacity(n);
+        for i in 0..n {
+            let local = crossbeam_deque::Worker::new_fifo();
+            stealers.push(local.stealer());
+            locals.push(local);
+            let eventfd =
+                crate::sys::fd::eventfd().map_err(|source| Error::Worker { worker: i, source })?;
+            let cq_eventfd = if config.completer {
+                Some(
+                    crate::sys::fd::eventfd()
+                        .map_err(|source| Error::Worker { worker: i, source })?,
+                )
+            } else {
+                None
+            };
+            workers.push(WorkerShared {
+                ring: OnceLock::new(),
+                eventfd,
+                cq_eventfd,
+                sleeping: std::sync::atomic::AtomicBool::new(false),
+                epoch: AtomicU64::new(0),
+                cancels: Mutex::new(Vec::new()),
+                stats: WorkerCounters::default(),
+            });
+        }
+        let completer = if config.completer {
+            Some(completer::Shared::new().map_err(|source| Error::Worker { worker: n, source })?)
+        } else {
+            None
+        };
+        let shared = Arc::new(Shared {
+            stacks: StackPool::new(config.stack_size),
+            config,
+            features,
+            injector: Injector::new(),
+            stealers,
+            workers,
+            idle: Mutex::new(Vec::new()),
+            num_idle: AtomicUsize::new(0),
+            state: AtomicU8::new(RUNNING),
+            registry: (0..REGISTRY_SHARDS)
+                .map(|_| Mutex::new(Slab::new()))
+                .collect(),
+            next_id: AtomicU64::new(0),
+            spawned: Counter::default(),
+            finished: Counter::default(),
+            completer,
+        });
+
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let mut threads = Vec::with_capacity(n);
+        let mut failure = None;
+        for (i, local) in locals.into_iter().enumerate() {
+            match worker::spawn(Arc::clone(&shared), i, local, ready_tx.clone()) {
+                Ok(t) => threads.push(t),
+                Err(source) => {
+                    failure = Some(Error::Worker { worker: i, source });
+                    break;
+                }
+            }
+        }
+        drop(ready_tx);
+        for _ in 0..threads.len() {
+            match ready_rx.recv() {
+                Ok((_, Ok(()))) => {}
+                Ok((i, Err(e))) => {
+                    failure.get_or_insert(if e.kind() == std::io::ErrorKind::InvalidInput {
+                        Error::Worker {
+                            worker: i,
+                            source: e,
+                        }
+                    } else {
+                        Error::from_setup(e)
+                    });
+                }
+                Err(_) => break,
+            }
+        }
+        let mut completer_thread = None;
+        if failure.is_none() && shared.completer.is_some() {
+            match completer::spawn(Arc::clone(&shared)) {
+                Ok(t) => completer_thread = Some(t),
+                Err(source) => failure = Some(Error::Worker { worker: n, source }),
+            }
+        }
+        let rt = Runtime {
+            handle: Handle { shared },
+            threads,
+            completer: completer_thread,
+        };
+        match failure {
+            Some(e) => {
+                // Not every worker is up, so nobody could detect quiescence: stop outright.
+                // Dropping `rt` joins the workers that did start.
+                rt.handle.shared.set_state(STOPPED);
+                rt.handle.shared.wake_all();
+                Err(e)
+            }
+            None => Ok(rt),
+        }
+    }
+
+    /// Runs `f` on a fiber and blocks the calling thread until it returns.
+    ///
+    /// Called from a fiber of this runtime, it parks that fiber instead.
+    pub fn block_on<F, T>(&self, f: F) -> Result<T, JoinError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.spawn(f).join()
+    }
+
+    /// Spawns a fiber; see [`Handle::spawn`].
+    pub fn spawn<F, T>(&self, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.handle.spawn(f)
+    }
+
+    /// A handle for other threads (a signal thread that will call [`Handle::shutdown`]).
+    pub fn handle(&self) -> Handle {
+        self.handle.clone()
+    }
+
+    /// A snapshot of the runtime's counters.
+    pub fn stats(&self) -> Stats {
+        self.handle.stats()
+    }
+
+    /// Begins shutdown without waiting; see [`Handle::shutdown`].
+    pub fn shutdown(&self) {
+        self.handle.shutdown();
+    }
+
+    /// Number of worker threads.
+    pub fn workers(&self) -> usize {
+        self.handle.shared.workers.len()
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        let shared = &self.handle.shared;
+        shared.shutdown();
+        for t in self.threads.drain(..) {
+            // A worker that panicked has nothing left to clean up here.
+            let _ = t.join();
+        }
+        shared.set_state(STOPPED);
+        shared.wake_all();
+        if let Some(t) = self.completer.take() {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! Counters of what the runtime did, per worker and in total.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A counter bumped by (mostly) one thread and read by anyone.
+#[derive(Debug, Default)]
+pub(crate) struct Counter(AtomicU64);
+
+impl Counter {
+    pub(crate) fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn inc(&self) {
+        self.add(1);
+    }
+
+    pub(crate) fn set(&self, n: u64) {
+        self.0.store(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// The live counters of one worker.
+#[derive(Debug, Default)]
+pub(crate) struct WorkerCounters {
+    pub(crate) resumes: Counter,
+    pub(crate) stolen_fibers: Counter,
+    pub(crate) injector_pops: Counter,
+    pub(crate) ops_submitted: Counter,
+    pub(crate) enters: Counter,
+    pub(crate) completions_own: Counter,
+    pub(crate) completions_stolen: Counter,
+    pub(crate) sleeps: Counter,
+    pub(crate) wakes_msg_ring: Counter,
+    pub(crate) wakes_eventfd: Counter,
+}
+
+impl WorkerCounters {
+    pub(crate) fn snapshot(&self) -> WorkerStats {
+        WorkerStats {
+            resumes: self.resumes.get(),
+            stolen_fibers: self.stolen_fibers.get(),
+            injector_pops: self.injector_pops.get(),
+            ops_submitted: self.ops_submitted.get(),
+            enters: self.enters.get(),
+            completions_own: self.completions_own.get(),
+            completions_stolen: self.completions_stolen.get(),
+            sleeps: self.sleeps.get(),
+            wakes_msg_ring: self.wakes_msg_ring.get(),
+            wakes_eventfd: self.wakes_eventfd.get(),
+        }
+    }
+}
+
+/// What one worker did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerStats {
+    /// Fiber resumes (context switches into a fiber).
+    pub resumes: u64,
+    /// Fibers this worker stole from another worker's run queue.
+    pub stolen_fibers: u64,
+    /// Fibers this worker took from the injector (work from outside the workers).
+    pub injector_pops: u64,
+    /// SQEs of user operations this worker pushed on its ring.
+    pub ops_submitted: u64,
+    /// `io_uring_enter` calls this worker made (submissions and waits).
+    pub enters: u64,
+    /// Completions this worker reaped from its own ring.
+    pub completions_own: u64,
+    /// Completions this worker reaped from other workers' rings (I/O stealing).
+    pub completions_stolen: u64,
+    /// Times this worker went to sleep in its ring.
+    pub sleeps: u64,
+    /// Wake-ups sent to this worker as IORING_OP_MSG_RING messages.
+    pub wakes_msg_ring: u64,
+    /// Wake-ups sent to this worker through its eventfd.
+    pub wakes_eventfd: u64,
+}
+
+impl WorkerStats {
+    fn add(&mut self, o: &WorkerStats) {
+        self.resumes += o.resumes;
+        self.stolen_fibers += o.stolen_fibers;
+        self.injector_pops += o.injector_pops;
+        self.ops_submitted += o.ops_submitted;
+        self.enters += o.enters;
+        self.completions_own += o.completions_own;
+        self.completions_stolen += o.completions_stolen;
+        self.sleeps += o.sleeps;
+        self.wakes_msg_ring += o.wakes_msg_ring;
+        self.wakes_eventfd += o.wakes_eventfd;
+    }
+}
+
+/// A snapshot of the runtime's counters, from [`Runtime::stats`](crate::Runtime::stats).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Per worker, by index.
+    pub workers: Vec<WorkerStats>,
+    /// Fibers spawned.
+    pub fibers_spawned: u64,
+    /// Fibers that returned, panicked or were torn down.
+    pub fibers_finished: u64,
+    /// Completions the Completer thread reaped from workers' rings.
+    pub completions_completer: u64,
+    /// Times the Completer thread woke up.
+    pub completer_wakeups: u64,
+    /// Stacks handed to fibers now.
+    pub stacks_in_use: usize,
+    /// Stacks ever carved from mappings (the pool's size).
+    pub stacks_carved: usize,
+    /// Mappings the stacks were carved from.
+    pub stack_mappings: usize,
+    /// How guard pages are made: `"madvise"` (no extra VMA), `"mprotect"`, or `"-"` before
+    /// the first stack.
+    pub guard_pages: &'static str,
+    /// io_uring operations alive in the whole process (not only this runtime): in flight,
+    /// or completed and not yet dropped. Each owns the memory the kernel reads or writes.
+    pub ops_live: usize,
+}
+
+impl Stats {
+    /// The workers' counters added up.
+    pub fn total(&self) -> WorkerStats {
+        let mut t = WorkerStats::default();
+        for w in &self.workers {
+            t.add(w);
+        }
+        t
+    }
+
+    /// Fibers alive now (spawned and not finished).
+    pub fn fibers_live(&self) -> u64 {
+        self.fibers_spawned.saturating_sub(self.fibers_finished)
+    }
+}
+
+impl fmt::Display for Stats {
+    /// One line of `key=value` pairs, for a server's exit report.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = self.total();
+        write!(
+            f,
+            "workers={} fibers_spawned={} fibers_live={} resumes={} stolen_fibers={} \
+             injector_pops={} ops={} enters={} cqe_own={} cqe_stolen={} cqe_completer={} \
+             sleeps={} wakes_msg_ring={} wakes_eventfd={} stacks_in_use={} stacks_carved={} \
+             stack_mappings={} guard={} ops_live={}",
+            self.workers.len(),
+            self.fibers_spawned,
+            self.fibers_live(),
+            t.resumes,
+            t.stolen_fibers,
+            t.injector_pops,
+            t.ops_submitted,
+            t.enters,
+            t.completions_own,
+            t.completions_stolen,
+            self.completions_completer,
+            t.sleeps,
+            t.wakes_msg_ring,
+            t.wakes_eventfd,
+            self.stacks_in_use,
+            self.stacks_carved,
+            self.stack_mappings,
+            self.guard_pages,
+            self.ops_live,
+        )
+    }
+}

@@ -1,0 +1,244 @@
+//! The coroutine under a fiber: a corosensei coroutine on a pooled stack, movable between
+//! worker threads, and the stack switch a parking fiber makes back to its worker.
+//!
+//! A worker resumes a fiber with [`FiberCoro::resume`]; code running on the fiber gives the
+//! thread back with [`suspend`], from any depth, because the current coroutine's `Yielder` is
+//! kept in a thread-local while the coroutine runs. After `suspend` returns the fiber may be on
+//! another thread: nothing here keeps thread-local state across the switch, and the accessors
+//! are `#[inline(never)]` so that the thread pointer is read afresh after every resume.
+
+use std::cell::Cell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+
+use super::stack::PooledStack;
+
+/// Why a fiber gave its thread back to the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Suspend {
+    /// Runnable again right away: put it at the back of the run queue.
+    Yield,
+    /// Waiting for a wake-up (an I/O completion, a sync primitive, a join).
+    Park,
+}
+
+type Inner = Coroutine<(), Suspend, (), PooledStack>;
+
+/// A fiber's coroutine, with the address of its `Yielder` once it has started.
+pub(crate) struct FiberCoro {
+    inner: Inner,
+    /// The address of the coroutine's `Yielder` (0 until its first resume). It lives on the
+    /// coroutine's own stack and so has a fixed address for the coroutine's lifetime.
+    yielder: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for FiberCoro {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FiberCoro")
+            .field("started", &self.inner.started())
+            .field("done", &self.inner.done())
+            .finish()
+    }
+}
+
+// SAFETY: `Coroutine` is `!Send` because the code on its stack might hold `!Send` values
+// across a suspension point, and moving the coroutine would move them to another thread.
+// [1] A fiber starts from a `Send + 'static` closure (`FiberCoro::new` requires it), so
+// everything it begins with may cross threads. [2] What the fiber creates on its own stack is
+// reachable from elsewhere only through the fiber, which runs on one thread at a time: the
+// scheduler's state machine (`fiber.rs`) hands a fiber to exactly one worker per resume, and
+// the `Mutex` around the coroutine orders the hand-over between threads. [3] The remaining
+// hazard, values tied to the identity of the OS thread (a reference into a thread-local, a
+// `std::sync::MutexGuard`) held across a blocking point, is excluded by the migration rule in
+// the crate documentation, which every blocking function of this crate repeats; the
+// runtime's own thread-locals are never held across a switch (see the module docs).
+unsafe impl Send for FiberCoro {}
+
+thread_local! {
+    /// Address of the `Yielder` of the coroutine this thread is running, or 0.
+    static YIELDER: Cell<usize> = const { Cell::new(0) };
+    /// Set while this thread drops suspended coroutines at shutdown.
+    static TEARDOWN: Cell<bool> = const { Cell::new(false) };
+}
+
+#[inline(never)]
+fn swap_yielder(addr: usize) -> usize {
+    YIELDER.with(|y| y.replace(addr))
+}
+
+#[inline(never)]
+fn current_yielder() -> usize {
+    YIELDER.with(Cell::get)
+}
+
+/// Whether this thread is force-unwinding fibers at shutdown. A fiber's code sees this from
+/// destructors that run during that unwinding, where it must not park.
+#[inline(never)]
+pub(crate) fn in_teardown() -> bool {
+    TEARDOWN.with(Cell::get)
+}
+
+/// Whether the calling code runs on a fiber.
+#[inline(never)]
+pub(crate) fn on_fiber() -> bool {
+    current_yielder() != 0
+}
+
+impl FiberCoro {
+    /// A coroutine that will run `body` on `stack` when first resumed.
+    ///
+    /// `body` must not unwind: the runtime wraps user code in `catch_unwind`.
+    pub(crate) fn new<F>(stack: PooledStack, body: F) -> FiberCoro
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let cell = Arc::new(AtomicUsize::new(0));
+        let publish = Arc::clone(&cell);
+        let inner = Coroutine::with_stack(stack, move |y: &Yielder<(), Suspend>, ()| {
+            let addr = std::ptr::from_ref(y) as usize;
+            publish.store(addr, Ordering::Relaxed);
+            drop(publish);
+            swap_yielder(addr);
+            body();
+        });
+        FiberCoro {
+            inner,
+            yielder: cell,
+        }
+    }
+
+    /// Runs the fiber on this thread until it suspends (`Some(why)`) or returns (`None`).
+    ///
+    /// A panic escaping the body would propagate here; the runtime's body never lets one out.
+    pub(crate) fn resume(&mut self) -> Option<Suspend> {
+        let prev = swap_yielder(self.yielder.load(Ordering::Relaxed));
+        let r = self.inner.resume(());
+        swap_yielder(prev);
+        match r {
+            CoroutineResult::Yield(s) => Some(s),
+            CoroutineResult::Return(()) => None,
+        }
+    }
+
+    /// Drops a suspended coroutine, unwinding its stack so that its destructors run. Code on
+    /// the fiber sees [`in_teardown`] meanwhile and must not park.
+    pub(crate) fn teardown(self) {
+        let prev = TEARDOWN.with(|t| t.replace(true));
+        drop(self);
+        TEARDOWN.with(|t| t.set(prev));
+    }
+}
+
+/// Gives the thread back to the worker that resumed the current fiber.
+///
+/// Returns `false` without suspending when the caller is not on a fiber, or runs in a
+/// destructor during shutdown teardown. After a `true` return the fiber may be running on a
+/// different thread.
+#[inline(never)]
+pub(crate) fn suspend(why: Suspend) -> bool {
+    let addr = current_yielder();
+    if addr == 0 || in_teardown() {
+        return false;
+    }
+    // SAFETY: [1] `YIELDER` is non-zero only between `FiberCoro::resume`'s two
+    // `swap_yielder` calls (or from the body's first line until its end), that is while this
+    // thread runs the coroutine whose `Yielder` lives at `addr`; [2] only that coroutine's
+    // code runs on this thread meanwhile (the worker loop is itself suspended in `resume`), so
+    // we are on that coroutine's stack and the `Yielder` outlives this call; [3] the reference
+    // is used on this thread only and dropped before returning.
+    let yielder = unsafe { &*(addr as *const Yielder<(), Suspend>) };
+    yielder.suspend(why);
+    true
+}
+
+/// Runs `f` on the stack of the worker that resumed the current fiber (directly when not on
+/// a fiber), so that runtime work with deep call chains (a run-queue resize, carving a new
+/// stack) does not eat into small fiber stacks. `f` must not park.
+#[inline(never)]
+pub(crate) fn on_worker_stack<F, R>(f: F) -> R
+where
+    F: FnOnce() -> R + Send,
+{
+    let addr = current_yielder();
+    if addr == 0 || in_teardown() {
+        return f();
+    }
+    // SAFETY: as in `suspend`: a non-zero `YIELDER` is the `Yielder` of the coroutine this
+    // thread is running, on whose stack we are; the reference does not outlive this call.
+    let yielder = unsafe { &*(addr as *const Yielder<(), Suspend>) };
+    // While `f` runs on the worker's stack, this thread is not "on a fiber": a nested call
+    // must not switch to the worker's stack again (it would start at the same stack top and
+    // overwrite the frames of this one), and `f` cannot suspend.
+    swap_yielder(0);
+    let r = yielder.on_parent_stack(f);
+    swap_yielder(addr);
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::stack::StackPool;
+
+    #[test]
+    fn suspend_from_nested_calls_returns_to_resume() {
+        let pool = StackPool::new(64 * 1024);
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let l = Arc::clone(&log);
+        fn deep(n: u32, l: &std::sync::Mutex<Vec<u32>>) {
+            if n == 0 {
+                l.lock().unwrap().push(1);
+                assert!(suspend(Suspend::Park));
+                l.lock().unwrap().push(3);
+            } else {
+                deep(n - 1, l);
+            }
+        }
+        let mut co = FiberCoro::new(pool.get().unwrap(), move || deep(10, &l));
+        assert!(!on_fiber());
+        assert_eq!(co.resume(), Some(Suspend::Park));
+        log.lock().unwrap().push(2);
+        // Resume on another thread: the coroutine migrates.
+        let co = std::thread::spawn(move || {
+            assert_eq!(co.resume(), None);
+            co
+        })
+        .join()
+        .unwrap();
+        drop(co);
+        assert_eq!(*log.lock().unwrap(), vec![1, 2, 3]);
+        assert_eq!(pool.counts().in_use, 0);
+    }
+
+    #[test]
+    fn suspend_outside_a_fiber_is_refused() {
+        assert!(!suspend(Suspend::Yield));
+    }
+
+    #[test]
+    fn teardown_runs_destructors_and_frees_the_stack() {
+        struct Flag(Arc<AtomicUsize>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                // A destructor during teardown must not be able to park.
+                assert!(!suspend(Suspend::Park));
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let pool = StackPool::new(64 * 1024);
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let d = Arc::clone(&dropped);
+        let mut co = FiberCoro::new(pool.get().unwrap(), move || {
+            let _f = Flag(d);
+            loop {
+                suspend(Suspend::Park);
+            }
+        });
+        assert_eq!(co.resume(), Some(Suspend::Park));
+        co.teardown();
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+        assert_eq!(pool.counts().in_use, 0);
+    }
+}

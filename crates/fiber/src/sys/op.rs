@@ -1,0 +1,817 @@
+//! In-flight io_uring operations and the memory the kernel reads or writes for them.
+//!
+//! An [`Op`] is shared (`Arc`) between the fiber that waits for it and the ring. When its SQE
+//! is pushed, one strong reference goes into the SQE's `user_data` and comes back out of the
+//! final CQE; so the memory of an operation (its buffer, socket address, timespec, path) is
+//! freed only after the kernel is done with it, whatever happens to the fiber or the stream
+//! meanwhile. A fiber reads that memory only after the operation is `Done`, under the op's
+//! lock. Results are copied into the caller's buffer then: the kernel never writes into memory
+//! the caller could free.
+//!
+//! The `user_data` of an SQE:
+//!
+//! ```text
+//!  63                                                   3 2     0
+//! +------------------------------------------------------+-------+
+//! | address of the Op (from Arc::into_raw), 8-aligned    |  tag  |
+//! +------------------------------------------------------+-------+
+//!   tag 0b000  an Op: the CQE completes it; the ring's reference is released on the final
+//!              CQE (one without IORING_CQE_F_MORE)
+//!   tag 0b001  a wake-up message (IORING_OP_MSG_RING from another worker); address bits 0
+//!   tag 0b010  ignored: the sender's own CQE of a MSG_RING, the result of an ASYNC_CANCEL
+//! ```
+
+use std::collections::VecDeque;
+use std::ffi::CString;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use io_uring::{opcode, squeue, types};
+
+use super::fd::{RawAddr, close_unowned, owned_fd};
+use crate::park::Waker;
+
+pub(crate) const TAG_MASK: u64 = 0b111;
+pub(crate) const TAG_OP: u64 = 0b000;
+pub(crate) const TAG_WAKE: u64 = 0b001;
+pub(crate) const TAG_IGNORE: u64 = 0b010;
+
+const _: () = assert!(
+    std::mem::align_of::<Op>() >= 8,
+    "the tag needs three free bits"
+);
+
+/// Largest single read or write handed to the kernel.
+pub(crate) const MAX_IO: usize = 1 << 20;
+
+/// A heap buffer the kernel may write while an operation is in flight. It is reachable only
+/// through raw pointers meanwhile, so no Rust reference aliases the kernel's writes.
+///
+/// Its bytes start uninitialised (the kernel fills them for a read; a write copies the
+/// caller's data in first), and buffers of the common sizes are recycled through a small
+/// per-thread pool, so a read costs neither an allocation nor zeroing.
+struct RawBuf {
+    ptr: NonNull<u8>,
+    cap: usize,
+}
+
+// SAFETY: `RawBuf` owns its allocation like a `Box<[u8]>`; it holds no thread-bound state.
+unsafe impl Send for RawBuf {}
+// SAFETY: shared access only reads through `&self` methods after the operation completed.
+unsafe impl Sync for RawBuf {}
+
+/// Smallest pooled buffer, and the number of power-of-two size classes above it
+/// (64 B to 64 KiB).
+const POOL_MIN: usize = 64;
+const POOL_CLASSES: usize = 11;
+/// Buffers kept per class per thread.
+const POOL_DEPTH: usize = 32;
+
+/// Free buffers of one thread, by size class.
+struct Pool {
+    free: [Vec<NonNull<u8>>; POOL_CLASSES],
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        for (class, list) in self.free.iter_mut().enumerate() {
+            for ptr in list.drain(..) {
+                // SAFETY: pooled pointers are allocations of exactly this class's layout,
+                // owned by the pool alone, freed once, here.
+                unsafe { std::alloc::dealloc(ptr.as_ptr(), layout(POOL_MIN << class)) };
+            }
+        }
+    }
+}
+
+thread_local! {
+    static POOL: std::cell::RefCell<Pool> = const {
+        std::cell::RefCell::new(Pool { free: [const { Vec::new() }; POOL_CLASSES] })
+    };
+}
+
+fn layout(cap: usize) -> std::alloc::Layout {
+    // `cap` is at least 1 and far below `isize::MAX`: the layout is always valid.
+    std::alloc::Layout::from_size_align(cap, 1).unwrap_or(std::alloc::Layout::new::<u8>())
+}
+
+/// The pool class and capacity for a request of `len` bytes (`None`: too big to pool).
+fn class_of(len: usize) -> Option<(usize, usize)> {
+    let cap = len.max(POOL_MIN).next_power_of_two();
+    let class = (cap / POOL_MIN).trailing_zeros() as usize;
+    (class < POOL_CLASSES).then_some((class, cap))
+}
+
+impl RawBuf {
+    /// A buffer of at least `len` bytes, contents unspecified.
+    fn uninit(len: usize) -> RawBuf {
+        let len = len.max(1);
+        if let Some((class, cap)) = class_of(len) {
+            let pooled = POOL
+                .try_with(|p| p.borrow_mut().free[class].pop())
+                .ok()
+                .flatten();
+            if let Some(ptr) = pooled {
+                return RawBuf { ptr, cap };
+            }
+            return RawBuf::alloc(cap);
+        }
+        RawBuf::alloc(len)
+    }
+
+    fn alloc(cap: usize) -> RawBuf {
+        let layout = layout(cap);
+        // SAFETY: `layout` has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        match NonNull::new(ptr) {
+            Some(ptr) => RawBuf { ptr, cap },
+            None => std::alloc::handle_alloc_error(layout),
+        }
+    }
+
+    fn from_slice(data: &[u8]) -> RawBuf {
+        let buf = RawBuf::uninit(data.len());
+        // SAFETY: the buffer has room for `data.len()` bytes, is fresh (no op uses it) and
+        // does not overlap `data`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), buf.ptr.as_ptr(), data.len());
+        }
+        buf
+    }
+
+    /// Copies the first `n` bytes (clamped to the capacity and to `dst`) into `dst`.
+    ///
+    /// # Safety
+    ///
+    /// No operation that may write this buffer is in flight, and its first `n` bytes are
+    /// initialised (the kernel reported writing them, or they were copied in).
+    unsafe fn copy_to(&self, n: usize, dst: &mut [u8]) -> usize {
+        let n = n.min(self.cap).min(dst.len());
+        // SAFETY: per the caller the `n` source bytes are initialised and not being written;
+        // `dst` is a distinct live slice of at least `n` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr(), dst.as_mut_ptr(), n) };
+        n
+    }
+}
+
+impl Drop for RawBuf {
+    fn drop(&mut self) {
+        if let Some((class, cap)) = class_of(self.cap) {
+            if cap == self.cap {
+                let ptr = self.ptr;
+                let kept = POOL
+                    .try_with(|p| {
+                        let mut p = p.borrow_mut();
+                        let list = &mut p.free[class];
+                        if list.len() < POOL_DEPTH {
+                            list.push(ptr);
+                            true
+                        } else {
+                            false
+                        }
+                    })
+                    .unwrap_or(false);
+                if kept {
+                    return;
+                }
+            }
+        }
+        // SAFETY: `ptr` was allocated with `layout(cap)` (by `alloc`, possibly via the pool)
+        // and is freed once, here.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout(self.cap)) };
+    }
+}
+
+/// A small value at a fixed heap address the kernel reads or writes (a timespec, an
+/// address, an eventfd counter).
+struct RawBox<T> {
+    ptr: NonNull<T>,
+}
+
+// SAFETY: owns a `T` like `Box<T>`.
+unsafe impl<T: Send> Send for RawBox<T> {}
+// SAFETY: shared access only reads after the operation completed.
+unsafe impl<T: Sync> Sync for RawBox<T> {}
+
+impl<T> RawBox<T> {
+    fn new(v: T) -> RawBox<T> {
+        RawBox {
+            ptr: NonNull::from(Box::leak(Box::new(v))),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// No operation that may write the value is in flight.
+    unsafe fn get(&self) -> &T {
+        // SAFETY: a live `Box` allocation, not being written per the caller.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T> Drop for RawBox<T> {
+    fn drop(&mut self) {
+        // SAFETY: from `Box::leak` in `new`, freed once, here.
+        drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+    }
+}
+
+/// The memory an operation lends the kernel.
+enum Mem {
+    None,
+    Buf(RawBuf),
+    Addr(RawBox<RawAddr>),
+    Timespec(RawBox<types::Timespec>),
+    Word(RawBox<u64>),
+    Path(CString),
+    /// The target of an ASYNC_CANCEL, kept alive until the cancel's own CQE so that its
+    /// address (what the cancel matches) cannot be reused by a new op meanwhile.
+    Hold(#[allow(dead_code)] Arc<Op>),
+}
+
+/// What the result of an operation is, for the cleanup of results nobody took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ResKind {
+    /// A count or status: nothing to clean up.
+    Plain,
+    /// A new file descriptor (accept, openat): close it if nobody takes it.
+    Fd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Built, not yet pushed to a ring.
+    Idle,
+    /// Pushed; the ring holds a reference.
+    InFlight,
+    /// The final CQE arrived; the kernel will not touch the memory again.
+    Done,
+}
+
+struct State {
+    phase: Phase,
+    /// Results not yet taken, oldest first (one for a single-shot op), with the bytes of a
+    /// provided buffer when the CQE selected one.
+    results: Results,
+    waiter: Option<Waker>,
+    /// Bytes the kernel reported for the last completion (what a read wrote).
+    written: usize,
+}
+
+/// One result of an op: `(res, flags, bytes of the provided buffer the CQE selected)`.
+pub(crate) type Completion = (i32, u32, Option<Vec<u8>>);
+
+/// A FIFO of completions that holds the first one inline: a single-shot op never allocates
+/// for its result.
+#[derive(Debug, Default)]
+struct Results {
+    /// The oldest result, when `rest` is empty or holds only later ones.
+    first: Option<Completion>,
+    rest: VecDeque<Completion>,
+}
+
+impl Results {
+    fn push_back(&mut self, c: Completion) {
+        if self.first.is_none() && self.rest.is_empty() {
+            self.first = Some(c);
+        } else {
+            self.rest.push_back(c);
+        }
+    }
+
+    fn pop_front(&mut self) -> Option<Completion> {
+        self.first.take().or_else(|| self.rest.pop_front())
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Completion> {
+        self.first.iter().chain(self.rest.iter())
+    }
+}
+
+/// One io_uring operation, single-shot or multishot.
+pub(crate) struct Op {
+    state: Mutex<State>,
+    mem: Mem,
+    kind: ResKind,
+    /// Runtime-internal (an eventfd read): not counted as user work in flight.
+    internal: bool,
+}
+
+impl std::fmt::Debug for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = self.lock();
+        f.debug_struct("Op")
+            .field("phase", &st.phase)
+            .field("results", &st.results)
+            .field("internal", &self.internal)
+            .finish()
+    }
+}
+
+/// Ops alive in this process (each owns its kernel-visible memory), counted in per-thread
+/// shards so that counting costs no cache-line bouncing between workers.
+static LIVE: [CachePadded<AtomicIsize>; LIVE_SHARDS] =
+    [const { CachePadded::new(AtomicIsize::new(0)) }; LIVE_SHARDS];
+const LIVE_SHARDS: usize = 32;
+
+thread_local! {
+    static LIVE_SHARD: usize = {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed) % LIVE_SHARDS
+    };
+}
+
+fn live_add(n: isize) {
+    let shard = LIVE_SHARD.try_with(|s| *s).unwrap_or(0);
+    LIVE[shard].fetch_add(n, Ordering::Relaxed);
+}
+
+/// Operations alive in the process: in flight in some ring, or completed and not yet
+/// dropped. Zero when nothing is in flight and nobody holds a result; the leak tests use it.
+pub(crate) fn live_ops() -> usize {
+    let sum: isize = LIVE.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+    usize::try_from(sum).unwrap_or(0)
+}
+
+impl Drop for Op {
+    fn drop(&mut self) {
+        live_add(-1);
+        if self.kind == ResKind::Fd {
+            let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+            for &(res, _, _) in st.results.iter() {
+                if res >= 0 {
+                    // SAFETY: a non-negative result of accept/openat is a new descriptor the
+                    // kernel gave to this op; nobody took it (taking pops it from `results`).
+                    unsafe { close_unowned(res) };
+                }
+            }
+        }
+    }
+}
+
+impl Op {
+    fn new(mem: Mem, kind: ResKind, internal: bool) -> Arc<Op> {
+        live_add(1);
+        Arc::new(Op {
+            state: Mutex::new(State {
+                phase: Phase::Idle,
+                results: Results::default(),
+                waiter: None,
+                written: 0,
+            }),
+            mem,
+            kind,
+            internal,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The `user_data` this op travels under (also what ASYNC_CANCEL matches).
+    pub(crate) fn user_data(self: &Arc<Op>) -> u64 {
+        Arc::as_ptr(self) as u64 | TAG_OP
+    }
+
+    pub(crate) fn is_internal(&self) -> bool {
+        self.internal
+    }
+
+    /// Whether the final CQE has arrived.
+    pub(crate) fn is_done(&self) -> bool {
+        self.lock().phase == Phase::Done
+    }
+
+    /// Takes the oldest result if there is one; otherwise registers `waiter` (if given) to be
+    /// woken by the next completion. `Err(())` means the op is done and has no results left.
+    pub(crate) fn poll(&self, waiter: impl FnOnce() -> Waker) -> Result<Option<(i32, u32)>, ()> {
+        self.poll_data(waiter)
+            .map(|r| r.map(|(res, flags, _)| (res, flags)))
+    }
+
+    /// Like [`poll`](Self::poll), with the bytes of the provided buffer the CQE selected.
+    pub(crate) fn poll_data(
+        &self,
+        waiter: impl FnOnce() -> Waker,
+    ) -> Result<Option<Completion>, ()> {
+        let mut st = self.lock();
+        if let Some(r) = st.results.pop_front() {
+            return Ok(Some(r));
+        }
+        if st.phase == Phase::Done {
+            return Err(());
+        }
+        if st.waiter.is_none() {
+            st.waiter = Some(waiter());
+        }
+        Ok(None)
+    }
+
+    /// Records a CQE. Returns the waiter to wake.
+    fn complete(&self, res: i32, flags: u32, last: bool, data: Option<Vec<u8>>) -> Option<Waker> {
+        let mut st = self.lock();
+        st.results.push_back((res, flags, data));
+        st.written = usize::try_from(res).unwrap_or(0);
+        if last {
+            st.phase = Phase::Done;
+        }
+        st.waiter.take()
+    }
+
+    /// Copies the bytes a completed read left in the op's buffer into `dst` (at most `n`,
+    /// and never more than the kernel reported writing).
+    pub(crate) fn copy_out(&self, n: usize, dst: &mut [u8]) -> usize {
+        let st = self.lock();
+        if st.phase != Phase::Done {
+            return 0;
+        }
+        let n = n.min(st.written);
+        match &self.mem {
+            Mem::Buf(b) => {
+                // SAFETY: the phase is `Done` (checked under the lock the completing thread
+                // held), so the kernel no longer writes the buffer, and `n` is at most the
+                // byte count the kernel reported writing.
+                unsafe { b.copy_to(n, dst) }
+            }
+            _ => 0,
+        }
+    }
+
+    /// The peer address an `accept` wrote, once done.
+    pub(crate) fn peer_addr(&self) -> Option<SocketAddr> {
+        let st = self.lock();
+        if st.phase != Phase::Done {
+            return None;
+        }
+        match &self.mem {
+            // SAFETY: `Done`: the kernel no longer writes the address.
+            Mem::Addr(a) => unsafe { a.get() }.socket_addr(),
+            _ => None,
+        }
+    }
+
+    /// Turns a result of an fd-returning op into an owned descriptor.
+    pub(crate) fn fd_result(&self, res: i32) -> io::Result<OwnedFd> {
+        if res < 0 {
+            return Err(io::Error::from_raw_os_error(-res));
+        }
+        if self.kind != ResKind::Fd {
+            return Err(io::Error::other("not a descriptor-returning operation"));
+        }
+        // SAFETY: `res` is a result of this op that `poll` popped, so it is a fresh
+        // descriptor from accept/openat that nothing else owns, taken exactly once.
+        Ok(unsafe { owned_fd(res) })
+    }
+}
+
+/// A prepared SQE and the op it completes, not yet pushed. Only this module builds them, so
+/// every SQE that reaches a ring points into memory its op owns.
+pub(crate) struct Sqe {
+    pub(super) entry: squeue::Entry,
+    pub(super) op: Option<Arc<Op>>,
+}
+
+impl std::fmt::Debug for Sqe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sqe").field("op", &self.op).finish()
+    }
+}
+
+fn io_len(n: usize) -> u32 {
+    u32::try_from(n.min(MAX_IO)).unwrap_or(u32::MAX)
+}
+
+impl Sqe {
+    fn with_op(entry: squeue::Entry, op: Arc<Op>) -> (Sqe, Arc<Op>) {
+        (
+            Sqe {
+                entry,
+                op: Some(Arc::clone(&op)),
+            },
+            op,
+        )
+    }
+
+    fn buf_ptr(op: &Op) -> *mut u8 {
+        match &op.mem {
+            Mem::Buf(b) => b.ptr.as_ptr(),
+            _ => std::ptr::null_mut(),
+        }
+    }
+
+    /// `recv(fd, len)` into a buffer the op owns.
+    pub(crate) fn recv(fd: RawFd, len: usize) -> (Sqe, Arc<Op>) {
+        let len = io_len(len);
+        let op = Op::new(
+            Mem::Buf(RawBuf::uninit(len as usize)),
+            ResKind::Plain,
+            false,
+        );
+        let e = opcode::Recv::new(types::Fd(fd), Sqe::buf_ptr(&op), len).build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `send(fd, data)` from a copy the op owns (MSG_NOSIGNAL: a closed peer is an error, not
+    /// a signal).
+    pub(crate) fn send(fd: RawFd, data: &[u8]) -> (Sqe, Arc<Op>) {
+        let data = &data[..data.len().min(MAX_IO)];
+        let op = Op::new(Mem::Buf(RawBuf::from_slice(data)), ResKind::Plain, false);
+        let e = opcode::Send::new(types::Fd(fd), Sqe::buf_ptr(&op), io_len(data.len()))
+            .flags(libc::MSG_NOSIGNAL)
+            .build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `pread(fd, len, offset)`; offset `u64::MAX` reads at the file position.
+    pub(crate) fn read_at(fd: RawFd, len: usize, offset: u64) -> (Sqe, Arc<Op>) {
+        let len = io_len(len);
+        let op = Op::new(
+            Mem::Buf(RawBuf::uninit(len as usize)),
+            ResKind::Plain,
+            false,
+        );
+        let e = opcode::Read::new(types::Fd(fd), Sqe::buf_ptr(&op), len)
+            .offset(offset)
+            .build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `pwrite(fd, data, offset)`; offset `u64::MAX` writes at the file position (and appends
+    /// on an `O_APPEND` file).
+    pub(crate) fn write_at(fd: RawFd, data: &[u8], offset: u64) -> (Sqe, Arc<Op>) {
+        let data = &data[..data.len().min(MAX_IO)];
+        let op = Op::new(Mem::Buf(RawBuf::from_slice(data)), ResKind::Plain, false);
+        let e = opcode::Write::new(types::Fd(fd), Sqe::buf_ptr(&op), io_len(data.len()))
+            .offset(offset)
+            .build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `accept4(fd, SOCK_CLOEXEC)`, recording the peer address.
+    pub(crate) fn accept(fd: RawFd) -> (Sqe, Arc<Op>) {
+        let op = Op::new(Mem::Addr(RawBox::new(RawAddr::empty())), ResKind::Fd, false);
+        let (addr, len) = match &op.mem {
+            Mem::Addr(a) => {
+                let p = a.ptr.as_ptr();
+                // SAFETY: `p` points to a live `RawAddr`; we only compute field addresses.
+                unsafe {
+                    (
+                        std::ptr::addr_of_mut!((*p).storage).cast::<libc::sockaddr>(),
+                        std::ptr::addr_of_mut!((*p).len),
+                    )
+                }
+            }
+            _ => (std::ptr::null_mut(), std::ptr::null_mut()),
+        };
+        let e = opcode::Accept::new(types::Fd(fd), addr, len)
+            .flags(libc::SOCK_CLOEXEC)
+            .build();
+        Sqe::with_op(e, op)
+    }
+
+    /// Multishot `accept4(fd, SOCK_CLOEXEC)`: one CQE per connection until cancelled.
+    pub(crate) fn accept_multi(fd: RawFd) -> (Sqe, Arc<Op>) {
+        let op = Op::new(Mem::None, ResKind::Fd, false);
+        let e = opcode::AcceptMulti::new(types::Fd(fd))
+            .flags(libc::SOCK_CLOEXEC)
+            .build();
+        Sqe::with_op(e, op)
+    }
+
+    /// Multishot `recv(fd)` into buffers the kernel picks from the ring's provided-buffer
+    /// group; one CQE per chunk of data until EOF, an error, a cancel, or no free buffer.
+    pub(crate) fn recv_multi(fd: RawFd) -> (Sqe, Arc<Op>) {
+        let op = Op::new(Mem::None, ResKind::Plain, false);
+        let e = opcode::RecvMulti::new(types::Fd(fd), super::bufring::BGID).build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `connect(fd, addr)`.
+    pub(crate) fn connect(fd: RawFd, addr: SocketAddr) -> (Sqe, Arc<Op>) {
+        let op = Op::new(
+            Mem::Addr(RawBox::new(RawAddr::from_socket_addr(addr))),
+            ResKind::Plain,
+            false,
+        );
+        let (ptr, len) = match &op.mem {
+            Mem::Addr(a) => {
+                // SAFETY: nothing writes a connect address; reading its length is fine.
+                let len = unsafe { a.get() }.len;
+                (a.ptr.as_ptr().cast::<libc::sockaddr>().cast_const(), len)
+            }
+            _ => (std::ptr::null(), 0),
+        };
+        let e = opcode::Connect::new(types::Fd(fd), ptr, len).build();
+        Sqe::with_op(e, op)
+    }
+
+    /// A relative timeout: completes with `-ETIME` after `dur`.
+    pub(crate) fn timeout(dur: Duration) -> (Sqe, Arc<Op>) {
+        let ts = types::Timespec::new()
+            .sec(dur.as_secs())
+            .nsec(dur.subsec_nanos());
+        let op = Op::new(Mem::Timespec(RawBox::new(ts)), ResKind::Plain, false);
+        let p = match &op.mem {
+            Mem::Timespec(t) => t.ptr.as_ptr().cast_const(),
+            _ => std::ptr::null(),
+        };
+        let e = opcode::Timeout::new(p).build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `openat(AT_FDCWD, path, flags | O_CLOEXEC, mode)`.
+    pub(crate) fn open(path: CString, flags: i32, mode: u32) -> (Sqe, Arc<Op>) {
+        let op = Op::new(Mem::Path(path), ResKind::Fd, false);
+        let p = match &op.mem {
+            Mem::Path(c) => c.as_ptr(),
+            _ => std::ptr::null(),
+        };
+        let e = opcode::OpenAt::new(types::Fd(libc::AT_FDCWD), p)
+            .flags(flags | libc::O_CLOEXEC)
+            .mode(mode)
+            .build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `fsync(fd)`, or `fdatasync` when `data_only`.
+    pub(crate) fn fsync(fd: RawFd, data_only: bool) -> (Sqe, Arc<Op>) {
+        let op = Op::new(Mem::None, ResKind::Plain, false);
+        let flags = if data_only {
+            types::FsyncFlags::DATASYNC
+        } else {
+            types::FsyncFlags::empty()
+        };
+        let e = opcode::Fsync::new(types::Fd(fd)).flags(flags).build();
+        Sqe::with_op(e, op)
+    }
+
+    /// `close(fd)`; the op takes ownership of the descriptor.
+    pub(crate) fn close(fd: OwnedFd) -> (Sqe, Arc<Op>) {
+        let op = Op::new(Mem::None, ResKind::Plain, false);
+        let e = opcode::Close::new(types::Fd(fd.into_raw_fd())).build();
+        Sqe::with_op(e, op)
+    }
+
+    /// A read of an eventfd's 8-byte counter, internal to the runtime.
+    pub(crate) fn eventfd_read(fd: RawFd) -> (Sqe, Arc<Op>) {
+        let op = Op::new(Mem::Word(RawBox::new(0u64)), ResKind::Plain, true);
+        let p = match &op.mem {
+            Mem::Word(w) => w.ptr.as_ptr().cast::<u8>(),
+            _ => std::ptr::null_mut(),
+        };
+        let e = opcode::Read::new(types::Fd(fd), p, 8).build();
+        Sqe::with_op(e, op)
+    }
+
+    /// A wake-up message to another ring: it posts a CQE tagged [`TAG_WAKE`] there.
+    pub(crate) fn msg_ring(target_ring: RawFd) -> Sqe {
+        let e = opcode::MsgRingData::new(types::Fd(target_ring), 0, TAG_WAKE, None)
+            .build()
+            .user_data(TAG_IGNORE);
+        Sqe { entry: e, op: None }
+    }
+
+    /// Cancels one in-flight op of this ring.
+    pub(crate) fn cancel(target: &Arc<Op>) -> Sqe {
+        let ud = target.user_data();
+        let holder = Op::new(Mem::Hold(Arc::clone(target)), ResKind::Plain, true);
+        let e = opcode::AsyncCancel::new(ud).build();
+        Sqe {
+            entry: e,
+            op: Some(holder),
+        }
+    }
+
+    /// Cancels every in-flight request of this ring.
+    pub(crate) fn cancel_all() -> Sqe {
+        let e = opcode::AsyncCancel2::new(types::CancelBuilder::any())
+            .build()
+            .user_data(TAG_IGNORE);
+        Sqe { entry: e, op: None }
+    }
+}
+
+/// What one CQE meant.
+pub(crate) enum Reaped {
+    /// An op progressed; wake this waiter (if any).
+    Op {
+        waiter: Option<Waker>,
+        internal: bool,
+        last: bool,
+    },
+    /// A wake-up message arrived.
+    Wake,
+    /// Nothing to do.
+    Ignored,
+}
+
+/// Decodes a CQE.
+///
+/// # Safety
+///
+/// [1] `user_data` and `flags` come from a CQE of the ring the SQE was pushed to, and [2] each
+/// CQE is decoded exactly once, so that the ring's reference of an op (moved into
+/// `user_data` by `Ring::push`) is released exactly once, on the final CQE.
+pub(crate) unsafe fn decode(user_data: u64, res: i32, flags: u32, data: Option<Vec<u8>>) -> Reaped {
+    match user_data & TAG_MASK {
+        TAG_OP if user_data != 0 => {
+            let ptr = (user_data & !TAG_MASK) as *const Op;
+            let last = !io_uring::cqueue::more(flags);
+            let op = if last {
+                // SAFETY: the pointer came from `Arc::into_raw` in `Ring::push` and this is
+                // its final CQE, so this takes back the reference the ring held, once.
+                unsafe { Arc::from_raw(ptr) }
+            } else {
+                // SAFETY: a non-final CQE: the ring keeps its reference (the op is alive), and
+                // we take a new one for ourselves.
+                unsafe {
+                    Arc::increment_strong_count(ptr);
+                    Arc::from_raw(ptr)
+                }
+            };
+            let waiter = op.complete(res, flags, last, data);
+            Reaped::Op {
+                waiter,
+                internal: op.internal,
+                last,
+            }
+        }
+        TAG_WAKE => Reaped::Wake,
+        _ => Reaped::Ignored,
+    }
+}
+
+/// Whether a CQE with these flags is followed by more CQEs of the same (multishot) op.
+pub(crate) fn cqe_more(flags: u32) -> bool {
+    io_uring::cqueue::more(flags)
+}
+
+/// Marks an op as pushed and turns it into the `user_data` that carries the ring's reference.
+pub(super) fn into_user_data(op: Arc<Op>) -> u64 {
+    op.lock().phase = Phase::InFlight;
+    Arc::into_raw(op) as u64 | TAG_OP
+}
+
+/// Takes back the ring's reference of an op whose SQE could not be pushed.
+///
+/// # Safety
+///
+/// `user_data` came from [`into_user_data`] and never reached the kernel.
+pub(super) unsafe fn from_unpushed(user_data: u64) -> Arc<Op> {
+    // SAFETY: forwarded to the caller: the reference was never handed to the kernel.
+    let op = unsafe { Arc::from_raw((user_data & !TAG_MASK) as *const Op) };
+    op.lock().phase = Phase::Idle;
+    op
+}
+
+/// Fails an op that never reached the kernel (the runtime is shutting down), so that its
+/// waiter sees an error instead of waiting forever.
+pub(crate) fn fail_unsubmitted(op: &Op, errno: i32) {
+    let mut st = op.lock();
+    st.results.push_back((-errno, 0, None));
+    st.phase = Phase::Done;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_come_out_in_order() {
+        let mut r = Results::default();
+        r.push_back((1, 0, None));
+        r.push_back((2, 0, None));
+        assert_eq!(r.pop_front().map(|c| c.0), Some(1));
+        r.push_back((3, 0, None));
+        assert_eq!(r.iter().map(|c| c.0).collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(r.pop_front().map(|c| c.0), Some(2));
+        assert_eq!(r.pop_front().map(|c| c.0), Some(3));
+        assert!(r.pop_front().is_none());
+    }
+
+    #[test]
+    fn buffer_classes_cover_the_pooled_range() {
+        assert_eq!(class_of(1), Some((0, 64)));
+        assert_eq!(class_of(64), Some((0, 64)));
+        assert_eq!(class_of(65), Some((1, 128)));
+        assert_eq!(class_of(64 * 1024), Some((10, 64 * 1024)));
+        assert_eq!(class_of(64 * 1024 + 1), None);
+    }
+
+    #[test]
+    fn a_read_buffer_copies_out_only_what_was_written() {
+        let buf = RawBuf::from_slice(b"hello");
+        let mut dst = [0u8; 8];
+        // SAFETY: no op uses the buffer; its first 5 bytes were copied in.
+        let n = unsafe { buf.copy_to(5, &mut dst) };
+        assert_eq!(&dst[..n], b"hello");
+    }
+}

@@ -1,0 +1,383 @@
+//! One io_uring per worker: a submission side only its owner thread touches, and a
+//! completion side any thread may reap under the ring's CQ lock.
+//!
+//! [`RingOwner`] is `!Send` and exists once per ring, created on the thread that will submit
+//! (so `IORING_SETUP_SINGLE_ISSUER` holds); it is the only way to reach the SQ or call
+//! `io_uring_enter`. [`RingShared`] is the `Sync` half: the completion queue, behind a try-lock
+//! that the owner, the Completer thread and I/O-stealing workers race for (the paper's CQ
+//! lock), and the ring fd that other workers target with `IORING_OP_MSG_RING`.
+
+use std::cell::Cell;
+use std::io;
+use std::marker::PhantomData;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use io_uring::{IoUring, Probe, opcode};
+
+use super::bufring::{BGID, BufRing};
+use super::op::{self, Reaped, Sqe};
+use crate::park::Waker;
+
+/// Ring setup options, as the runtime builder passes them down.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RingSetup {
+    pub(crate) entries: u32,
+    pub(crate) single_issuer: bool,
+    pub(crate) defer_taskrun: bool,
+    pub(crate) coop_taskrun: bool,
+    pub(crate) sqpoll_idle_ms: Option<u32>,
+    /// A provided-buffer ring for multishot recv: (buffers, bytes each).
+    pub(crate) provided_bufs: Option<(u16, usize)>,
+}
+
+/// What the running kernel supports, probed once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Features {
+    pub(crate) msg_ring: bool,
+    /// Multishot accept and provided-buffer rings (5.19; `IORING_OP_SOCKET` arrived in the
+    /// same release).
+    pub(crate) accept_multishot: bool,
+    /// Multishot recv (6.0; `IORING_OP_SEND_ZC` arrived in the same release).
+    pub(crate) recv_multishot: bool,
+}
+
+/// Opcodes the runtime cannot work without.
+const REQUIRED: &[(u8, &str)] = &[
+    (opcode::Accept::CODE, "ACCEPT"),
+    (opcode::Connect::CODE, "CONNECT"),
+    (opcode::Recv::CODE, "RECV"),
+    (opcode::Send::CODE, "SEND"),
+    (opcode::Read::CODE, "READ"),
+    (opcode::Write::CODE, "WRITE"),
+    (opcode::OpenAt::CODE, "OPENAT"),
+    (opcode::Close::CODE, "CLOSE"),
+    (opcode::Fsync::CODE, "FSYNC"),
+    (opcode::Timeout::CODE, "TIMEOUT"),
+    (opcode::AsyncCancel::CODE, "ASYNC_CANCEL"),
+    (opcode::Shutdown::CODE, "SHUTDOWN"),
+];
+
+/// Creates a small ring to find out whether io_uring works here and what it supports.
+/// `Err` carries the OS error (ENOSYS, EPERM, ...) or names a missing opcode.
+pub(crate) fn probe() -> Result<Features, ProbeError> {
+    let ring = IoUring::new(2).map_err(ProbeError::Setup)?;
+    let mut probe = Probe::new();
+    ring.submitter()
+        .register_probe(&mut probe)
+        .map_err(ProbeError::Setup)?;
+    for &(code, name) in REQUIRED {
+        if !probe.is_supported(code) {
+            return Err(ProbeError::Missing(name));
+        }
+    }
+    Ok(Features {
+        msg_ring: probe.is_supported(opcode::MsgRingData::CODE),
+        accept_multishot: probe.is_supported(opcode::Socket::CODE),
+        recv_multishot: probe.is_supported(opcode::SendZc::CODE),
+    })
+}
+
+/// Why [`probe`] failed.
+#[derive(Debug)]
+pub(crate) enum ProbeError {
+    Setup(io::Error),
+    Missing(&'static str),
+}
+
+/// The shared half of a ring.
+pub(crate) struct RingShared {
+    uring: IoUring,
+    /// The CQ lock: held by whoever is reaping this ring's completions.
+    cq_lock: AtomicBool,
+    /// User operations pushed and not yet finally completed.
+    in_flight: AtomicUsize,
+    /// Provided buffers for multishot recv. Declared after `uring` so that it is unmapped
+    /// only after the ring is closed.
+    bufs: Option<BufRing>,
+}
+
+impl std::fmt::Debug for RingShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingShared")
+            .field("fd", &self.uring.as_raw_fd())
+            .field("in_flight", &self.in_flight.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// Counts of what one reaping pass found.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ReapCount {
+    /// CQEs of user operations.
+    pub(crate) ops: usize,
+    /// Wake-up messages and internal completions.
+    pub(crate) other: usize,
+    /// Of `other`: wake-ups meant for the ring's owner (MSG_RING messages, its eventfd read
+    /// completing). A thread that reaps another worker's ring must pass these on, or the
+    /// owner, asleep in the ring, never learns of them.
+    pub(crate) wakeups: usize,
+}
+
+impl ReapCount {
+    pub(crate) fn total(&self) -> usize {
+        self.ops + self.other
+    }
+}
+
+struct CqGuard<'a>(&'a AtomicBool);
+
+impl Drop for CqGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+impl RingShared {
+    /// The ring's fd, as a MSG_RING target.
+    pub(crate) fn fd(&self) -> RawFd {
+        self.uring.as_raw_fd()
+    }
+
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire)
+    }
+
+    /// Reaps up to `max` CQEs if nobody else is reaping this ring. Each op's waiter goes to
+    /// `wake`. Returns `None` if another thread holds the CQ lock.
+    pub(crate) fn try_reap(&self, max: usize, mut wake: impl FnMut(Waker)) -> Option<ReapCount> {
+        if self.cq_lock.swap(true, Ordering::Acquire) {
+            return None;
+        }
+        let _guard = CqGuard(&self.cq_lock);
+        let mut count = ReapCount::default();
+        // SAFETY: the CQ lock is held, so no other `CompletionQueue` of this ring exists; it
+        // is dropped (publishing the new head) before the guard releases the lock.
+        let mut cq = unsafe { self.uring.completion_shared() };
+        for cqe in (&mut cq).take(max) {
+            let data = match (io_uring::cqueue::buffer_select(cqe.flags()), &self.bufs) {
+                (Some(bid), Some(bufs)) => {
+                    let len = usize::try_from(cqe.result()).unwrap_or(0);
+                    // SAFETY: the CQE selected buffer `bid` of this ring's buffer group and
+                    // reports `len` bytes in it; this CQE is consumed once, here.
+                    Some(unsafe { bufs.take(bid, len) })
+                }
+                _ => None,
+            };
+            // SAFETY: [1] a CQE of this ring, whose SQEs carry `user_data` made by
+            // `op::into_user_data` or the tags of `op`; [2] consumed from the CQ once, here.
+            match unsafe { op::decode(cqe.user_data(), cqe.result(), cqe.flags(), data) } {
+                Reaped::Op {
+                    waiter,
+                    internal,
+                    last,
+                } => {
+                    // Wake first, then drop the in-flight count: whoever sees the count at
+                    // zero (shutdown's quiescence check) then also sees the woken fiber queued.
+                    if let Some(w) = waiter {
+                        wake(w);
+                    }
+                    if internal {
+                        count.other += 1;
+                        count.wakeups += 1;
+                    } else {
+                        count.ops += 1;
+                        if last {
+                            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+                        }
+                    }
+                }
+                Reaped::Wake => {
+                    count.other += 1;
+                    count.wakeups += 1;
+                }
+                Reaped::Ignored => count.other += 1,
+            }
+        }
+        drop(cq);
+        Some(count)
+    }
+}
+
+impl Drop for RingShared {
+    fn drop(&mut self) {
+        // Release what already completed; an op still in flight keeps its memory (its `Arc`
+        // stays in the kernel's hands and is leaked), because the kernel may still write it
+        // while it tears the ring down asynchronously.
+        let _ = self.try_reap(usize::MAX, drop);
+        if self.in_flight() > 0 {
+            // The kernel may still pick and fill provided buffers: never unmap them.
+            std::mem::forget(self.bufs.take());
+        }
+    }
+}
+
+/// The submitting half of a ring; one per ring, on its creator thread.
+pub(crate) struct RingOwner {
+    shared: Arc<RingShared>,
+    /// SQEs pushed since the last `io_uring_enter`.
+    pending: Cell<u32>,
+    /// `io_uring_enter` calls made, for the stats.
+    enters: Cell<u64>,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl std::fmt::Debug for RingOwner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingOwner")
+            .field("shared", &self.shared)
+            .field("pending", &self.pending.get())
+            .finish()
+    }
+}
+
+impl RingOwner {
+    /// Creates a ring on this thread.
+    pub(crate) fn new(setup: RingSetup) -> io::Result<RingOwner> {
+        let mut b = IoUring::builder();
+        if setup.single_issuer || setup.defer_taskrun {
+            b.setup_single_issuer();
+        }
+        if setup.defer_taskrun {
+            b.setup_defer_taskrun();
+            b.setup_taskrun_flag();
+        } else if setup.coop_taskrun {
+            b.setup_coop_taskrun();
+            b.setup_taskrun_flag();
+        }
+        if let Some(idle) = setup.sqpoll_idle_ms {
+            b.setup_sqpoll(idle);
+        }
+        b.setup_cqsize(setup.entries.saturating_mul(4).max(16));
+        let uring = b.build(setup.entries.max(8))?;
+        let bufs = match setup.provided_bufs {
+            Some((entries, size)) => {
+                let br = BufRing::new(entries, size)?;
+                // SAFETY: the ring memory of `br` stays mapped until the io_uring is closed:
+                // `br` moves into the same `RingShared`, declared after `uring`, and is leaked
+                // rather than unmapped if operations are still in flight at drop.
+                unsafe {
+                    uring.submitter().register_buf_ring_with_flags(
+                        br.ring_addr(),
+                        br.entries(),
+                        BGID,
+                        0,
+                    )?;
+                }
+                Some(br)
+            }
+            None => None,
+        };
+        Ok(RingOwner {
+            shared: Arc::new(RingShared {
+                uring,
+                cq_lock: AtomicBool::new(false),
+                in_flight: AtomicUsize::new(0),
+                bufs,
+            }),
+            pending: Cell::new(0),
+            enters: Cell::new(0),
+            _not_send: PhantomData,
+        })
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<RingShared> {
+        &self.shared
+    }
+
+    pub(crate) fn enters(&self) -> u64 {
+        self.enters.get()
+    }
+
+    /// Queues an SQE for the next submission; submits first if the SQ is full.
+    pub(crate) fn push(&self, sqe: Sqe) -> io::Result<()> {
+        let Sqe { entry, op } = sqe;
+        let counted = op.as_ref().is_some_and(|o| !o.is_internal());
+        let entry = match op {
+            Some(op) => entry.user_data(op::into_user_data(op)),
+            None => entry,
+        };
+        for _ in 0..2 {
+            // SAFETY: [1] this `RingOwner` is the only one for the ring and is `!Send`, so
+            // this thread is the only one touching the SQ, and no other `SubmissionQueue`
+            // exists (each one is dropped before this function returns); [2] every pointer in
+            // the entry points into memory owned by its op (`op.rs` builds all entries),
+            // and the op's `Arc`, moved into `user_data`, keeps that memory alive until the
+            // final CQE releases it.
+            let pushed = unsafe { self.shared.uring.submission_shared().push(&entry) };
+            if pushed.is_ok() {
+                self.pending.set(self.pending.get() + 1);
+                if counted {
+                    self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+                }
+                return Ok(());
+            }
+            // The SQ is full: hand the batch to the kernel and try again.
+            self.enter(false)?;
+        }
+        let ud = entry.get_user_data();
+        if ud & op::TAG_MASK == op::TAG_OP && ud != 0 {
+            // SAFETY: `ud` came from `into_user_data` just above and never reached the SQ.
+            drop(unsafe { op::from_unpushed(ud) });
+        }
+        Err(io::Error::other("io_uring submission queue stays full"))
+    }
+
+    /// Whether an `io_uring_enter` is needed to make progress: SQEs to submit, deferred task
+    /// work to run, or overflowed CQEs to flush.
+    pub(crate) fn needs_enter(&self) -> bool {
+        if self.pending.get() > 0 {
+            return true;
+        }
+        // SAFETY: as in `push`: the owner thread is the only SQ user; the queue is dropped
+        // at the end of this statement.
+        let sq = unsafe { self.shared.uring.submission_shared() };
+        sq.taskrun() || sq.cq_overflow()
+    }
+
+    /// Submits pending SQEs (and, for task-run rings, runs deferred completions) without
+    /// waiting.
+    pub(crate) fn flush(&self) -> io::Result<()> {
+        if self.needs_enter() {
+            self.enter(false)?;
+        }
+        Ok(())
+    }
+
+    /// Submits pending SQEs and sleeps until at least one CQE is available.
+    pub(crate) fn wait(&self) -> io::Result<()> {
+        self.enter(true)
+    }
+
+    fn enter(&self, wait: bool) -> io::Result<()> {
+        self.enters.set(self.enters.get() + 1);
+        let submitter = self.shared.uring.submitter();
+        let r = if wait {
+            submitter.submit_and_wait(1)
+        } else {
+            submitter.submit()
+        };
+        match r {
+            Ok(_) => {
+                self.pending.set(0);
+                Ok(())
+            }
+            // A signal, or the CQ is full until we reap: both resolve in the caller's loop.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Registers an eventfd the kernel signals on every CQE posted to this ring.
+    pub(crate) fn register_eventfd(&self, fd: RawFd) -> io::Result<()> {
+        self.shared.uring.submitter().register_eventfd(fd)
+    }
+}

@@ -1,0 +1,513 @@
+//! Workers: an OS thread each, owning a ring and a run queue, running the dispatch loop.
+//!
+//! One dispatch round runs up to [`BUDGET`] fibers (from the local queue, then the injector,
+//! then by stealing from other workers), then submits every SQE those fibers prepared with a
+//! single `io_uring_enter`, then reaps the ring's completions, which make their fibers
+//! runnable again. A worker that finds nothing to do announces itself idle, checks every
+//! queue once more, and sleeps in `io_uring_enter` until a CQE arrives: its own I/O, a
+//! MSG_RING from another worker, or the read of its eventfd completing.
+//!
+//! The worker's thread-local context is only read through `#[inline(never)]` accessors and
+//! never held across a fiber switch, because a fiber may resume on another worker.
+
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::rc::Rc;
+use std::sync::atomic::{Ordering, fence};
+use std::sync::{Arc, mpsc};
+use std::thread;
+
+use crossbeam_deque::Steal;
+
+use crate::fiber::Fiber;
+use crate::runtime::{DRAINING, RUNNING, STOPPED, Shared, TEARDOWN, lock};
+use crate::stats::WorkerCounters;
+use crate::sys::coro::Suspend;
+use crate::sys::fd::pin_to_cpu;
+use crate::sys::op::{Op, Sqe};
+use crate::sys::ring::RingOwner;
+
+/// Fibers run per dispatch round before the batch of SQEs is submitted.
+pub(crate) const BUDGET: usize = 64;
+/// Every this many picks, the injector is checked before the local queue (fairness to work
+/// from outside).
+const INJECTOR_INTERVAL: u32 = 61;
+/// Most CQEs reaped in one pass.
+const REAP_MAX: usize = 4096;
+
+thread_local! {
+    static CTX: RefCell<Option<Rc<WorkerCtx>>> = const { RefCell::new(None) };
+}
+
+/// The state of a worker that only its own thread touches.
+pub(crate) struct WorkerCtx {
+    pub(crate) index: usize,
+    pub(crate) rt: Arc<Shared>,
+    local: crossbeam_deque::Worker<Arc<Fiber>>,
+    pub(crate) ring: RingOwner,
+    /// The fiber this worker is running now.
+    current: RefCell<Option<Arc<Fiber>>>,
+    /// The pending read of this worker's eventfd, re-armed when it completes.
+    eventfd_op: RefCell<Option<Arc<Op>>>,
+    rng: Cell<u64>,
+    tick: Cell<u32>,
+}
+
+impl std::fmt::Debug for WorkerCtx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerCtx")
+            .field("index", &self.index)
+            .field("ring", &self.ring)
+            .finish()
+    }
+}
+
+/// The calling thread's worker, if it is one.
+#[inline(never)]
+pub(crate) fn current() -> Option<Rc<WorkerCtx>> {
+    CTX.with(|c| c.borrow().clone())
+}
+
+/// The fiber running on the calling thread, if any.
+#[inline(never)]
+pub(crate) fn current_fiber() -> Option<Arc<Fiber>> {
+    CTX.with(|c| c.borrow().as_ref().and_then(|w| w.current.borrow().clone()))
+}
+
+/// The runtime of the calling thread's worker, if any.
+#[inline(never)]
+pub(crate) fn current_runtime() -> Option<Arc<Shared>> {
+    CTX.with(|c| c.borrow().as_ref().map(|w| Arc::clone(&w.rt)))
+}
+
+/// Makes a fiber runnable: on the calling worker's own queue if it belongs to the same
+/// runtime, else on the runtime's injector.
+///
+/// On a fiber this runs on the worker's stack: a queue push may resize the queue, which in a
+/// debug build takes more stack than a small fiber has to spare.
+pub(crate) fn schedule(f: Arc<Fiber>) {
+    crate::sys::coro::on_worker_stack(move || schedule_here(f));
+}
+
+#[inline(never)]
+fn schedule_here(f: Arc<Fiber>) {
+    let f = CTX.with(|c| {
+        let c = c.borrow();
+        match c.as_ref() {
+            Some(ctx) if Arc::ptr_eq(&ctx.rt, &f.rt) => {
+                ctx.push_local(f);
+                None
+            }
+            _ => Some(f),
+        }
+    });
+    if let Some(f) = f {
+        let rt = Arc::clone(&f.rt);
+        rt.injector.push(f);
+        rt.notify_one(None);
+    }
+}
+
+/// Starts worker `index` on its own thread. It reports on `ready` whether its ring could be
+/// created.
+pub(crate) fn spawn(
+    rt: Arc<Shared>,
+    index: usize,
+    local: crossbeam_deque::Worker<Arc<Fiber>>,
+    ready: mpsc::Sender<(usize, io::Result<()>)>,
+) -> io::Result<thread::JoinHandle<()>> {
+    let name = format!("{}-w{index}", rt.config.name);
+    thread::Builder::new()
+        .name(name)
+        .spawn(move || worker_main(rt, index, local, &ready))
+}
+
+fn worker_main(
+    rt: Arc<Shared>,
+    index: usize,
+    local: crossbeam_deque::Worker<Arc<Fiber>>,
+    ready: &mpsc::Sender<(usize, io::Result<()>)>,
+) {
+    let ring = match init(&rt, index) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = ready.send((index, Err(e)));
+            return;
+        }
+    };
+    // Set once, here, by this worker only.
+    let _ = rt.workers[index].ring.set(Arc::clone(ring.shared()));
+    let ctx = Rc::new(WorkerCtx {
+        index,
+        rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1).wrapping_mul(0xA076_1D64)),
+        rt,
+        local,
+        ring,
+        current: RefCell::new(None),
+        eventfd_op: RefCell::new(None),
+        tick: Cell::new(0),
+    });
+    CTX.with(|c| *c.borrow_mut() = Some(Rc::clone(&ctx)));
+    let _ = ready.send((index, Ok(())));
+    ctx.run();
+    ctx.exit();
+    CTX.with(|c| c.borrow_mut().take());
+}
+
+fn init(rt: &Shared, index: usize) -> io::Result<RingOwner> {
+    if let Some(cpu) = rt.config.cpu_for(index) {
+        pin_to_cpu(cpu).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("cannot pin to CPU {cpu}: {e}"),
+            )
+        })?;
+    }
+    let ring = RingOwner::new(rt.config.ring)?;
+    if let Some(fd) = &rt.workers[index].cq_eventfd {
+        use std::os::fd::AsRawFd;
+        ring.register_eventfd(fd.as_raw_fd())?;
+    }
+    Ok(ring)
+}
+
+impl WorkerCtx {
+    pub(crate) fn stats(&self) -> &WorkerCounters {
+        &self.rt.workers[self.index].stats
+    }
+
+    fn push_local(&self, f: Arc<Fiber>) {
+        self.local.push(f);
+        // More than one runnable fiber here: an idle worker could take some.
+        if self.local.len() > 1 {
+            self.rt.notify_one(Some(self));
+        }
+    }
+
+    fn run(&self) {
+        self.arm_eventfd();
+        let mut cancelled_all = false;
+        loop {
+            let state = self.rt.state();
+            if state >= DRAINING && !cancelled_all {
+                // Cancel everything in flight; ops pushed after this see the state and fail.
+                let _ = self.ring.push(Sqe::cancel_all());
+                cancelled_all = true;
+            }
+            if state == STOPPED {
+                break;
+            }
+            self.push_remote_cancels();
+            let ran = self.run_round();
+            let _ = self.ring.flush();
+            let reaped = self.reap_own();
+            self.rearm_eventfd_if_done();
+            self.stats().enters.set(self.ring.enters());
+            if ran > 0 || reaped > 0 {
+                continue;
+            }
+            if self.rt.config.io_stealing && self.steal_io() > 0 {
+                continue;
+            }
+            self.idle();
+        }
+    }
+
+    fn run_round(&self) -> usize {
+        let mut ran = 0;
+        while ran < BUDGET {
+            let Some(f) = self.next_fiber() else { break };
+            self.run_fiber(f);
+            ran += 1;
+        }
+        ran
+    }
+
+    fn run_fiber(&self, f: Arc<Fiber>) {
+        if self.rt.state() >= TEARDOWN {
+            teardown_one(&self.rt, &f);
+            return;
+        }
+        // `None`: torn down while queued.
+        let Some(mut coro) = f.take_coro() else {
+            return;
+        };
+        f.state.start();
+        *self.current.borrow_mut() = Some(Arc::clone(&f));
+        let outcome = coro.resume();
+        self.current.borrow_mut().take();
+        self.stats().resumes.inc();
+        match outcome {
+            Some(Suspend::Yield) => {
+                f.put_coro(coro);
+                f.state.yielded();
+                self.local.push(f);
+            }
+            Some(Suspend::Park) => {
+                f.put_coro(coro);
+                if f.state.park() {
+                    self.local.push(f);
+                }
+            }
+            None => {
+                f.state.finish();
+                drop(coro);
+                self.rt.unregister(&f);
+            }
+        }
+    }
+
+    fn next_fiber(&self) -> Option<Arc<Fiber>> {
+        let t = self.tick.get().wrapping_add(1);
+        self.tick.set(t);
+        if t % INJECTOR_INTERVAL == 0 {
+            if let Some(f) = self.pop_injector() {
+                return Some(f);
+            }
+        }
+        if let Some(f) = self.local.pop() {
+            return Some(f);
+        }
+        if let Some(f) = self.pop_injector() {
+            return Some(f);
+        }
+        self.steal()
+    }
+
+    fn pop_injector(&self) -> Option<Arc<Fiber>> {
+        loop {
+            match self.rt.injector.steal_batch_and_pop(&self.local) {
+                Steal::Success(f) => {
+                    self.stats().injector_pops.inc();
+                    return Some(f);
+                }
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
+    }
+
+    fn next_rand(&self) -> u64 {
+        // xorshift64: only spreads steal attempts, needs no quality.
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.set(x);
+        x
+    }
+
+    fn steal(&self) -> Option<Arc<Fiber>> {
+        let n = self.rt.stealers.len();
+        if n <= 1 {
+            return None;
+        }
+        let start = (self.next_rand() % n as u64) as usize;
+        for k in 0..n {
+            let j = (start + k) % n;
+            if j == self.index {
+                continue;
+            }
+            loop {
+                match self.rt.stealers[j].steal_batch_and_pop(&self.local) {
+                    Steal::Success(f) => {
+                        self.stats().stolen_fibers.inc();
+                        return Some(f);
+                    }
+                    Steal::Empty => break,
+                    Steal::Retry => {}
+                }
+            }
+        }
+        None
+    }
+
+    fn reap_own(&self) -> usize {
+        match self
+            .ring
+            .shared()
+            .try_reap(REAP_MAX, crate::park::Waker::wake)
+        {
+            Some(c) => {
+                self.stats().completions_own.add(c.ops as u64);
+                c.total()
+            }
+            None => 0,
+        }
+    }
+
+    /// I/O stealing: reaps other workers' rings; their fibers become runnable here.
+    fn steal_io(&self) -> usize {
+        let mut total = 0;
+        for (j, w) in self.rt.workers.iter().enumerate() {
+            if j == self.index {
+                continue;
+            }
+            // A sleeping worker is woken by its own CQEs and reaps them itself: steal only
+            // from busy ones.
+            if w.sleeping.load(Ordering::SeqCst) {
+                continue;
+            }
+            let Some(ring) = w.ring.get() else { continue };
+            if let Some(c) = ring.try_reap(REAP_MAX, crate::park::Waker::wake) {
+                self.stats().completions_stolen.add(c.ops as u64);
+                total += c.ops;
+                if c.wakeups > 0 {
+                    // We took the owner's wake-up: hand it a new one.
+                    let _ = self.ring.push(Sqe::msg_ring(ring.fd()));
+                    let _ = self.ring.flush();
+                }
+            }
+        }
+        total
+    }
+
+    fn arm_eventfd(&self) {
+        use std::os::fd::AsRawFd;
+        let fd = self.rt.workers[self.index].eventfd.as_raw_fd();
+        let (sqe, op) = Sqe::eventfd_read(fd);
+        if self.ring.push(sqe).is_ok() {
+            *self.eventfd_op.borrow_mut() = Some(op);
+        }
+    }
+
+    fn rearm_eventfd_if_done(&self) {
+        let done = self
+            .eventfd_op
+            .borrow()
+            .as_ref()
+            .is_none_or(|op| op.is_done());
+        if done {
+            self.arm_eventfd();
+        }
+    }
+
+    fn push_remote_cancels(&self) {
+        let pending = std::mem::take(&mut *lock(&self.rt.workers[self.index].cancels));
+        for op in pending {
+            if !op.is_done() {
+                let _ = self.ring.push(Sqe::cancel(&op));
+            }
+        }
+    }
+
+    fn idle(&self) {
+        let rt = &self.rt;
+        rt.announce_idle(self.index);
+        let sleep = !self.has_work() && !self.try_finish_drain();
+        if sleep {
+            self.stats().sleeps.inc();
+            let _ = self.ring.wait();
+        }
+        rt.unannounce(self.index);
+    }
+
+    /// Whether anything became runnable or needs this worker (checked after announcing idle,
+    /// so that work published before the announcement is seen here and work published after
+    /// it finds this worker in the idle list).
+    fn has_work(&self) -> bool {
+        let rt = &self.rt;
+        !self.local.is_empty()
+            || !rt.injector.is_empty()
+            || rt.stealers.iter().any(|s| !s.is_empty())
+            || !lock(&rt.workers[self.index].cancels).is_empty()
+    }
+
+    /// During shutdown, when no fiber is runnable and no I/O is in flight anywhere, tears the
+    /// remaining (parked) fibers down and stops the runtime. Returns whether it did.
+    fn try_finish_drain(&self) -> bool {
+        let rt = &self.rt;
+        if rt.state() != DRAINING || !quiescent(rt) || !rt.advance_state(DRAINING, TEARDOWN) {
+            return false;
+        }
+        teardown_all(rt);
+        rt.set_state(STOPPED);
+        rt.wake_all();
+        true
+    }
+
+    /// Cancels what is still in flight on this ring and waits (boundedly) for the kernel to
+    /// finish with it, so that the memory of every op is released before the ring goes.
+    fn exit(&self) {
+        let _ = self.ring.push(Sqe::cancel_all());
+        let eventfd_op = self.eventfd_op.borrow_mut().take();
+        for _ in 0..1000 {
+            let _ = self.ring.flush();
+            self.reap_own();
+            let internal_done = eventfd_op.as_ref().is_none_or(|op| op.is_done());
+            if self.ring.shared().in_flight() == 0 && internal_done {
+                break;
+            }
+            let _ = self.ring.wait();
+        }
+        while self.local.pop().is_some() {}
+    }
+}
+
+/// No worker runs anything, no queue holds a fiber, no user I/O is in flight, and no worker
+/// woke up while we looked (epochs unchanged).
+fn quiescent(rt: &Shared) -> bool {
+    let epochs: Vec<u64> = rt
+        .workers
+        .iter()
+        .map(|w| w.epoch.load(Ordering::SeqCst))
+        .collect();
+    if !rt.workers.iter().all(|w| w.sleeping.load(Ordering::SeqCst)) {
+        return false;
+    }
+    if rt
+        .workers
+        .iter()
+        .any(|w| w.ring.get().is_some_and(|r| r.in_flight() > 0) || !lock(&w.cancels).is_empty())
+    {
+        return false;
+    }
+    fence(Ordering::SeqCst);
+    if !rt.injector.is_empty() || rt.stealers.iter().any(|s| !s.is_empty()) {
+        return false;
+    }
+    fence(Ordering::SeqCst);
+    rt.workers
+        .iter()
+        .zip(&epochs)
+        .all(|(w, &e)| w.epoch.load(Ordering::SeqCst) == e)
+}
+
+fn teardown_one(rt: &Shared, f: &Fiber) {
+    if let Some(coro) = f.take_coro() {
+        f.state.finish();
+        coro.teardown();
+        rt.unregister(f);
+    }
+}
+
+/// Tears down every registered fiber. A fiber another worker is still running (it started
+/// before the teardown began) is retried until it parks.
+fn teardown_all(rt: &Shared) {
+    loop {
+        let fibers = rt.registered();
+        if fibers.is_empty() {
+            return;
+        }
+        let mut busy = false;
+        for f in &fibers {
+            if f.state.is_done() {
+                rt.unregister(f);
+            } else if let Some(coro) = f.take_coro() {
+                f.state.finish();
+                coro.teardown();
+                rt.unregister(f);
+            } else {
+                busy = true;
+            }
+        }
+        if busy {
+            thread::yield_now();
+        }
+    }
+}
+
+/// The state of the runtime as seen by a fiber about to start an operation.
+pub(crate) fn accepting_io(rt: &Shared) -> bool {
+    rt.state() == RUNNING
+}

@@ -1,0 +1,280 @@
+//! TCP through the runtime: echo, shared streams, errors, multishot accept, plain threads.
+
+mod util;
+
+use std::io::{Read, Write};
+
+use std::net::Shutdown;
+use std::sync::Arc;
+
+use fiber::net::{TcpListener, TcpStream};
+use util::{TIMEOUT, join, runtime};
+
+/// Serves echo on `listener` for `conns` connections, one fiber each.
+fn echo_server(listener: TcpListener, conns: usize) -> std::io::Result<()> {
+    let mut handlers = Vec::new();
+    for _ in 0..conns {
+        let (s, _) = listener.accept()?;
+        s.set_nodelay(true)?;
+        handlers.push(fiber::spawn(move || -> std::io::Result<u64> {
+            let mut buf = [0u8; 1024];
+            let mut total = 0;
+            loop {
+                let n = s.read(&mut buf)?;
+                if n == 0 {
+                    return Ok(total);
+                }
+                s.write_all(&buf[..n])?;
+                total += n as u64;
+            }
+        }));
+    }
+    for h in handlers {
+        h.join().expect("handler fiber")?;
+    }
+    Ok(())
+}
+
+fn echo_roundtrips(rt: &fiber::Runtime, conns: usize, rounds: usize) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = rt.spawn(move || echo_server(listener, conns));
+    let clients: Vec<_> = (0..conns)
+        .map(|c| {
+            rt.spawn(move || -> std::io::Result<()> {
+                let mut s = TcpStream::connect(addr)?;
+                s.set_nodelay(true)?;
+                for r in 0..rounds {
+                    let msg = format!("conn {c} round {r:04}\n");
+                    // Through the std trait, as generic handler code would.
+                    Write::write_all(&mut s, msg.as_bytes())?;
+                    let mut got = vec![0u8; msg.len()];
+                    let mut at = 0;
+                    while at < got.len() {
+                        let n = Read::read(&mut s, &mut got[at..])?;
+                        assert_ne!(n, 0, "early EOF");
+                        at += n;
+                    }
+                    assert_eq!(got, msg.as_bytes());
+                }
+                s.shutdown(Shutdown::Write)?;
+                let mut rest = Vec::new();
+                s.read_to_end(&mut rest)?;
+                assert!(rest.is_empty());
+                Ok(())
+            })
+        })
+        .collect();
+    for c in clients {
+        join(c).unwrap();
+    }
+    join(server).unwrap();
+}
+
+#[test]
+fn echo_over_loopback() {
+    require_io_uring!();
+    let rt = runtime(2);
+    echo_roundtrips(&rt, 50, 20);
+    let stats = rt.stats();
+    assert!(stats.total().completions_own > 0, "{stats}");
+    assert!(
+        stats.total().enters < stats.total().ops_submitted,
+        "submissions are batched: {stats}"
+    );
+}
+
+#[test]
+fn echo_with_multishot_accept() {
+    require_io_uring!();
+    let rt = fiber::Runtime::builder()
+        .workers(2)
+        .multishot(true)
+        .build()
+        .unwrap();
+    echo_roundtrips(&rt, 20, 5);
+}
+
+#[test]
+fn echo_with_each_ring_flag() {
+    require_io_uring!();
+    for flags in [
+        "single_issuer",
+        "coop_taskrun",
+        "defer_taskrun",
+        "single_issuer,coop_taskrun",
+        "sqpoll",
+    ] {
+        let rt = fiber::Runtime::builder()
+            .workers(2)
+            .ring_flags(flags.parse().unwrap())
+            .build()
+            .unwrap_or_else(|e| panic!("{flags}: {e}"));
+        echo_roundtrips(&rt, 10, 10);
+    }
+}
+
+#[test]
+fn echo_with_completer_and_io_stealing() {
+    require_io_uring!();
+    let rt = fiber::Runtime::builder()
+        .workers(2)
+        .completer(true)
+        .io_stealing(true)
+        .build()
+        .unwrap();
+    echo_roundtrips(&rt, 20, 20);
+    let stats = rt.stats();
+    assert!(stats.completer_wakeups > 0, "{stats}");
+    eprintln!("{stats}");
+}
+
+#[test]
+fn a_reader_and_a_writer_fiber_share_a_stream() {
+    require_io_uring!();
+    let rt = runtime(2);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = rt.spawn(move || echo_server(listener, 1));
+    let total = rt
+        .block_on(move || -> std::io::Result<usize> {
+            let s = Arc::new(TcpStream::connect(addr)?);
+            let w = Arc::clone(&s);
+            let writer = fiber::spawn(move || -> std::io::Result<()> {
+                for i in 0..100u32 {
+                    w.write_all(&i.to_be_bytes())?;
+                }
+                w.shutdown(Shutdown::Write)
+            });
+            let mut got = Vec::new();
+            (&*s).read_to_end(&mut got)?;
+            writer.join().unwrap()?;
+            let expect: Vec<u8> = (0..100u32).flat_map(u32::to_be_bytes).collect();
+            assert_eq!(got, expect);
+            Ok(got.len())
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(total, 400);
+    join(server).unwrap();
+}
+
+#[test]
+fn connect_to_a_closed_port_is_refused() {
+    require_io_uring!();
+    let rt = runtime(1);
+    // Bind then drop, so the port is very likely closed.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let r = rt
+        .block_on(move || TcpStream::connect(addr).map(drop))
+        .unwrap();
+    assert_eq!(r.unwrap_err().kind(), std::io::ErrorKind::ConnectionRefused);
+}
+
+#[test]
+fn streams_work_from_plain_threads() {
+    require_io_uring!();
+    // No runtime at all: each thread uses its private ring.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 5];
+        s.read_exact(&mut buf).unwrap();
+        s.write_all(&buf).unwrap();
+    });
+    let mut c = TcpStream::connect(addr).unwrap();
+    c.write_all(b"hello").unwrap();
+    let mut buf = [0u8; 5];
+    c.read_exact(&mut buf).unwrap();
+    assert_eq!(&buf, b"hello");
+    server.join().unwrap();
+}
+
+#[test]
+fn shutdown_cancels_a_blocked_accept_and_read() {
+    require_io_uring!();
+    let rt = runtime(2);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let acceptor = rt.spawn(move || listener.accept().map(drop));
+    // A connection whose server side reads and never gets data.
+    let l2 = TcpListener::bind("127.0.0.1:0").unwrap();
+    let a2 = l2.local_addr().unwrap();
+    let (accepted_tx, accepted_rx) = fiber::sync::channel(1);
+    let reader = rt.spawn(move || {
+        let (s, _) = l2.accept()?;
+        accepted_tx.send(()).ok();
+        let mut buf = [0u8; 8];
+        s.read(&mut buf)
+    });
+    let _client = std::net::TcpStream::connect(a2).unwrap();
+    accepted_rx.recv_timeout(TIMEOUT).unwrap();
+    rt.shutdown();
+    let a = join(acceptor);
+    assert_eq!(
+        a.unwrap_err().raw_os_error(),
+        Some(libc::ECANCELED),
+        "accept"
+    );
+    let r = join(reader);
+    assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::ECANCELED), "read");
+}
+
+#[test]
+fn multishot_recv_carries_a_large_transfer_through_a_buffer_shortage() {
+    require_io_uring!();
+    let rt = fiber::Runtime::builder()
+        .workers(1)
+        .multishot(true)
+        .build()
+        .unwrap();
+    const TOTAL: usize = 6 << 20;
+    let pattern = |i: usize| (i % 251) as u8;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let sender = std::thread::spawn(move || {
+        use std::io::Write;
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        let data: Vec<u8> = (0..TOTAL).map(pattern).collect();
+        s.write_all(&data).unwrap();
+    });
+    let reader = rt.spawn(move || -> std::io::Result<(usize, usize)> {
+        let (s, _) = listener.accept()?;
+        let mut got = 0usize;
+        let mut reads = 0usize;
+        // Small reads: chunks are split across calls.
+        let mut buf = [0u8; 1000];
+        loop {
+            let n = s.read(&mut buf)?;
+            if n == 0 {
+                return Ok((got, reads));
+            }
+            for (k, b) in buf[..n].iter().enumerate() {
+                assert_eq!(*b, pattern(got + k), "byte {}", got + k);
+            }
+            got += n;
+            reads += 1;
+            if reads == 1 {
+                // Keep the only worker busy (no reaping) while the data pours in, so the
+                // provided buffers run out and the multishot recv has to be re-armed.
+                let start = std::time::Instant::now();
+                while start.elapsed() < std::time::Duration::from_millis(200) {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    });
+    let (got, reads) = join(reader).unwrap();
+    sender.join().unwrap();
+    assert_eq!(got, TOTAL);
+    let stats = rt.stats();
+    eprintln!("{reads} reads; {stats}");
+    // One multishot recv serves many reads.
+    assert!(
+        (stats.total().ops_submitted as usize) < reads / 2,
+        "{stats}"
+    );
+}

@@ -1,0 +1,46 @@
+//! Helpers shared by the integration tests: the io_uring probe that skips, and runtimes.
+
+#![allow(dead_code)] // Each test binary uses a different subset of these helpers.
+
+use std::time::Duration;
+
+/// Every test wait gives up after this long.
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Returns `false` (and says why) when io_uring is unusable here, so the test can skip.
+pub(crate) fn io_uring_available() -> bool {
+    match fiber::probe() {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            false
+        }
+    }
+}
+
+/// Skips the calling test when io_uring is unusable here.
+#[macro_export]
+macro_rules! require_io_uring {
+    () => {
+        if !$crate::util::io_uring_available() {
+            return;
+        }
+    };
+}
+
+/// A runtime with `workers` workers and small stacks.
+pub(crate) fn runtime(workers: usize) -> fiber::Runtime {
+    fiber::Runtime::builder()
+        .workers(workers)
+        .stack_size(32 * 1024)
+        .build()
+        .expect("build a runtime")
+}
+
+/// Joins with the test timeout, failing the test on timeout.
+pub(crate) fn join<T>(mut h: fiber::JoinHandle<T>) -> T {
+    match h.join_timeout(TIMEOUT) {
+        Ok(v) => v,
+        Err(e) => panic!("joining a fiber: {e}"),
+    }
+}

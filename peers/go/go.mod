@@ -1,0 +1,3 @@
+module ringside/srv-go
+
+go 1.22

@@ -1,0 +1,313 @@
+// Command srv-go is ringside's goroutine-per-connection reference server: the
+// idiomatic Go server that the papers measure against, serving the echo and
+// chat protocols of PROTOCOL.md with the standard library alone.
+//
+// Usage:
+//
+//	srv-go --proto echo|chat [--addr 127.0.0.1:0] [--workers N] [--cpus LIST]
+//	       [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always]
+//	       [--max-pending BYTES]
+//
+// It prints "READY <addr>" on stdout once it accepts connections. SIGINT and
+// SIGTERM stop it: it stops accepting, flushes the room logs, prints one line
+// of counters on stderr and exits 0. Bad arguments, a port in use or an
+// unusable --data make it print one line on stderr and exit 2.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Sizes every ringside server shares (docs/protocol-notes.md).
+const (
+	readBufSize     = 16 << 10 // bytes per read
+	echoMaxPending  = 64 << 10 // unsent echo per connection
+	maxLineLen      = 4096     // a chat line, newline included
+	defaultPending  = 1 << 20  // --max-pending
+	defaultMsgSize  = 16       // --msg-size
+	defaultAddr     = "127.0.0.1:0"
+	exitBadUsage    = 2
+	progName        = "srv-go"
+	usageLine       = "usage: srv-go --proto echo|chat [--addr 127.0.0.1:0] [--workers N] [--cpus LIST] [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always] [--max-pending BYTES]"
+	maxComputeMicro = 10_000_000 // 10 s of spin per message is already absurd
+)
+
+type protocol int
+
+const (
+	protoEcho protocol = iota
+	protoChat
+)
+
+// config is the parsed command line.
+type config struct {
+	proto      protocol
+	addr       string
+	workers    int
+	cpus       []int
+	computeUs  int
+	msgSize    int
+	data       string
+	fsync      bool
+	maxPending int
+}
+
+// stats are the counters printed at exit. They are updated with atomic adds
+// on every read and write; a connection touches them from its own goroutines
+// only, so the cache line is rarely contended on the machines ringside targets.
+var stats struct {
+	conns    atomic.Uint64
+	bytesIn  atomic.Uint64
+	bytesOut atomic.Uint64
+	msgs     atomic.Uint64
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// usageError is a problem with the command line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+func fail(err error) int {
+	fmt.Fprintf(os.Stderr, "%s: %v\n", progName, err)
+	return exitBadUsage
+}
+
+func run(args []string) int {
+	cfg, err := parseArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Println(usageLine)
+		return 0
+	}
+	if err != nil {
+		return fail(fmt.Errorf("%w (%s --help for usage)", err, progName))
+	}
+
+	// From here on a signal stops the server cleanly, even one that arrives
+	// while the room logs are still being recovered.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+
+	if len(cfg.cpus) > 0 {
+		if err := pinProcess(cfg.cpus); err != nil {
+			return fail(fmt.Errorf("--cpus: %w", err))
+		}
+	}
+	workers := cfg.workers
+	if workers == 0 {
+		workers = runtime.NumCPU()
+		if len(cfg.cpus) > 0 {
+			workers = len(cfg.cpus)
+		}
+	}
+	runtime.GOMAXPROCS(workers)
+
+	// Listen before touching --data, so that a port in use leaves the room
+	// logs exactly as they were.
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fail(fmt.Errorf("cannot listen on %s: %w", cfg.addr, unwrapOp(err)))
+	}
+
+	var serve func(*net.TCPConn)
+	var chat *chatServer
+	switch cfg.proto {
+	case protoEcho:
+		e := &echoServer{computeUs: cfg.computeUs, msgSize: cfg.msgSize}
+		serve = e.serve
+	case protoChat:
+		chat, err = openChat(cfg)
+		if err != nil {
+			ln.Close()
+			return fail(err)
+		}
+		serve = chat.serve
+	}
+
+	// os.Stdout is not buffered in Go: the line is out once Fprintf returns.
+	if _, err := fmt.Fprintf(os.Stdout, "READY %s\n", ln.Addr()); err != nil {
+		ln.Close()
+		if chat != nil {
+			chat.shutdown()
+		}
+		return fail(fmt.Errorf("writing the READY line: %w", err))
+	}
+
+	go acceptLoop(ln, serve)
+
+	<-sigs
+	ln.Close()
+	if chat != nil {
+		chat.shutdown()
+	}
+	fmt.Fprintf(os.Stderr, "%s: stopped: conns=%d bytes_in=%d bytes_out=%d msgs=%d\n", progName,
+		stats.conns.Load(), stats.bytesIn.Load(), stats.bytesOut.Load(), stats.msgs.Load())
+	return 0
+}
+
+// acceptLoop runs a goroutine per accepted connection until ln is closed.
+func acceptLoop(ln net.Listener, serve func(*net.TCPConn)) {
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors or a connection that died in the
+			// backlog: wait a little and go on, as net/http does.
+			if backoff == 0 {
+				backoff = 5 * time.Millisecond
+			} else {
+				backoff = min(2*backoff, time.Second)
+			}
+			fmt.Fprintf(os.Stderr, "%s: accept: %v; retrying in %v\n", progName, err, backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		stats.conns.Add(1)
+		// TCP_NODELAY is already on: Go sets it on every TCP connection.
+		go serve(c.(*net.TCPConn))
+	}
+}
+
+// unwrapOp drops the "listen tcp 127.0.0.1:80:" prefix of a *net.OpError,
+// which the caller already says in its own words.
+func unwrapOp(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		var sc *os.SyscallError
+		if errors.As(op.Err, &sc) {
+			return sc.Err
+		}
+		return op.Err
+	}
+	return err
+}
+
+// parseArgs parses the common ringside server command line. The flag package
+// accepts -flag and --flag, with the value after = or as the next argument.
+func parseArgs(args []string) (config, error) {
+	cfg := config{}
+	fs := flag.NewFlagSet(progName, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported once, on one line, by run
+	proto := fs.String("proto", "", "echo or chat")
+	fs.StringVar(&cfg.addr, "addr", defaultAddr, "address to listen on")
+	workers := fs.String("workers", "", "GOMAXPROCS (default: the CPUs it may use)")
+	cpus := fs.String("cpus", "", "CPUs to pin the process to, e.g. 1,3 or 0-3")
+	compute := fs.String("compute-us", "0", "µs of spin per echo message")
+	msgSize := fs.String("msg-size", strconv.Itoa(defaultMsgSize), "echo message size in bytes")
+	fs.StringVar(&cfg.data, "data", "", "directory of the chat room logs")
+	fsync := fs.String("fsync", "never", "never or always")
+	maxPending := fs.String("max-pending", strconv.Itoa(defaultPending), "bytes of live output queued per chat connection")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, err
+		}
+		return cfg, &usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return cfg, usagef("unexpected argument %q", fs.Arg(0))
+	}
+
+	switch *proto {
+	case "echo":
+		cfg.proto = protoEcho
+	case "chat":
+		cfg.proto = protoChat
+	case "":
+		return cfg, usagef("--proto is required (echo or chat)")
+	default:
+		return cfg, usagef("--proto %q: expected echo or chat", *proto)
+	}
+	var err error
+	if *workers != "" {
+		if cfg.workers, err = intFlag("workers", *workers, 1, 4096); err != nil {
+			return cfg, err
+		}
+	}
+	if *cpus != "" {
+		if cfg.cpus, err = parseCPUList(*cpus); err != nil {
+			return cfg, err
+		}
+	}
+	if cfg.computeUs, err = intFlag("compute-us", *compute, 0, maxComputeMicro); err != nil {
+		return cfg, err
+	}
+	// A message is held until it is complete, so it must fit in what a
+	// connection may keep pending.
+	if cfg.msgSize, err = intFlag("msg-size", *msgSize, 1, echoMaxPending); err != nil {
+		return cfg, err
+	}
+	switch *fsync {
+	case "never":
+	case "always":
+		cfg.fsync = true
+	default:
+		return cfg, usagef("--fsync %q: expected never or always", *fsync)
+	}
+	if cfg.maxPending, err = intFlag("max-pending", *maxPending, 1, math.MaxInt32); err != nil {
+		return cfg, err
+	}
+	if cfg.addr == "" {
+		return cfg, usagef("--addr must not be empty")
+	}
+	return cfg, nil
+}
+
+// intFlag parses a decimal flag value in [lo, hi].
+func intFlag(name, s string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		return 0, usagef("--%s %q: expected a whole number from %d to %d", name, s, lo, hi)
+	}
+	return n, nil
+}
+
+// parseCPUList parses "1,3" or "0-3,6" into CPU numbers.
+func parseCPUList(s string) ([]int, error) {
+	bad := func() ([]int, error) {
+		return nil, usagef("--cpus %q: expected CPU numbers like 1,3 or 0-3", s)
+	}
+	var cpus []int
+	seen := map[int]bool{}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 || a >= maxCPU {
+			return bad()
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a || b >= maxCPU {
+				return bad()
+			}
+		}
+		for c := a; c <= b; c++ {
+			if !seen[c] {
+				seen[c] = true
+				cpus = append(cpus, c)
+			}
+		}
+	}
+	return cpus, nil
+}
