@@ -1,13 +1,15 @@
 //! Switching and spawning, as in the goroutine-switch article: a one-way OS thread
-//! hand-off on one core and across cores, a raw coroutine switch, a Tokio task
-//! ping-pong, and spawn-and-join of a thread and of a Tokio task. Each operation checks
+//! hand-off on one core and across cores, a raw coroutine switch, a fiber-to-fiber switch
+//! through our runtime's scheduler, a Tokio task ping-pong, and spawn-and-join of a
+//! thread, a fiber and a Tokio task. Each operation checks
 //! that the switch or the spawned work really happened.
 
 #![deny(unsafe_code)]
 
 use benches::ids;
 use benches::switch::{
-    Handoff, Placement, RawSwitch, spawn_join_threads, spawn_join_tokio, tokio_pingpong,
+    Handoff, Placement, RawSwitch, fiber_runtime, fiber_yield_pingpong, spawn_join_fibers,
+    spawn_join_threads, spawn_join_tokio, tokio_pingpong,
 };
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
@@ -43,6 +45,18 @@ fn switch(c: &mut Criterion) {
         });
     });
 
+    match fiber_runtime() {
+        Ok(runtime) => {
+            group.bench_function(ids::FIBER_YIELD, |b| {
+                b.iter_custom(|n| {
+                    fiber_yield_pingpong(&runtime, n)
+                        .unwrap_or_else(|e| panic!("{}: {e}", ids::FIBER_YIELD))
+                });
+            });
+        }
+        Err(e) => eprintln!("skipping {}/{}: {e}", ids::SWITCH, ids::FIBER_YIELD),
+    }
+
     let runtime = current_thread();
     group.bench_function(ids::TOKIO_PINGPONG, |b| {
         b.iter_custom(|n| {
@@ -59,6 +73,17 @@ fn spawn_join(c: &mut Criterion) {
             spawn_join_threads(n).unwrap_or_else(|e| panic!("spawn_join/thread: {e}"))
         });
     });
+    match fiber_runtime() {
+        Ok(runtime) => {
+            group.bench_function(ids::SPAWN_FIBER, |b| {
+                b.iter_custom(|n| {
+                    spawn_join_fibers(&runtime, n)
+                        .unwrap_or_else(|e| panic!("spawn_join/fiber: {e}"))
+                });
+            });
+        }
+        Err(e) => eprintln!("skipping {}/{}: {e}", ids::SPAWN_JOIN, ids::SPAWN_FIBER),
+    }
     let runtimes = [
         (ids::CURRENT_THREAD, current_thread()),
         (

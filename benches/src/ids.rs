@@ -25,9 +25,11 @@ pub const MEMORY: &str = "memory";
 pub const THREAD_HANDOFF: &str = "thread_handoff";
 pub const COROUTINE_RAW: &str = "coroutine_raw";
 pub const TOKIO_PINGPONG: &str = "tokio_pingpong";
+pub const FIBER_YIELD: &str = "fiber_yield";
 /// Functions of the [`SPAWN_JOIN`] group.
 pub const SPAWN_THREAD: &str = "thread";
 pub const SPAWN_TOKIO: &str = "tokio";
+pub const SPAWN_FIBER: &str = "fiber";
 /// Parameters of [`SPAWN_TOKIO`].
 pub const CURRENT_THREAD: &str = "current_thread";
 pub const MULTI_THREAD: &str = "multi_thread";

@@ -1,6 +1,7 @@
 //! Memory per parked unit of concurrency: how much the resident set (RSS) and the address
-//! space (VSZ) of a process grow when it holds N parked OS threads, N idle Tokio tasks or
-//! N suspended coroutines. This is a measurement, not a criterion timing.
+//! space (VSZ) of a process grow when it holds N parked OS threads, N idle Tokio tasks, N
+//! parked fibers of our runtime or N suspended raw coroutines. This is a measurement, not
+//! a criterion timing.
 //!
 //! Each kind is measured in a fresh child process (the current executable, re-run with
 //! [`CHILD_ENV`] set), so that one kind's freed memory, which the allocator keeps, does
@@ -36,11 +37,14 @@ pub enum Kind {
     /// A raw corosensei coroutine on its `DefaultStack` (1 MiB reserved, guard page
     /// below), resumed once and suspended. No fiber runtime around it.
     Coroutine,
+    /// A fiber of our runtime (one worker, pooled 64 KiB stacks) parked on a
+    /// `fiber::sync::Semaphore`.
+    Fiber,
 }
 
 impl Kind {
     /// Every kind, in the order the report lists them.
-    pub const ALL: [Kind; 3] = [Kind::Thread, Kind::TokioTask, Kind::Coroutine];
+    pub const ALL: [Kind; 4] = [Kind::Thread, Kind::TokioTask, Kind::Fiber, Kind::Coroutine];
 
     /// The name used in ids, files and the child's environment.
     pub fn id(self) -> &'static str {
@@ -48,6 +52,7 @@ impl Kind {
             Kind::Thread => "thread",
             Kind::TokioTask => "tokio_task",
             Kind::Coroutine => "coroutine",
+            Kind::Fiber => "fiber",
         }
     }
 
@@ -160,6 +165,7 @@ pub fn measure_here(kind: Kind, count: u64) -> io::Result<Sample> {
         Kind::Thread => park_threads(count)?,
         Kind::TokioTask => park_tokio_tasks(count)?,
         Kind::Coroutine => park_coroutines(count)?,
+        Kind::Fiber => park_fibers(count)?,
     };
     Ok(Sample {
         kind: kind.id().to_owned(),
@@ -404,6 +410,43 @@ impl HarnessArgs {
     pub fn selects(&self, id: &str) -> bool {
         self.filter.as_deref().is_none_or(|f| id.contains(f))
     }
+}
+
+fn park_fibers(count: u64) -> io::Result<Usage> {
+    let runtime = crate::switch::fiber_runtime()?;
+    let gate = Arc::new(fiber::sync::Semaphore::new(0));
+    let started = Arc::new(AtomicU64::new(0));
+    let mut handles = Vec::with_capacity(usize::try_from(count).unwrap_or(0));
+    let (rss_before, vsz_before) = usage()?;
+    for _ in 0..count {
+        let gate = Arc::clone(&gate);
+        let started = Arc::clone(&started);
+        handles.push(runtime.spawn(move || {
+            started.fetch_add(1, Ordering::Relaxed);
+            drop(gate.acquire());
+        }));
+    }
+    let deadline = Instant::now() + PARK_LIMIT;
+    let mut waited = Ok(());
+    while started.load(Ordering::Relaxed) < count {
+        if Instant::now() > deadline {
+            waited = Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the fibers did not all start within 60 s",
+            ));
+            break;
+        }
+        // The worker thread runs the fibers; this thread only waits for it.
+        thread::sleep(Duration::from_millis(1));
+    }
+    let after = usage();
+    gate.add_permits(usize::try_from(count).unwrap_or(usize::MAX));
+    for handle in handles {
+        handle.join().map_err(io::Error::other)?;
+    }
+    waited?;
+    let (rss_after, vsz_after) = after?;
+    Ok((rss_before, vsz_before, rss_after, vsz_after))
 }
 
 #[cfg(test)]

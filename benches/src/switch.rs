@@ -1,12 +1,13 @@
 //! Switching and spawning, the costs the goroutine-switch article measures: an OS thread
 //! hand-off (a futex ping-pong between two pinned threads), a raw coroutine switch
-//! (corosensei resume and suspend), a Tokio task ping-pong, and spawn-and-join of a
-//! thread and of a Tokio task.
+//! (corosensei resume and suspend), a fiber-to-fiber switch through our runtime's
+//! scheduler, a Tokio task ping-pong, and spawn-and-join of a thread, a fiber and a Tokio
+//! task.
 //!
 //! Every function here checks that the switch happened: a hand-off carries a value the
-//! other side must have seen and answered, a coroutine returns its input plus one, the
-//! two Tokio tasks verify that they strictly alternate, a spawned thread or task returns
-//! a value computed from its argument.
+//! other side must have seen and answered, a coroutine returns its input plus one, two
+//! fibers or two Tokio tasks verify that they strictly alternate, a spawned thread, fiber
+//! or task returns a value computed from its argument.
 //!
 //! Times are returned per switch where a round trip is two switches: the functions that
 //! take `round_trips` return half the elapsed time, so that criterion, dividing by the
@@ -319,6 +320,77 @@ async fn player(
     Ok(())
 }
 
+/// A fiber runtime with one worker, for switches and spawns that stay on one thread as
+/// the Tokio current-thread runtime's do.
+pub fn fiber_runtime() -> io::Result<fiber::Runtime> {
+    fiber::Runtime::builder()
+        .workers(1)
+        .thread_name("bench-fiber")
+        .build()
+        .map_err(io::Error::other)
+}
+
+/// Two fibers on `runtime`'s worker that take turns through `fiber::yield_now`, each
+/// `turns` times; returns half the elapsed time (each of the `2 * turns` yields is one
+/// switch through the scheduler: fiber to worker to fiber).
+pub fn fiber_yield_pingpong(runtime: &fiber::Runtime, turns: u64) -> io::Result<Duration> {
+    runtime
+        .block_on(move || {
+            let turn = Arc::new(AtomicU64::new(0));
+            let start = Instant::now();
+            let players = [Arc::clone(&turn), turn]
+                .map(|turn| fiber::spawn(move || fiber_player(&turn, turns)));
+            for player in players {
+                player.join().map_err(io::Error::other)??;
+            }
+            Ok(start.elapsed() / 2)
+        })
+        .map_err(io::Error::other)?
+}
+
+/// One side of the fiber ping-pong. Whichever fiber runs first takes the even turns; on
+/// its `i`th turn a fiber must find the counter at `2 * i + offset`, which holds only if
+/// the two strictly alternate.
+fn fiber_player(turn: &AtomicU64, turns: u64) -> io::Result<()> {
+    let offset = match turn.load(Ordering::Relaxed) {
+        0 => 0,
+        1 => 1,
+        other => {
+            return Err(io::Error::other(format!(
+                "fiber ping-pong: the second fiber started at turn {other}, not 1"
+            )));
+        }
+    };
+    for i in 0..turns {
+        let now = turn.load(Ordering::Relaxed);
+        if now != 2 * i + offset {
+            return Err(io::Error::other(format!(
+                "fiber ping-pong: a fiber found turn {now} on its turn {i}, so the fibers did \
+                 not alternate"
+            )));
+        }
+        turn.store(now + 1, Ordering::Relaxed);
+        fiber::yield_now();
+    }
+    Ok(())
+}
+
+/// Spawns and joins `n` fibers one after the other, from a fiber on `runtime`.
+pub fn spawn_join_fibers(runtime: &fiber::Runtime, n: u64) -> io::Result<Duration> {
+    runtime
+        .block_on(move || {
+            let start = Instant::now();
+            for i in 0..n {
+                let got = fiber::spawn(move || answer(black_box(i)))
+                    .join()
+                    .map_err(io::Error::other)?;
+                check_answer(i, got)?;
+            }
+            Ok(start.elapsed())
+        })
+        .map_err(io::Error::other)?
+}
+
 /// An argument a spawned thread or task turns into its result, so that a join that
 /// returned without running the closure is caught.
 fn answer(i: u64) -> u64 {
@@ -421,6 +493,27 @@ mod tests {
     }
 
     #[test]
+    fn fibers_alternate() {
+        match fiber_runtime() {
+            Ok(rt) => {
+                fiber_yield_pingpong(&rt, 1000).unwrap();
+                fiber_yield_pingpong(&rt, 1).unwrap();
+            }
+            Err(e) => eprintln!("skipping fibers: {e}"),
+        }
+    }
+
+    #[test]
+    fn a_fiber_out_of_turn_is_caught() {
+        // One fiber alone takes turn 0, then finds turn 1 (its own) where 2 was due.
+        let turn = AtomicU64::new(0);
+        assert!(fiber_player(&turn, 1).is_ok());
+        turn.store(0, Ordering::Relaxed);
+        let err = fiber_player(&turn, 2).unwrap_err();
+        assert!(err.to_string().contains("did not alternate"), "{err}");
+    }
+
+    #[test]
     fn a_player_out_of_turn_is_caught() {
         let rt = current_thread();
         // Task 1 alone, woken by a stray permit: its first turn expects the counter at 1,
@@ -443,6 +536,12 @@ mod tests {
             .build()
             .unwrap();
         spawn_join_tokio(&multi, 200).unwrap();
+        match fiber_runtime() {
+            Ok(rt) => {
+                spawn_join_fibers(&rt, 200).unwrap();
+            }
+            Err(e) => eprintln!("skipping fibers: {e}"),
+        };
         assert!(check_answer(1, answer(2)).is_err());
     }
 }
