@@ -2,10 +2,12 @@
 //! already has data, through each system-call technique (blocking `read`, `epoll_wait` and
 //! a non-blocking `read`, io_uring one and several reads per submission under each ring
 //! setup, Linux AIO, glibc's POSIX AIO). Every read is checked against the value written.
+//! Two reference points come with them: a trivial system call (`getppid`) and an io_uring
+//! NOP, the costs the techniques are built from.
 
 #![deny(unsafe_code)]
 
-use benches::syscall::{EventfdBench, Technique};
+use benches::syscall::{Baseline, EventfdBench, Technique};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
 fn eventfd_read(c: &mut Criterion) {
@@ -35,5 +37,30 @@ fn eventfd_read(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, eventfd_read);
+/// What the techniques are made of: one trap, one io_uring request without I/O.
+fn baseline(c: &mut Criterion) {
+    let mut group = c.benchmark_group(benches::ids::BASELINE);
+    let mut baseline = Baseline::new();
+    group.bench_function(benches::ids::TRAP, |b| {
+        b.iter_custom(|n| {
+            baseline
+                .traps(n)
+                .unwrap_or_else(|e| panic!("baseline/getppid: {e}"))
+        });
+    });
+    if baseline.has_io_uring() {
+        group.bench_function(benches::ids::IO_URING_NOP, |b| {
+            b.iter_custom(|n| {
+                baseline
+                    .nops(n)
+                    .unwrap_or_else(|e| panic!("baseline/io_uring_nop: {e}"))
+            });
+        });
+    } else {
+        eprintln!("skipping baseline/io_uring_nop: io_uring is unavailable");
+    }
+    group.finish();
+}
+
+criterion_group!(benches, eventfd_read, baseline);
 criterion_main!(benches);

@@ -10,6 +10,11 @@ use crate::syscall::Technique;
 
 /// The group of the system-call techniques (Table I).
 pub const EVENTFD_READ: &str = "eventfd_read";
+/// The group of reference points: one trap, one io_uring NOP.
+pub const BASELINE: &str = "baseline";
+/// Functions of the [`BASELINE`] group.
+pub const TRAP: &str = "getppid";
+pub const IO_URING_NOP: &str = "io_uring_nop_batch64";
 /// The group of one-way switches.
 pub const SWITCH: &str = "switch";
 /// The group of spawn-and-join.

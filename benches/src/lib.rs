@@ -24,6 +24,7 @@
 
 pub mod ids;
 pub mod memory;
+pub mod report;
 pub mod switch;
 #[allow(unsafe_code)] // The one module that talks to io_uring, AIO and futexes directly.
 pub mod sys;

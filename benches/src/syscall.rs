@@ -192,6 +192,69 @@ impl EventfdBench {
     }
 }
 
+/// The reference points the techniques are made of: the cost of entering the kernel at
+/// all (`getppid(2)`, which does nearly nothing inside), and of an io_uring request that
+/// does no I/O (a NOP, [`POOL`] per enter).
+#[derive(Debug)]
+pub struct Baseline {
+    parent: nix::unistd::Pid,
+    ring: Option<EventfdRing>,
+}
+
+impl Baseline {
+    /// Notes the parent's pid and creates a default ring, if io_uring is available.
+    pub fn new() -> Baseline {
+        Baseline {
+            parent: nix::unistd::getppid(),
+            ring: EventfdRing::new(RingSetup::Default, POOL).ok(),
+        }
+    }
+
+    /// Makes `n` `getppid` calls, checking each answer; returns the time they took.
+    pub fn traps(&self, n: u64) -> io::Result<Duration> {
+        let start = Instant::now();
+        for _ in 0..n {
+            // glibc does not cache getppid: each call enters the kernel.
+            let got = nix::unistd::getppid();
+            if got != self.parent {
+                return Err(io::Error::other(format!(
+                    "getppid returned {got}, not {}",
+                    self.parent
+                )));
+            }
+        }
+        Ok(start.elapsed())
+    }
+
+    /// Submits `n` NOPs, [`POOL`] per enter, checking each completion; returns the time
+    /// they took. Fails where io_uring is unavailable.
+    pub fn nops(&mut self, n: u64) -> io::Result<Duration> {
+        let ring = self
+            .ring
+            .as_mut()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "no io_uring here"))?;
+        let start = Instant::now();
+        let mut left = n;
+        while left > 0 {
+            let batch = usize::try_from(left).map_or(POOL, |l| l.min(POOL));
+            ring.nop_batch(batch)?;
+            left -= batch as u64;
+        }
+        Ok(start.elapsed())
+    }
+
+    /// Whether [`Baseline::nops`] can run.
+    pub fn has_io_uring(&self) -> bool {
+        self.ring.is_some()
+    }
+}
+
+impl Default for Baseline {
+    fn default() -> Baseline {
+        Baseline::new()
+    }
+}
+
 /// Checks that every read returned the value written to its fd.
 pub fn check(expected: &[u64], got: &[u64]) -> io::Result<()> {
     if expected.len() != got.len() {
@@ -271,6 +334,17 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         assert!(err.to_string().contains("eventfd 1"), "{err}");
         assert!(check(&[1, 2], &[1]).is_err());
+    }
+
+    #[test]
+    fn baselines_run() {
+        let mut baseline = Baseline::new();
+        baseline.traps(100).unwrap();
+        if baseline.has_io_uring() {
+            baseline.nops(2 * POOL as u64 + 3).unwrap();
+        } else {
+            assert!(baseline.nops(1).is_err());
+        }
     }
 
     #[test]
