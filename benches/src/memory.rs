@@ -359,7 +359,8 @@ pub const DEFAULT_COUNT: u64 = 10_000;
 /// bench target (criterion's): `--test` (a quick check), `--list`, and a filter.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HarnessArgs {
-    /// `--test`: measure a few units only, to check that the path works.
+    /// `--test`, or no `--bench` (as under `cargo test --benches`): measure a few units
+    /// only, to check that the path works. Criterion decides its test mode the same way.
     pub test: bool,
     /// `--list`: print the ids and measure nothing.
     pub list: bool,
@@ -370,7 +371,8 @@ pub struct HarnessArgs {
 
 impl HarnessArgs {
     /// Criterion's options that take a value, whose value is not a filter.
-    const VALUED: [&'static str; 15] = [
+    const VALUED: [&'static str; 16] = [
+        "--format",
         "--warm-up-time",
         "--measurement-time",
         "--sample-size",
@@ -391,10 +393,12 @@ impl HarnessArgs {
     /// Reads the arguments after the program name.
     pub fn parse<S: AsRef<str>>(args: &[S]) -> HarnessArgs {
         let mut parsed = HarnessArgs::default();
+        let mut bench = false;
         let mut args = args.iter().map(AsRef::as_ref);
         while let Some(arg) = args.next() {
             match arg {
                 "--test" => parsed.test = true,
+                "--bench" => bench = true,
                 "--list" => parsed.list = true,
                 a if HarnessArgs::VALUED.contains(&a) => {
                     args.next();
@@ -403,6 +407,7 @@ impl HarnessArgs {
                 a => parsed.filter = Some(a.to_owned()),
             }
         }
+        parsed.test |= !bench;
         parsed
     }
 
@@ -496,7 +501,10 @@ mod tests {
         let args = HarnessArgs::parse(&["--bench", "--measurement-time", "2", "--test"]);
         assert!(args.test && args.filter.is_none());
         assert!(args.selects("memory/coroutine"));
-        assert!(HarnessArgs::parse(&["--list"]).list);
+        assert!(HarnessArgs::parse(&["--bench", "--list"]).list);
+        // `cargo test --benches` passes no --bench: a quick check, as criterion does.
+        assert!(HarnessArgs::parse::<&str>(&[]).test);
+        assert!(!HarnessArgs::parse(&["--bench"]).test);
     }
 
     #[test]

@@ -220,9 +220,10 @@ fn known_reason(a: &str, b: &str) -> Option<&'static str> {
     Some(match (a, b) {
         ("io_uring_batch1", "blocking") => {
             "With one `io_uring_enter` per read, io_uring makes the same single system call as \
-             `read(2)` and adds the SQE and CQE on top, so it cannot be cheaper; the paper's \
-             306 ns is below the cost of one kernel entry on its own machine, which only \
-             amortising the entry over many reads reaches, as our 16- and 64-read rows do."
+             `read(2)` and adds the SQE and CQE on top, so it cannot be cheaper. The paper's \
+             306 ns, a third of its blocking read, can only come from amortising the entry \
+             over many requests (its Table I counts 0 to 1 traps per io_uring request); our \
+             16- and 64-read rows do that."
         }
         ("io_uring_batch1", "epoll") => {
             "One `io_uring_enter` per read is one system call against epoll's two, but it also \
@@ -917,7 +918,7 @@ impl Report {
              inside the process, one of which performs the read (a `pread` that fails with \
              ESPIPE on an eventfd, then a `read`), and `aio_suspend` sleeps until it signals \
              completion. No kernel asynchronous I/O is involved, which is why it is the \
-             slowest in both tables.",
+             slowest technique, in the paper and here.",
             "io_uring rows submit 1, 16 or 64 reads per `io_uring_enter` and wait for all of \
              them in the same call; the time is per read. The three ring setups are the \
              default, COOP_TASKRUN, and SINGLE_ISSUER with DEFER_TASKRUN.",
