@@ -1,6 +1,6 @@
 //! `cargo xtask`: the project's own tasks, run with `cargo xtask <task>` (an alias in
 //! `.cargo/config.toml`). This file only parses the command line and dispatches; each task is
-//! a module (`bench`, `compare`), and what they share (servers, suites, /proc sampling,
+//! a module (`bench`, `compare`, `micro`, `report`), and what they share (servers, suites, /proc sampling,
 //! statistics, plots, the report) lives in modules of its own.
 #![forbid(unsafe_code)]
 
@@ -10,6 +10,7 @@ mod compare;
 mod cpus;
 mod loadgen;
 mod meta;
+mod micro;
 mod plots;
 mod procfs;
 mod render;
@@ -39,6 +40,9 @@ enum Task {
     Bench(bench::BenchArgs),
     /// Show two result directories side by side, with ratios.
     Compare(compare::CompareArgs),
+    /// Run the criterion microbenchmarks with short settings and write micro.md: our
+    /// figures beside the papers' cost tables.
+    Micro(micro::MicroArgs),
     /// Draw the plots and write report.md of a result directory again, from its
     /// summary.json and meta.json.
     Report(render::RenderArgs),
@@ -49,6 +53,7 @@ fn main() -> ExitCode {
     let result = match cli.task {
         Task::Bench(args) => bench::run(args),
         Task::Compare(args) => compare::run(&args),
+        Task::Micro(args) => micro::run(&args),
         Task::Report(args) => render::run(&args),
     };
     match result {
