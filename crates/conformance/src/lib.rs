@@ -69,8 +69,8 @@ macro_rules! server_list {
             threads_process: "srv-threads" ["--mode", "process"],
             go: "srv-go" [],
             fiber: "srv-fiber" [],
-            fiber_completer: "srv-fiber" ["--completer"],
-            fiber_stealing: "srv-fiber" ["--io-stealing"],
+            fiber_completer: "srv-fiber" ["--completer", "--ring-flags", "none"],
+            fiber_stealing: "srv-fiber" ["--io-stealing", "--ring-flags", "none"],
             fiber_multishot: "srv-fiber" ["--multishot"],
         }
     };
