@@ -74,8 +74,8 @@ macro_rules! server_list {
             tokio_per_core: "srv-tokio" ["--flavor", "per-core"],
             tokio_uring: "srv-tokio-uring" [],
             fiber: "srv-fiber" [],
-            fiber_completer: "srv-fiber" ["--completer"],
-            fiber_stealing: "srv-fiber" ["--io-stealing"],
+            fiber_completer: "srv-fiber" ["--completer", "--ring-flags", "none"],
+            fiber_stealing: "srv-fiber" ["--io-stealing", "--ring-flags", "none"],
             fiber_multishot: "srv-fiber" ["--multishot"],
         }
     };

@@ -66,7 +66,8 @@ pub(crate) const RECV_BACKLOG: usize = 64 * 1024;
 /// per-thread pool, so a read costs neither an allocation nor zeroing.
 struct RawBuf {
     ptr: NonNull<u8>,
-    cap: usize,
+    /// At most [`MAX_IO`]: a `u32` keeps [`Op`] small (see its size assertion).
+    cap: u32,
 }
 
 // SAFETY: `RawBuf` owns its allocation like a `Box<[u8]>`; it holds no thread-bound state.
@@ -78,8 +79,27 @@ unsafe impl Sync for RawBuf {}
 /// (64 B to 64 KiB).
 const POOL_MIN: usize = 64;
 const POOL_CLASSES: usize = 11;
-/// Buffers kept per class per thread.
-const POOL_DEPTH: usize = 32;
+/// Buffers kept per class per thread, for classes up to [`POOL_DEEP_MAX`] bytes: twice the
+/// fibers a worker runs per round. A blocking-style echo frees its read buffer in one round
+/// and takes a new one in the next (after its write completed), so up to a round's worth of
+/// buffers of one class is in the pool between rounds. With 32 kept, half of the read
+/// buffers of a busy server went back to malloc and came out of it again (a read of
+/// `READ_BUF` plus a message, 16,400 bytes, takes a 32 KiB buffer, which glibc frees by
+/// coalescing and re-sorting its bins: 3% of srv-fiber's CPU at 1000 connections).
+const POOL_DEPTH: usize = 2 * crate::worker::BUDGET;
+/// Largest class kept [`POOL_DEPTH`] deep; the 64 KiB class keeps [`POOL_DEPTH_LARGE`]. At
+/// most 128 x 64 KiB (the classes up to 32 KiB) + 32 x 64 KiB = 10 MiB per thread stays
+/// pooled, and only what a burst of that size once used.
+const POOL_DEEP_MAX: usize = 32 * 1024;
+const POOL_DEPTH_LARGE: usize = 32;
+
+fn pool_depth(cap: usize) -> usize {
+    if cap <= POOL_DEEP_MAX {
+        POOL_DEPTH
+    } else {
+        POOL_DEPTH_LARGE
+    }
+}
 
 /// Free buffers of one thread, by size class.
 struct Pool {
@@ -119,14 +139,14 @@ fn class_of(len: usize) -> Option<(usize, usize)> {
 impl RawBuf {
     /// A buffer of at least `len` bytes, contents unspecified.
     fn uninit(len: usize) -> RawBuf {
-        let len = len.max(1);
+        let len = len.clamp(1, MAX_IO);
         if let Some((class, cap)) = class_of(len) {
             let pooled = POOL
                 .try_with(|p| p.borrow_mut().free[class].pop())
                 .ok()
                 .flatten();
             if let Some(ptr) = pooled {
-                return RawBuf { ptr, cap };
+                return RawBuf::from_parts(ptr, cap);
             }
             return RawBuf::alloc(cap);
         }
@@ -138,9 +158,19 @@ impl RawBuf {
         // SAFETY: `layout` has a non-zero size.
         let ptr = unsafe { std::alloc::alloc(layout) };
         match NonNull::new(ptr) {
-            Some(ptr) => RawBuf { ptr, cap },
+            Some(ptr) => RawBuf::from_parts(ptr, cap),
             None => std::alloc::handle_alloc_error(layout),
         }
+    }
+
+    fn from_parts(ptr: NonNull<u8>, cap: usize) -> RawBuf {
+        // Every buffer is at most `MAX_IO` bytes (`uninit` clamps, pool classes are smaller).
+        let cap = u32::try_from(cap).unwrap_or(u32::MAX);
+        RawBuf { ptr, cap }
+    }
+
+    fn cap(&self) -> usize {
+        self.cap as usize
     }
 
     fn from_slice(data: &[u8]) -> RawBuf {
@@ -160,7 +190,7 @@ impl RawBuf {
     /// No operation that may write this buffer is in flight, and its first `n` bytes are
     /// initialised (the kernel reported writing them, or they were copied in).
     unsafe fn copy_to(&self, n: usize, dst: &mut [u8]) -> usize {
-        let n = n.min(self.cap).min(dst.len());
+        let n = n.min(self.cap()).min(dst.len());
         // SAFETY: per the caller the `n` source bytes are initialised and not being written;
         // `dst` is a distinct live slice of at least `n` bytes.
         unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr(), dst.as_mut_ptr(), n) };
@@ -170,14 +200,14 @@ impl RawBuf {
 
 impl Drop for RawBuf {
     fn drop(&mut self) {
-        if let Some((class, cap)) = class_of(self.cap) {
-            if cap == self.cap {
+        if let Some((class, cap)) = class_of(self.cap()) {
+            if cap == self.cap() {
                 let ptr = self.ptr;
                 let kept = POOL
                     .try_with(|p| {
                         let mut p = p.borrow_mut();
                         let list = &mut p.free[class];
-                        if list.len() < POOL_DEPTH {
+                        if list.len() < pool_depth(cap) {
                             list.push(ptr);
                             true
                         } else {
@@ -192,7 +222,7 @@ impl Drop for RawBuf {
         }
         // SAFETY: `ptr` was allocated with `layout(cap)` (by `alloc`, possibly via the pool)
         // and is freed once, here.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout(self.cap)) };
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout(self.cap())) };
     }
 }
 
@@ -268,45 +298,105 @@ struct State {
     /// provided buffer when the CQE selected one.
     results: Results,
     waiter: Option<Waker>,
-    /// Bytes the kernel reported for the last completion (what a read wrote).
-    written: usize,
-    /// # Invariant
-    /// The sum of the lengths of the provided-buffer data in `results`.
-    buffered: usize,
-    /// Set once `buffered` passed [`RECV_BACKLOG`] and the op was handed to its ring for
-    /// cancellation; its final CQE (`-ECANCELED`) then means "read on, then re-arm".
-    throttled: bool,
+    /// Bytes the kernel reported for the last completion (what a read wrote; at most
+    /// `MAX_IO`).
+    written: u32,
 }
 
 /// One result of an op: `(res, flags, bytes of the provided buffer the CQE selected)`.
 pub(crate) type Completion = (i32, u32, Option<Vec<u8>>);
 
+fn clamp_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn chunk_len(c: &Completion) -> u32 {
+    c.2.as_ref().map_or(0, |d| clamp_u32(d.len()))
+}
+
 /// A FIFO of completions that holds the first one inline: a single-shot op never allocates
-/// for its result.
+/// for its result, and only multishot ops pay for what lies behind it (boxed, so that it
+/// costs a single-shot op one word: see the size assertion on [`Op`]).
 #[derive(Debug, Default)]
 struct Results {
-    /// The oldest result, when `rest` is empty or holds only later ones.
+    /// The oldest result, when `multi` holds none or only later ones.
     first: Option<Completion>,
+    multi: Option<Box<Multi>>,
+}
+
+/// The results of a multishot op past the first, and its backlog of unread data.
+#[derive(Debug, Default)]
+struct Multi {
     rest: VecDeque<Completion>,
+    /// # Invariant
+    /// The sum of the lengths of the provided-buffer data in `first` and `rest` (at most
+    /// `RECV_BACKLOG` plus what arrives before the cancel: far below `u32::MAX`; the
+    /// arithmetic saturates all the same).
+    buffered: u32,
+    /// Set once `buffered` passed [`RECV_BACKLOG`] and the op was handed to its ring for
+    /// cancellation; its final CQE (`-ECANCELED`) then means "read on, then re-arm".
+    throttled: bool,
 }
 
 impl Results {
     fn push_back(&mut self, c: Completion) {
-        if self.first.is_none() && self.rest.is_empty() {
-            self.first = Some(c);
+        let len = chunk_len(&c);
+        if len > 0 {
+            let m = self.multi.get_or_insert_default();
+            m.buffered = m.buffered.saturating_add(len);
+        }
+        let behind =
+            self.first.is_some() || self.multi.as_ref().is_some_and(|m| !m.rest.is_empty());
+        if behind {
+            self.multi.get_or_insert_default().rest.push_back(c);
         } else {
-            self.rest.push_back(c);
+            self.first = Some(c);
         }
     }
 
     fn pop_front(&mut self) -> Option<Completion> {
-        self.first.take().or_else(|| self.rest.pop_front())
+        let c = match self.first.take() {
+            Some(c) => c,
+            None => self.multi.as_mut()?.rest.pop_front()?,
+        };
+        if let Some(m) = &mut self.multi {
+            m.buffered = m.buffered.saturating_sub(chunk_len(&c));
+        }
+        Some(c)
+    }
+
+    /// Whether the unread data just passed [`RECV_BACKLOG`]: true once per op, which is
+    /// then marked throttled.
+    fn throttle(&mut self) -> bool {
+        match &mut self.multi {
+            Some(m) if !m.throttled && m.buffered as usize > RECV_BACKLOG => {
+                m.throttled = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn throttled(&self) -> bool {
+        self.multi.as_ref().is_some_and(|m| m.throttled)
     }
 
     fn iter(&self) -> impl Iterator<Item = &Completion> {
-        self.first.iter().chain(self.rest.iter())
+        self.first
+            .iter()
+            .chain(self.multi.iter().flat_map(|m| m.rest.iter()))
     }
 }
+
+// An `Arc<Op>` is allocated and freed for every operation, dozens per dispatch round. Up to
+// 104 bytes (120 with the `Arc` counts), glibc serves it from a fastbin: a LIFO list of
+// recently freed, cache-hot blocks, no coalescing. At 144 bytes it overflowed the 7-entry
+// tcache into the sorted bins: 3% of srv-fiber's CPU in `_int_free` and `unlink_chunk` at
+// 1000 connections, and cold memory for every new op.
+const _: () = assert!(
+    std::mem::size_of::<Op>() <= 104,
+    "keep Op small enough for glibc's fastbins"
+);
 
 /// One io_uring operation, single-shot or multishot.
 pub(crate) struct Op {
@@ -378,8 +468,6 @@ impl Op {
                 results: Results::default(),
                 waiter: None,
                 written: 0,
-                buffered: 0,
-                throttled: false,
             }),
             mem,
             kind,
@@ -419,7 +507,6 @@ impl Op {
     ) -> Result<Option<Completion>, ()> {
         let mut st = self.lock();
         if let Some(r) = st.results.pop_front() {
-            st.buffered -= r.2.as_ref().map_or(0, Vec::len);
             return Ok(Some(r));
         }
         if st.phase == Phase::Done {
@@ -433,7 +520,7 @@ impl Op {
 
     /// Whether the op was cancelled because its reader fell behind (see [`RECV_BACKLOG`]).
     pub(crate) fn throttled(&self) -> bool {
-        self.lock().throttled
+        self.lock().results.throttled()
     }
 
     /// Records a CQE. Returns the waiter to wake, and whether the op now holds so much unread
@@ -446,14 +533,12 @@ impl Op {
         data: Option<Vec<u8>>,
     ) -> (Option<Waker>, bool) {
         let mut st = self.lock();
-        st.buffered += data.as_ref().map_or(0, Vec::len);
         st.results.push_back((res, flags, data));
-        st.written = usize::try_from(res).unwrap_or(0);
+        st.written = u32::try_from(res).unwrap_or(0);
         if last {
             st.phase = Phase::Done;
         }
-        let throttle = !last && !st.throttled && st.buffered > RECV_BACKLOG;
-        st.throttled |= throttle;
+        let throttle = !last && st.results.throttle();
         (st.waiter.take(), throttle)
     }
 
@@ -464,7 +549,7 @@ impl Op {
         if st.phase != Phase::Done {
             return 0;
         }
-        let n = n.min(st.written);
+        let n = n.min(st.written as usize);
         match &self.mem {
             Mem::Buf(b) => {
                 // SAFETY: the phase is `Done` (checked under the lock the completing thread
@@ -830,6 +915,26 @@ mod tests {
         assert_eq!(r.pop_front().map(|c| c.0), Some(2));
         assert_eq!(r.pop_front().map(|c| c.0), Some(3));
         assert!(r.pop_front().is_none());
+    }
+
+    #[test]
+    fn unread_data_past_the_backlog_throttles_once_and_drains_in_order() {
+        let mut r = Results::default();
+        let chunk = |i: u8| (4096, 0, Some(vec![i; 4096]));
+        let mut pushed = 0u8;
+        while !r.throttle() {
+            r.push_back(chunk(pushed));
+            pushed += 1;
+        }
+        assert_eq!(usize::from(pushed) * 4096, RECV_BACKLOG + 4096);
+        assert!(r.throttled());
+        r.push_back(chunk(pushed));
+        assert!(!r.throttle(), "one cancel per op");
+        for i in 0..=pushed {
+            assert_eq!(r.pop_front().and_then(|c| c.2).map(|d| d[0]), Some(i));
+        }
+        assert!(r.pop_front().is_none());
+        assert_eq!(r.multi.as_ref().map(|m| m.buffered), Some(0));
     }
 
     #[test]
