@@ -387,7 +387,12 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         }
         let _ = std::fs::create_dir_all(&dir);
         let row = report::aggregate(&job.point, &job.variant, &outcomes, &out, &dir);
-        bar.println(point_line(&row));
+        // A hidden bar (no terminal) prints nothing, so the line goes to stderr itself.
+        if bar.is_hidden() {
+            eprintln!("{}", point_line(&row));
+        } else {
+            bar.println(point_line(&row));
+        }
         rows.push(row);
         report::write_summary(&out, &rows)?;
     }
