@@ -176,6 +176,38 @@ fn free_ticks(stat: &str, cpus: &[usize]) -> u64 {
     free
 }
 
+/// Waits, up to `max`, until `cpus` have been free (no task running) at least `share` of the
+/// last half second each: a point started while another program runs there would measure
+/// both. Returns whether they were.
+pub(crate) fn wait_until_quiet(cpus: &[usize], share: f64, max: std::time::Duration) -> bool {
+    use std::time::{Duration, Instant};
+    let free = |cpu: usize| {
+        let stat = fs::read_to_string("/proc/stat").unwrap_or_default();
+        free_ticks(&stat, &[cpu])
+    };
+    let ticks_per_s = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    let until = Instant::now() + max;
+    loop {
+        let before: Vec<u64> = cpus.iter().map(|&c| free(c)).collect();
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_millis(500));
+        let secs = t0.elapsed().as_secs_f64();
+        let quiet = cpus
+            .iter()
+            .zip(&before)
+            .all(|(&c, &b)| (free(c).saturating_sub(b)) as f64 / ticks_per_s >= share * secs);
+        if quiet {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+    }
+}
+
 /// The counters of one thread.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct TaskCounters {
