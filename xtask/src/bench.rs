@@ -558,6 +558,8 @@ mod tests {
             "--out",
             "/tmp/x",
             "--no-build",
+            "--quiet-wait",
+            "0",
         ])
         .unwrap();
         assert_eq!(a.suites(), [Suite::EmperEcho, Suite::ChatCpu]);
