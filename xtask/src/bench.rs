@@ -13,6 +13,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::children;
 use crate::cpus::{self, CpuList};
 use crate::meta::{self, Meta};
+use crate::procfs;
 use crate::report::{self, Row};
 use crate::runner::{self, Failure, Placement, RunFiles};
 use crate::servers::{Inventory, Variant};
@@ -101,6 +102,11 @@ pub(crate) struct BenchArgs {
     /// Describe the suites and the servers, and exit.
     #[arg(long)]
     pub(crate) list: bool,
+
+    /// Before each point, wait up to this many seconds for the server's and loadgen's CPUs to
+    /// be idle (90%), so that a point does not measure another program too; 0 does not wait.
+    #[arg(long, default_value_t = 10.0, value_name = "SECS", value_parser = non_negative)]
+    pub(crate) quiet_wait: f64,
 
     /// Use the binaries already built instead of building them.
     #[arg(long)]
@@ -282,6 +288,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         "warmup": args.warmup,
         "rate": args.rate,
         "cargo_profile": profile,
+        "quiet_wait": args.quiet_wait,
         "points": plan(&args, &variants[..1]).iter().map(|j| &j.point).collect::<Vec<_>>(),
     });
     write_meta(&out, &meta)?;
@@ -349,6 +356,26 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
                     },
                 };
                 let base = done_ms;
+                let mut busy_note = None;
+                if args.quiet_wait > 0.0 {
+                    let cpus: Vec<usize> = place
+                        .server_cpus
+                        .as_slice()
+                        .iter()
+                        .chain(place.client_cpus.as_slice())
+                        .copied()
+                        .collect();
+                    if !procfs::wait_until_quiet(
+                        &cpus,
+                        0.9,
+                        Duration::from_secs_f64(args.quiet_wait),
+                    ) {
+                        busy_note = Some(format!(
+                            "the CPUs were still busy with something else after waiting {} s",
+                            args.quiet_wait
+                        ));
+                    }
+                }
                 let mut progress = |secs: f64| {
                     bar.set_position((base + (secs * 1000.0).min(est_ms)) as u64);
                 };
@@ -364,6 +391,10 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
                     &out,
                     &mut progress,
                 );
+                let outcome = outcome.map(|mut m| {
+                    m.notes.extend(busy_note);
+                    m
+                });
                 done_ms += est_ms;
                 bar.set_position(done_ms as u64);
                 let failed_start = matches!(outcome, Err(Failure::Start(_)));
@@ -387,7 +418,12 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         }
         let _ = std::fs::create_dir_all(&dir);
         let row = report::aggregate(&job.point, &job.variant, &outcomes, &out, &dir);
-        bar.println(point_line(&row));
+        // A hidden bar (no terminal) prints nothing, so the line goes to stderr itself.
+        if bar.is_hidden() {
+            eprintln!("{}", point_line(&row));
+        } else {
+            bar.println(point_line(&row));
+        }
         rows.push(row);
         report::write_summary(&out, &rows)?;
     }
@@ -493,6 +529,7 @@ mod tests {
         assert_eq!(a.workers(), 1);
         assert_eq!(a.repeat, 1);
         assert_eq!(a.cargo_profile, "release");
+        assert_eq!(a.quiet_wait, 10.0);
     }
 
     #[test]
@@ -521,6 +558,8 @@ mod tests {
             "--out",
             "/tmp/x",
             "--no-build",
+            "--quiet-wait",
+            "0",
         ])
         .unwrap();
         assert_eq!(a.suites(), [Suite::EmperEcho, Suite::ChatCpu]);
@@ -534,6 +573,7 @@ mod tests {
         assert_eq!(a.server_cpus.to_string(), "2,3");
         assert_eq!(a.workers(), 4);
         assert!(a.no_build && !a.list);
+        assert_eq!(a.quiet_wait, 0.0);
         assert_eq!(a.overrides(a.workers()).conns, Some(vec![1, 10]));
     }
 

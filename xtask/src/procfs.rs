@@ -38,9 +38,11 @@ pub(crate) struct Sample {
     pub(crate) invol_cs: u64,
     /// Memory in bytes (PSS summed over the tree).
     pub(crate) mem_bytes: u64,
-    /// Seconds the watched CPUs were busy so far, whatever ran on them (`/proc/stat`: user,
-    /// nice, system and steal), summed over the CPUs.
-    pub(crate) cpus_busy_s: f64,
+    /// Seconds the watched CPUs ran no task so far (idle, iowait, interrupts), summed over
+    /// them.
+    pub(crate) cpus_free_s: f64,
+    /// How many CPUs are watched.
+    pub(crate) cpus_watched: usize,
     /// Processes in the tree.
     pub(crate) procs: usize,
     /// Threads in the tree.
@@ -146,11 +148,13 @@ pub(crate) fn start_time(pid: i32) -> Option<u64> {
     parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?).map(|s| s.starttime)
 }
 
-/// Busy clock ticks of `cpus` in a `/proc/stat` text: user, nice, system and steal (time the
-/// hypervisor gave the virtual CPU to someone else), summed over the CPUs. Interrupt time is
-/// left out: the network's softirqs on the server's CPU are the benchmark's own traffic.
-fn busy_ticks(stat: &str, cpus: &[usize]) -> u64 {
-    let mut busy = 0;
+/// Clock ticks of `cpus` in a `/proc/stat` text that no task ran: idle, iowait, irq and
+/// softirq, summed over the CPUs. Idle and iowait are measured exactly on a tickless kernel;
+/// user and system are tick samples, which a CPU that wakes briefly and often (a server at one
+/// connection) gets charged far more than it ran, so busy time is what remains of the wall
+/// clock. Interrupt time is the benchmark's own network traffic, not another program.
+fn free_ticks(stat: &str, cpus: &[usize]) -> u64 {
+    let mut free = 0;
     for line in stat.lines() {
         let mut f = line.split_whitespace();
         let Some(cpu) = f
@@ -164,12 +168,44 @@ fn busy_ticks(stat: &str, cpus: &[usize]) -> u64 {
         }
         let v: Vec<u64> = f.map(|x| x.parse().unwrap_or(0)).collect();
         // user nice system idle iowait irq softirq steal ...
-        busy += [0, 1, 2, 7]
+        free += [3, 4, 5, 6]
             .iter()
             .map(|&i| v.get(i).copied().unwrap_or(0))
             .sum::<u64>();
     }
-    busy
+    free
+}
+
+/// Waits, up to `max`, until `cpus` have been free (no task running) at least `share` of the
+/// last half second each: a point started while another program runs there would measure
+/// both. Returns whether they were.
+pub(crate) fn wait_until_quiet(cpus: &[usize], share: f64, max: std::time::Duration) -> bool {
+    use std::time::{Duration, Instant};
+    let free = |cpu: usize| {
+        let stat = fs::read_to_string("/proc/stat").unwrap_or_default();
+        free_ticks(&stat, &[cpu])
+    };
+    let ticks_per_s = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    let until = Instant::now() + max;
+    loop {
+        let before: Vec<u64> = cpus.iter().map(|&c| free(c)).collect();
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_millis(500));
+        let secs = t0.elapsed().as_secs_f64();
+        let quiet = cpus
+            .iter()
+            .zip(&before)
+            .all(|(&c, &b)| (free(c).saturating_sub(b)) as f64 / ticks_per_s >= share * secs);
+        if quiet {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+    }
 }
 
 /// The counters of one thread.
@@ -312,7 +348,8 @@ impl Sampler {
         s.invol_cs = all.invol;
         if !self.cpus.is_empty() {
             let stat = fs::read_to_string("/proc/stat").unwrap_or_default();
-            s.cpus_busy_s = busy_ticks(&stat, &self.cpus) as f64 / self.ticks_per_s;
+            s.cpus_free_s = free_ticks(&stat, &self.cpus) as f64 / self.ticks_per_s;
+            s.cpus_watched = self.cpus.len();
         }
         s.user_ticks_s = user as f64 / self.ticks_per_s;
         s.sys_ticks_s = sys as f64 / self.ticks_per_s;
@@ -346,15 +383,15 @@ mod tests {
     }
 
     #[test]
-    fn busy_ticks_of_some_cpus() {
+    fn free_ticks_of_some_cpus() {
         let stat = "cpu  9 9 9 9 9 9 9 9 0 0\n\
                     cpu0 1 2 3 100 50 4 5 6 0 0\n\
                     cpu1 10 20 30 100 50 40 50 60 0 0\n\
                     intr 5\n";
-        assert_eq!(busy_ticks(stat, &[0]), 12);
-        assert_eq!(busy_ticks(stat, &[1]), 120);
-        assert_eq!(busy_ticks(stat, &[0, 1]), 132);
-        assert_eq!(busy_ticks(stat, &[2]), 0);
+        assert_eq!(free_ticks(stat, &[0]), 159);
+        assert_eq!(free_ticks(stat, &[1]), 240);
+        assert_eq!(free_ticks(stat, &[0, 1]), 399);
+        assert_eq!(free_ticks(stat, &[2]), 0);
     }
 
     #[test]

@@ -1461,7 +1461,7 @@ fn method(out: &mut String, input: &Input<'_>) {
     );
     let _ = writeln!(
         out,
-        "- ‡ disturbed: the server's CPUs were busier than the server by more than {DISTURBED_PCT:.0}% of a CPU over the window (from `/proc/stat`: user, system and the hypervisor's steal time; interrupts, which are the benchmark's own network traffic, left out): something else ran there. † client-bound: loadgen's CPUs were over 90% busy, so the point measures the load generator as much as the server. With `--repeat N`, numbers are medians over the repeats and *spread* is (max − min) / median of throughput."
+        "- ‡ disturbed: the server's CPUs were busier than the server by more than {DISTURBED_PCT:.0}% of a CPU over the window (the wall clock less the CPUs' idle and interrupt time in `/proc/stat`, less the server's own CPU time: the hypervisor's steal time counts as other load, the interrupts of the benchmark's own network traffic do not): something else ran there. † client-bound: loadgen's CPUs were over 90% busy, so the point measures the load generator as much as the server. With `--repeat N`, numbers are medians over the repeats and *spread* is (max − min) / median of throughput."
     );
     let _ = writeln!(
         out,

@@ -106,7 +106,8 @@ pub(crate) fn server_cost(
     };
     let cpu = series(|s| s.cpu_s);
     let vol = series(|s| s.vol_cs as f64);
-    let busy = series(|s| s.cpus_busy_s);
+    let free = series(|s| s.cpus_free_s);
+    let watched = samples.iter().map(|s| s.cpus_watched).max().unwrap_or(0);
     let invol = series(|s| s.invol_cs as f64);
     let window = (end - start).max(0.0);
     let rates = stats::interval_rates(&cpu, start, end);
@@ -141,12 +142,12 @@ pub(crate) fn server_cost(
         mem_per_conn_bytes: window_peak
             .filter(|_| conns > 0)
             .map(|p| (p as f64 - baseline.mem_bytes as f64) / conns as f64),
-        // The server's counters are exact, /proc/stat's come in ticks: small negatives are
-        // rounding, not a server busier than its CPUs.
-        other_load_pct: per_sec_of(&busy)
+        // The CPUs' busy time (what the wall clock leaves of their free time) less the
+        // server's. /proc/stat counts in 10 ms ticks: small negatives are rounding.
+        other_load_pct: per_sec_of(&free)
             .zip(per_sec_of(&cpu))
-            .filter(|_| samples.iter().any(|s| s.cpus_busy_s > 0.0))
-            .map(|(b, c)| ((b - c) * 100.0).max(0.0)),
+            .filter(|_| watched > 0)
+            .map(|(f, c)| ((watched as f64 - f - c) * 100.0).max(0.0)),
         max_procs: samples.iter().map(|s| s.procs).max().unwrap_or(0),
         max_threads: samples.iter().map(|s| s.threads).max().unwrap_or(0),
         // Warmup and window; the teardown after the window (connections closing, processes
@@ -487,7 +488,9 @@ mod tests {
             vol_cs: vol,
             invol_cs: vol / 10,
             mem_bytes: mem,
-            cpus_busy_s: cpu * 1.1,
+            // The CPU is free for what the server and 10% more of its load leave.
+            cpus_free_s: t - cpu * 1.1,
+            cpus_watched: 1,
             procs: 1,
             threads: 3,
         }
