@@ -67,7 +67,12 @@ macro_rules! server_list {
         $crate::$callback! { $args
             threads: "srv-threads" [],
             threads_process: "srv-threads" ["--mode", "process"],
+            reactor: "srv-reactor" [],
+            reactor_reuseport: "srv-reactor" ["--accept", "reuseport"],
             go: "srv-go" [],
+            tokio_multi: "srv-tokio" ["--flavor", "multi"],
+            tokio_per_core: "srv-tokio" ["--flavor", "per-core"],
+            tokio_uring: "srv-tokio-uring" [],
             fiber: "srv-fiber" [],
             fiber_completer: "srv-fiber" ["--completer", "--ring-flags", "none"],
             fiber_stealing: "srv-fiber" ["--io-stealing", "--ring-flags", "none"],

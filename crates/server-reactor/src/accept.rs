@@ -1,0 +1,193 @@
+//! Listening sockets and accepting: binding for either `--accept` mode, the
+//! accept step both modes share (with a back-off when the process runs out of
+//! descriptors), and the acceptor thread of `--accept handoff`.
+
+use std::io::{self, ErrorKind};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use socket2::{Domain, Socket, Type};
+
+use crate::remote::Remote;
+
+/// How long to leave a listener alone after `accept` failed for a reason that
+/// does not go away by itself at once (EMFILE, ENFILE, ENOBUFS): the
+/// connection stays in the backlog and the listener stays readable, so trying
+/// again at once would only spin.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+
+const LISTEN_BACKLOG: i32 = 1024;
+
+/// Binds the one listener of `--accept handoff`, exactly as every other
+/// ringside server does: an address in use is an error.
+pub(crate) fn bind_one(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
+    launch::bind(addr)
+}
+
+/// Binds `n` listeners on one address with `SO_REUSEPORT`, for
+/// `--accept reuseport`.
+///
+/// `SO_REUSEPORT` would also let us share a port with another process of the
+/// same user that set it too, so the address is first bound the ordinary way
+/// (which fails if anyone holds it, and picks the real port for port 0), then
+/// released and bound again as a group. Another process that binds the port
+/// in the microseconds between would make the group bind fail (exit 2), or,
+/// if it set `SO_REUSEPORT` itself, share it: a window this small is accepted
+/// for a benchmark server, and `--accept handoff` has none.
+pub(crate) fn bind_group(addr: SocketAddr, n: usize) -> anyhow::Result<Vec<std::net::TcpListener>> {
+    let probe = launch::bind(addr)?;
+    let addr = probe
+        .local_addr()
+        .context("reading the bound address of the listener")?;
+    drop(probe);
+    (0..n)
+        .map(|i| {
+            reuseport_listener(addr).with_context(|| {
+                format!("cannot listen on {addr} (SO_REUSEPORT listener {i} of {n})")
+            })
+        })
+        .collect()
+}
+
+fn reuseport_listener(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(LISTEN_BACKLOG)?;
+    Ok(socket.into())
+}
+
+/// A non-blocking listener with the edge-triggered readiness the loop keeps
+/// for it.
+#[derive(Debug)]
+pub(crate) struct Listener {
+    socket: TcpListener,
+    /// A connection may be waiting: set by a readable event, cleared by
+    /// `WouldBlock` (or by an error that needs a pause).
+    pub(crate) ready: bool,
+    /// After an error such as EMFILE: when to try again.
+    retry_at: Option<Instant>,
+}
+
+impl Listener {
+    pub(crate) fn new(listener: std::net::TcpListener) -> io::Result<Self> {
+        listener.set_nonblocking(true)?;
+        Ok(Listener {
+            socket: TcpListener::from_std(listener),
+            // Connections may have queued before the registration.
+            ready: true,
+            retry_at: None,
+        })
+    }
+
+    pub(crate) fn register(&mut self, poll: &Poll, token: Token) -> io::Result<()> {
+        poll.registry()
+            .register(&mut self.socket, token, Interest::READABLE)
+    }
+
+    /// How long the loop may sleep as far as this listener is concerned.
+    pub(crate) fn timeout(&self) -> Option<Duration> {
+        if self.ready {
+            Some(Duration::ZERO)
+        } else {
+            self.retry_at
+                .map(|t| t.saturating_duration_since(Instant::now()))
+        }
+    }
+
+    /// Accepts one connection if one is waiting.
+    pub(crate) fn accept(&mut self) -> Option<TcpStream> {
+        if let Some(t) = self.retry_at {
+            if Instant::now() < t {
+                return None;
+            }
+            self.retry_at = None;
+            self.ready = true;
+        }
+        while self.ready {
+            match self.socket.accept() {
+                Ok((stream, _)) => return Some(stream),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => self.ready = false,
+                // The client gave up before we got to it: the next one.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::Interrupted | ErrorKind::ConnectionAborted
+                    ) => {}
+                Err(e) => {
+                    eprintln!(
+                        "srv-reactor: accept failed: {e}; retrying in {} ms",
+                        ACCEPT_RETRY.as_millis()
+                    );
+                    self.ready = false;
+                    self.retry_at = Some(Instant::now() + ACCEPT_RETRY);
+                }
+            }
+        }
+        None
+    }
+}
+
+const LISTENER: Token = Token(0);
+const WAKER: Token = Token(1);
+
+/// The acceptor thread of `--accept handoff`: accepts every connection and
+/// hands it to the reactors in turn.
+#[derive(Debug)]
+pub(crate) struct Acceptor {
+    poll: Poll,
+    listener: Listener,
+    remote: Arc<Remote>,
+    reactors: Vec<Arc<Remote>>,
+}
+
+impl Acceptor {
+    pub(crate) fn new(
+        listener: std::net::TcpListener,
+        reactors: Vec<Arc<Remote>>,
+    ) -> io::Result<Self> {
+        let poll = Poll::new()?;
+        let mut listener = Listener::new(listener)?;
+        listener.register(&poll, LISTENER)?;
+        let remote = Remote::new(poll.registry(), WAKER)?;
+        Ok(Acceptor {
+            poll,
+            listener,
+            remote,
+            reactors,
+        })
+    }
+
+    /// Where to ask it to stop.
+    pub(crate) fn remote(&self) -> Arc<Remote> {
+        Arc::clone(&self.remote)
+    }
+
+    /// Accepts until stopped; round robin over the reactors.
+    pub(crate) fn run(mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(16);
+        let mut next = 0;
+        loop {
+            match self.poll.poll(&mut events, self.listener.timeout()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            if self.remote.stopping() {
+                return Ok(());
+            }
+            if events.iter().any(|e| e.token() == LISTENER) {
+                self.listener.ready = true;
+            }
+            while let Some(stream) = self.listener.accept() {
+                self.reactors[next].hand_over(stream);
+                next = (next + 1) % self.reactors.len();
+            }
+        }
+    }
+}

@@ -1,0 +1,361 @@
+//! `srv-reactor`: the event-loop paradigm written by hand on mio, with no
+//! async runtime anywhere in its dependency tree. It is the reactor of
+//! Listing 2 in the io_uring paper (`on_accept`, `on_read`, `on_write` driven
+//! by one loop) grown into what Redis, nginx and mio's own users write: one
+//! loop per worker thread, each connection an explicit state machine over a
+//! non-blocking socket.
+//!
+//! What it is not: a runtime. There are no tasks, futures or wakers of its
+//! own; a connection is a struct in a [`slab::Slab`], and the code that runs
+//! for it is a function called with its state. What a reply says is decided by
+//! `proto` and `service`, as in every ringside server.
+//!
+//! # Threads
+//!
+//! ```text
+//!  main ── Shutdown::wait ── stop ─┐
+//!  acceptor (handoff) ─accept─► round robin ─hand_over─► Remote ─Waker─┐
+//!  reactor 0..N-1: mio::Poll ◄─────────────────────────────────────────┘
+//!     slab of Conn { Io, Echo | Chat }, run queue, its own counters
+//! ```
+//!
+//! `--workers N` reactors, each a thread with its own `mio::Poll`, pinned to
+//! `--cpus` (worker i on the i-th CPU of the list).
+//!
+//! # Spreading connections: `--accept handoff` (default) or `reuseport`
+//!
+//! With `handoff`, one acceptor thread owns the only listening socket, accepts
+//! every connection and gives it to the reactors in turn: it pushes the socket
+//! into the reactor's inbox and wakes it through its `mio::Waker` (one eventfd
+//! write, coalesced with anything else pending). With `reuseport`, every
+//! reactor has its own `SO_REUSEPORT` listener on the same address and the
+//! kernel picks one by a hash of the connection's addresses, as nginx's
+//! `listen ... reuseport` does; each reactor then accepts in its own loop, a
+//! bounded batch per iteration.
+//!
+//! Handoff is the default because what this benchmark measures is long-lived
+//! connections: the hand-over costs one queue push and one eventfd write per
+//! connection, once in its life, and buys an exactly even spread (the hash
+//! only approximates one: 100 connections on 2 reactors land around 50 ± 5,
+//! and a 55/45 split shows up directly in p99). The acceptor runs on its own
+//! thread, so accepting never waits behind a reactor busy with `--compute-us`,
+//! and the listener is bound exactly as every other ringside server binds it
+//! (an address in use is an error, never shared). `reuseport` is the better
+//! design for short connections at high rates, where the acceptor would be a
+//! bottleneck and the cross-thread hop a per-request cost; it is offered so
+//! the two can be compared.
+//!
+//! # A connection
+//!
+//! [`mio`] is edge-triggered, so readiness is state the reactor keeps
+//! (`io::Io`): an event sets `readable`/`writable`; only a read or write that
+//! comes up short clears them. Reads go until `WouldBlock`, a short read
+//! counting as one (exact on epoll, as Tokio and nginx also rely on).
+//! `WRITABLE` interest is registered only while output is pending and the
+//! socket refused some of it, and dropped as soon as it is written.
+//!
+//! Every event only marks the connection and queues it once in the reactor's
+//! run queue; each connection queued at the start of an iteration gets one
+//! turn of bounded work: at most 64 KiB read (with `--compute-us`, at most 16
+//! messages computed), 64 chat lines, and 8 write rounds of mail. A connection
+//! that used its whole budget goes to the back of the queue and the reactor
+//! polls the kernel without sleeping before it comes back to it, so one busy
+//! connection cannot starve the others.
+//!
+//! Echo (`echo`) reads straight into the buffer it writes from: no copy, no
+//! allocation per message (`tests/no_alloc.rs` counts them). The buffer is 16
+//! KiB and grows up to 64 KiB only while the client reads less than it sends;
+//! at 64 KiB pending the connection is not read until the client makes room.
+//!
+//! # Chat across reactors
+//!
+//! Rooms belong to no reactor. The [`service::hub::Hub`] is shared by all of
+//! them; each room is its log plus its subscribers behind the room's own
+//! lock. The reactor that reads a `SAY` runs the shared
+//! [`service::session::Session`], which appends to the room log and offers the
+//! encoded `MSG` (one `Arc<[u8]>` for all subscribers) to each subscriber
+//! under that lock.
+//!
+//! A subscriber is a [`Mailbox`]: the connection's queue plus the
+//! `Remote` (inbox and `mio::Waker`) of the reactor that owns the connection.
+//! An offer appends the line under the mailbox's lock and, the first time
+//! since the owner last emptied the mailbox, puts the connection's key in the
+//! owner's inbox and wakes it; a burst of lines to one reactor costs one
+//! eventfd write, and a sender on the owner's own thread writes none. The
+//! owner, woken, gives the connection a turn: mail moves into its write buffer
+//! as long as the buffer is under 64 KiB, and goes out.
+//!
+//! A slow subscriber is one whose queued live lines pass `--max-pending`. The
+//! offer that would pass it drops the queue, marks the mailbox cut and
+//! refuses; the hub forgets the subscriber, the owner is told, and its next
+//! turn closes the socket. Nobody waits: not the sender, not the room, not
+//! the owner.
+//!
+//! The session's ordering rule holds because a connection has one outbound
+//! path: what its mailbox holds goes into the write buffer before the bytes a
+//! line just produced, and if the mailbox cannot be emptied those bytes queue
+//! behind it. Output a connection causes itself (replies, `JOIN` replay) is
+//! never refused; instead the reactor handles no more of its lines until the
+//! client reads.
+//!
+//! # What runs on the reactor thread, and so stalls its other connections
+//!
+//! `--compute-us` spins there, before each complete message is echoed: the
+//! paradigm's weakness, measured rather than hidden. So do the room log's
+//! `write(2)` and, with `--fsync always`, its `fdatasync(2)`: the blocking
+//! anomaly of the paper, in the open.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use server_reactor::{AcceptMode, Config, Reactors};
+//!
+//! let config = Config {
+//!     addr: "127.0.0.1:0".parse()?,
+//!     workers: 2,
+//!     cpus: None,
+//!     accept: AcceptMode::Handoff,
+//!     echo: service::echo::EchoConfig {
+//!         compute: None,
+//!         msg_size: std::num::NonZeroUsize::new(16).expect("non-zero"),
+//!     },
+//!     max_pending: 1 << 20,
+//! };
+//! let reactors = Reactors::start(&config, None)?; // echo: no hub
+//! println!("READY {}", reactors.local_addr());
+//! let totals = reactors.stop();
+//! println!("{totals}");
+//! # Ok::<(), anyhow::Error>(())
+//! ```
+#![forbid(unsafe_code)]
+
+mod accept;
+mod chat;
+mod conn;
+mod echo;
+mod io;
+mod mailbox;
+mod outbuf;
+mod reactor;
+mod remote;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
+
+use anyhow::Context;
+use launch::{CommonArgs, CpuList};
+use service::counters::{Counters, Snapshot};
+use service::echo::EchoConfig;
+use service::hub::Hub;
+
+pub use mailbox::Mailbox;
+
+use crate::accept::Acceptor;
+use crate::reactor::{Reactor, Service, Totals};
+use crate::remote::Remote;
+
+/// How connections are spread across the reactors (see the crate docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum AcceptMode {
+    /// One acceptor thread hands each connection to the next reactor.
+    #[default]
+    Handoff,
+    /// Every reactor accepts on its own `SO_REUSEPORT` listener.
+    Reuseport,
+}
+
+/// Everything the reactors need to know.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where to listen (port 0 picks one).
+    pub addr: SocketAddr,
+    /// How many reactors (at least 1).
+    pub workers: usize,
+    /// CPUs to pin reactor i to (`for_worker(i)`); the acceptor may run on
+    /// any of them.
+    pub cpus: Option<CpuList>,
+    /// How connections reach the reactors.
+    pub accept: AcceptMode,
+    /// Echo: the spin per message, and the message size.
+    pub echo: EchoConfig,
+    /// Chat: the slow-subscriber limit, in bytes of queued live lines.
+    pub max_pending: usize,
+}
+
+impl Config {
+    /// The configuration the common command line asks for.
+    pub fn from_args(common: &CommonArgs, accept: AcceptMode) -> Self {
+        Config {
+            addr: common.addr,
+            workers: common.worker_count(),
+            cpus: common.cpus.clone(),
+            accept,
+            echo: EchoConfig {
+                compute: common.compute(),
+                msg_size: common.msg_size,
+            },
+            max_pending: common.max_pending,
+        }
+    }
+}
+
+/// Running reactors (and the acceptor, in handoff mode).
+#[derive(Debug)]
+pub struct Reactors {
+    addr: SocketAddr,
+    reactors: Vec<(Arc<Remote>, JoinHandle<std::io::Result<Totals>>)>,
+    acceptor: Option<(Arc<Remote>, JoinHandle<std::io::Result<()>>)>,
+}
+
+impl Reactors {
+    /// Binds every listener, then starts and pins every thread; returns once
+    /// all of them run, so that the caller may announce READY. Serves chat
+    /// with `hub`, echo without.
+    pub fn start(config: &Config, hub: Option<Arc<Hub<Mailbox>>>) -> anyhow::Result<Self> {
+        let workers = config.workers.max(1);
+        let service = match hub {
+            Some(hub) => Service::Chat {
+                hub,
+                max_pending: config.max_pending,
+            },
+            None => Service::Echo(config.echo),
+        };
+        // Bind first: a port in use fails before any thread exists.
+        let (addr, shared, mut own) = match config.accept {
+            AcceptMode::Handoff => {
+                let l = accept::bind_one(config.addr)?;
+                (l.local_addr()?, Some(l), Vec::new())
+            }
+            AcceptMode::Reuseport => {
+                let ls = accept::bind_group(config.addr, workers)?;
+                (ls[0].local_addr()?, None, ls)
+            }
+        };
+        // Then every epoll instance and eventfd, still without threads.
+        let reactors = (0..workers)
+            .map(|_| {
+                let listener = own.pop();
+                Reactor::new(service.clone(), listener)
+                    .context("creating a reactor (epoll instance, eventfd)")
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let acceptor = match shared {
+            Some(listener) => {
+                let remotes = reactors.iter().map(Reactor::remote).collect();
+                Some(Acceptor::new(listener, remotes).context("creating the acceptor")?)
+            }
+            None => None,
+        };
+        // Last the threads; if one cannot start, stop those that did.
+        let mut started = Reactors {
+            addr,
+            reactors: Vec::with_capacity(workers),
+            acceptor: None,
+        };
+        for (i, reactor) in reactors.into_iter().enumerate() {
+            let remote = reactor.remote();
+            let pin = config.cpus.as_ref().map(|c| Pin::One(c.for_worker(i)));
+            match spawn(format!("reactor-{i}"), pin, move || reactor.run()) {
+                Ok(h) => started.reactors.push((remote, h)),
+                Err(e) => {
+                    started.stop();
+                    return Err(e);
+                }
+            }
+        }
+        if let Some(acceptor) = acceptor {
+            let remote = acceptor.remote();
+            let pin = config.cpus.clone().map(Pin::Set);
+            match spawn("acceptor".to_owned(), pin, move || acceptor.run()) {
+                Ok(h) => started.acceptor = Some((remote, h)),
+                Err(e) => {
+                    started.stop();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(started)
+    }
+
+    /// The address the server listens on, with the real port.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, then stops every reactor (their connections close)
+    /// and waits for them; returns what they counted. A thread that failed is
+    /// reported on stderr and counted in `errors`.
+    pub fn stop(self) -> Snapshot {
+        let total = Counters::default();
+        if let Some((remote, handle)) = self.acceptor {
+            remote.stop();
+            match handle.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => failed(&total, "the acceptor", &e),
+                Err(_) => failed(&total, "the acceptor", &"panicked"),
+            }
+        }
+        for (remote, _) in &self.reactors {
+            remote.stop();
+        }
+        for (i, (_, handle)) in self.reactors.into_iter().enumerate() {
+            match handle.join() {
+                Ok(Ok(totals)) => total.absorb(&totals.snapshot()),
+                Ok(Err(e)) => failed(&total, &format!("reactor {i}"), &e),
+                Err(_) => failed(&total, &format!("reactor {i}"), &"panicked"),
+            }
+        }
+        total.snapshot()
+    }
+}
+
+fn failed(total: &Counters, who: &str, e: &dyn std::fmt::Display) {
+    eprintln!("srv-reactor: {who} failed: {e}");
+    Counters::add(&total.errors, 1);
+}
+
+/// Where a thread runs.
+enum Pin {
+    One(usize),
+    Set(CpuList),
+}
+
+/// Spawns a named thread, pinned first if asked; returns once it is pinned,
+/// so a bad CPU is an error before READY, not a line after it.
+fn spawn<T: Send + 'static>(
+    name: String,
+    pin: Option<Pin>,
+    body: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> anyhow::Result<JoinHandle<std::io::Result<T>>> {
+    let (tx, rx) = mpsc::sync_channel::<anyhow::Result<()>>(1);
+    let handle = std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(move || {
+            let pinned = match &pin {
+                None => Ok(()),
+                Some(Pin::One(cpu)) => launch::cpus::pin_current_thread(*cpu),
+                Some(Pin::Set(cpus)) => launch::cpus::pin_current_thread_to(cpus),
+            };
+            let ok = pinned.is_ok();
+            // The receiver waits for this line; if it is gone, so is the server.
+            let _ = tx.send(pinned);
+            if ok {
+                body()
+            } else {
+                Err(std::io::Error::other("not pinned"))
+            }
+        })
+        .with_context(|| format!("cannot start thread {name}"))?;
+    match rx.recv() {
+        Ok(Ok(())) => Ok(handle),
+        Ok(Err(e)) => {
+            let _ = handle.join();
+            Err(e.context(format!("pinning thread {name}")))
+        }
+        Err(_) => {
+            let _ = handle.join();
+            anyhow::bail!("thread {name} died before it started")
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! The chat connection on tokio-uring: two tasks on the worker's runtime sharing
+//! the socket through an `Rc`. The reader reads commands with an owned buffer,
+//! runs each through the shared `Session`, and queues the replies in the
+//! connection's [`Outbox`]; the writer alone writes, taking everything queued
+//! (replies, replay, the seam, live lines from any worker) in one buffer.
+//!
+//! ```text
+//!  socket ──► reader: read ─► Session ─► push_own ─┐
+//!                                                   ▼        offer / push_seam
+//!  socket ◄── writer: write ◄────── next ◄────── Outbox ◄──── Hub (any worker)
+//! ```
+//!
+//! Why two tasks, where srv-tokio uses one: an io_uring read cannot be abandoned
+//! the way an epoll readiness wait can. Dropping its future leaves the operation
+//! in the kernel, and bytes it reads are lost, so a single task could not `select!`
+//! between "a command arrived" and "a live line is queued". The reader keeps one
+//! read in flight at all times; the writer waits on the outbox.
+//!
+//! A cut-off (a live line past `--max-pending`) wakes the writer, which drops its
+//! write and shuts the socket down: that completes the reader's read, and the
+//! reader leaves the rooms.
+
+use std::io;
+use std::net::Shutdown;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use launch::Counters;
+use proto::chat::{ChatError, LineBuffer, MAX_LINE};
+use proto::echo::READ_BUF;
+use service::hub::Hub;
+use service::session::{Flow, Session};
+use tokio_uring::net::TcpStream;
+
+use crate::outbox::{Next, Outbox};
+
+/// The rooms every chat connection of the server shares, across all runtimes.
+#[derive(Debug)]
+pub(crate) struct Rooms {
+    pub(crate) hub: Hub<Outbox>,
+    /// `--max-pending`: the live output a subscriber may have queued.
+    pub(crate) max_pending: usize,
+    /// Run hub calls on the runtime's blocking pool instead of inline: set with
+    /// `--fsync always` (the crate docs say why).
+    pub(crate) offload: bool,
+}
+
+/// Serves one chat connection until the client leaves, a line is too long, the
+/// socket fails, or it is cut off as a slow subscriber; then leaves every room
+/// it joined and waits for its writer to finish.
+pub(crate) async fn serve(
+    stream: TcpStream,
+    rooms: &Arc<Rooms>,
+    counters: &Arc<Counters>,
+) -> io::Result<()> {
+    let stream = Rc::new(stream);
+    let outbox = Outbox::new(rooms.max_pending);
+    let writer = tokio_uring::spawn(write_out(
+        Rc::clone(&stream),
+        outbox.clone(),
+        Arc::clone(counters),
+    ));
+    let mut calls = HubCalls::new(rooms, &outbox);
+    let read = read_commands(&stream, &mut calls, &outbox, counters).await;
+    let left = calls.call(Op::Close, &mut Vec::new()).await;
+    outbox.reader_done();
+    let wrote = writer
+        .await
+        .unwrap_or_else(|_| Err(io::Error::other("the writer task failed")));
+    if outbox.is_cut() {
+        Counters::add(&counters.cut, 1);
+    }
+    read.and(wrote).and(left.map(drop))
+}
+
+/// The reader task's loop: one read in flight, lines handled in order, replies
+/// queued (waiting for room when the client is behind).
+async fn read_commands(
+    stream: &TcpStream,
+    calls: &mut HubCalls,
+    outbox: &Outbox,
+    counters: &Counters,
+) -> io::Result<()> {
+    let mut lines = LineBuffer::new(MAX_LINE);
+    let mut buf = vec![0u8; READ_BUF];
+    let mut out = Vec::new();
+    loop {
+        let (read, back) = stream.read(buf).await;
+        buf = back;
+        let n = match read {
+            // A cut, or a writer that failed, shut the socket down under us.
+            _ if outbox.is_cut() => return Ok(()),
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) => return Err(e),
+        };
+        Counters::add(&counters.bytes_in, n as u64);
+        // One copy of the few bytes read: the ring needs a buffer it owns, and
+        // lines are split in the LineBuffer.
+        lines.extend_from_slice(&buf[..n]);
+        while let Some(line) = lines.next_line() {
+            Counters::add(&counters.lines, 1);
+            let mut flow = calls.call(Op::Line(line), &mut out).await?;
+            loop {
+                if !outbox.push_own(&mut out).await {
+                    return Ok(());
+                }
+                match flow {
+                    Flow::Continue => break,
+                    Flow::Replaying => flow = calls.call(Op::ReplayMore, &mut out).await?,
+                    Flow::Close => return Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// The writer task: writes what the outbox holds, one batch at a time, until
+/// the reader is done and everything is written, the socket fails, or a cut.
+async fn write_out(
+    stream: Rc<TcpStream>,
+    outbox: Outbox,
+    counters: Arc<Counters>,
+) -> io::Result<()> {
+    let mut batch = Vec::with_capacity(READ_BUF);
+    let result = loop {
+        match outbox.next(&mut batch) {
+            Next::Wait => outbox.writer_notified().await,
+            Next::Done => {
+                outbox.writer_done();
+                return Ok(());
+            }
+            Next::Cut => break Ok(()),
+            Next::Write(taken) => {
+                let len = batch.len();
+                let write = stream.write_all(std::mem::take(&mut batch));
+                tokio::pin!(write);
+                // Wait for the write, unless the connection is cut meanwhile:
+                // then the write (to a client that does not read) is abandoned.
+                let done = loop {
+                    tokio::select! {
+                        biased;
+                        done = &mut write => break Some(done),
+                        () = outbox.writer_notified() => if outbox.is_cut() { break None },
+                    }
+                };
+                let Some((result, back)) = done else {
+                    break Ok(());
+                };
+                batch = back;
+                if let Err(e) = result {
+                    break Err(e);
+                }
+                Counters::add(&counters.bytes_out, len as u64);
+                outbox.sent(taken, &mut batch);
+            }
+        }
+    };
+    // A cut or a failed write: stop the reader too. Shutting the socket down
+    // completes its read (and an abandoned write) at once.
+    outbox.writer_done();
+    let _ = stream.shutdown(Shutdown::Both);
+    result
+}
+
+/// A call on the hub through the connection's session.
+#[derive(Debug)]
+enum Op<'a> {
+    Line(Result<&'a [u8], ChatError>),
+    ReplayMore,
+    Close,
+}
+
+/// [`Op`] with the line held in [`Calls::line`], to move to another thread.
+#[derive(Debug)]
+enum OwnedOp {
+    Line(Result<(), ChatError>),
+    ReplayMore,
+    Close,
+}
+
+/// What a hub call touches besides the hub: kept together so that, with
+/// `--fsync always`, it can move to the blocking pool and back.
+#[derive(Debug)]
+struct Calls {
+    session: Session,
+    /// The session's replies, swapped out to the caller after every call.
+    out: Vec<u8>,
+    /// The line being handled, when it has to travel.
+    line: Vec<u8>,
+}
+
+/// Makes hub calls inline or on the blocking pool, as [`Rooms::offload`] says.
+#[derive(Debug)]
+struct HubCalls {
+    rooms: Arc<Rooms>,
+    outbox: Outbox,
+    /// `None` only if a call on the blocking pool panicked.
+    calls: Option<Calls>,
+}
+
+impl HubCalls {
+    fn new(rooms: &Arc<Rooms>, outbox: &Outbox) -> Self {
+        HubCalls {
+            rooms: Arc::clone(rooms),
+            outbox: outbox.clone(),
+            calls: Some(Calls {
+                session: Session::new(&rooms.hub),
+                out: Vec::new(),
+                line: Vec::new(),
+            }),
+        }
+    }
+
+    /// Runs `op`; the replies it produced end up in `out`, which must be empty
+    /// (the two buffers are swapped, so neither is reallocated).
+    async fn call(&mut self, op: Op<'_>, out: &mut Vec<u8>) -> io::Result<Flow> {
+        let lost = || io::Error::other("a hub call panicked; the session is gone");
+        let calls = if self.rooms.offload {
+            let mut calls = self.calls.take().ok_or_else(lost)?;
+            let owned = match op {
+                Op::Line(line) => OwnedOp::Line(line.map(|line| {
+                    calls.line.clear();
+                    calls.line.extend_from_slice(line);
+                })),
+                Op::ReplayMore => OwnedOp::ReplayMore,
+                Op::Close => OwnedOp::Close,
+            };
+            let (rooms, outbox) = (Arc::clone(&self.rooms), self.outbox.clone());
+            let (calls, flow) = tokio::task::spawn_blocking(move || {
+                let flow = calls.run_owned(owned, &rooms.hub, &outbox);
+                (calls, flow)
+            })
+            .await
+            .map_err(|_| lost())?;
+            let calls = self.calls.insert(calls);
+            std::mem::swap(out, &mut calls.out);
+            return Ok(flow);
+        } else {
+            self.calls.as_mut().ok_or_else(lost)?
+        };
+        let flow = run(
+            &mut calls.session,
+            &mut calls.out,
+            op,
+            &self.rooms.hub,
+            &self.outbox,
+        );
+        std::mem::swap(out, &mut calls.out);
+        Ok(flow)
+    }
+}
+
+impl Calls {
+    fn run_owned(&mut self, op: OwnedOp, hub: &Hub<Outbox>, outbox: &Outbox) -> Flow {
+        let Calls { session, out, line } = self;
+        let op = match op {
+            OwnedOp::Line(result) => Op::Line(result.map(|()| line.as_slice())),
+            OwnedOp::ReplayMore => Op::ReplayMore,
+            OwnedOp::Close => Op::Close,
+        };
+        run(session, out, op, hub, outbox)
+    }
+}
+
+fn run(
+    session: &mut Session,
+    out: &mut Vec<u8>,
+    op: Op<'_>,
+    hub: &Hub<Outbox>,
+    outbox: &Outbox,
+) -> Flow {
+    match op {
+        Op::Line(line) => session.handle_line(line, hub, outbox, out),
+        Op::ReplayMore => session.replay_more(hub, outbox, out),
+        Op::Close => {
+            session.close(hub);
+            Flow::Close
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! The echo connection on tokio-uring: one owned buffer, allocated once, handed
+//! to the ring for each `read` and each `write` and handed back when the
+//! operation completes, so nothing is allocated per message. The message cutting
+//! of `--compute-us` is `proto::echo`'s, the same as every server.
+
+use std::io;
+
+use launch::Counters;
+use proto::echo::READ_BUF;
+use service::echo::EchoConfig;
+use tokio_uring::buf::BoundedBuf;
+use tokio_uring::net::TcpStream;
+
+/// Echoes `stream` until the peer closes its side, then sends what is still
+/// held (a trailing partial message) and returns.
+///
+/// Pending output is bounded by the buffer (16 KiB plus a held partial message):
+/// a peer that does not read leaves this task waiting on its write, and no read
+/// is submitted until the write completes.
+pub(crate) async fn serve(
+    stream: &TcpStream,
+    config: &EchoConfig,
+    counters: &Counters,
+) -> io::Result<()> {
+    // Room for a held partial message plus a full read, as in
+    // `service::echo::serve_blocking`. Its length stays the full size: the views
+    // below say which part each operation uses.
+    let mut buf = vec![0u8; READ_BUF + config.msg_size.get()];
+    let mut cutter = config.cutter();
+    // Bytes at the front of `buf` held back as an incomplete message.
+    let mut held = 0;
+    loop {
+        let (read, view) = stream.read(buf.slice(held..)).await;
+        buf = view.into_inner();
+        let n = read?;
+        if n == 0 {
+            break;
+        }
+        Counters::add(&counters.bytes_in, n as u64);
+        let filled = held + n;
+        let ready = match &mut cutter {
+            None => filled,
+            Some(c) => {
+                config.spin_for(c.feed(n));
+                filled - c.partial_len()
+            }
+        };
+        if ready > 0 {
+            let (written, view) = stream.write_all(buf.slice(..ready)).await;
+            buf = view.into_inner();
+            written?;
+            Counters::add(&counters.bytes_out, ready as u64);
+        }
+        buf.copy_within(ready..filled, 0);
+        held = filled - ready;
+    }
+    // EOF: a trailing partial message is echoed as it is, without a spin.
+    if held > 0 {
+        let (written, _) = stream.write_all(buf.slice(..held)).await;
+        written?;
+        Counters::add(&counters.bytes_out, held as u64);
+    }
+    Ok(())
+}

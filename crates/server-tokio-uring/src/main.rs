@@ -1,0 +1,62 @@
+//! `srv-tokio-uring`: the tokio-uring server, written the way that crate is
+//! meant to be used: one `tokio_uring` runtime per worker thread (pinned with
+//! `--cpus`, worker i to `cpus.for_worker(i)`), each with its own listener on the
+//! same address through `SO_REUSEPORT`, so the kernel spreads the connections and
+//! each connection lives on one ring for its whole life. A task per connection
+//! (two for chat), owned buffers handed to the ring and back.
+//!
+//! tokio-uring 0.5 brings its own io-uring 0.6 (and socket2 0.4), while the
+//! fiber runtime of this workspace uses io-uring 0.7: two versions of the
+//! binding in one build, which is fine since neither crate exposes the other's
+//! types and this crate only uses tokio-uring's API. It has no unsafe code of its
+//! own: every operation and buffer hand-over is tokio-uring's.
+//!
+//! # Echo
+//!
+//! One buffer of 16 KiB (plus room for a held partial message), allocated when
+//! the connection starts: `read` takes it by value and gives it back, `write_all`
+//! takes a view of its first bytes and gives it back, so no message allocates.
+//! `--compute-us` spins inside the task, holding the worker as a real handler
+//! would; a tokio-uring runtime has one thread, so its other connections wait.
+//!
+//! # Chat
+//!
+//! The rooms are one `service::hub::Hub` shared by every runtime; a connection's
+//! `Subscriber` is its [`outbox::Outbox`], which another worker's `SAY` can fill
+//! and wake through `tokio::sync::Notify` (Tokio's wakers cross threads; the
+//! worker wakes from its epoll wait, where the ring's own fd is registered too). A reader
+//! task and a writer task share the socket; `chat.rs` says why two.
+//!
+//! Hub calls do blocking file I/O (`write(2)` of a small record for a `SAY`,
+//! `pread(2)` for replay; the hub owns those files, so they cannot go through
+//! the ring). As in srv-tokio, they run inline with `--fsync never` (microseconds
+//! into the page cache, cheaper than a hop to another thread) and on the
+//! runtime's blocking pool with `--fsync always`, where each append waits for
+//! `fdatasync(2)` and a worker that waited inline would stall every connection
+//! on its ring (srv-tokio's `examples/hub_offload.rs` measures both: about 1.5 µs
+//! inline against 11 to 25 µs offloaded without fsync, 0.5 to 1.8 ms with it). tokio-uring offers no thread-start hook, so with `--cpus` those
+//! blocking-pool threads inherit the CPU of the worker that started them.
+#![forbid(unsafe_code)]
+
+mod chat;
+mod echo;
+mod listen;
+mod outbox;
+mod serve;
+
+use clap::Parser;
+
+/// One tokio-uring runtime per worker thread, each with its own SO_REUSEPORT
+/// listener; a task per connection.
+#[derive(Debug, Parser)]
+#[command(name = "srv-tokio-uring", version, about)]
+struct Cli {
+    #[command(flatten)]
+    common: launch::CommonArgs,
+}
+
+const NAME: &str = "srv-tokio-uring";
+
+fn main() {
+    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common))
+}

@@ -1,0 +1,101 @@
+//! `srv-tokio`: the idiomatic Tokio server, a task per connection, written the way
+//! Tokio's own users write one. Two flavors, because that choice is exactly what
+//! Tokio users argue about:
+//!
+//! - `--flavor multi` (the default): one multi-thread runtime with `--workers`
+//!   worker threads and work stealing, one listener, one accept task; connection
+//!   tasks start on the worker that accepted them and migrate when another worker
+//!   steals them.
+//! - `--flavor per-core`: one current-thread runtime per worker thread, each with
+//!   its own `SO_REUSEPORT` listener on the same address, so the kernel spreads the
+//!   connections and a connection never leaves the thread that accepted it
+//!   (the "thread-per-core" shape).
+//!
+//! With `--cpus`, the worker threads are pinned, worker i to `cpus.for_worker(i)`.
+//! In the multi flavor Tokio names no worker in `on_thread_start`, so an atomic
+//! counter hands out the indices; Tokio starts its worker threads eagerly in
+//! `Builder::build`, and `main` waits until all of them are pinned before it
+//! accepts, so the first `--workers` threads to start are the workers. Threads
+//! Tokio starts later (the blocking pool) keep the mask of the whole `--cpus` list,
+//! which `main` set on itself first. Nothing here uses `block_in_place`: it hands
+//! a worker's core to another thread, which would undo the pinning.
+//!
+//! # Echo
+//!
+//! A read into a 16 KiB buffer, then `write_all` of what was read, the loop every
+//! Tokio tutorial shows; `--compute-us` spins inside the task, as a real handler's
+//! work would, holding its worker (the multi flavor lets idle workers steal the
+//! other tasks meanwhile). Pending output is the buffer itself: a peer that does
+//! not read leaves the task waiting in `write_all`, and it reads no more.
+//!
+//! # Chat
+//!
+//! One task per connection, which alone reads and writes the socket: it
+//! `select!`s between the socket and its [`outbox::Outbox`], the connection's
+//! `Subscriber` for the shared `service::hub::Hub`. Why that queue is a mutex over
+//! one byte buffer plus a `Notify`, rather than a `tokio::sync` channel, is in
+//! `outbox.rs`. Replies go into the same buffer, behind whatever live lines it
+//! already holds, so the session's ordering rule holds; the task writes all that
+//! is queued before it reads the next command, which is the backpressure of own
+//! output that docs/protocol-notes.md asks for.
+//!
+//! ## Hub calls and blocking file I/O
+//!
+//! A `SAY` appends a record to the room's log with `write(2)` (a few hundred
+//! bytes into the page cache, a few microseconds) under the room's lock; `JOIN`
+//! replays with `pread(2)` from the page cache. With `--fsync never` (the default)
+//! these calls run inline in the task: handing each to `spawn_blocking` would cost
+//! two cross-thread wake-ups and a context switch (tens of microseconds) to save a
+//! few, and Tokio's own guidance is that short blocking sections are fine in a
+//! task. With `--fsync always` every append waits for `fdatasync(2)`, a
+//! millisecond or more on a real disk, and holds the room's lock meanwhile, so any
+//! hub call (even a `LEAVE` of that room) may wait that long; there every hub call
+//! goes to `spawn_blocking`, so the workers keep serving the other connections.
+//! (`block_in_place` would avoid moving the session but is not allowed in a
+//! current-thread runtime and would unpin the multi flavor's workers.)
+//!
+//! Measured with `examples/hub_offload.rs` (release, a virtio disk, a busy
+//! 2-core machine): with `--fsync never` a `SAY` costs 1.3 to 4.6 µs inline and
+//! 11 to 25 µs through `spawn_blocking`; with `--fsync always` it costs 0.5 to
+//! 1.8 ms either way, time a worker would otherwise spend blocked.
+#![forbid(unsafe_code)]
+
+mod chat;
+mod echo;
+mod listen;
+mod outbox;
+mod runtime;
+mod serve;
+
+use clap::{Parser, ValueEnum};
+
+/// A Tokio task per connection, on one multi-thread runtime or one
+/// current-thread runtime per worker thread.
+#[derive(Debug, Parser)]
+#[command(name = "srv-tokio", version, about)]
+struct Cli {
+    #[command(flatten)]
+    common: launch::CommonArgs,
+
+    /// `multi`: one multi-thread runtime with --workers worker threads that steal
+    /// work from each other, one listener. `per-core`: one current-thread runtime
+    /// per worker thread, each with its own SO_REUSEPORT listener on --addr; a
+    /// connection stays on the thread whose listener accepted it.
+    #[arg(long, value_enum, default_value_t = Flavor::Multi)]
+    flavor: Flavor,
+}
+
+/// How the connections' tasks are scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Flavor {
+    /// One multi-thread runtime, work stealing.
+    Multi,
+    /// One current-thread runtime and listener per worker thread.
+    PerCore,
+}
+
+const NAME: &str = "srv-tokio";
+
+fn main() {
+    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common, cli.flavor))
+}

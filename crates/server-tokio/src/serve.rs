@@ -1,0 +1,129 @@
+//! What both flavors share: the order of start and stop, the accept loop, and
+//! the dispatch of a connection to echo or chat.
+//!
+//! Start: block the stop signals, pin `main` to the `--cpus` list, open the rooms,
+//! bind every listener, start and pin the workers, then print READY. Any failure
+//! before READY is one line and exit status 2. Stop: on SIGINT or SIGTERM, shut the
+//! runtimes down (tasks are dropped, connections closed), `fdatasync` every room,
+//! print the counters, and return.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use launch::{CommonArgs, Counters, FsyncMode, Proto, Shutdown};
+use service::echo::EchoConfig;
+use service::hub::Hub;
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::chat::{self, Rooms};
+use crate::{Flavor, NAME, echo, listen, runtime};
+
+/// What every connection task of the server shares.
+#[derive(Debug)]
+pub(crate) struct Service {
+    app: App,
+    counters: Counters,
+}
+
+#[derive(Debug)]
+enum App {
+    Echo(EchoConfig),
+    Chat(Arc<Rooms>),
+}
+
+pub(crate) fn serve(args: &CommonArgs, flavor: Flavor) -> anyhow::Result<()> {
+    let shutdown = Shutdown::install()?;
+    if let Some(cpus) = &args.cpus {
+        // Every thread started from here on inherits the list; workers then
+        // narrow it to their own CPU.
+        launch::cpus::pin_current_thread_to(cpus)?;
+    }
+    let service = Arc::new(Service::open(args)?);
+    let workers = args.worker_count();
+    let running = match flavor {
+        Flavor::Multi => {
+            let mut listeners = listen::listeners(args.addr, 1)?;
+            let listener = listeners.pop().context("no listener was bound")?;
+            let addr = listener.local_addr().context("reading the bound address")?;
+            let running = runtime::multi(listener, workers, args.cpus.as_ref(), &service)?;
+            (running, addr)
+        }
+        Flavor::PerCore => {
+            let listeners = listen::listeners(args.addr, workers)?;
+            let addr = listeners[0]
+                .local_addr()
+                .context("reading the bound address")?;
+            let running = runtime::per_core(listeners, args.cpus.as_ref(), &service)?;
+            (running, addr)
+        }
+    };
+    let (running, addr) = running;
+    launch::announce_ready(addr)?;
+    shutdown.wait();
+    running.stop();
+    service.finish()
+}
+
+impl Service {
+    fn open(args: &CommonArgs) -> anyhow::Result<Self> {
+        let app = match args.proto {
+            Proto::Echo => App::Echo(EchoConfig {
+                compute: args.compute(),
+                msg_size: args.msg_size,
+            }),
+            Proto::Chat => App::Chat(Arc::new(Rooms {
+                hub: Hub::open(args.data.as_deref(), args.fsync.into())
+                    .context("opening the room logs")?,
+                max_pending: args.max_pending,
+                offload: args.fsync == FsyncMode::Always,
+            })),
+        };
+        Ok(Service {
+            app,
+            counters: Counters::default(),
+        })
+    }
+
+    /// After the runtimes stopped: flush the rooms and print the counters.
+    fn finish(&self) -> anyhow::Result<()> {
+        if let App::Chat(rooms) = &self.app {
+            rooms.hub.sync_all().context("flushing the room logs")?;
+            Counters::add(&self.counters.messages, rooms.hub.stats().messages);
+        }
+        self.counters.report(NAME);
+        Ok(())
+    }
+}
+
+/// Accepts connections for as long as the runtime runs it, a task each.
+pub(crate) async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                Counters::add(&service.counters.accepted, 1);
+                // Replies are small and each one matters: no Nagle delay.
+                let _ = stream.set_nodelay(true);
+                tokio::spawn(connection(stream, Arc::clone(&service)));
+            }
+            Err(e) => {
+                // EMFILE and friends: the connection stays in the backlog, so
+                // back off instead of spinning on it.
+                eprintln!("{NAME}: accept failed: {e}; retrying in 100 ms");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+async fn connection(mut stream: TcpStream, service: Arc<Service>) {
+    let counters = &service.counters;
+    let result = match &service.app {
+        App::Echo(config) => echo::serve(&mut stream, config, counters).await,
+        App::Chat(rooms) => chat::serve(&mut stream, rooms, counters).await,
+    };
+    if result.is_err() {
+        Counters::add(&counters.errors, 1);
+    }
+    Counters::add(&counters.closed, 1);
+}

@@ -1,0 +1,576 @@
+//! `cargo xtask bench`: build the servers and loadgen, run the suites' points against every
+//! server, and write `results/<run-id>/` with the summary, histograms, plots and report.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::children;
+use crate::cpus::{self, CpuList};
+use crate::meta::{self, Meta};
+use crate::report::{self, Row};
+use crate::runner::{self, Failure, Placement, RunFiles};
+use crate::servers::{Inventory, Variant};
+use crate::suites::{self, Overrides, Point, Suite};
+
+/// A list of connection counts, `1,10,100`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ConnList(pub(crate) Vec<usize>);
+
+impl FromStr for ConnList {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        suites::parse_conns(s).map(ConnList)
+    }
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a positive number")),
+    }
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a number of seconds (0 or more)")),
+    }
+}
+
+/// Options of `cargo xtask bench`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct BenchArgs {
+    /// The suites to run, comma-separated: quick (the default, about 5 minutes), emper-echo,
+    /// chat-cpu, chat-room, memory. `--list` describes them.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "quick")]
+    pub(crate) suite: Vec<Suite>,
+
+    /// The servers, comma-separated: a name plus runtime flags, as in
+    /// `threads,tokio-per-core,fiber+completer`. Default: one of each server this checkout
+    /// can build. `--list` names them.
+    #[arg(long, value_name = "LIST")]
+    pub(crate) servers: Option<String>,
+
+    /// Connection counts to sweep, replacing the suite's (chat-room: connections dealt into
+    /// rooms; quick: the open-loop point uses the largest).
+    #[arg(long, value_name = "LIST")]
+    pub(crate) conns: Option<ConnList>,
+
+    /// Seconds of each point's measured window, replacing the suite's (quick 4, emper-echo
+    /// 10, chat-cpu 60, chat-room 10, memory 3). For emper-echo it also replaces the paper's
+    /// 2500 echoes per connection.
+    #[arg(long, value_name = "SECS", value_parser = positive)]
+    pub(crate) duration: Option<f64>,
+
+    /// Seconds of load before each measured window, not recorded (default 1; chat-cpu 2).
+    #[arg(long, value_name = "SECS", value_parser = non_negative)]
+    pub(crate) warmup: Option<f64>,
+
+    /// Runs of each point; the summary gives medians and the spread, and latency from the
+    /// runs' histograms added together.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub(crate) repeat: u32,
+
+    /// CPUs the server runs on.
+    #[arg(long, default_value = "1", value_name = "LIST")]
+    pub(crate) server_cpus: CpuList,
+
+    /// CPUs loadgen runs on (one loadgen thread per CPU).
+    #[arg(long, default_value = "0", value_name = "LIST")]
+    pub(crate) client_cpus: CpuList,
+
+    /// Server worker threads [default: one per server CPU].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub(crate) workers: Option<u32>,
+
+    /// quick: echoes/s of the open-loop point (default 20000); chat-room: MSG deliveries/s
+    /// (default 5000).
+    #[arg(long, value_name = "PER_SEC", value_parser = positive)]
+    pub(crate) rate: Option<f64>,
+
+    /// The run directory [default: results/<date>-<time>-<commit>].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+
+    /// Describe the suites and the servers, and exit.
+    #[arg(long)]
+    pub(crate) list: bool,
+
+    /// Use the binaries already built instead of building them.
+    #[arg(long)]
+    pub(crate) no_build: bool,
+
+    /// The cargo profile to build and run (release; dev for quick tests of the harness).
+    #[arg(long, default_value = "release", hide = true)]
+    pub(crate) cargo_profile: String,
+}
+
+impl BenchArgs {
+    fn overrides(&self, workers: usize) -> Overrides {
+        Overrides {
+            conns: self.conns.as_ref().map(|c| c.0.clone()),
+            duration: self.duration,
+            warmup: self.warmup,
+            rate: self.rate,
+            workers,
+        }
+    }
+
+    fn workers(&self) -> usize {
+        self.workers.map_or(self.server_cpus.len(), |w| w as usize)
+    }
+
+    /// The suites in the order given, without repeats.
+    fn suites(&self) -> Vec<Suite> {
+        let mut out: Vec<Suite> = Vec::new();
+        for s in &self.suite {
+            if !out.contains(s) {
+                out.push(*s);
+            }
+        }
+        out
+    }
+}
+
+/// One unit of work: a point against a server, all its repeats.
+#[derive(Debug, Clone)]
+struct Job {
+    point: Point,
+    variant: Variant,
+}
+
+fn plan(args: &BenchArgs, variants: &[Variant]) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for suite in args.suites() {
+        // Point-major order: the servers take turns at each point, so that a slow drift of
+        // the machine (heat, a neighbour) spreads over all of them.
+        for point in suite.points(&args.overrides(args.workers())) {
+            for v in variants {
+                jobs.push(Job {
+                    point: point.clone(),
+                    variant: v.clone(),
+                });
+            }
+        }
+    }
+    jobs
+}
+
+fn list(args: &BenchArgs, inv: &Inventory) {
+    let (defaults, _) = inv.defaults();
+    println!("Suites (--suite, comma-separated):\n");
+    for s in Suite::ALL {
+        let points = s.points(&args.overrides(args.workers()));
+        let secs: f64 = points.iter().map(Point::estimate_secs).sum::<f64>()
+            * f64::from(args.repeat)
+            * defaults.len().max(1) as f64;
+        println!(
+            "  {:<11} {} ({} points a server, about {:.0} min with the {} default servers)",
+            s.name(),
+            s.title(),
+            points.len(),
+            secs / 60.0,
+            defaults.len()
+        );
+        println!("              --rate: {}", s.rate_meaning());
+    }
+    println!("\nServers (--servers NAME[+FLAG[=VALUE]]..., e.g. fiber+completer):\n");
+    for name in inv.names() {
+        match inv.parse(&name) {
+            Ok(v) => {
+                let state = inv
+                    .missing(&v.binary)
+                    .map_or_else(|| "buildable".to_string(), |why| format!("not here: {why}"));
+                let cmd = std::iter::once(v.binary.clone())
+                    .chain(v.flags.clone())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                println!("  {name:<16} {cmd:<32} {} [{state}]", v.about);
+            }
+            Err(e) => println!("  {name:<16} {e}"),
+        }
+    }
+    match &inv.go_version {
+        Some(v) => println!("\ngo: {v}"),
+        None => println!("\ngo: not on PATH, so srv-go is not built"),
+    }
+}
+
+/// Runs `cargo xtask bench`.
+pub(crate) fn run(args: BenchArgs) -> Result<()> {
+    let root = crate::project_root();
+    let inv = Inventory::discover(&root)?;
+    if args.list {
+        list(&args, &inv);
+        return Ok(());
+    }
+    children::install_interrupt_handler()?;
+    args.server_cpus.check_allowed("--server-cpus")?;
+    args.client_cpus.check_allowed("--client-cpus")?;
+    if args.server_cpus.overlaps(&args.client_cpus) {
+        eprintln!(
+            "warning: the server (CPUs {}) and loadgen (CPUs {}) share a CPU: they will \
+             measure each other",
+            args.server_cpus, args.client_cpus
+        );
+    }
+
+    let (variants, skipped) = match &args.servers {
+        Some(list) => (inv.select(list)?, Vec::new()),
+        None => inv.defaults(),
+    };
+    for s in &skipped {
+        eprintln!("not running {s}");
+    }
+    if variants.is_empty() {
+        bail!("no server can be built in this checkout");
+    }
+    let profile = args.cargo_profile.as_str();
+    if args.no_build {
+        for bin in variants
+            .iter()
+            .map(|v| v.binary.as_str())
+            .chain(["loadgen"])
+        {
+            let path = inv.binary_path(bin, profile);
+            if !path.is_file() {
+                bail!("{} is not built; run without --no-build", path.display());
+            }
+        }
+    } else {
+        inv.build(&root, &variants, profile)?;
+    }
+    if children::interrupted() {
+        bail!("interrupted during the build");
+    }
+    inv.check_flags(&variants, profile)?;
+
+    let mut meta = Meta::collect(&root, inv.go_version.clone());
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| root.join("results").join(&meta.run_id));
+    if out.is_dir() && std::fs::read_dir(&out).is_ok_and(|mut d| d.next().is_some()) {
+        bail!(
+            "{} exists and is not empty; choose another --out",
+            out.display()
+        );
+    }
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let out = out.canonicalize().unwrap_or(out);
+    let place = Placement {
+        server_cpus: args.server_cpus.clone(),
+        client_cpus: args.client_cpus.clone(),
+        workers: args.workers(),
+    };
+    meta.settings = serde_json::json!({
+        "suites": args.suites().iter().map(|s| s.name()).collect::<Vec<_>>(),
+        "servers": variants,
+        "not_run": skipped,
+        "server_cpus": place.server_cpus.to_string(),
+        "client_cpus": place.client_cpus.to_string(),
+        "workers": place.workers,
+        "repeat": args.repeat,
+        "conns": args.conns.as_ref().map(|c| c.0.clone()),
+        "duration": args.duration,
+        "warmup": args.warmup,
+        "rate": args.rate,
+        "cargo_profile": profile,
+        "points": plan(&args, &variants[..1]).iter().map(|j| &j.point).collect::<Vec<_>>(),
+    });
+    write_meta(&out, &meta)?;
+
+    // The harness samples /proc and waits; it does that beside loadgen, never on the
+    // server's CPUs.
+    cpus::pin_current_thread(&place.client_cpus)?;
+
+    let jobs = plan(&args, &variants);
+    let repeat = args.repeat as usize;
+    let total: f64 = jobs.iter().map(|j| j.point.estimate_secs()).sum::<f64>() * repeat as f64;
+    eprintln!(
+        "{} points × {} server(s) × {repeat} repeat(s), about {:.0} min; results in {}",
+        jobs.len() / variants.len(),
+        variants.len(),
+        total / 60.0,
+        out.display()
+    );
+    let bar = ProgressBar::new((total * 1000.0) as u64);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{wide_bar}] {percent:>3}% ETA {eta} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(Duration::from_millis(500));
+
+    let bins = |v: &Variant| inv.binary_path(&v.binary, profile);
+    let loadgen = inv.binary_path("loadgen", profile);
+    let mut rows: Vec<Row> = Vec::new();
+    let mut no_start: HashSet<(Suite, String)> = HashSet::new();
+    let mut done_ms = 0.0f64;
+    for job in &jobs {
+        if children::interrupted() {
+            break;
+        }
+        let est_ms = job.point.estimate_secs() * 1000.0;
+        let dir = out.join(job.point.suite.name()).join(&job.variant.name);
+        let mut outcomes = Vec::new();
+        if no_start.contains(&(job.point.suite, job.variant.name.clone())) {
+            outcomes.push(Err(Failure::Start(
+                "skipped: the server did not start at an earlier point of this suite".into(),
+            )));
+            done_ms += est_ms * repeat as f64;
+        } else {
+            for r in 0..repeat {
+                bar.set_message(format!(
+                    "{} · {} · {}{}",
+                    job.point.suite.name(),
+                    job.variant.name,
+                    job.point.label,
+                    if repeat > 1 {
+                        format!(" (run {}/{repeat})", r + 1)
+                    } else {
+                        String::new()
+                    }
+                ));
+                let files = RunFiles {
+                    dir: dir.clone(),
+                    stem: if repeat > 1 {
+                        format!("{}.r{}", job.point.id, r + 1)
+                    } else {
+                        job.point.id.clone()
+                    },
+                };
+                let base = done_ms;
+                let mut progress = |secs: f64| {
+                    bar.set_position((base + (secs * 1000.0).min(est_ms)) as u64);
+                };
+                let outcome = runner::run_point(
+                    &job.point,
+                    &job.variant,
+                    &runner::Binaries {
+                        server: bins(&job.variant),
+                        loadgen: loadgen.clone(),
+                    },
+                    &place,
+                    &files,
+                    &out,
+                    &mut progress,
+                );
+                done_ms += est_ms;
+                bar.set_position(done_ms as u64);
+                let failed_start = matches!(outcome, Err(Failure::Start(_)));
+                let interrupted = matches!(outcome, Err(Failure::Interrupted));
+                outcomes.push(outcome);
+                if failed_start {
+                    no_start.insert((job.point.suite, job.variant.name.clone()));
+                    done_ms += est_ms * (repeat - r - 1) as f64;
+                    break;
+                }
+                if interrupted {
+                    break;
+                }
+            }
+        }
+        if outcomes
+            .iter()
+            .any(|o| matches!(o, Err(Failure::Interrupted)))
+        {
+            break;
+        }
+        let _ = std::fs::create_dir_all(&dir);
+        let row = report::aggregate(&job.point, &job.variant, &outcomes, &out, &dir);
+        bar.println(point_line(&row));
+        rows.push(row);
+        report::write_summary(&out, &rows)?;
+    }
+    bar.finish_and_clear();
+
+    meta.finished = Some(meta::iso8601(std::time::SystemTime::now()));
+    meta.interrupted = children::interrupted();
+    meta.load_average_end = meta::load_average();
+    write_meta(&out, &meta)?;
+    report::write_summary(&out, &rows)?;
+    let plots = report::draw_plots(&out, &rows, place.workers)?;
+    let suites = args.suites();
+    let input = report::Input {
+        meta: &meta,
+        rows: &rows,
+        plots: &plots,
+        variants: &variants,
+        skipped: &skipped,
+        suites: &suites,
+        server_cpus: place.server_cpus.to_string(),
+        client_cpus: place.client_cpus.to_string(),
+        workers: place.workers,
+    };
+    std::fs::write(out.join("report.md"), report::render(&input)).context("writing report.md")?;
+
+    println!();
+    if suites.contains(&Suite::Quick) {
+        print!("{}", report::glance(&input));
+    }
+    let others: Vec<Row> = rows
+        .iter()
+        .filter(|r| r.suite != "quick")
+        .cloned()
+        .collect();
+    if !others.is_empty() {
+        print!("{}", report::terminal_table(&others));
+    }
+    println!("Report: {}", out.join("report.md").display());
+    if meta.interrupted {
+        bail!("stopped before the end; the report has what was measured");
+    }
+    Ok(())
+}
+
+fn write_meta(out: &std::path::Path, meta: &Meta) -> Result<()> {
+    let text = serde_json::to_string_pretty(meta)?;
+    std::fs::write(out.join("meta.json"), text).context("writing meta.json")
+}
+
+/// The line printed above the progress bar when a point is done.
+fn point_line(r: &Row) -> String {
+    if let Some(f) = &r.failure {
+        let first = f.lines().next().unwrap_or_default();
+        return format!(
+            "{:<10} {:<18} {:<24} FAILED: {first}",
+            r.suite, r.server, r.label
+        );
+    }
+    format!(
+        "{:<10} {:<18} {:<24} {:>8} msg/s  p99 {:>9}  CPU {:>5}  {:>9}/msg  {:>9}/conn{}{}",
+        r.suite,
+        r.server,
+        r.label,
+        report::fmt_rate(r.throughput_per_sec),
+        report::fmt_us(r.p99_us),
+        r.cpu_mean_pct.map_or("–".into(), |c| format!("{c:.0}%")),
+        report::fmt_us(r.cpu_us_per_req),
+        report::fmt_bytes(r.mem_per_conn_bytes),
+        if r.errors > 0 {
+            format!("  {} errors", r.errors)
+        } else {
+            String::new()
+        },
+        if r.client_bound {
+            "  † client-bound"
+        } else {
+            ""
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<BenchArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied())).map(|c| c.bench)
+    }
+
+    #[test]
+    fn defaults() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.suites(), [Suite::Quick]);
+        assert_eq!(a.server_cpus, CpuList::single(1));
+        assert_eq!(a.client_cpus, CpuList::single(0));
+        assert_eq!(a.workers(), 1);
+        assert_eq!(a.repeat, 1);
+        assert_eq!(a.cargo_profile, "release");
+    }
+
+    #[test]
+    fn every_option() {
+        let a = parse(&[
+            "--suite",
+            "emper-echo,chat-cpu,emper-echo",
+            "--servers",
+            "threads,fiber+completer",
+            "--conns",
+            "1,10",
+            "--duration",
+            "2.5",
+            "--warmup",
+            "0",
+            "--repeat",
+            "3",
+            "--server-cpus",
+            "2-3",
+            "--client-cpus",
+            "0,1",
+            "--workers",
+            "4",
+            "--rate",
+            "1000",
+            "--out",
+            "/tmp/x",
+            "--no-build",
+        ])
+        .unwrap();
+        assert_eq!(a.suites(), [Suite::EmperEcho, Suite::ChatCpu]);
+        assert_eq!(a.servers.as_deref(), Some("threads,fiber+completer"));
+        assert_eq!(a.conns, Some(ConnList(vec![1, 10])));
+        assert_eq!(
+            (a.duration, a.warmup, a.rate),
+            (Some(2.5), Some(0.0), Some(1000.0))
+        );
+        assert_eq!(a.repeat, 3);
+        assert_eq!(a.server_cpus.to_string(), "2,3");
+        assert_eq!(a.workers(), 4);
+        assert!(a.no_build && !a.list);
+        assert_eq!(a.overrides(a.workers()).conns, Some(vec![1, 10]));
+    }
+
+    #[test]
+    fn bad_options_are_refused_with_the_valid_values() {
+        let e = parse(&["--suite", "fast"]).unwrap_err().to_string();
+        assert!(
+            e.contains("quick") && e.contains("emper-echo") && e.contains("memory"),
+            "{e}"
+        );
+        assert!(parse(&["--duration", "0"]).is_err());
+        assert!(parse(&["--duration", "-1"]).is_err());
+        assert!(parse(&["--warmup", "x"]).is_err());
+        assert!(parse(&["--repeat", "0"]).is_err());
+        assert!(parse(&["--conns", "0,1"]).is_err());
+        assert!(parse(&["--server-cpus", "1-0"]).is_err());
+        assert!(parse(&["--rate", "0"]).is_err());
+        assert!(parse(&["--workers", "0"]).is_err());
+    }
+
+    #[test]
+    fn the_plan_interleaves_servers_at_each_point() {
+        let a = parse(&["--conns", "1,10"]).unwrap();
+        let v = |n: &str| Variant {
+            name: n.into(),
+            binary: format!("srv-{n}"),
+            flags: vec![],
+            about: String::new(),
+        };
+        let jobs = plan(&a, &[v("a"), v("b")]);
+        let order: Vec<(String, String)> = jobs
+            .iter()
+            .map(|j| (j.point.id.clone(), j.variant.name.clone()))
+            .collect();
+        assert_eq!(order.len(), 6);
+        assert_eq!(order[0], ("closed-c1".into(), "a".into()));
+        assert_eq!(order[1], ("closed-c1".into(), "b".into()));
+        assert_eq!(order[5].0, "open-c10-r20000");
+    }
+}

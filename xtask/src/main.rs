@@ -1,0 +1,78 @@
+//! `cargo xtask`: the project's own tasks, run with `cargo xtask <task>` (an alias in
+//! `.cargo/config.toml`). This file only parses the command line and dispatches; each task is
+//! a module (`bench`, `compare`, `micro`, `report`), and what they share (servers, suites, /proc sampling,
+//! statistics, plots, the report) lives in modules of its own.
+#![forbid(unsafe_code)]
+
+mod bench;
+mod children;
+mod compare;
+mod cpus;
+mod loadgen;
+mod meta;
+mod micro;
+mod plots;
+mod procfs;
+mod render;
+mod report;
+mod runner;
+mod servers;
+mod stats;
+mod suites;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// The project's tasks.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Debug, Subcommand)]
+enum Task {
+    /// Build every server and loadgen in release mode, run a benchmark suite, and write
+    /// results/<run-id>/ (summary, histograms, plots, report.md).
+    Bench(bench::BenchArgs),
+    /// Show two result directories side by side, with ratios.
+    Compare(compare::CompareArgs),
+    /// Run the criterion microbenchmarks with short settings and write micro.md: our
+    /// figures beside the papers' cost tables.
+    Micro(micro::MicroArgs),
+    /// Draw the plots and write report.md of a result directory again, from its
+    /// summary.json and meta.json.
+    Report(render::RenderArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.task {
+        Task::Bench(args) => bench::run(args),
+        Task::Compare(args) => compare::run(&args),
+        Task::Micro(args) => micro::run(&args),
+        Task::Report(args) => render::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if children::interrupted() => {
+            eprintln!("cargo xtask: interrupted: {e:#}");
+            ExitCode::from(130)
+        }
+        Err(e) => {
+            eprintln!("cargo xtask: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root: every path the tasks read or write starts here, whatever the current
+/// directory is.
+pub(crate) fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}

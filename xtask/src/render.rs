@@ -1,0 +1,59 @@
+//! `cargo xtask report DIR`: draws the plots and writes `report.md` of a run directory again
+//! from what the run saved (`summary.json`, `meta.json`, the histograms), so that a better
+//! report can be had for an old run without measuring again.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+
+use crate::meta::Meta;
+use crate::report;
+use crate::servers::Variant;
+use crate::suites::Suite;
+
+/// Options of `cargo xtask report`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct RenderArgs {
+    /// The run directory.
+    pub(crate) dir: PathBuf,
+}
+
+/// Runs `cargo xtask report`.
+pub(crate) fn run(args: &RenderArgs) -> Result<()> {
+    let dir = &args.dir;
+    let rows = report::read_summary(dir)?;
+    let path = dir.join("meta.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let meta: Meta =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let settings = &meta.settings;
+    let variants: Vec<Variant> =
+        serde_json::from_value(settings["servers"].clone()).unwrap_or_default();
+    let skipped: Vec<String> =
+        serde_json::from_value(settings["not_run"].clone()).unwrap_or_default();
+    let suites: Vec<Suite> = settings["suites"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| Suite::from_str(s.as_str()?, false).ok())
+        .collect();
+    let text_of = |k: &str, default: &str| settings[k].as_str().unwrap_or(default).to_string();
+    let workers = settings["workers"].as_u64().map_or(1, |w| w as usize);
+    let plots = report::draw_plots(dir, &rows, workers)?;
+    let input = report::Input {
+        meta: &meta,
+        rows: &rows,
+        plots: &plots,
+        variants: &variants,
+        skipped: &skipped,
+        suites: &suites,
+        server_cpus: text_of("server_cpus", "1"),
+        client_cpus: text_of("client_cpus", "0"),
+        workers,
+    };
+    std::fs::write(dir.join("report.md"), report::render(&input)).context("writing report.md")?;
+    println!("Report: {}", dir.join("report.md").display());
+    Ok(())
+}

@@ -1,0 +1,465 @@
+//! The servers the bench can run, and how they are built.
+//!
+//! A *variant* is a server binary plus flags, written `NAME[+FLAG[=VALUE]]...`: `threads`,
+//! `tokio-per-core`, `fiber+completer`, `fiber+completer+ring-flags=sqpoll`. Each `+FLAG`
+//! becomes `--FLAG` (and `=VALUE` its value) on the server's command line, so runtime options
+//! can be compared side by side without a table entry for each combination. The names below
+//! are the known ones; any other `srv-<name>` binary of the workspace is picked up as `<name>`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+/// A known variant: its name, binary, built-in flags, and what it is, for the report.
+#[derive(Debug, Clone, Copy)]
+struct Known {
+    name: &'static str,
+    binary: &'static str,
+    flags: &'static [&'static str],
+    about: &'static str,
+    /// Run when `--servers` is not given.
+    default: bool,
+}
+
+const KNOWN: &[Known] = &[
+    Known {
+        name: "threads",
+        binary: "srv-threads",
+        flags: &["--mode", "thread"],
+        about: "an OS thread per connection, blocking I/O",
+        default: true,
+    },
+    Known {
+        name: "threads-process",
+        binary: "srv-threads",
+        flags: &["--mode", "process"],
+        about: "a forked process per connection (the C server of the C-versus-Go paper)",
+        default: true,
+    },
+    Known {
+        name: "reactor",
+        binary: "srv-reactor",
+        flags: &[],
+        about: "hand-written epoll reactor (mio), one per worker thread",
+        default: true,
+    },
+    Known {
+        name: "tokio",
+        binary: "srv-tokio",
+        flags: &["--flavor", "multi"],
+        about: "Tokio multi-thread runtime, a task per connection",
+        default: true,
+    },
+    Known {
+        name: "tokio-per-core",
+        binary: "srv-tokio",
+        flags: &["--flavor", "per-core"],
+        about: "a current-thread Tokio runtime per worker, SO_REUSEPORT listeners",
+        default: false,
+    },
+    Known {
+        name: "tokio-uring",
+        binary: "srv-tokio-uring",
+        flags: &[],
+        about: "tokio-uring, one io_uring runtime per worker thread",
+        default: true,
+    },
+    Known {
+        name: "fiber",
+        binary: "srv-fiber",
+        flags: &[],
+        about: "our io_uring runtime of stackful fibers, blocking-style code",
+        default: true,
+    },
+    Known {
+        name: "go",
+        binary: "srv-go",
+        flags: &[],
+        about: "Go, a goroutine per connection (the papers' reference)",
+        default: true,
+    },
+];
+
+/// A server as the bench runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Variant {
+    /// As written on the command line, e.g. `fiber+completer`.
+    pub(crate) name: String,
+    pub(crate) binary: String,
+    /// Flags after the common ones.
+    pub(crate) flags: Vec<String>,
+    pub(crate) about: String,
+}
+
+/// What this checkout can build: server binaries by package, and the Go peer.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Inventory {
+    /// Binary name to package name, for every `srv-*` and `loadgen` binary of the workspace.
+    pub(crate) packages: BTreeMap<String, String>,
+    pub(crate) target_dir: PathBuf,
+    /// `peers/go`, when it is there.
+    pub(crate) go_dir: Option<PathBuf>,
+    /// `go version`, when `go` is on PATH.
+    pub(crate) go_version: Option<String>,
+}
+
+/// Why a binary cannot be had, or `None` when it can.
+impl Inventory {
+    pub(crate) fn discover(root: &Path) -> Result<Inventory> {
+        let out = Command::new(cargo())
+            .args(["metadata", "--format-version", "1", "--no-deps"])
+            .current_dir(root)
+            .stderr(Stdio::inherit())
+            .output()
+            .context("running cargo metadata")?;
+        if !out.status.success() {
+            bail!("cargo metadata failed ({})", out.status);
+        }
+        let meta: serde_json::Value =
+            serde_json::from_slice(&out.stdout).context("reading cargo metadata's output")?;
+        let mut inv = Inventory {
+            target_dir: meta["target_directory"]
+                .as_str()
+                .map_or_else(|| root.join("target"), PathBuf::from),
+            ..Inventory::default()
+        };
+        for pkg in meta["packages"].as_array().into_iter().flatten() {
+            let Some(pkg_name) = pkg["name"].as_str() else {
+                continue;
+            };
+            for target in pkg["targets"].as_array().into_iter().flatten() {
+                let is_bin = target["kind"]
+                    .as_array()
+                    .is_some_and(|k| k.iter().any(|k| k == "bin"));
+                let Some(name) = target["name"].as_str() else {
+                    continue;
+                };
+                if is_bin && (name.starts_with("srv-") || name == "loadgen") {
+                    inv.packages.insert(name.to_string(), pkg_name.to_string());
+                }
+            }
+        }
+        let go_dir = root.join("peers/go");
+        inv.go_dir = go_dir.join("go.mod").is_file().then_some(go_dir);
+        inv.go_version = Command::new("go")
+            .arg("version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+        Ok(inv)
+    }
+
+    /// Why `binary` cannot be built here, or `None` when it can.
+    pub(crate) fn missing(&self, binary: &str) -> Option<String> {
+        if binary == "srv-go" {
+            return match (&self.go_dir, &self.go_version) {
+                (None, _) => Some("peers/go is not in this checkout".into()),
+                (Some(_), None) => Some("`go` is not on PATH (install Go to run it)".into()),
+                (Some(_), Some(_)) => None,
+            };
+        }
+        (!self.packages.contains_key(binary))
+            .then(|| format!("no package of this workspace builds {binary} (yet)"))
+    }
+
+    /// Every variant name `--servers` accepts here: the known ones and any other `srv-*`.
+    pub(crate) fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = KNOWN.iter().map(|k| k.name.to_string()).collect();
+        for bin in self.packages.keys() {
+            if let Some(name) = bin.strip_prefix("srv-")
+                && !KNOWN.iter().any(|k| k.binary == bin)
+            {
+                names.push(name.to_string());
+            }
+        }
+        names
+    }
+
+    /// The default servers that can be built here, and a line for each one that cannot.
+    pub(crate) fn defaults(&self) -> (Vec<Variant>, Vec<String>) {
+        let mut run = Vec::new();
+        let mut skipped = Vec::new();
+        for k in KNOWN.iter().filter(|k| k.default) {
+            match self.missing(k.binary) {
+                None => run.push(known_variant(k, k.name)),
+                Some(why) => skipped.push(format!("{}: {why}", k.name)),
+            }
+        }
+        for name in self.names() {
+            if !KNOWN.iter().any(|k| k.name == name) {
+                run.push(self.parse(&name).expect("a discovered name parses"));
+            }
+        }
+        (run, skipped)
+    }
+
+    /// Parses one `--servers` entry.
+    pub(crate) fn parse(&self, spec: &str) -> Result<Variant> {
+        let mut parts = spec.split('+');
+        let base = parts.next().unwrap_or_default();
+        let mut v = if let Some(k) = KNOWN.iter().find(|k| k.name == base) {
+            known_variant(k, spec)
+        } else if self.packages.contains_key(&format!("srv-{base}")) {
+            Variant {
+                name: spec.to_string(),
+                binary: format!("srv-{base}"),
+                flags: Vec::new(),
+                about: format!("srv-{base}"),
+            }
+        } else {
+            bail!(
+                "unknown server `{base}`; the servers are: {} (add runtime flags with +, as in \
+                 fiber+completer)",
+                self.names().join(", ")
+            );
+        };
+        for flag in parts {
+            let (name, value) = match flag.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (flag, None),
+            };
+            let ok = !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                && !name.starts_with('-');
+            if !ok {
+                bail!(
+                    "`+{flag}` in `{spec}` is not a flag name (write +completer or +ring-flags=sqpoll)"
+                );
+            }
+            v.flags.push(format!("--{name}"));
+            if let Some(value) = value {
+                v.flags.push(value.to_string());
+            }
+            v.about = format!(
+                "{} --{name}{}",
+                v.about,
+                value.map(|x| format!(" {x}")).unwrap_or_default()
+            );
+        }
+        Ok(v)
+    }
+
+    /// Parses `--servers`, a comma-separated list, and checks that each can be built here.
+    pub(crate) fn select(&self, list: &str) -> Result<Vec<Variant>> {
+        let mut out: Vec<Variant> = Vec::new();
+        for spec in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let v = self.parse(spec)?;
+            if let Some(why) = self.missing(&v.binary) {
+                bail!("server `{spec}` cannot run here: {why}");
+            }
+            if !out.iter().any(|o| o.name == v.name) {
+                out.push(v);
+            }
+        }
+        if out.is_empty() {
+            bail!(
+                "--servers names no server; the servers are: {}",
+                self.names().join(", ")
+            );
+        }
+        Ok(out)
+    }
+
+    /// Where a built binary is, for the cargo profile `profile`.
+    pub(crate) fn binary_path(&self, binary: &str, profile: &str) -> PathBuf {
+        let dir = if profile == "dev" { "debug" } else { profile };
+        self.target_dir.join(dir).join(binary)
+    }
+
+    /// Builds loadgen and the binaries of `variants` (`cargo build -p ...`, and `go build` for
+    /// srv-go), printing the builds' own output.
+    pub(crate) fn build(&self, root: &Path, variants: &[Variant], profile: &str) -> Result<()> {
+        let mut packages: Vec<&str> = Vec::new();
+        for bin in variants
+            .iter()
+            .map(|v| v.binary.as_str())
+            .chain(["loadgen"])
+        {
+            if let Some(pkg) = self.packages.get(bin) {
+                if !packages.contains(&pkg.as_str()) {
+                    packages.push(pkg);
+                }
+            } else if bin == "loadgen" {
+                bail!(
+                    "no package of this workspace builds loadgen: the bench needs crates/loadgen"
+                );
+            }
+        }
+        let mut cmd = Command::new(cargo());
+        cmd.args(["build", "--bins", "--profile", profile])
+            .current_dir(root);
+        for p in &packages {
+            cmd.args(["-p", p]);
+        }
+        eprintln!("building ({profile}): {}", packages.join(", "));
+        let status = cmd.status().context("running cargo build")?;
+        if !status.success() {
+            bail!("cargo build failed ({status}); the output above says why");
+        }
+        if variants.iter().any(|v| v.binary == "srv-go") {
+            let (Some(dir), Some(version)) = (&self.go_dir, &self.go_version) else {
+                bail!(
+                    "srv-go cannot be built: {}",
+                    self.missing("srv-go").unwrap_or_default()
+                );
+            };
+            let out = self.binary_path("srv-go", profile);
+            eprintln!("building srv-go with {version}");
+            let status = Command::new("go")
+                .arg("build")
+                .arg("-o")
+                .arg(&out)
+                .arg(".")
+                .current_dir(dir)
+                .status()
+                .context("running go build")?;
+            if !status.success() {
+                bail!("go build of peers/go failed ({status}); the output above says why");
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that every `+flag` of the variants is a flag its binary has (`--help`), so that a
+    /// typo fails before the sweep, not at its first point.
+    pub(crate) fn check_flags(&self, variants: &[Variant], profile: &str) -> Result<()> {
+        for v in variants {
+            let extra: Vec<&String> = v.flags.iter().filter(|f| f.starts_with("--")).collect();
+            if extra.is_empty() {
+                continue;
+            }
+            let path = self.binary_path(&v.binary, profile);
+            let help = Command::new(&path)
+                .arg("--help")
+                .output()
+                .with_context(|| format!("running {} --help", path.display()))?;
+            let text = String::from_utf8_lossy(&help.stdout).to_string()
+                + &String::from_utf8_lossy(&help.stderr);
+            let known = flags_in_help(&text);
+            for f in extra {
+                if !known.iter().any(|k| k == f) {
+                    bail!(
+                        "{} has no flag {f} (server `{}`); its flags are: {}",
+                        v.binary,
+                        v.name,
+                        known.join(" ")
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn known_variant(k: &Known, name: &str) -> Variant {
+    Variant {
+        name: name.to_string(),
+        binary: k.binary.to_string(),
+        flags: k.flags.iter().map(ToString::to_string).collect(),
+        about: k.about.to_string(),
+    }
+}
+
+/// The `--long` flags a `--help` text mentions.
+fn flags_in_help(text: &str) -> Vec<String> {
+    let mut flags: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
+        let is_flag = word.len() > 2
+            && word.starts_with("--")
+            && word[2..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic());
+        if is_flag && !flags.iter().any(|f| f == word) {
+            flags.push(word.to_string());
+        }
+    }
+    flags
+}
+
+/// The cargo that runs us (cargo sets `CARGO` for what it runs), or the one on PATH.
+pub(crate) fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inv() -> Inventory {
+        let mut packages = BTreeMap::new();
+        packages.insert("srv-threads".into(), "server-threads".into());
+        packages.insert("srv-fiber".into(), "server-fiber".into());
+        packages.insert("srv-odd".into(), "server-odd".into());
+        packages.insert("loadgen".into(), "loadgen".into());
+        Inventory {
+            packages,
+            target_dir: PathBuf::from("/t"),
+            go_dir: None,
+            go_version: None,
+        }
+    }
+
+    #[test]
+    fn variants_are_names_plus_flags() {
+        let i = inv();
+        let v = i.parse("threads-process").unwrap();
+        assert_eq!(
+            (v.binary.as_str(), v.flags.clone()),
+            ("srv-threads", vec!["--mode".into(), "process".into()])
+        );
+        let v = i.parse("fiber+completer+ring-flags=sqpoll").unwrap();
+        assert_eq!(v.binary, "srv-fiber");
+        assert_eq!(v.flags, ["--completer", "--ring-flags", "sqpoll"]);
+        assert_eq!(v.name, "fiber+completer+ring-flags=sqpoll");
+        assert_eq!(i.parse("odd").unwrap().binary, "srv-odd");
+        assert!(i.parse("fiber+").is_err());
+        assert!(i.parse("fiber+--x").is_err());
+    }
+
+    #[test]
+    fn an_unknown_server_lists_the_valid_ones() {
+        let e = inv().parse("nginx").unwrap_err().to_string();
+        assert!(e.contains("unknown server `nginx`"), "{e}");
+        assert!(e.contains("threads, threads-process, reactor"), "{e}");
+        assert!(e.contains("odd"), "{e}");
+    }
+
+    #[test]
+    fn selection_checks_what_can_be_built() {
+        let i = inv();
+        let v = i.select("threads, fiber+completer,threads").unwrap();
+        assert_eq!(
+            v.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(),
+            ["threads", "fiber+completer"]
+        );
+        let e = i.select("tokio").unwrap_err().to_string();
+        assert!(
+            e.contains("no package of this workspace builds srv-tokio"),
+            "{e}"
+        );
+        let e = i.select("go").unwrap_err().to_string();
+        assert!(e.contains("peers/go"), "{e}");
+        assert!(i.select(" , ").is_err());
+    }
+
+    #[test]
+    fn defaults_skip_what_is_missing_and_pick_up_new_servers() {
+        let (run, skipped) = inv().defaults();
+        let names: Vec<&str> = run.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["threads", "threads-process", "fiber", "odd"]);
+        assert!(skipped.iter().any(|s| s.starts_with("tokio:")));
+        assert!(skipped.iter().any(|s| s.starts_with("go:")));
+    }
+
+    #[test]
+    fn flags_are_read_from_help() {
+        let help =
+            "Options:\n  --proto <PROTO>  the protocol\n  --completer  use it\n  -h, --help\n";
+        assert_eq!(flags_in_help(help), ["--proto", "--completer", "--help"]);
+    }
+}

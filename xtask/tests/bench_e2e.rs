@@ -1,0 +1,99 @@
+//! A tiny end-to-end sweep through the real command line: `cargo xtask bench` builds
+//! srv-threads and loadgen (dev profile, to keep the test short), runs two one-second points
+//! against srv-threads (closed and open loop at 10 connections), and writes a complete run
+//! directory. Checks the files, the numbers' sanity, and that nothing is left running.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Builds may be slow on a busy machine; the sweep itself takes seconds.
+const DEADLINE: Duration = Duration::from_secs(900);
+
+fn still_running_with(arg: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            let zombie = std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            });
+            if cmd.contains(arg) && !zombie {
+                found.push(cmd);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn tiny_sweep_of_one_server() {
+    let out = std::env::temp_dir().join(format!("xtask-e2e-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["bench", "--cargo-profile", "dev", "--servers", "threads"])
+        .args([
+            "--conns",
+            "10",
+            "--duration",
+            "1",
+            "--warmup",
+            "0",
+            "--rate",
+            "1000",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .spawn()
+        .expect("running the xtask binary");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for the xtask") {
+            break status;
+        }
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("cargo xtask bench ran for more than {DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "cargo xtask bench failed: {status}");
+
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    for r in &rows {
+        assert_eq!(r["server"], "threads");
+        assert_eq!(r["ok"], 1, "{r:#?}");
+        assert!(r["throughput_per_sec"].as_f64().unwrap() > 0.0, "{r:#?}");
+        assert_eq!(r["errors"], 0, "{r:#?}");
+        assert!(r["p99_us"].as_f64().unwrap() > 0.0, "{r:#?}");
+        assert!(r["cpu_us_per_req"].as_f64().unwrap() > 0.0, "{r:#?}");
+        assert!(r["peak_mem_bytes"].as_f64().unwrap() > 0.0, "{r:#?}");
+        let hist = r["hist"].as_str().unwrap();
+        assert!(out.join(hist).is_file(), "{hist}");
+        assert!(out.join(hist.replace(".hist", ".hgrm")).is_file(), "{hist}");
+    }
+    assert_eq!(rows[1]["mode"], "open");
+    assert_eq!(rows[1]["rate"], 1000.0);
+
+    let csv = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3);
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    assert!(meta["kernel"].is_string() && meta["command"].as_str().unwrap().contains("--conns 10"));
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("## At a glance") && report.contains("| **threads** |"),
+        "{report}"
+    );
+    assert!(Path::new(&out.join("plots/quick-throughput.svg")).is_file());
+    assert!(Path::new(&out.join("plots/quick-latency-open.svg")).is_file());
+
+    let left = still_running_with(&out.display().to_string());
+    assert!(left.is_empty(), "left running: {left:?}");
+    std::fs::remove_dir_all(&out).unwrap();
+}
