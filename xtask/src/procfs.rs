@@ -435,15 +435,18 @@ mod tests {
 
     #[test]
     fn counters_keep_what_an_exited_child_spent() {
-        // The subshell burns some CPU and exits; the tree then has only the shell.
+        // The subshell waits for a first line, burns some CPU and exits; the tree then
+        // has only the shell, which waits for a second line. The subshell cannot finish
+        // before the sampler has seen it, however late this thread gets to run.
         let mut child = std::process::Command::new("sh")
             .args([
                 "-c",
-                "(i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done); read _",
+                "(read _; i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done); read _",
             ])
             .stdin(std::process::Stdio::piped())
             .spawn()
             .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
         let mut sampler = Sampler::new(child.id());
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let mut saw_two = false;
@@ -453,12 +456,16 @@ mod tests {
             let s = sampler.sample().unwrap();
             monotonic &= s.cpu_s >= last.cpu_s && s.vol_cs >= last.vol_cs;
             last = s;
-            saw_two |= s.procs == 2;
+            if !saw_two && s.procs == 2 {
+                saw_two = true;
+                std::io::Write::write_all(&mut stdin, b"go\n").unwrap();
+            }
             if saw_two && s.procs == 1 {
                 break;
             }
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        drop(child.stdin.take());
+        drop(stdin);
         child.wait().unwrap();
         assert!(saw_two && last.procs == 1, "{last:?}");
         assert!(monotonic);
