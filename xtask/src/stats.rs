@@ -160,7 +160,9 @@ impl Percentiles {
     }
 }
 
-/// An empty histogram that any loadgen histogram can be added to: it grows to fit.
+/// An empty histogram that any loadgen histogram can be added to: it grows to fit (for
+/// the tests: a histogram not made by loadgen).
+#[cfg(test)]
 pub(crate) fn empty_histogram() -> Histogram<u64> {
     let mut h = Histogram::new(3).expect("3 significant digits is a valid precision");
     h.auto(true);
@@ -189,66 +191,14 @@ pub(crate) fn encode_histogram(h: &Histogram<u64>) -> Result<Vec<u8>> {
 /// The sum of `parts`: the histogram one run would have recorded had it made every
 /// measurement of all of them.
 pub(crate) fn merge<'a>(parts: impl IntoIterator<Item = &'a Histogram<u64>>) -> Histogram<u64> {
-    let mut sum = empty_histogram();
-    for part in parts {
-        // An auto-resizing sum takes any source; were it ever refused, adding value by value
-        // keeps every count.
-        if sum.add(part).is_err() {
-            for v in part.iter_recorded() {
-                sum.saturating_record_n(v.value_iterated_to(), v.count_at_value());
-            }
-        }
-    }
-    sum
+    loadgen::hist::merge(parts)
 }
 
 /// Writes the percentile table of `h` (nanoseconds) in microseconds, in the text format of
 /// HdrHistogram's `outputPercentileDistribution` (5 ticks per half distance), which the
-/// HdrHistogram plotter reads.
+/// HdrHistogram plotter reads: loadgen's own `--hgrm` writer.
 pub(crate) fn write_hgrm(h: &Histogram<u64>, w: &mut impl Write) -> io::Result<()> {
-    writeln!(
-        w,
-        "{:>12} {:>14} {:>10} {:>14}\n",
-        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
-    )?;
-    let mut total = 0u64;
-    if !h.is_empty() {
-        for v in h.iter_quantiles(5) {
-            total += v.count_since_last_iteration();
-            let value = v.value_iterated_to() as f64 / NS_PER_US;
-            let q = v.quantile_iterated_to();
-            if q < 1.0 {
-                writeln!(
-                    w,
-                    "{value:>12.3} {q:>2.12} {total:>10} {:>14.2}",
-                    1.0 / (1.0 - q)
-                )?;
-            } else {
-                writeln!(w, "{value:>12.3} {q:>2.12} {total:>10}")?;
-            }
-        }
-    }
-    let (m, sd, max) = if h.is_empty() {
-        (0.0, 0.0, 0.0)
-    } else {
-        (
-            h.mean() / NS_PER_US,
-            h.stdev() / NS_PER_US,
-            h.max() as f64 / NS_PER_US,
-        )
-    };
-    writeln!(w, "#[Mean    = {m:>12.3}, StdDeviation   = {sd:>12.3}]")?;
-    writeln!(
-        w,
-        "#[Max     = {max:>12.3}, Total count    = {:>12}]",
-        h.len()
-    )?;
-    writeln!(
-        w,
-        "#[Buckets = {:>12}, SubBuckets     = {:>12}]",
-        h.buckets(),
-        h.distinct_values()
-    )
+    loadgen::hist::write_hgrm(h, NS_PER_US, w)
 }
 
 #[cfg(test)]

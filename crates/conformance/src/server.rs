@@ -181,6 +181,9 @@ pub struct Server {
     first_line: Mutex<Receiver<Option<String>>>,
     /// Set once the exit of the server process has been seen and the rest killed.
     exit: Option<WaitStatus>,
+    /// The server's TMPDIR, removed after the `Drop` below has killed its processes
+    /// (fields drop after `drop` runs).
+    _tmp: tempfile::TempDir,
 }
 
 /// Everything a server wrote, and whether each pipe has reached EOF.
@@ -226,6 +229,14 @@ impl Server {
             SERIAL.fetch_add(1, Ordering::Relaxed)
         );
         cmd.env(TAG_VAR, &tag);
+        // A chat server without `--data` keeps its rooms in a directory of its own under
+        // TMPDIR and removes it when it stops cleanly; one that a test kills cannot. This
+        // TMPDIR goes with the `Server`, so nothing is left in /tmp either way.
+        let tmp = tempfile::Builder::new()
+            .prefix("ringside-server-")
+            .tempdir()
+            .map_err(|e| net::annotate(e, &format!("cannot make a TMPDIR for {what}")))?;
+        cmd.env("TMPDIR", tmp.path());
         let mut child = cmd
             .spawn()
             .map_err(|e| net::annotate(e, &format!("cannot start {what}")))?;
@@ -246,6 +257,7 @@ impl Server {
             output,
             first_line: Mutex::new(first_line),
             exit: None,
+            _tmp: tmp,
         })
     }
 

@@ -2,9 +2,10 @@
 //! their runtime: the common command line of DESIGN.md ([`CommonArgs`]), CPU
 //! pinning ([`cpus`]), the `READY <addr>` line ([`announce_ready`]), clean stop on
 //! SIGINT and SIGTERM ([`Shutdown`]), the counters line printed at exit
-//! ([`Counters`]), and one-line errors with exit status 2 ([`run`]).
+//! ([`Counters`]), one-line errors with exit status 2 ([`run`]), and the listening
+//! sockets with their backlog ([`bind`], [`bind_group`]).
 //!
-//! It is not a runtime: it opens no sockets and spawns no threads.
+//! It is not a runtime: it accepts nothing and spawns no threads.
 //!
 //! ```no_run
 //! use clap::Parser;
@@ -28,17 +29,19 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod listen;
 
 pub mod cpus;
 mod signals;
 
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 
 use anyhow::Context;
 
 pub use cli::{CommonArgs, FsyncMode, Proto};
 pub use cpus::CpuList;
+pub use listen::{BACKLOG, bind, bind_group};
 pub use service::counters::{Counters, Snapshot};
 pub use signals::Shutdown;
 
@@ -73,14 +76,6 @@ pub fn run<C: clap::Parser>(name: &str, serve: impl FnOnce(C) -> anyhow::Result<
             std::process::exit(2);
         }
     }
-}
-
-/// Binds a listening TCP socket with an error that names the address.
-///
-/// std's listener sets `SO_REUSEADDR` (so a restart right after a stop works)
-/// but not `SO_REUSEPORT`, so an address in use is reported, not shared.
-pub fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
-    TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))
 }
 
 /// Prints exactly `READY <addr>` on stdout and flushes: the harness and the

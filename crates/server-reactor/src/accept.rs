@@ -1,16 +1,13 @@
-//! Listening sockets and accepting: binding for either `--accept` mode, the
-//! accept step both modes share (with a back-off when the process runs out of
-//! descriptors), and the acceptor thread of `--accept handoff`.
+//! Accepting: the accept step both `--accept` modes share (with a back-off when
+//! the process runs out of descriptors), and the acceptor thread of `--accept
+//! handoff`. The listeners themselves are `launch`'s.
 
 use std::io::{self, ErrorKind};
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
-use socket2::{Domain, Socket, Type};
 
 use crate::remote::Remote;
 
@@ -19,48 +16,6 @@ use crate::remote::Remote;
 /// connection stays in the backlog and the listener stays readable, so trying
 /// again at once would only spin.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
-
-const LISTEN_BACKLOG: i32 = 1024;
-
-/// Binds the one listener of `--accept handoff`, exactly as every other
-/// ringside server does: an address in use is an error.
-pub(crate) fn bind_one(addr: SocketAddr) -> anyhow::Result<std::net::TcpListener> {
-    launch::bind(addr)
-}
-
-/// Binds `n` listeners on one address with `SO_REUSEPORT`, for
-/// `--accept reuseport`.
-///
-/// `SO_REUSEPORT` would also let us share a port with another process of the
-/// same user that set it too, so the address is first bound the ordinary way
-/// (which fails if anyone holds it, and picks the real port for port 0), then
-/// released and bound again as a group. Another process that binds the port
-/// in the microseconds between would make the group bind fail (exit 2), or,
-/// if it set `SO_REUSEPORT` itself, share it: a window this small is accepted
-/// for a benchmark server, and `--accept handoff` has none.
-pub(crate) fn bind_group(addr: SocketAddr, n: usize) -> anyhow::Result<Vec<std::net::TcpListener>> {
-    let probe = launch::bind(addr)?;
-    let addr = probe
-        .local_addr()
-        .context("reading the bound address of the listener")?;
-    drop(probe);
-    (0..n)
-        .map(|i| {
-            reuseport_listener(addr).with_context(|| {
-                format!("cannot listen on {addr} (SO_REUSEPORT listener {i} of {n})")
-            })
-        })
-        .collect()
-}
-
-fn reuseport_listener(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
-    socket.set_reuse_address(true)?;
-    socket.set_reuse_port(true)?;
-    socket.bind(&addr.into())?;
-    socket.listen(LISTEN_BACKLOG)?;
-    Ok(socket.into())
-}
 
 /// A non-blocking listener with the edge-triggered readiness the loop keeps
 /// for it.

@@ -224,11 +224,11 @@ impl Reactors {
         // Bind first: a port in use fails before any thread exists.
         let (addr, shared, mut own) = match config.accept {
             AcceptMode::Handoff => {
-                let l = accept::bind_one(config.addr)?;
+                let l = launch::bind(config.addr)?;
                 (l.local_addr()?, Some(l), Vec::new())
             }
             AcceptMode::Reuseport => {
-                let ls = accept::bind_group(config.addr, workers)?;
+                let ls = launch::bind_group(config.addr, workers)?;
                 (ls[0].local_addr()?, None, ls)
             }
         };

@@ -40,7 +40,6 @@
 
 mod chat;
 mod echo;
-mod listen;
 mod outbox;
 mod serve;
 

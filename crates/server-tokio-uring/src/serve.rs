@@ -23,7 +23,7 @@ use tokio::sync::watch;
 use tokio_uring::net::{TcpListener, TcpStream};
 
 use crate::chat::{self, Rooms};
-use crate::{NAME, echo, listen};
+use crate::{NAME, echo};
 
 /// Submission-queue entries per ring (the completion queue gets twice as many):
 /// a thousand connections each keep a read in flight.
@@ -56,7 +56,7 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
         launch::cpus::pin_current_thread_to(cpus)?;
     }
     let service = Arc::new(Service::open(args)?);
-    let listeners = listen::listeners(args.addr, args.worker_count())?;
+    let listeners = launch::bind_group(args.addr, args.worker_count())?;
     let addr = listeners[0]
         .local_addr()
         .context("reading the bound address")?;

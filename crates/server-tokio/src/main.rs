@@ -62,7 +62,6 @@
 
 mod chat;
 mod echo;
-mod listen;
 mod outbox;
 mod runtime;
 mod serve;

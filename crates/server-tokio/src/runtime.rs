@@ -75,10 +75,7 @@ pub(crate) fn multi(
                 .context("a worker thread did not start")??;
         }
     }
-    let listener = {
-        let _inside = runtime.enter();
-        TcpListener::from_std(listener).context("registering the listener with Tokio")?
-    };
+    let listener = register(&runtime, listener)?;
     runtime.spawn(accept_loop(listener, Arc::clone(service)));
     Ok(Running::Multi(runtime))
 }
@@ -154,10 +151,7 @@ impl Worker {
                 });
             }
             let runtime = builder.build().context("starting a Tokio runtime")?;
-            let listener = {
-                let _inside = runtime.enter();
-                TcpListener::from_std(listener).context("registering the listener with Tokio")?
-            };
+            let listener = register(&runtime, listener)?;
             Ok((runtime, listener))
         };
         let (runtime, listener) = match setup() {
@@ -204,4 +198,14 @@ impl Running {
             }
         }
     }
+}
+
+/// Hands a listener bound by `launch` (blocking, as std leaves it) to `runtime`'s
+/// reactor.
+fn register(runtime: &Runtime, listener: StdListener) -> anyhow::Result<TcpListener> {
+    let _inside = runtime.enter();
+    listener
+        .set_nonblocking(true)
+        .and_then(|()| TcpListener::from_std(listener))
+        .context("registering the listener with Tokio")
 }

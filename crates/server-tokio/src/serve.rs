@@ -17,7 +17,7 @@ use service::hub::Hub;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::chat::{self, Rooms};
-use crate::{Flavor, NAME, echo, listen, runtime};
+use crate::{Flavor, NAME, echo, runtime};
 
 /// What every connection task of the server shares.
 #[derive(Debug)]
@@ -43,14 +43,13 @@ pub(crate) fn serve(args: &CommonArgs, flavor: Flavor) -> anyhow::Result<()> {
     let workers = args.worker_count();
     let running = match flavor {
         Flavor::Multi => {
-            let mut listeners = listen::listeners(args.addr, 1)?;
-            let listener = listeners.pop().context("no listener was bound")?;
+            let listener = launch::bind(args.addr)?;
             let addr = listener.local_addr().context("reading the bound address")?;
             let running = runtime::multi(listener, workers, args.cpus.as_ref(), &service)?;
             (running, addr)
         }
         Flavor::PerCore => {
-            let listeners = listen::listeners(args.addr, workers)?;
+            let listeners = launch::bind_group(args.addr, workers)?;
             let addr = listeners[0]
                 .local_addr()
                 .context("reading the bound address")?;

@@ -1,6 +1,9 @@
-//! Helpers for the tests that run the server binary: start it and wait for its
-//! READY line, talk to it over loopback with timeouts, stop it with a signal.
+//! Helpers for the tests that run a server binary (srv-tokio's, and srv-tokio-uring's
+//! through a `#[path]` module): start it and wait for its READY line, talk to it
+//! over loopback with timeouts, stop it with a signal; and the checks both run.
 #![allow(dead_code)] // Each test file uses its own subset.
+
+pub(crate) mod checks;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -1,0 +1,110 @@
+//! Listening sockets for every server that binds with std or socket2: one
+//! listener ([`bind`]), or a group of `SO_REUSEPORT` listeners on one address, one
+//! per worker ([`bind_group`]). Both use the same deep backlog, so that 10,000
+//! clients connecting at once are all accepted, whichever server they meet.
+//!
+//! The sockets are left blocking, as std leaves them; a server that polls them
+//! sets them non-blocking itself.
+
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+
+use anyhow::Context;
+use socket2::{Domain, Socket, Type};
+
+/// The accept backlog. std's `TcpListener::bind` asks for 128, and with 10,000
+/// connections opened at once about a thousand of them then wait in SYN-ACK
+/// retransmission for a second or more. The kernel caps it at
+/// `net.core.somaxconn` (4096 by default since Linux 5.4).
+pub const BACKLOG: i32 = 4096;
+
+/// Binds one listening TCP socket with an error that names the address.
+///
+/// `SO_REUSEADDR` is set (so a restart right after a stop works) but not
+/// `SO_REUSEPORT`, so an address in use is reported, not shared.
+pub fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    listener(addr, false).with_context(|| format!("cannot listen on {addr}"))
+}
+
+/// Binds `n` listeners on one address that share it through `SO_REUSEPORT`; the
+/// kernel spreads new connections over them by a hash. With `n == 1` this is
+/// [`bind`].
+///
+/// `SO_REUSEPORT` would also let the group share a port with another process of
+/// the same user that set it too, so the address is first bound the ordinary
+/// way (which fails if anyone holds it, and resolves port 0), then released and
+/// bound again as a group. Another process that binds the port in the
+/// microseconds between makes the group fail (an error, exit 2) or, if it set
+/// `SO_REUSEPORT` itself, shares it: a window this small is accepted for a
+/// benchmark server.
+pub fn bind_group(addr: SocketAddr, n: usize) -> anyhow::Result<Vec<TcpListener>> {
+    let probe = bind(addr)?;
+    if n <= 1 {
+        return Ok(vec![probe]);
+    }
+    let addr = probe
+        .local_addr()
+        .context("reading the bound address of the listener")?;
+    drop(probe);
+    (0..n)
+        .map(|i| {
+            listener(addr, true).with_context(|| {
+                format!("cannot listen on {addr} (SO_REUSEPORT listener {i} of {n})")
+            })
+        })
+        .collect()
+}
+
+fn listener(addr: SocketAddr, reuse_port: bool) -> io::Result<TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    if reuse_port {
+        socket.set_reuse_port(true)?;
+    }
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    Ok(socket.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_shares_one_resolved_port() {
+        let all = bind_group("127.0.0.1:0".parse().unwrap(), 3).unwrap();
+        assert_eq!(all.len(), 3);
+        let ports: Vec<u16> = all.iter().map(|l| l.local_addr().unwrap().port()).collect();
+        assert_ne!(ports[0], 0);
+        assert!(ports.iter().all(|&p| p == ports[0]), "{ports:?}");
+    }
+
+    #[test]
+    fn a_port_held_elsewhere_is_refused_with_its_address() {
+        let held = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = held.local_addr().unwrap();
+        for n in [1, 2] {
+            let err = bind_group(addr, n).unwrap_err();
+            assert!(
+                format!("{err:#}").contains(&format!("cannot listen on {addr}")),
+                "{err:#}"
+            );
+        }
+        let err = bind(addr).unwrap_err();
+        assert!(format!("{err:#}").contains("cannot listen on"), "{err:#}");
+    }
+
+    #[test]
+    fn a_group_port_is_refused_to_a_plain_bind() {
+        let group = bind_group("127.0.0.1:0".parse().unwrap(), 2).unwrap();
+        let addr = group[0].local_addr().unwrap();
+        assert!(bind(addr).is_err());
+    }
+
+    #[test]
+    fn a_single_listener_accepts() {
+        let l = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let _client = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        l.accept().unwrap();
+    }
+}
