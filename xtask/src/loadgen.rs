@@ -57,6 +57,7 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
         "--connect-timeout",
         fmt_secs(10.0 + point.conns as f64 / 250.0),
     );
+    push("--grace", fmt_secs(grace(point)));
     push("--json", files.json.display().to_string());
     push("--hist", files.hist.display().to_string());
     push("--hgrm", files.hgrm.display().to_string());
@@ -75,6 +76,15 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
     let mut all = vec![sub.to_string()];
     all.extend(a);
     all
+}
+
+/// Seconds loadgen waits after the window for replies still owed. With compute per message
+/// a server at its bound answers `workers / compute` messages a second, so one message owed
+/// on every connection takes `conns × compute / workers` to drain; the grace allows that (as
+/// for one worker) on top of loadgen's default 2 s, so that a saturated point is not charged
+/// with "unanswered" messages the server was still working through.
+fn grace(point: &Point) -> f64 {
+    2.0 + point.conns as f64 * point.workload.compute_us() as f64 / 1e6
 }
 
 fn fmt_secs(s: f64) -> String {
@@ -193,6 +203,26 @@ mod tests {
                         "client_cpu_per_msg_us": 0, "client_bound": false}"#;
         assert_eq!(parse_summary(plain).unwrap().errors, 3);
         assert!(parse_summary("{}").is_err());
+    }
+
+    #[test]
+    fn the_grace_covers_draining_one_message_per_connection() {
+        let point = |conns, compute_us| Point {
+            suite: crate::suites::Suite::EmperEcho,
+            series: "work-200us".into(),
+            id: "c".into(),
+            label: "c".into(),
+            conns,
+            workload: Workload::Echo {
+                msg_size: 16,
+                compute_us,
+            },
+            load: Load::Closed,
+            stop: Stop::Duration(4.0),
+            warmup: 1.0,
+        };
+        assert_eq!(grace(&point(1000, 0)), 2.0);
+        assert!((grace(&point(10_000, 200)) - 4.0).abs() < 1e-9);
     }
 
     #[test]
