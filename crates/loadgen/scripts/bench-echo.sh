@@ -9,6 +9,8 @@
 # Environment: LOADGEN (default target/release/loadgen), CONNS (default "1 100 1000"),
 # DURATION (5), WARMUP (1), EXTRA (more loadgen options), OUT (a directory for the JSON).
 set -euo pipefail
+# shellcheck source=start-server.sh
+. "$(dirname "$0")/start-server.sh"
 LOADGEN=${LOADGEN:-target/release/loadgen}
 CONNS=${CONNS:-"1 100 1000"}
 DURATION=${DURATION:-5}
@@ -21,19 +23,7 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null' EXIT
 mkdir -p "$OUT"
 printf '%-6s %10s %9s %9s %10s %10s %10s %6s %7s\n' conns msg/s p50us p99us p99.99us cli_us/msg srv_us/msg ratio bound
 for conns in $CONNS; do
-    ready="$OUT/ready.$conns"
-    taskset -c 1 "$@" >"$ready" 2>/dev/null &
-    pid=$!
-    for _ in $(seq 100); do
-        grep -qs '^READY ' "$ready" && break
-        sleep 0.1
-    done
-    addr=$(awk '/^READY /{print $2; exit}' "$ready")
-    if [ -z "$addr" ]; then
-        echo "the server printed no READY line" >&2
-        kill "$pid"
-        exit 1
-    fi
+    start_server "$OUT/ready.$conns" "$OUT/server.$conns.log" "$@"
     # shellcheck disable=SC2086
     taskset -c 0 "$LOADGEN" echo --addr "$addr" --conns "$conns" --duration "$DURATION" \
         --warmup "$WARMUP" --cpus 0 --server-pid "$pid" --json "$OUT/echo-$conns.json" \

@@ -13,6 +13,8 @@
 # directory, default a new temporary one). Needs perf (Debian: linux-perf); only software
 # events are used, so it works in a VM without hardware counters.
 set -euo pipefail
+# shellcheck source=start-server.sh
+. "$(dirname "$0")/start-server.sh"
 LOADGEN=${LOADGEN:-target/release/loadgen}
 CONNS=${CONNS:-1000}
 RATE=${RATE:-}
@@ -24,14 +26,7 @@ pid=
 lg=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; [ -n "$lg" ] && kill "$lg" 2>/dev/null; true' EXIT
 mkdir -p "$OUT"
-taskset -c 1 "$@" >"$OUT/ready" 2>"$OUT/server.log" &
-pid=$!
-for _ in $(seq 100); do
-    grep -qs '^READY ' "$OUT/ready" && break
-    sleep 0.1
-done
-addr=$(awk '/^READY /{print $2; exit}' "$OUT/ready")
-[ -n "$addr" ] || { echo "the server printed no READY line: $(cat "$OUT/server.log")" >&2; exit 1; }
+start_server "$OUT/ready" "$OUT/server.log" "$@"
 rate=()
 [ -n "$RATE" ] && rate=(--rate "$RATE")
 taskset -c 0 "$LOADGEN" echo --addr "$addr" --conns "$CONNS" --duration "$DURATION" --warmup 1 \
