@@ -187,7 +187,8 @@ pub struct Builder {
     ring_flags: RingFlags,
     completer: bool,
     io_stealing: bool,
-    multishot: bool,
+    multishot_accept: bool,
+    multishot_recv: bool,
     name: String,
 }
 
@@ -201,7 +202,8 @@ impl Default for Builder {
             ring_flags: RingFlags::default(),
             completer: false,
             io_stealing: false,
-            multishot: false,
+            multishot_accept: false,
+            multishot_recv: false,
             name: "fiber".to_owned(),
         }
     }
@@ -260,7 +262,18 @@ impl Builder {
     /// (one SQE yields every chunk of data; each chunk is copied out of its buffer when
     /// reaped). Ignored where the kernel lacks them (before 5.19 and 6.0).
     pub fn multishot(mut self, on: bool) -> Builder {
-        self.multishot = on;
+        self.multishot_accept = on;
+        self.multishot_recv = on;
+        self
+    }
+
+    /// Uses multishot accept on listeners, whatever [`Builder::multishot`] says of recv.
+    /// The kernel then accepts connections as they arrive and an accepting fiber takes
+    /// every one queued each time it runs, where a plain accept takes one per turn of the
+    /// run queue: on a worker busy with many runnable fibers, that is one connection per
+    /// pass over all of them.
+    pub fn multishot_accept(mut self, on: bool) -> Builder {
+        self.multishot_accept = on;
         self
     }
 
@@ -304,15 +317,15 @@ impl Builder {
                 defer_taskrun: self.ring_flags.defer_taskrun,
                 coop_taskrun: self.ring_flags.coop_taskrun,
                 sqpoll_idle_ms: self.ring_flags.sqpoll_idle_ms,
-                provided_bufs: (self.multishot && features.recv_multishot)
+                provided_bufs: (self.multishot_recv && features.recv_multishot)
                     .then_some((PROVIDED_BUFS, PROVIDED_BUF_SIZE)),
             },
             // Both reap other workers' rings and must then re-deliver wake-ups they took,
             // which needs MSG_RING (5.18).
             completer: self.completer && features.msg_ring,
             io_stealing: self.io_stealing && features.msg_ring,
-            multishot: self.multishot && features.accept_multishot,
-            multishot_recv: self.multishot && features.recv_multishot,
+            multishot: self.multishot_accept && features.accept_multishot,
+            multishot_recv: self.multishot_recv && features.recv_multishot,
             name: self.name,
         };
         Runtime::start(config, features)

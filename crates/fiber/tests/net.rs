@@ -96,6 +96,18 @@ fn echo_with_multishot_accept() {
 }
 
 #[test]
+fn echo_with_multishot_accept_and_plain_recv() {
+    require_io_uring!();
+    let rt = fiber::Runtime::builder()
+        .workers(2)
+        .multishot(false)
+        .multishot_accept(true)
+        .build()
+        .unwrap();
+    echo_roundtrips(&rt, 20, 5);
+}
+
+#[test]
 fn echo_with_each_ring_flag() {
     require_io_uring!();
     for flags in [
