@@ -74,6 +74,9 @@ func serverCmd(env []string, args ...string) *exec.Cmd {
 // startServer starts srv-go and waits for its READY line.
 func startServer(t *testing.T, env []string, args ...string) *server {
 	t.Helper()
+	// A chat server without --data keeps its rooms under TMPDIR and removes them only
+	// on a clean stop; the test's own directory goes even when the server is killed.
+	env = append([]string{"TMPDIR=" + t.TempDir()}, env...)
 	s := &server{t: t, cmd: serverCmd(env, args...), stderr: &syncBuffer{}, done: make(chan struct{})}
 	s.cmd.Stderr = s.stderr
 	out, err := s.cmd.StdoutPipe()
