@@ -79,6 +79,14 @@ impl CommonArgs {
     pub fn compute(&self) -> Option<Duration> {
         (self.compute_us > 0).then(|| Duration::from_micros(self.compute_us))
     }
+
+    /// The echo service's settings: --compute-us and --msg-size.
+    pub fn echo(&self) -> service::echo::EchoConfig {
+        service::echo::EchoConfig {
+            compute: self.compute(),
+            msg_size: self.msg_size,
+        }
+    }
 }
 
 /// The protocol a server speaks.

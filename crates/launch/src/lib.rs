@@ -78,6 +78,34 @@ pub fn run<C: clap::Parser>(name: &str, serve: impl FnOnce(C) -> anyhow::Result<
     }
 }
 
+/// The rooms of `--proto chat`, recovered from `--data` (a temporary directory when it
+/// is not given), with `--fsync`; `None` for `--proto echo`.
+pub fn open_rooms<S: service::hub::Subscriber>(
+    args: &CommonArgs,
+) -> anyhow::Result<Option<service::hub::Hub<S>>> {
+    match args.proto {
+        Proto::Echo => Ok(None),
+        Proto::Chat => service::hub::Hub::open(args.data.as_deref(), args.fsync.into())
+            .map(Some)
+            .context("opening the room logs"),
+    }
+}
+
+/// The last step of a clean stop, once no connection runs: flushes the rooms, adds the
+/// messages they took to `counters`, and prints the counters line as `name`.
+pub fn finish<S: service::hub::Subscriber>(
+    name: &str,
+    rooms: Option<&service::hub::Hub<S>>,
+    counters: &Counters,
+) -> anyhow::Result<()> {
+    if let Some(hub) = rooms {
+        hub.sync_all().context("flushing the room logs")?;
+        Counters::add(&counters.messages, hub.stats().messages);
+    }
+    counters.report(name);
+    Ok(())
+}
+
 /// Prints exactly `READY <addr>` on stdout and flushes: the harness and the
 /// load generator wait for this line before they connect.
 pub fn announce_ready(addr: SocketAddr) -> anyhow::Result<()> {

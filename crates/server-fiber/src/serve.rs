@@ -23,7 +23,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use fiber::net::{TcpListener, TcpStream};
-use launch::{CommonArgs, Counters, Proto, Shutdown};
+use launch::{CommonArgs, Counters, Shutdown};
 use service::blocking::{Outbox, read_commands};
 use service::echo::{EchoConfig, serve_blocking};
 use service::hub::Hub;
@@ -131,13 +131,7 @@ struct Conns {
 
 pub(crate) fn serve(common: &CommonArgs, rt_args: &RuntimeArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::install()?;
-    let hub = match common.proto {
-        Proto::Chat => Some(Arc::new(
-            Hub::<FiberOutbox>::open(common.data.as_deref(), common.fsync.into())
-                .context("opening the room logs")?,
-        )),
-        Proto::Echo => None,
-    };
+    let hub = launch::open_rooms::<FiberOutbox>(common)?.map(Arc::new);
     // The runtime's own bind: a backlog of 4096 (std's is 128), so that a burst of
     // connections waits in the accept queue instead of having its handshakes dropped and
     // retried a second or more later (10,000 connections at once left 12% of them unserved
@@ -158,10 +152,7 @@ pub(crate) fn serve(common: &CommonArgs, rt_args: &RuntimeArgs) -> anyhow::Resul
     let counters = Arc::new(Counters::default());
     let conns = Arc::new(Conns {
         hub: hub.clone(),
-        echo: EchoConfig {
-            compute: common.compute(),
-            msg_size: common.msg_size,
-        },
+        echo: common.echo(),
         max_pending: common.max_pending,
         counters: Arc::clone(&counters),
     });
@@ -171,11 +162,7 @@ pub(crate) fn serve(common: &CommonArgs, rt_args: &RuntimeArgs) -> anyhow::Resul
 
     shutdown.wait();
     stop(runtime);
-    if let Some(hub) = &hub {
-        hub.sync_all().context("flushing the room logs")?;
-        Counters::add(&counters.messages, hub.stats().messages);
-    }
-    counters.report(NAME);
+    launch::finish(NAME, hub.as_deref(), &counters)?;
     if rt_args.runtime_stats {
         eprintln!("{NAME}: runtime: {}", handle.stats());
     }

@@ -191,10 +191,7 @@ impl Config {
             workers: common.worker_count(),
             cpus: common.cpus.clone(),
             accept,
-            echo: EchoConfig {
-                compute: common.compute(),
-                msg_size: common.msg_size,
-            },
+            echo: common.echo(),
             max_pending: common.max_pending,
         }
     }

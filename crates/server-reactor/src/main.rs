@@ -4,11 +4,9 @@
 
 use std::sync::Arc;
 
-use anyhow::Context;
 use clap::Parser;
-use launch::{Counters, Proto, Shutdown};
+use launch::{Counters, Shutdown};
 use server_reactor::{AcceptMode, Config, Mailbox, Reactors};
-use service::hub::Hub;
 
 /// Event loops by hand on mio: one reactor per worker thread, each
 /// connection an explicit state machine over a non-blocking socket.
@@ -31,24 +29,13 @@ const NAME: &str = "srv-reactor";
 fn main() {
     launch::run::<Cli>(NAME, |cli| {
         let shutdown = Shutdown::install()?;
-        let hub = match cli.common.proto {
-            Proto::Chat => Some(Arc::new(
-                Hub::<Mailbox>::open(cli.common.data.as_deref(), cli.common.fsync.into())
-                    .context("opening the room logs")?,
-            )),
-            Proto::Echo => None,
-        };
+        let hub = launch::open_rooms::<Mailbox>(&cli.common)?.map(Arc::new);
         let reactors = Reactors::start(&Config::from_args(&cli.common, cli.accept), hub.clone())?;
         launch::announce_ready(reactors.local_addr())?;
         shutdown.wait();
 
         let counters = Counters::default();
         counters.absorb(&reactors.stop());
-        if let Some(hub) = &hub {
-            hub.sync_all().context("flushing the room logs")?;
-            Counters::add(&counters.messages, hub.stats().messages);
-        }
-        counters.report(NAME);
-        Ok(())
+        launch::finish(NAME, hub.as_deref(), &counters)
     })
 }

@@ -95,10 +95,7 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
 
     let config = ChildConfig {
         proto: args.proto,
-        echo: EchoConfig {
-            compute: args.compute(),
-            msg_size: args.msg_size,
-        },
+        echo: args.echo(),
         data,
         fsync: args.fsync.into(),
         max_pending: args.max_pending,

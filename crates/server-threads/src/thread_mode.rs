@@ -6,10 +6,9 @@
 use std::net::TcpStream;
 use std::sync::Arc;
 
-use anyhow::Context;
-use launch::{CommonArgs, Counters, Proto, Shutdown};
+use launch::{CommonArgs, Counters, Shutdown};
 use service::blocking::{Outbox, ThreadWakeup, read_commands};
-use service::echo::{EchoConfig, serve_blocking};
+use service::echo::serve_blocking;
 use service::hub::Hub;
 
 use crate::NAME;
@@ -24,21 +23,12 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
         // Connection threads inherit the mask of the thread that spawns them.
         launch::cpus::pin_current_thread_to(cpus)?;
     }
-    let hub = match args.proto {
-        Proto::Chat => Some(Arc::new(
-            Hub::<ThreadOutbox>::open(args.data.as_deref(), args.fsync.into())
-                .context("opening the room logs")?,
-        )),
-        Proto::Echo => None,
-    };
+    let hub = launch::open_rooms::<ThreadOutbox>(args)?.map(Arc::new);
     let listener = launch::bind(args.addr)?;
     launch::announce_ready(listener.local_addr()?)?;
 
     let counters = Arc::new(Counters::default());
-    let echo = EchoConfig {
-        compute: args.compute(),
-        msg_size: args.msg_size,
-    };
+    let echo = args.echo();
     let max_pending = args.max_pending;
     accept_until_stop(
         &listener,
@@ -67,12 +57,7 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
         },
         |_| AfterSignal::Stop,
     )?;
-    if let Some(hub) = &hub {
-        hub.sync_all().context("flushing the room logs")?;
-        Counters::add(&counters.messages, hub.stats().messages);
-    }
-    counters.report(NAME);
-    Ok(())
+    launch::finish(NAME, hub.as_deref(), &counters)
 }
 
 /// One chat connection: this thread reads and handles commands; a second

@@ -18,7 +18,6 @@ use anyhow::Context;
 use launch::cpus::pin_current_thread;
 use launch::{CommonArgs, Counters, CpuList, FsyncMode, Proto, Shutdown};
 use service::echo::EchoConfig;
-use service::hub::Hub;
 use tokio::sync::watch;
 use tokio_uring::net::{TcpListener, TcpStream};
 
@@ -70,13 +69,9 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
 impl Service {
     fn open(args: &CommonArgs) -> anyhow::Result<Self> {
         let app = match args.proto {
-            Proto::Echo => App::Echo(EchoConfig {
-                compute: args.compute(),
-                msg_size: args.msg_size,
-            }),
+            Proto::Echo => App::Echo(args.echo()),
             Proto::Chat => App::Chat(Arc::new(Rooms {
-                hub: Hub::open(args.data.as_deref(), args.fsync.into())
-                    .context("opening the room logs")?,
+                hub: launch::open_rooms(args)?.context("chat without rooms")?,
                 max_pending: args.max_pending,
                 offload: args.fsync == FsyncMode::Always,
             })),
@@ -89,12 +84,11 @@ impl Service {
 
     /// After the workers stopped: flush the rooms and print the counters.
     fn finish(&self) -> anyhow::Result<()> {
-        if let App::Chat(rooms) = &self.app {
-            rooms.hub.sync_all().context("flushing the room logs")?;
-            Counters::add(&self.counters.messages, rooms.hub.stats().messages);
-        }
-        self.counters.report(NAME);
-        Ok(())
+        let rooms = match &self.app {
+            App::Chat(rooms) => Some(&rooms.hub),
+            App::Echo(_) => None,
+        };
+        launch::finish(NAME, rooms, &self.counters)
     }
 }
 

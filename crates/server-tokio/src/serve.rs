@@ -13,7 +13,6 @@ use std::time::Duration;
 use anyhow::Context;
 use launch::{CommonArgs, Counters, FsyncMode, Proto, Shutdown};
 use service::echo::EchoConfig;
-use service::hub::Hub;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::chat::{self, Rooms};
@@ -67,13 +66,9 @@ pub(crate) fn serve(args: &CommonArgs, flavor: Flavor) -> anyhow::Result<()> {
 impl Service {
     fn open(args: &CommonArgs) -> anyhow::Result<Self> {
         let app = match args.proto {
-            Proto::Echo => App::Echo(EchoConfig {
-                compute: args.compute(),
-                msg_size: args.msg_size,
-            }),
+            Proto::Echo => App::Echo(args.echo()),
             Proto::Chat => App::Chat(Arc::new(Rooms {
-                hub: Hub::open(args.data.as_deref(), args.fsync.into())
-                    .context("opening the room logs")?,
+                hub: launch::open_rooms(args)?.context("chat without rooms")?,
                 max_pending: args.max_pending,
                 offload: args.fsync == FsyncMode::Always,
             })),
@@ -86,12 +81,11 @@ impl Service {
 
     /// After the runtimes stopped: flush the rooms and print the counters.
     fn finish(&self) -> anyhow::Result<()> {
-        if let App::Chat(rooms) = &self.app {
-            rooms.hub.sync_all().context("flushing the room logs")?;
-            Counters::add(&self.counters.messages, rooms.hub.stats().messages);
-        }
-        self.counters.report(NAME);
-        Ok(())
+        let rooms = match &self.app {
+            App::Chat(rooms) => Some(&rooms.hub),
+            App::Echo(_) => None,
+        };
+        launch::finish(NAME, rooms, &self.counters)
     }
 }
 

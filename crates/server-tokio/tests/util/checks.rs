@@ -11,6 +11,28 @@ use std::thread;
 
 use super::{Server, start, try_start};
 
+/// Declares every check below as a `#[test]` of the calling test crate, run against the
+/// [`Variant`] `$server`. Add a check here and both crates run it.
+macro_rules! end_to_end_tests {
+    ($server:expr) => {
+        end_to_end_tests!(@each $server;
+            echo_is_byte_exact_on_many_connections_and_stops_cleanly,
+            echo_with_compute_holds_a_partial_message_until_eof,
+            chat_fans_out_across_workers_with_the_seam_in_place,
+            a_subscriber_that_does_not_read_is_cut_and_the_others_are_not,
+            a_port_in_use_is_exit_2_before_ready,
+            pinned_workers_serve_and_a_missing_cpu_is_exit_2);
+    };
+    (@each $server:expr; $($name:ident),*) => {
+        $(
+            #[test]
+            fn $name() {
+                $crate::util::checks::$name(&$server);
+            }
+        )*
+    };
+}
+
 /// A server binary and the setups every check runs it in.
 pub(crate) struct Variant {
     /// The binary's path (`env!("CARGO_BIN_EXE_...")`).

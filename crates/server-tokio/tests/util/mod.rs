@@ -3,6 +3,7 @@
 //! over loopback with timeouts, stop it with a signal; and the checks both run.
 #![allow(dead_code)] // Each test file uses its own subset.
 
+#[macro_use]
 pub(crate) mod checks;
 
 use std::io::{BufRead, BufReader, Read, Write};
