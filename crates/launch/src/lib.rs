@@ -3,7 +3,8 @@
 //! pinning ([`cpus`]), the `READY <addr>` line ([`announce_ready`]), clean stop on
 //! SIGINT and SIGTERM ([`Shutdown`]), the counters line printed at exit
 //! ([`Counters`]), one-line errors with exit status 2 ([`run`]), and the listening
-//! sockets with their backlog ([`bind`], [`bind_group`]).
+//! sockets with their backlog ([`bind`], [`bind_group`]), and the rooms of `--proto
+//! chat` from start to clean stop ([`open_rooms`], [`finish`]).
 //!
 //! It is not a runtime: it accepts nothing and spawns no threads.
 //!
