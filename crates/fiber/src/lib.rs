@@ -90,8 +90,8 @@ mod worker;
 pub use error::{Error, JoinError};
 pub use join::JoinHandle;
 pub use runtime::{
-    Builder, DEFAULT_RING_ENTRIES, DEFAULT_STACK_SIZE, Handle, MIN_STACK_SIZE, RingFlags, Runtime,
-    probe,
+    Builder, DEFAULT_CQ_ENTRIES, DEFAULT_RING_ENTRIES, DEFAULT_STACK_SIZE, Handle, MIN_STACK_SIZE,
+    RingFlags, Runtime, probe,
 };
 pub use stats::{Stats, WorkerStats};
 pub use time::{sleep, yield_now};

@@ -6,13 +6,14 @@
 //! Sockets stay in blocking mode: io_uring handles the waiting, and a plain thread that uses
 //! them through its private ring waits the same way.
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, BufRead, IoSlice, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use crate::driver::{self, Pushed};
-use crate::sync::Mutex;
+use crate::sync::{Mutex, MutexGuard};
+use crate::sys::bufring::Chunk;
 use crate::sys::fd::{tcp_listen, tcp_socket};
 use crate::sys::op::{self, Sqe};
 use crate::worker;
@@ -140,33 +141,63 @@ impl AsRawFd for TcpListener {
     }
 }
 
+/// Bytes one [`TcpStream::write`] on a fiber hands to the kernel without waiting for it
+/// (write-behind): the caller goes on at once, and the send's outcome is reported by the
+/// next write, [`TcpStream::flush`] or [`TcpStream::close`].
+pub const WRITE_BEHIND: usize = 64 * 1024;
+
+/// Bytes a plain recv reads when there is no provided buffer to receive into (off a fiber,
+/// without multishot, or when the worker's provided buffers ran out).
+const PLAIN_RECV: usize = 4096;
+
 /// A TCP connection.
+///
+/// Reads on a fiber of a runtime with multishot recv receive into the worker's provided
+/// buffers, which [`TcpStream::reader`] lends to the caller ([`BufRead`]) without a copy:
+/// an idle connection holds no read buffer. Writes on a fiber are write-behind (see
+/// [`WRITE_BEHIND`]): at most one send is in flight per stream, so bytes leave in order.
 #[derive(Debug)]
 pub struct TcpStream {
-    inner: std::net::TcpStream,
-    recv: MultiRecv,
+    /// `Some` until the stream is dropped or turned into a std stream.
+    inner: Option<std::net::TcpStream>,
+    recv: Mutex<RecvState>,
+    /// The write-behind send in flight, and the bytes it must send.
+    send: Mutex<Option<(Pushed, usize)>>,
 }
 
-/// The multishot recv of a stream (when the runtime enables multishot): the op in flight
-/// and the data of a chunk the last read did not take.
-#[derive(Debug, Default)]
-struct MultiRecv {
-    /// Set once the stream used multishot: from then on every read looks at `state` first.
-    used: AtomicBool,
-    state: Mutex<RecvState>,
+/// Received bytes the reader has not consumed yet.
+#[derive(Debug)]
+enum Data {
+    /// A provided buffer the kernel lent (multishot recv).
+    Lent(Chunk),
+    /// A copy (a plain recv).
+    Owned(Vec<u8>),
 }
 
+impl Data {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Data::Lent(c) => c.bytes(),
+            Data::Owned(v) => v,
+        }
+    }
+}
+
+/// The read side of a stream: the multishot recv in flight and the chunk being read.
 #[derive(Debug, Default)]
 struct RecvState {
     armed: Option<Pushed>,
-    pending: Vec<u8>,
+    data: Option<Data>,
     pos: usize,
     eof: bool,
+    /// The provided buffers ran out (`ENOBUFS`): the next receive is a plain recv, which
+    /// needs none, so that a worker short of buffers still makes progress.
+    plain_once: bool,
 }
 
-impl Drop for MultiRecv {
+impl Drop for RecvState {
     fn drop(&mut self) {
-        if let Some(p) = self.state.get_mut().armed.take() {
+        if let Some(p) = self.armed.take() {
             driver::cancel(&p);
         }
     }
@@ -174,7 +205,117 @@ impl Drop for MultiRecv {
 
 /// Whether reads here should use multishot recv: on a fiber of a runtime that enables it.
 fn multishot_recv_here() -> bool {
-    crate::park::on_fiber() && worker::current_runtime().is_some_and(|rt| rt.config.multishot_recv)
+    crate::park::on_fiber() && worker::multishot_recv_here()
+}
+
+impl RecvState {
+    /// The unread received bytes, receiving (and parking) first if there are none; empty at
+    /// end of stream.
+    fn fill(&mut self, fd: RawFd) -> io::Result<&[u8]> {
+        if self
+            .data
+            .as_ref()
+            .is_some_and(|d| self.pos >= d.bytes().len())
+        {
+            // Gives a lent buffer back to the kernel.
+            self.data = None;
+        }
+        while self.data.is_none() && !self.eof {
+            self.receive(fd)?;
+        }
+        Ok(match &self.data {
+            Some(d) => &d.bytes()[self.pos..],
+            None => &[],
+        })
+    }
+
+    fn consume(&mut self, n: usize) {
+        let len = self.data.as_ref().map_or(0, |d| d.bytes().len());
+        self.pos = (self.pos + n).min(len);
+        if self.pos >= len {
+            self.data = None;
+            self.pos = 0;
+        }
+    }
+
+    /// One completion's worth: sets `data` or `eof`, or returns with neither to be called
+    /// again (a multishot that ended and must be re-armed).
+    fn receive(&mut self, fd: RawFd) -> io::Result<()> {
+        self.pos = 0;
+        let armed = match self.armed.take() {
+            Some(p) => p,
+            None if self.plain_once || !multishot_recv_here() => {
+                self.plain_once = false;
+                let (n, op) = driver::run(Sqe::recv(fd, PLAIN_RECV))?;
+                let mut v = vec![0u8; usize::try_from(n).unwrap_or(0)];
+                let n = op.copy_out(v.len(), &mut v);
+                v.truncate(n);
+                if n == 0 {
+                    self.eof = true;
+                } else {
+                    self.data = Some(Data::Owned(v));
+                }
+                return Ok(());
+            }
+            None => driver::submit(Sqe::recv_multi(fd))?,
+        };
+        let result = driver::wait_data(&armed);
+        let more = matches!(&result, Ok((_, flags, _)) if op::cqe_more(*flags));
+        // Cancelled because this reader fell behind (`RECV_BACKLOG`), not by a shutdown
+        // (which fails the re-armed recv at once, so this cannot loop).
+        let throttled = !more && armed.op.throttled();
+        if more {
+            self.armed = Some(armed);
+        }
+        match result {
+            Ok((res, _, Some(chunk))) if res > 0 => self.data = Some(Data::Lent(chunk)),
+            Ok((0, _, _)) => self.eof = true,
+            // The worker's provided buffers ran out and the multishot ended.
+            Ok((res, _, _)) if res == -libc::ENOBUFS => self.plain_once = true,
+            // Everything received before the cancel has been read: re-arm.
+            Ok((res, _, _)) if res == -libc::ECANCELED && throttled => {}
+            Ok((res, _, _)) if res < 0 => return Err(io::Error::from_raw_os_error(-res)),
+            // Bytes without a buffer cannot happen; re-arm rather than lose track.
+            Ok(_) => {}
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+}
+
+/// A buffered reader of a [`TcpStream`] that reads the kernel's buffers in place.
+///
+/// [`BufRead::fill_buf`] returns the bytes of the provided buffer the kernel received into
+/// (or of a plain recv's copy, where there is none), and [`BufRead::consume`] gives the
+/// buffer back once it is read. While a `TcpReader` lives, other reads of the same stream
+/// park until it is dropped.
+#[derive(Debug)]
+pub struct TcpReader<'a> {
+    fd: RawFd,
+    state: MutexGuard<'a, RecvState>,
+}
+
+impl Read for TcpReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let data = self.state.fill(self.fd)?;
+        let n = data.len().min(buf.len());
+        buf[..n].copy_from_slice(&data[..n]);
+        self.state.consume(n);
+        Ok(n)
+    }
+}
+
+impl BufRead for TcpReader<'_> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.state.fill(self.fd)
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.state.consume(amt);
+    }
 }
 
 impl TcpStream {
@@ -182,58 +323,16 @@ impl TcpStream {
         TcpStream::from_std(std::net::TcpStream::from(fd))
     }
 
-    fn read_once(&self, buf: &mut [u8]) -> io::Result<usize> {
-        let (n, op) = driver::run(Sqe::recv(self.inner.as_raw_fd(), buf.len()))?;
-        Ok(op.copy_out(usize::try_from(n).unwrap_or(0), buf))
+    fn sock(&self) -> &std::net::TcpStream {
+        match &self.inner {
+            Some(s) => s,
+            // `inner` is taken only by `drop` and `into_std`, which consume the stream.
+            None => unreachable!("a TcpStream without its socket"),
+        }
     }
 
-    fn read_multishot(&self, buf: &mut [u8]) -> io::Result<usize> {
-        let mut st = self.recv.state.lock();
-        loop {
-            if st.pos < st.pending.len() {
-                let n = (st.pending.len() - st.pos).min(buf.len());
-                buf[..n].copy_from_slice(&st.pending[st.pos..st.pos + n]);
-                st.pos += n;
-                if st.pos == st.pending.len() {
-                    st.pending.clear();
-                    st.pos = 0;
-                }
-                return Ok(n);
-            }
-            if st.eof {
-                return Ok(0);
-            }
-            let armed = match st.armed.take() {
-                Some(p) => p,
-                // Off a fiber, or on a runtime without multishot: a plain recv.
-                None if !multishot_recv_here() => return self.read_once(buf),
-                None => driver::submit(Sqe::recv_multi(self.inner.as_raw_fd()))?,
-            };
-            let result = driver::wait_data(&armed);
-            let more = matches!(&result, Ok((_, flags, _)) if op::cqe_more(*flags));
-            // Cancelled because this reader fell behind (`RECV_BACKLOG`), not by a shutdown
-            // (which fails the re-armed recv at once, so this cannot loop).
-            let throttled = !more && armed.op.throttled();
-            if more {
-                st.armed = Some(armed);
-            }
-            match result {
-                Ok((res, _, data)) if res > 0 => {
-                    st.pending = data.unwrap_or_default();
-                    st.pos = 0;
-                }
-                Ok((0, _, _)) => {
-                    st.eof = true;
-                    return Ok(0);
-                }
-                // The ring ran out of provided buffers and the multishot ended: re-arm.
-                Ok((res, _, _)) if res == -libc::ENOBUFS => {}
-                // Everything received before the cancel has been read: re-arm.
-                Ok((res, _, _)) if res == -libc::ECANCELED && throttled => {}
-                Ok((res, _, _)) => return Err(io::Error::from_raw_os_error(-res)),
-                Err(e) => return Err(e),
-            }
-        }
+    fn fd(&self) -> RawFd {
+        self.sock().as_raw_fd()
     }
 
     /// Connects, parking until the handshake completes; tries each resolved address.
@@ -248,34 +347,44 @@ impl TcpStream {
     /// Wraps a connected std socket (it should be in blocking mode).
     pub fn from_std(inner: std::net::TcpStream) -> TcpStream {
         TcpStream {
-            inner,
-            recv: MultiRecv::default(),
+            inner: Some(inner),
+            recv: Mutex::new(RecvState::default()),
+            send: Mutex::new(None),
+        }
+    }
+
+    /// A buffered reader that lends the received bytes in place (see [`TcpReader`]).
+    pub fn reader(&self) -> TcpReader<'_> {
+        TcpReader {
+            fd: self.fd(),
+            state: self.recv.lock(),
         }
     }
 
     /// Reads what is available (at least one byte), parking until something is; `Ok(0)` at
     /// end of stream.
     pub fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.is_empty() {
-            return Ok(0);
-        }
-        if self.recv.used.load(Ordering::Relaxed) {
-            return self.read_multishot(buf);
-        }
-        if multishot_recv_here() {
-            self.recv.used.store(true, Ordering::Relaxed);
-            return self.read_multishot(buf);
-        }
-        self.read_once(buf)
+        self.reader().read(buf)
     }
 
-    /// Writes some of `buf`, parking until the kernel took at least one byte.
+    /// Writes some of `buf`. On a fiber the bytes (up to [`WRITE_BEHIND`]) are handed to
+    /// the kernel and the call returns without waiting for the send, after the previous
+    /// send of this stream finished (its error, if any, is returned here). Off a fiber it
+    /// parks until the kernel took at least one byte.
     pub fn write(&self, buf: &[u8]) -> io::Result<usize> {
         if buf.is_empty() {
             return Ok(0);
         }
-        let (n, _) = driver::run(Sqe::send(self.inner.as_raw_fd(), buf))?;
-        Ok(usize::try_from(n).unwrap_or(0))
+        if !crate::park::on_fiber() {
+            let (n, _) = driver::run(Sqe::send(self.fd(), buf))?;
+            return Ok(usize::try_from(n).unwrap_or(0));
+        }
+        let mut send = self.send.lock();
+        settle(&mut send)?;
+        let n = buf.len().min(WRITE_BEHIND);
+        let pushed = driver::submit(Sqe::send_all(self.fd(), &buf[..n]))?;
+        *send = Some((pushed, n));
+        Ok(n)
     }
 
     /// Writes all of `buf`.
@@ -291,38 +400,98 @@ impl TcpStream {
         Ok(())
     }
 
+    /// Waits until every byte written has been sent, and reports a send that failed.
+    pub fn flush(&self) -> io::Result<()> {
+        settle(&mut self.send.lock())
+    }
+
     /// Shuts down the read half, the write half, or both.
+    ///
+    /// `Shutdown::Write` is graceful, as with std: it first waits until every byte written
+    /// has been sent (and reports a send that failed), then sends the FIN. `Shutdown::Both`
+    /// is abortive and never waits, so that another fiber can cut a connection whose writer
+    /// is stuck: a write-behind send still in flight may then fail.
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
-        self.inner.shutdown(how)
+        let sent = match how {
+            Shutdown::Write => self.flush(),
+            Shutdown::Read | Shutdown::Both => Ok(()),
+        };
+        let shut = self.sock().shutdown(how);
+        sent.and(shut)
     }
 
     /// Sets `TCP_NODELAY`.
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
-        self.inner.set_nodelay(on)
+        self.sock().set_nodelay(on)
     }
 
     /// Reads `TCP_NODELAY`.
     pub fn nodelay(&self) -> io::Result<bool> {
-        self.inner.nodelay()
+        self.sock().nodelay()
     }
 
     /// The remote address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.peer_addr()
+        self.sock().peer_addr()
     }
 
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.inner.local_addr()
+        self.sock().local_addr()
     }
 
-    /// Closes the socket through the ring (`IORING_OP_CLOSE`), reporting errors. Dropping
-    /// the stream closes it too, with a plain `close(2)`.
-    pub fn close(self) -> io::Result<()> {
-        let TcpStream { inner, recv } = self;
+    /// Sends what was written, then closes the socket through the ring
+    /// (`IORING_OP_CLOSE`), reporting errors. Dropping the stream closes it too, with a
+    /// plain `close(2)`, after the kernel is done with its last send.
+    pub fn close(mut self) -> io::Result<()> {
+        let sent = self.flush();
         // Cancels a multishot recv before the descriptor goes.
+        drop(std::mem::take(&mut *self.recv.lock()));
+        let closed = match self.inner.take() {
+            Some(s) => driver::run(Sqe::close(OwnedFd::from(s))).map(drop),
+            None => Ok(()),
+        };
+        sent.and(closed)
+    }
+}
+
+/// Waits for the write-behind send in `slot` and reports how it ended.
+fn settle(slot: &mut Option<(Pushed, usize)>) -> io::Result<()> {
+    let Some((pushed, len)) = slot.take() else {
+        return Ok(());
+    };
+    let (res, _) = driver::wait(&pushed)?;
+    if res < 0 {
+        return Err(io::Error::from_raw_os_error(-res));
+    }
+    if usize::try_from(res).unwrap_or(0) < len {
+        return Err(io::Error::new(
+            io::ErrorKind::BrokenPipe,
+            "the connection broke during a send",
+        ));
+    }
+    Ok(())
+}
+
+impl Drop for TcpStream {
+    fn drop(&mut self) {
+        let Some(sock) = self.inner.take() else {
+            return;
+        };
+        // An op still on its way to the kernel names the socket by number: if it were
+        // closed now, the number could be reused by another connection before the SQE is
+        // submitted. Such ops keep the descriptor open until they are freed.
+        let fd = Arc::new(OwnedFd::from(sock));
+        let send = self.send.get_mut().take();
+        let recv = std::mem::take(self.recv.get_mut());
+        if let Some((p, _)) = &send {
+            p.op.keep_fd(&fd);
+        }
+        if let Some(p) = &recv.armed {
+            p.op.keep_fd(&fd);
+        }
+        // Cancels the multishot recv; the descriptor closes with its last holder.
         drop(recv);
-        driver::run(Sqe::close(OwnedFd::from(inner))).map(drop)
     }
 }
 
@@ -356,7 +525,7 @@ impl Write for &TcpStream {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        TcpStream::flush(self)
     }
 }
 
@@ -370,19 +539,19 @@ impl Write for TcpStream {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        TcpStream::flush(self)
     }
 }
 
 impl AsFd for TcpStream {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.inner.as_fd()
+        self.sock().as_fd()
     }
 }
 
 impl AsRawFd for TcpStream {
     fn as_raw_fd(&self) -> RawFd {
-        self.inner.as_raw_fd()
+        self.fd()
     }
 }
 
@@ -393,7 +562,14 @@ impl From<std::net::TcpStream> for TcpStream {
 }
 
 impl From<TcpStream> for std::net::TcpStream {
-    fn from(s: TcpStream) -> std::net::TcpStream {
-        s.inner
+    /// Sends what was written first (a send error is ignored: the socket is handed over
+    /// as it is).
+    fn from(mut s: TcpStream) -> std::net::TcpStream {
+        let _ = s.flush();
+        drop(std::mem::take(&mut *s.recv.lock()));
+        match s.inner.take() {
+            Some(inner) => inner,
+            None => unreachable!("a TcpStream without its socket"),
+        }
     }
 }

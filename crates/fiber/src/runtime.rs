@@ -26,6 +26,9 @@ pub const DEFAULT_STACK_SIZE: usize = 64 * 1024;
 pub const MIN_STACK_SIZE: usize = 16 * 1024;
 /// Default SQ entries per worker ring.
 pub const DEFAULT_RING_ENTRIES: u32 = 256;
+/// Default CQ entries per worker ring: twice the operations in flight of 16,000 connections
+/// (a multishot recv each), so that completions do not overflow to the kernel's slow list.
+pub const DEFAULT_CQ_ENTRIES: u32 = 32768;
 
 const REGISTRY_SHARDS: usize = 64;
 /// Provided buffers per worker ring for multishot recv, and their size: 2 MiB per worker,
@@ -184,6 +187,7 @@ pub struct Builder {
     cpus: Vec<usize>,
     stack_size: usize,
     ring_entries: u32,
+    cq_entries: u32,
     ring_flags: RingFlags,
     completer: bool,
     io_stealing: bool,
@@ -199,6 +203,7 @@ impl Default for Builder {
             cpus: Vec::new(),
             stack_size: DEFAULT_STACK_SIZE,
             ring_entries: DEFAULT_RING_ENTRIES,
+            cq_entries: DEFAULT_CQ_ENTRIES,
             ring_flags: RingFlags::default(),
             completer: false,
             io_stealing: false,
@@ -230,10 +235,17 @@ impl Builder {
         self
     }
 
-    /// Submission queue entries of each worker's ring (the CQ gets four times as many).
-    /// Default 256.
+    /// Submission queue entries of each worker's ring. Default 256.
     pub fn ring_entries(mut self, n: u32) -> Builder {
         self.ring_entries = n;
+        self
+    }
+
+    /// Completion queue entries of each worker's ring (16 to 65,536). Default
+    /// [`DEFAULT_CQ_ENTRIES`]: keep it at least twice the operations in flight (about one
+    /// per connection with multishot recv); `Stats` counts overflows.
+    pub fn cq_entries(mut self, n: u32) -> Builder {
+        self.cq_entries = n;
         self
     }
 
@@ -307,12 +319,20 @@ impl Builder {
                 self.ring_entries
             )));
         }
+        if !(16..=65536).contains(&self.cq_entries) || self.cq_entries < self.ring_entries {
+            return Err(Error::Config(format!(
+                "completion queue entries {} is out of range (16 to 65536, and at least the \
+                 {} submission queue entries)",
+                self.cq_entries, self.ring_entries
+            )));
+        }
         let config = Config {
             workers,
             cpus: self.cpus,
             stack_size: self.stack_size,
             ring: RingSetup {
                 entries: self.ring_entries,
+                cq_entries: self.cq_entries,
                 single_issuer: self.ring_flags.single_issuer,
                 defer_taskrun: self.ring_flags.defer_taskrun,
                 coop_taskrun: self.ring_flags.coop_taskrun,

@@ -38,6 +38,7 @@ pub(crate) struct WorkerCounters {
     pub(crate) sleeps: Counter,
     pub(crate) wakes_msg_ring: Counter,
     pub(crate) wakes_eventfd: Counter,
+    pub(crate) cq_overflows: Counter,
 }
 
 impl WorkerCounters {
@@ -53,6 +54,7 @@ impl WorkerCounters {
             sleeps: self.sleeps.get(),
             wakes_msg_ring: self.wakes_msg_ring.get(),
             wakes_eventfd: self.wakes_eventfd.get(),
+            cq_overflows: self.cq_overflows.get(),
         }
     }
 }
@@ -81,6 +83,9 @@ pub struct WorkerStats {
     pub wakes_msg_ring: u64,
     /// Wake-ups sent to this worker through its eventfd.
     pub wakes_eventfd: u64,
+    /// Reaping passes that found the CQ overflowed (completions parked on the kernel's
+    /// overflow list because the CQ was full): a sign the CQ is too small for the load.
+    pub cq_overflows: u64,
 }
 
 impl WorkerStats {
@@ -95,6 +100,7 @@ impl WorkerStats {
         self.sleeps += o.sleeps;
         self.wakes_msg_ring += o.wakes_msg_ring;
         self.wakes_eventfd += o.wakes_eventfd;
+        self.cq_overflows += o.cq_overflows;
     }
 }
 
@@ -150,7 +156,7 @@ impl fmt::Display for Stats {
             f,
             "workers={} fibers_spawned={} fibers_live={} resumes={} stolen_fibers={} \
              injector_pops={} ops={} enters={} cqe_own={} cqe_stolen={} cqe_completer={} \
-             sleeps={} wakes_msg_ring={} wakes_eventfd={} stacks_in_use={} stacks_carved={} \
+             sleeps={} wakes_msg_ring={} wakes_eventfd={} cq_overflows={} stacks_in_use={} stacks_carved={} \
              stack_mappings={} guard={} ops_live={}",
             self.workers.len(),
             self.fibers_spawned,
@@ -166,6 +172,7 @@ impl fmt::Display for Stats {
             t.sleeps,
             t.wakes_msg_ring,
             t.wakes_eventfd,
+            t.cq_overflows,
             self.stacks_in_use,
             self.stacks_carved,
             self.stack_mappings,

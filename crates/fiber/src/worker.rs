@@ -80,6 +80,16 @@ pub(crate) fn current_runtime() -> Option<Arc<Shared>> {
     CTX.with(|c| c.borrow().as_ref().map(|w| Arc::clone(&w.rt)))
 }
 
+/// Whether the calling thread is a worker of a runtime that uses multishot recv.
+#[inline(never)]
+pub(crate) fn multishot_recv_here() -> bool {
+    CTX.with(|c| {
+        c.borrow()
+            .as_ref()
+            .is_some_and(|w| w.rt.config.multishot_recv)
+    })
+}
+
 /// Makes a fiber runnable: on the calling worker's own queue if it belongs to the same
 /// runtime, else on the runtime's injector.
 ///
@@ -198,29 +208,30 @@ impl WorkerCtx {
                 break;
             }
             self.push_remote_cancels();
-            let ran = self.run_round();
-            let _ = self.ring.flush();
+            self.run_round();
+            // Completions that arrived while the fibers ran (or that the last enter posted).
             let reaped = self.reap_own();
             self.rearm_eventfd_if_done();
             self.stats().enters.set(self.ring.enters());
-            if ran > 0 || reaped > 0 {
+            if reaped > 0 || !self.local.is_empty() {
+                // More to run right away: hand the kernel this round's SQEs and go on.
+                let _ = self.ring.flush();
                 continue;
             }
             if self.rt.config.io_stealing && self.steal_io() > 0 {
+                let _ = self.ring.flush();
                 continue;
             }
+            // Nothing runnable: submit the round's SQEs and sleep in the same enter.
             self.idle();
         }
     }
 
-    fn run_round(&self) -> usize {
-        let mut ran = 0;
-        while ran < BUDGET {
+    fn run_round(&self) {
+        for _ in 0..BUDGET {
             let Some(f) = self.next_fiber() else { break };
             self.run_fiber(f);
-            ran += 1;
         }
-        ran
     }
 
     fn run_fiber(&self, f: Arc<Fiber>) {
@@ -330,6 +341,9 @@ impl WorkerCtx {
         {
             Some(c) => {
                 self.stats().completions_own.add(c.ops as u64);
+                if self.ring.cq_overflowed() {
+                    self.stats().cq_overflows.inc();
+                }
                 c.total()
             }
             None => 0,

@@ -56,10 +56,11 @@ pub(crate) struct RuntimeArgs {
     #[arg(long)]
     io_stealing: bool,
 
-    /// Use multishot recv over a ring of provided buffers per worker (ignored where the
-    /// kernel lacks it). Accept is multishot with or without this flag.
+    /// Read with a plain recv per read into a buffer of the operation's own, instead of
+    /// the default multishot recv over the worker's ring of provided buffers (which an
+    /// idle connection does not occupy). Accept is multishot either way.
     #[arg(long)]
-    multishot: bool,
+    plain_recv: bool,
 
     /// Usable bytes of each fiber's stack (a guard page is added). Suffixes K and M
     /// multiply by 1024 and 1024²; 16K at least.
@@ -67,14 +68,13 @@ pub(crate) struct RuntimeArgs {
     stack_size: usize,
 
     /// io_uring setup flags of the workers' rings: a comma-separated list of
-    /// single_issuer, defer_taskrun, coop_taskrun, sqpoll, or none. The default,
-    /// coop_taskrun, lets the kernel's completion work wait for the worker's next
-    /// io_uring_enter (one per dispatch round) instead of interrupting it: about 1 us
-    /// less system time per echo at 1000 connections. With it, completions that need
-    /// that work are posted only when the worker enters the kernel, so pass `none`
-    /// with --completer or --io-stealing for them to find a busy worker's completions.
-    #[arg(long, default_value = "coop_taskrun", value_name = "FLAGS")]
-    ring_flags: fiber::RingFlags,
+    /// single_issuer, defer_taskrun, coop_taskrun, sqpoll, or none. By default
+    /// single_issuer,defer_taskrun: the kernel runs completion work only when the worker
+    /// enters it, once per dispatch round, instead of interrupting it. With --completer or
+    /// --io-stealing the default is none, since they reap a busy worker's completions,
+    /// which DEFER_TASKRUN and COOP_TASKRUN post only when that worker enters the kernel.
+    #[arg(long, value_name = "FLAGS")]
+    ring_flags: Option<fiber::RingFlags>,
 
     /// Submission queue entries of each worker's ring (8 to 32768; the completion
     /// queue gets four times as many).
@@ -93,16 +93,29 @@ impl RuntimeArgs {
             .workers(common.worker_count())
             .stack_size(self.stack_size)
             .ring_entries(self.ring_entries)
-            .ring_flags(self.ring_flags)
+            .ring_flags(self.ring_flags())
             .completer(self.completer)
             .io_stealing(self.io_stealing)
-            .multishot(self.multishot)
+            .multishot(!self.plain_recv)
             .multishot_accept(true)
             .thread_name("srv-fiber");
         if let Some(cpus) = &common.cpus {
             b = b.cpus(cpus.as_slice().iter().copied());
         }
         b
+    }
+}
+
+impl RuntimeArgs {
+    /// The ring flags asked for, or the fastest the other options allow.
+    fn ring_flags(&self) -> fiber::RingFlags {
+        match self.ring_flags {
+            Some(flags) => flags,
+            None if self.completer || self.io_stealing => fiber::RingFlags::none(),
+            None => fiber::RingFlags::none()
+                .single_issuer(true)
+                .defer_taskrun(true),
+        }
     }
 }
 
@@ -245,7 +258,7 @@ impl Drop for Closing {
 impl Conns {
     fn serve(&self, stream: TcpStream, mut closing: Closing) {
         let result = match &self.hub {
-            None => serve_blocking(&stream, &self.echo, &self.counters),
+            None => serve_blocking(stream.reader(), &stream, &self.echo, &self.counters),
             Some(hub) => serve_chat(stream, hub, self.max_pending, &self.counters),
         };
         // I/O cancelled by a stop is not the connection's failure.

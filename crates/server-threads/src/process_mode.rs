@@ -41,7 +41,7 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use launch::{CommonArgs, Counters, Proto, Shutdown};
-use service::echo::{EchoConfig, serve_blocking};
+use service::echo::{EchoConfig, buffered, serve_blocking};
 use service::log::{Fsync, recover_dir};
 
 use crate::NAME;
@@ -210,7 +210,9 @@ fn child_main(stream: TcpStream, config: &ChildConfig) -> ! {
     }
     let counters = config.counters;
     let result = match config.proto {
-        Proto::Echo => serve_blocking(&stream, &config.echo, counters).map_err(Into::into),
+        Proto::Echo => {
+            serve_blocking(buffered(&stream), &stream, &config.echo, counters).map_err(Into::into)
+        }
         Proto::Chat => recv::serve(stream, config),
     };
     if let Err(e) = result {

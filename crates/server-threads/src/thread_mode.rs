@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use launch::{CommonArgs, Counters, Shutdown};
 use service::blocking::{Outbox, ThreadWakeup, read_commands};
-use service::echo::serve_blocking;
+use service::echo::{buffered, serve_blocking};
 use service::hub::Hub;
 
 use crate::NAME;
@@ -42,7 +42,7 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
                 .spawn(move || {
                     let counters = conn_counters;
                     let result = match &hub {
-                        None => serve_blocking(&stream, &echo, &counters),
+                        None => serve_blocking(buffered(&stream), &stream, &echo, &counters),
                         Some(hub) => serve_chat(stream, hub, max_pending, &counters),
                     };
                     if result.is_err() {

@@ -3,7 +3,7 @@
 //! fiber's `TcpStream` (srv-fiber), so those two servers differ only in their
 //! runtime. Event-driven servers use [`EchoConfig`] and [`proto::echo`] directly.
 
-use std::io::{self, ErrorKind, Read, Write};
+use std::io::{self, BufRead, BufReader, ErrorKind, Read, Write};
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
@@ -37,45 +37,67 @@ impl EchoConfig {
     }
 }
 
-/// Echoes `stream` until the peer closes its side, then flushes what is
-/// pending, shuts down the write side and returns.
+/// A socket buffered as every blocking server reads it: [`READ_BUF`] bytes, the size all
+/// the runtimes share.
+pub fn buffered<R: Read>(socket: R) -> BufReader<R> {
+    BufReader::with_capacity(READ_BUF, socket)
+}
+
+/// Echoes what `reader` receives to `writer` until the peer closes its side, then
+/// echoes a trailing partial message, flushes `writer` and returns (the caller closes the
+/// connection). It does not shut down the write side itself.
 ///
-/// Pending output is bounded by the read buffer (16 KiB, plus a held partial
-/// message of at most --msg-size, under the 64 KiB of PROTOCOL.md): a peer that stops reading blocks this connection's write,
+/// The reader is buffered: srv-threads wraps its socket with [`buffered`], and srv-fiber's reader lends the kernel's receive buffers in place,
+/// so that an idle fiber connection holds no read buffer of its own. Pending output is
+/// bounded by one read (16 KiB, plus a held partial message of at most --msg-size, under
+/// the 64 KiB of PROTOCOL.md): a peer that stops reading blocks this connection's write,
 /// which stops its reads, and nothing else.
-pub fn serve_blocking<S: Read + Write>(
-    mut stream: S,
+pub fn serve_blocking<R: BufRead, W: Write>(
+    mut reader: R,
+    mut writer: W,
     config: &EchoConfig,
     counters: &Counters,
 ) -> io::Result<()> {
-    // Room for a held partial message plus a full read.
-    let mut buf = vec![0u8; READ_BUF + config.msg_size.get()];
     let mut cutter = config.cutter();
-    // Bytes at the front of `buf` held back as an incomplete message.
-    let mut held = 0;
+    // The start of a message that a read boundary cut, held until the message is complete
+    // (only with a cutter): fewer than --msg-size bytes, allocated only when needed.
+    let mut held: Vec<u8> = Vec::new();
     loop {
-        let n = match stream.read(&mut buf[held..]) {
-            Ok(0) => break,
-            Ok(n) => n,
+        let data = match reader.fill_buf() {
+            Ok([]) => break,
+            Ok(data) => data,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
+        let n = data.len();
         Counters::add(&counters.bytes_in, n as u64);
-        let filled = held + n;
-        let ready = match &mut cutter {
-            None => filled,
+        let sent = match &mut cutter {
+            None => {
+                writer.write_all(data)?;
+                n
+            }
             Some(c) => {
                 config.spin_for(c.feed(n));
-                filled - c.partial_len()
+                // Complete bytes from the start of `held`: none, or at least one whole
+                // message, which is longer than `held`.
+                let ready = held.len() + n - c.partial_len();
+                let split = ready.saturating_sub(held.len());
+                if ready > 0 && held.is_empty() {
+                    writer.write_all(&data[..split])?;
+                } else if ready > 0 {
+                    held.extend_from_slice(&data[..split]);
+                    writer.write_all(&held)?;
+                    held.clear();
+                }
+                held.extend_from_slice(&data[split..]);
+                ready
             }
         };
-        stream.write_all(&buf[..ready])?;
-        Counters::add(&counters.bytes_out, ready as u64);
-        buf.copy_within(ready..filled, 0);
-        held = filled - ready;
+        Counters::add(&counters.bytes_out, sent as u64);
+        reader.consume(n);
     }
     // EOF: a trailing partial message is echoed as it is.
-    stream.write_all(&buf[..held])?;
-    Counters::add(&counters.bytes_out, held as u64);
-    stream.flush()
+    writer.write_all(&held)?;
+    Counters::add(&counters.bytes_out, held.len() as u64);
+    writer.flush()
 }

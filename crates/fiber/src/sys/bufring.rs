@@ -1,9 +1,11 @@
 //! A ring of provided buffers (`IORING_REGISTER_PBUF_RING`) for multishot `recv`.
 //!
 //! The kernel picks a buffer per completion and names it in the CQE (`IORING_CQE_F_BUFFER`).
-//! Whoever reaps that CQE copies the bytes out and hands the buffer straight back, so the
-//! ring only has to cover the data of one reaping pass, and a buffer is never lent to a
-//! fiber (which may migrate) for longer than a copy.
+//! Whoever reaps that CQE wraps the buffer in a [`Chunk`], which lends its bytes to the
+//! stream's reader without a copy; dropping the chunk (the reader consumed it, or the op
+//! holding it went away) offers the buffer to the kernel again. An idle connection holds no
+//! buffer: the ring's buffers are shared by every connection of the worker, and only data
+//! received and not yet read occupies one.
 //!
 //! ```text
 //!  ring (one page-aligned mapping, kernel reads)      buffers (one mapping, kernel writes)
@@ -17,7 +19,7 @@
 
 use std::io;
 use std::sync::atomic::{AtomicU16, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The buffer group id; each ring has its own group namespace, so every worker uses 0.
 pub(crate) const BGID: u16 = 0;
@@ -142,23 +144,64 @@ impl BufRing {
         tail_atomic.store(*tail, Ordering::Release);
     }
 
-    /// Copies the `len` bytes the kernel put in buffer `bid` and gives the buffer back.
+    /// Lends the `len` bytes the kernel put in buffer `bid`; the buffer goes back to the
+    /// kernel when the chunk is dropped.
     ///
     /// # Safety
     ///
     /// `bid` comes from a CQE (`IORING_CQE_F_BUFFER`) of the ring this buffer ring is
     /// registered with, `len` is that CQE's result, and each such CQE is handled once: the
     /// kernel has finished writing the buffer and does not own it until it is offered again.
-    pub(crate) unsafe fn take(&self, bid: u16, len: usize) -> Vec<u8> {
-        if bid >= self.entries {
-            return Vec::new();
+    pub(crate) unsafe fn lend(ring: &Arc<BufRing>, bid: u16, len: usize) -> Option<Chunk> {
+        if bid >= ring.entries {
+            return None;
         }
-        let len = len.min(self.buf_size);
-        let src = (self.bufs.addr + usize::from(bid) * self.buf_size) as *const u8;
-        // SAFETY: per the caller, the kernel wrote these `len` bytes (within the buffer, as
-        // `len` is clamped) and no longer writes them.
-        let data = unsafe { std::slice::from_raw_parts(src, len) }.to_vec();
-        self.offer(bid);
-        data
+        Some(Chunk {
+            ring: Arc::clone(ring),
+            bid,
+            len: u32::try_from(len.min(ring.buf_size)).unwrap_or(0),
+        })
+    }
+}
+
+/// The bytes of one provided buffer, lent by the kernel to a reader.
+///
+/// # Invariant
+///
+/// From its CQE until this value is dropped, the kernel does not own buffer `bid` (it was
+/// not offered again), so nothing writes its first `len` bytes, which the kernel filled.
+pub(crate) struct Chunk {
+    ring: Arc<BufRing>,
+    bid: u16,
+    len: u32,
+}
+
+impl std::fmt::Debug for Chunk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chunk")
+            .field("bid", &self.bid)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl Chunk {
+    pub(crate) fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The received bytes.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        let src = (self.ring.bufs.addr + usize::from(self.bid) * self.ring.buf_size) as *const u8;
+        // SAFETY: per the type's invariant the kernel wrote these `len` bytes (at most one
+        // buffer: `lend` clamps) and nobody writes them while the chunk lives; the mapping
+        // lives as long as the `Arc<BufRing>` this chunk holds.
+        unsafe { std::slice::from_raw_parts(src, self.len()) }
+    }
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        self.ring.offer(self.bid);
     }
 }

@@ -35,6 +35,7 @@ use crossbeam_utils::CachePadded;
 
 use io_uring::{opcode, squeue, types};
 
+use super::bufring::Chunk;
 use super::fd::{RawAddr, close_unowned, owned_fd};
 use crate::park::Waker;
 
@@ -303,8 +304,8 @@ struct State {
     written: u32,
 }
 
-/// One result of an op: `(res, flags, bytes of the provided buffer the CQE selected)`.
-pub(crate) type Completion = (i32, u32, Option<Vec<u8>>);
+/// One result of an op: `(res, flags, the provided buffer the CQE selected, lent)`.
+pub(crate) type Completion = (i32, u32, Option<Chunk>);
 
 fn clamp_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
@@ -336,6 +337,10 @@ struct Multi {
     /// Set once `buffered` passed [`RECV_BACKLOG`] and the op was handed to its ring for
     /// cancellation; its final CQE (`-ECANCELED`) then means "read on, then re-arm".
     throttled: bool,
+    /// A descriptor its owner closed while this op could still reach the kernel with its
+    /// number (kept here, off the hot path, as it happens once per connection at most):
+    /// open until the op is freed, so that the SQE cannot act on a file that reused it.
+    keep: Option<Arc<OwnedFd>>,
 }
 
 impl Results {
@@ -493,6 +498,14 @@ impl Op {
         self.lock().phase == Phase::Done
     }
 
+    /// Keeps `fd` open until this op is freed (after its final CQE), unless it is done.
+    pub(crate) fn keep_fd(&self, fd: &Arc<OwnedFd>) {
+        let mut st = self.lock();
+        if st.phase != Phase::Done {
+            st.results.multi.get_or_insert_default().keep = Some(Arc::clone(fd));
+        }
+    }
+
     /// Takes the oldest result if there is one; otherwise registers `waiter` (if given) to be
     /// woken by the next completion. `Err(())` means the op is done and has no results left.
     pub(crate) fn poll(&self, waiter: impl FnOnce() -> Waker) -> Result<Option<(i32, u32)>, ()> {
@@ -530,7 +543,7 @@ impl Op {
         res: i32,
         flags: u32,
         last: bool,
-        data: Option<Vec<u8>>,
+        data: Option<Chunk>,
     ) -> (Option<Waker>, bool) {
         let mut st = self.lock();
         st.results.push_back((res, flags, data));
@@ -638,10 +651,21 @@ impl Sqe {
     /// `send(fd, data)` from a copy the op owns (MSG_NOSIGNAL: a closed peer is an error, not
     /// a signal).
     pub(crate) fn send(fd: RawFd, data: &[u8]) -> (Sqe, Arc<Op>) {
+        Sqe::send_flags(fd, data, libc::MSG_NOSIGNAL)
+    }
+
+    /// `send(fd, data, MSG_WAITALL)`: the kernel sends all of `data` (retrying short sends
+    /// itself) or fails; a result short of `data.len()` means the connection broke midway.
+    /// For write-behind, where the caller was told the bytes were written.
+    pub(crate) fn send_all(fd: RawFd, data: &[u8]) -> (Sqe, Arc<Op>) {
+        Sqe::send_flags(fd, data, libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+    }
+
+    fn send_flags(fd: RawFd, data: &[u8], flags: i32) -> (Sqe, Arc<Op>) {
         let data = &data[..data.len().min(MAX_IO)];
         let op = Op::new(Mem::Buf(RawBuf::from_slice(data)), ResKind::Plain, false);
         let e = opcode::Send::new(types::Fd(fd), Sqe::buf_ptr(&op), io_len(data.len()))
-            .flags(libc::MSG_NOSIGNAL)
+            .flags(flags)
             .build();
         Sqe::with_op(e, op)
     }
@@ -839,7 +863,7 @@ pub(crate) enum Reaped {
 /// [1] `user_data` and `flags` come from a CQE of the ring the SQE was pushed to, and [2] each
 /// CQE is decoded exactly once, so that the ring's reference of an op (moved into
 /// `user_data` by `Ring::push`) is released exactly once, on the final CQE.
-pub(crate) unsafe fn decode(user_data: u64, res: i32, flags: u32, data: Option<Vec<u8>>) -> Reaped {
+pub(crate) unsafe fn decode(user_data: u64, res: i32, flags: u32, data: Option<Chunk>) -> Reaped {
     match user_data & TAG_MASK {
         TAG_OP if user_data != 0 => {
             let ptr = (user_data & !TAG_MASK) as *const Op;
@@ -920,7 +944,12 @@ mod tests {
     #[test]
     fn unread_data_past_the_backlog_throttles_once_and_drains_in_order() {
         let mut r = Results::default();
-        let chunk = |i: u8| (4096, 0, Some(vec![i; 4096]));
+        // Not registered with any io_uring: no kernel ever writes these buffers.
+        let ring = Arc::new(super::super::bufring::BufRing::new(32, 4096).unwrap());
+        // SAFETY: an unregistered buffer ring; each bid is lent once at a time here.
+        let lend =
+            |i: u8| unsafe { super::super::bufring::BufRing::lend(&ring, u16::from(i), 4096) };
+        let chunk = |i: u8| (4096, u32::from(i), lend(i));
         let mut pushed = 0u8;
         while !r.throttle() {
             r.push_back(chunk(pushed));
@@ -931,7 +960,7 @@ mod tests {
         r.push_back(chunk(pushed));
         assert!(!r.throttle(), "one cancel per op");
         for i in 0..=pushed {
-            assert_eq!(r.pop_front().and_then(|c| c.2).map(|d| d[0]), Some(i));
+            assert_eq!(r.pop_front().map(|c| c.1), Some(u32::from(i)));
         }
         assert!(r.pop_front().is_none());
         assert_eq!(r.multi.as_ref().map(|m| m.buffered), Some(0));

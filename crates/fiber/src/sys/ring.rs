@@ -24,6 +24,10 @@ use crate::park::Waker;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct RingSetup {
     pub(crate) entries: u32,
+    /// Completion queue entries (0: four times `entries`). A worker's CQ must hold every
+    /// completion that can arrive between two reaps, about the operations in flight (one
+    /// multishot recv per connection), or the kernel parks the excess on its overflow list.
+    pub(crate) cq_entries: u32,
     pub(crate) single_issuer: bool,
     pub(crate) defer_taskrun: bool,
     pub(crate) coop_taskrun: bool,
@@ -101,7 +105,7 @@ pub(crate) struct RingShared {
     has_throttled: AtomicBool,
     /// Provided buffers for multishot recv. Declared after `uring` so that it is unmapped
     /// only after the ring is closed.
-    bufs: Option<BufRing>,
+    bufs: Option<Arc<BufRing>>,
 }
 
 impl std::fmt::Debug for RingShared {
@@ -173,7 +177,7 @@ impl RingShared {
                     let len = usize::try_from(cqe.result()).unwrap_or(0);
                     // SAFETY: the CQE selected buffer `bid` of this ring's buffer group and
                     // reports `len` bytes in it; this CQE is consumed once, here.
-                    Some(unsafe { bufs.take(bid, len) })
+                    unsafe { BufRing::lend(bufs, bid, len) }
                 }
                 _ => None,
             };
@@ -269,7 +273,13 @@ impl RingOwner {
         if let Some(idle) = setup.sqpoll_idle_ms {
             b.setup_sqpoll(idle);
         }
-        b.setup_cqsize(setup.entries.saturating_mul(4).max(16));
+        let cq = match setup.cq_entries {
+            0 => setup.entries.saturating_mul(4),
+            n => n,
+        };
+        b.setup_cqsize(cq.max(16));
+        // The kernel caps the CQ (65,536 entries) instead of refusing a larger request.
+        b.setup_clamp();
         let uring = b.build(setup.entries.max(8))?;
         let bufs = match setup.provided_bufs {
             Some((entries, size)) => {
@@ -285,7 +295,7 @@ impl RingOwner {
                         0,
                     )?;
                 }
-                Some(br)
+                Some(Arc::new(br))
             }
             None => None,
         };
@@ -378,6 +388,14 @@ impl RingOwner {
         // at the end of this statement.
         let sq = unsafe { self.shared.uring.submission_shared() };
         sq.taskrun() || sq.cq_overflow()
+    }
+
+    /// Whether completions overflowed the CQ and wait on the kernel's overflow list (they are
+    /// not lost: the next enter flushes them, but each one cost the kernel an allocation).
+    pub(crate) fn cq_overflowed(&self) -> bool {
+        // SAFETY: as in `push`: the owner thread is the only SQ user; the queue is dropped
+        // at the end of this statement.
+        unsafe { self.shared.uring.submission_shared() }.cq_overflow()
     }
 
     /// Submits pending SQEs (and, for task-run rings, runs deferred completions) without
