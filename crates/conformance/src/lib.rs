@@ -76,6 +76,7 @@ macro_rules! server_list {
             fiber: "srv-fiber" [],
             fiber_completer: "srv-fiber" ["--completer", "--ring-flags", "none"],
             fiber_stealing: "srv-fiber" ["--io-stealing", "--ring-flags", "none"],
+            fiber_work_stealing: "srv-fiber" ["--scheduler", "stealing"],
             fiber_plain_recv: "srv-fiber" ["--plain-recv", "--ring-flags", "coop_taskrun"],
         }
     };

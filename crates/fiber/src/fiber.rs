@@ -2,6 +2,7 @@
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::error::JoinError;
@@ -26,7 +27,13 @@ pub(crate) struct Fiber {
     pub(crate) rt: Arc<Shared>,
     /// Where the fiber sits in the runtime's registry: (shard, key).
     slot: (usize, usize),
+    /// The worker the fiber runs on when the runtime pins fibers ([`NO_HOME`] until it
+    /// first runs, unless spawned onto a worker): every wake-up queues it there.
+    home: AtomicUsize,
 }
+
+/// The home of a fiber that has not run yet.
+pub(crate) const NO_HOME: usize = usize::MAX;
 
 impl std::fmt::Debug for Fiber {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -58,6 +65,20 @@ impl Fiber {
         self.slot
     }
 
+    /// The worker this fiber is pinned to, or [`NO_HOME`].
+    pub(crate) fn home(&self) -> usize {
+        self.home.load(Ordering::Relaxed)
+    }
+
+    /// Pins the fiber to `worker` if it has no home yet (its first run). Only the worker
+    /// running the fiber, or its spawner before queueing it, calls this; the run queues
+    /// publish the value to later wakers.
+    pub(crate) fn settle_home(&self, worker: usize) {
+        if self.home() == NO_HOME {
+            self.home.store(worker, Ordering::Relaxed);
+        }
+    }
+
     /// Makes the fiber runnable if it is parked; remembers the wake-up if it is running.
     pub(crate) fn wake(self: Arc<Self>) {
         if self.state.wake() {
@@ -69,15 +90,16 @@ impl Fiber {
 /// Builds a fiber for `rt` running `f`. The fiber is registered but not yet queued.
 ///
 /// On a fiber it runs on the worker's stack (see `schedule`).
-pub(crate) fn spawn_on<F, T>(rt: &Arc<Shared>, f: F) -> JoinHandle<T>
+/// `home`: the worker it must run on, or [`NO_HOME`] to start where it is queued.
+pub(crate) fn spawn_on<F, T>(rt: &Arc<Shared>, home: usize, f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    coro::on_worker_stack(move || spawn_here(rt, f))
+    coro::on_worker_stack(move || spawn_here(rt, home, f))
 }
 
-fn spawn_here<F, T>(rt: &Arc<Shared>, f: F) -> JoinHandle<T>
+fn spawn_here<F, T>(rt: &Arc<Shared>, home: usize, f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -117,6 +139,7 @@ where
         coro: Mutex::new(Some(coro)),
         rt: Arc::clone(rt),
         slot,
+        home: AtomicUsize::new(home),
     });
     worker::schedule(fiber);
     handle

@@ -157,6 +157,9 @@ pub(crate) struct Config {
     pub(crate) io_stealing: bool,
     pub(crate) multishot: bool,
     pub(crate) multishot_recv: bool,
+    /// Fibers may move between workers (work stealing); otherwise each stays on the worker
+    /// it first ran on.
+    pub(crate) stealing: bool,
     pub(crate) name: String,
 }
 
@@ -193,6 +196,7 @@ pub struct Builder {
     io_stealing: bool,
     multishot_accept: bool,
     multishot_recv: bool,
+    stealing: bool,
     name: String,
 }
 
@@ -209,6 +213,7 @@ impl Default for Builder {
             io_stealing: false,
             multishot_accept: false,
             multishot_recv: false,
+            stealing: false,
             name: "fiber".to_owned(),
         }
     }
@@ -289,6 +294,28 @@ impl Builder {
         self
     }
 
+    /// Lets fibers move between workers: an idle worker steals runnable fibers from a busy
+    /// one, and a fiber woken by another worker (a completion it reaped, a channel send)
+    /// runs there. This is the EMPER paper's design. Without it (the default) every fiber
+    /// stays on the worker it first ran on (thread-per-core, as monoio and glommio do):
+    /// wake-ups from elsewhere are queued to that worker, and nothing a fiber holds ever
+    /// changes threads.
+    ///
+    /// # Safety
+    ///
+    /// With stealing, a fiber may resume on another OS thread after any blocking call of
+    /// this crate. The caller guarantees that no fiber of this runtime holds anything tied
+    /// to its OS thread across such a call: no reference obtained from a `thread_local!`,
+    /// no `std::sync::MutexGuard`, no `Rc` shared with thread-local state (see the crate
+    /// documentation, "The migration rule").
+    // The one `unsafe fn` outside `sys/`: it does nothing unsafe itself, but its caller
+    // takes on the migration rule that makes moving coroutines between threads sound.
+    #[allow(unsafe_code)]
+    pub unsafe fn work_stealing(mut self) -> Builder {
+        self.stealing = true;
+        self
+    }
+
     /// Prefix of the worker threads' names. Default `fiber`.
     pub fn thread_name(mut self, prefix: impl Into<String>) -> Builder {
         self.name = prefix.into();
@@ -346,6 +373,7 @@ impl Builder {
             io_stealing: self.io_stealing && features.msg_ring,
             multishot: self.multishot_accept && features.accept_multishot,
             multishot_recv: self.multishot_recv && features.recv_multishot,
+            stealing: self.stealing,
             name: self.name,
         };
         Runtime::start(config, features)
@@ -381,6 +409,10 @@ pub(crate) struct Shared {
     pub(crate) spawned: Counter,
     pub(crate) finished: Counter,
     pub(crate) completer: Option<completer::Shared>,
+    /// Without stealing: the worker that began the teardown, and how many workers have
+    /// torn down their own fibers.
+    teardown_by: AtomicUsize,
+    teardowns: AtomicUsize,
 }
 
 impl fmt::Debug for Shared {
@@ -407,6 +439,8 @@ pub(crate) struct WorkerShared {
     pub(crate) epoch: AtomicU64,
     /// In-flight ops of this ring that another thread wants cancelled.
     pub(crate) cancels: Mutex<Vec<Arc<Op>>>,
+    /// Fibers pinned to this worker that another thread made runnable.
+    pub(crate) remote: Injector<Arc<Fiber>>,
     pub(crate) stats: WorkerCounters,
 }
 
@@ -427,6 +461,21 @@ impl Shared {
         self.state
             .compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
+    }
+
+    /// Records that worker `i` began the teardown (and tears down its fibers at once).
+    pub(crate) fn set_teardown_by(&self, i: usize) {
+        self.teardown_by.store(i, Ordering::Release);
+    }
+
+    /// The worker that began the teardown, or `usize::MAX`.
+    pub(crate) fn teardown_by(&self) -> usize {
+        self.teardown_by.load(Ordering::Acquire)
+    }
+
+    /// Counts one worker's teardown as finished; `true` for the last one.
+    pub(crate) fn teardown_done(&self) -> bool {
+        self.teardowns.fetch_add(1, Ordering::AcqRel) + 1 == self.workers.len()
     }
 
     pub(crate) fn accepting_spawns(&self) -> bool {
@@ -525,6 +574,18 @@ impl Shared {
         target.stats.wakes_eventfd.inc();
     }
 
+    /// Queues a fiber pinned to worker `t` from another thread, and wakes `t` if it sleeps.
+    pub(crate) fn push_remote(&self, t: usize, f: Arc<Fiber>, from: Option<&worker::WorkerCtx>) {
+        let target = &self.workers[t];
+        target.remote.push(f);
+        // Pairs with the fence in `announce_idle`: either the worker sees the fiber when it
+        // checks its queues after announcing, or this sees it asleep and wakes it.
+        fence(Ordering::SeqCst);
+        if target.sleeping.load(Ordering::SeqCst) {
+            self.wake_worker(t, from);
+        }
+    }
+
     /// Wakes every worker (state changes).
     pub(crate) fn wake_all(&self) {
         for w in &self.workers {
@@ -590,7 +651,18 @@ impl Handle {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        fiber::spawn_on(&self.shared, f)
+        fiber::spawn_on(&self.shared, fiber::NO_HOME, f)
+    }
+
+    /// Spawns a fiber on worker `worker` (modulo the number of workers). Without work
+    /// stealing it runs there for its whole life: a server starts one accepting fiber per
+    /// worker this way.
+    pub fn spawn_on<F, T>(&self, worker: usize, f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        fiber::spawn_on(&self.shared, worker % self.shared.workers.len(), f)
     }
 
     /// Begins shutdown and returns at once (callable from a signal-handling thread or a
@@ -667,6 +739,7 @@ impl Runtime {
                 sleeping: std::sync::atomic::AtomicBool::new(false),
                 epoch: AtomicU64::new(0),
                 cancels: Mutex::new(Vec::new()),
+                remote: Injector::new(),
                 stats: WorkerCounters::default(),
             });
         }
@@ -692,6 +765,8 @@ impl Runtime {
             spawned: Counter::default(),
             finished: Counter::default(),
             completer,
+            teardown_by: AtomicUsize::new(usize::MAX),
+            teardowns: AtomicUsize::new(0),
         });
 
         let (ready_tx, ready_rx) = mpsc::channel();

@@ -19,7 +19,7 @@ use std::thread;
 
 use crossbeam_deque::Steal;
 
-use crate::fiber::Fiber;
+use crate::fiber::{Fiber, NO_HOME};
 use crate::runtime::{DRAINING, RUNNING, STOPPED, Shared, TEARDOWN, lock};
 use crate::stats::WorkerCounters;
 use crate::sys::coro::Suspend;
@@ -101,11 +101,21 @@ pub(crate) fn schedule(f: Arc<Fiber>) {
 
 #[inline(never)]
 fn schedule_here(f: Arc<Fiber>) {
+    // Without stealing a fiber that has run must go back to its own worker.
+    let home = if f.rt.config.stealing {
+        NO_HOME
+    } else {
+        f.home()
+    };
     let f = CTX.with(|c| {
         let c = c.borrow();
         match c.as_ref() {
             Some(ctx) if Arc::ptr_eq(&ctx.rt, &f.rt) => {
-                ctx.push_local(f);
+                if home == NO_HOME || home == ctx.index {
+                    ctx.push_local(f);
+                } else {
+                    ctx.rt.push_remote(home, f, Some(ctx));
+                }
                 None
             }
             _ => Some(f),
@@ -113,8 +123,12 @@ fn schedule_here(f: Arc<Fiber>) {
     });
     if let Some(f) = f {
         let rt = Arc::clone(&f.rt);
-        rt.injector.push(f);
-        rt.notify_one(None);
+        if home == NO_HOME {
+            rt.injector.push(f);
+            rt.notify_one(None);
+        } else {
+            rt.push_remote(home, f, None);
+        }
     }
 }
 
@@ -188,8 +202,9 @@ impl WorkerCtx {
 
     fn push_local(&self, f: Arc<Fiber>) {
         self.local.push(f);
-        // More than one runnable fiber here: an idle worker could take some.
-        if self.local.len() > 1 {
+        // More than one runnable fiber here: an idle worker could take some (only with
+        // stealing; pinned fibers wait for this worker).
+        if self.rt.config.stealing && self.local.len() > 1 {
             self.rt.notify_one(Some(self));
         }
     }
@@ -197,8 +212,15 @@ impl WorkerCtx {
     fn run(&self) {
         self.arm_eventfd();
         let mut cancelled_all = false;
+        let mut tore_down = false;
         loop {
             let state = self.rt.state();
+            if state == TEARDOWN && !self.rt.config.stealing && !tore_down {
+                tore_down = true;
+                if self.rt.teardown_by() != self.index {
+                    self.teardown_pinned(false);
+                }
+            }
             if state >= DRAINING && !cancelled_all {
                 // Cancel everything in flight; ops pushed after this see the state and fail.
                 let _ = self.ring.push(Sqe::cancel_all());
@@ -243,6 +265,9 @@ impl WorkerCtx {
         let Some(mut coro) = f.take_coro() else {
             return;
         };
+        if !self.rt.config.stealing {
+            f.settle_home(self.index);
+        }
         f.state.start();
         *self.current.borrow_mut() = Some(Arc::clone(&f));
         let outcome = coro.resume();
@@ -272,17 +297,33 @@ impl WorkerCtx {
         let t = self.tick.get().wrapping_add(1);
         self.tick.set(t);
         if t % INJECTOR_INTERVAL == 0 {
-            if let Some(f) = self.pop_injector() {
+            if let Some(f) = self.pop_remote().or_else(|| self.pop_injector()) {
                 return Some(f);
             }
         }
         if let Some(f) = self.local.pop() {
             return Some(f);
         }
-        if let Some(f) = self.pop_injector() {
+        if let Some(f) = self.pop_remote().or_else(|| self.pop_injector()) {
             return Some(f);
         }
-        self.steal()
+        if self.rt.config.stealing {
+            self.steal()
+        } else {
+            None
+        }
+    }
+
+    /// A fiber pinned here that another thread woke.
+    fn pop_remote(&self) -> Option<Arc<Fiber>> {
+        let remote = &self.rt.workers[self.index].remote;
+        loop {
+            match remote.steal_batch_and_pop(&self.local) {
+                Steal::Success(f) => return Some(f),
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
     }
 
     fn pop_injector(&self) -> Option<Arc<Fiber>> {
@@ -423,6 +464,7 @@ impl WorkerCtx {
     fn has_work(&self) -> bool {
         let rt = &self.rt;
         !self.local.is_empty()
+            || !rt.workers[self.index].remote.is_empty()
             || !rt.injector.is_empty()
             || rt.stealers.iter().any(|s| !s.is_empty())
             || !lock(&rt.workers[self.index].cancels).is_empty()
@@ -436,10 +478,37 @@ impl WorkerCtx {
         if rt.state() != DRAINING || !quiescent(rt) || !rt.advance_state(DRAINING, TEARDOWN) {
             return false;
         }
-        teardown_all(rt);
-        rt.set_state(STOPPED);
-        rt.wake_all();
+        if rt.config.stealing {
+            teardown_all(rt);
+            rt.set_state(STOPPED);
+            rt.wake_all();
+        } else {
+            // Fibers never change threads, not even to be torn down: every worker unwinds
+            // its own (this one also those that never ran), and the last one stops.
+            rt.set_teardown_by(self.index);
+            self.teardown_pinned(true);
+        }
         true
+    }
+
+    /// Tears down the fibers pinned to this worker (and, for the worker that began the
+    /// teardown, those not pinned yet); the last worker to finish stops the runtime.
+    fn teardown_pinned(&self, homeless_too: bool) {
+        let rt = &self.rt;
+        for f in rt.registered() {
+            let home = f.home();
+            if home == self.index || (homeless_too && home == NO_HOME) {
+                if f.state.is_done() {
+                    rt.unregister(&f);
+                } else {
+                    teardown_one(rt, &f);
+                }
+            }
+        }
+        if rt.teardown_done() {
+            rt.set_state(STOPPED);
+        }
+        rt.wake_all();
     }
 
     /// Cancels what is still in flight on this ring and waits (boundedly) for the kernel to
@@ -479,7 +548,10 @@ fn quiescent(rt: &Shared) -> bool {
         return false;
     }
     fence(Ordering::SeqCst);
-    if !rt.injector.is_empty() || rt.stealers.iter().any(|s| !s.is_empty()) {
+    if !rt.injector.is_empty()
+        || rt.stealers.iter().any(|s| !s.is_empty())
+        || rt.workers.iter().any(|w| !w.remote.is_empty())
+    {
         return false;
     }
     fence(Ordering::SeqCst);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use util::{join, runtime};
+use util::{join, runtime, stealing_runtime};
 
 #[test]
 fn block_on_returns_the_fiber_value() {
@@ -103,9 +103,36 @@ fn join_timeout_on_a_fiber_times_out_and_stays_usable() {
 }
 
 #[test]
-fn fibers_migrate_between_workers() {
+fn pinned_fibers_never_change_threads() {
     require_io_uring!();
     let rt = runtime(2);
+    // Fibers spread over both workers, each woken by fibers of the other one.
+    let sem = Arc::new(fiber::sync::Semaphore::new(0));
+    let hs: Vec<_> = (0..200)
+        .map(|i| {
+            let sem = Arc::clone(&sem);
+            rt.handle().spawn_on(i, move || {
+                let mut threads = std::collections::HashSet::new();
+                for _ in 0..20 {
+                    threads.insert(std::thread::current().id());
+                    fiber::yield_now();
+                    sem.add_permits(1);
+                    sem.acquire().forget();
+                    threads.insert(std::thread::current().id());
+                }
+                threads.len()
+            })
+        })
+        .collect();
+    for h in hs {
+        assert_eq!(join(h), 1, "a pinned fiber ran on more than one thread");
+    }
+}
+
+#[test]
+fn fibers_migrate_between_workers() {
+    require_io_uring!();
+    let rt = stealing_runtime(2);
     let hs: Vec<_> = (0..200)
         .map(|_| {
             rt.spawn(|| {

@@ -2,7 +2,8 @@
 //! connection. The connection code is written in blocking style and is the very code
 //! srv-threads runs on OS threads (`service::echo::serve_blocking`,
 //! `service::blocking`): only the runtime differs.
-#![forbid(unsafe_code)]
+// One function may be unsafe: the opt-in to work stealing (`serve::allow_migration`).
+#![deny(unsafe_code)]
 
 mod serve;
 mod wakeup;

@@ -5,15 +5,16 @@
 //! code srv-threads runs with two OS threads. The runtime is a plug-in here: how a
 //! fiber waits ([`FiberWakeup`]), how a cut connection is shut down, and who spawns.
 //!
-//! One listener and one accepting fiber: the kernel cannot spread connections over
-//! several listeners' fibers anyway, since fibers are not tied to workers (a fiber
-//! runs where its last completion was reaped), and each accepted connection's fiber
-//! is spawned on the accepting worker, from which idle workers steal it. Accepting is
-//! always multishot where the kernel has it (5.19): one SQE accepts every connection,
-//! and the accepting fiber takes all that are queued each time it runs. A plain accept
-//! takes one per turn of the run queue, and on a worker saturated by many runnable
-//! fibers (10,000 connections with 200 µs of work per echo) a turn takes seconds:
-//! srv-fiber then accepted only 9,451 to 9,802 of 10,000 connections in a 10 s point.
+//! Each worker accepts on a listener of its own (SO_REUSEPORT) and keeps every
+//! connection it accepts: fibers are pinned to their worker by default, so the kernel's
+//! spread of connections over the listeners is the load balance, as in srv-reactor and
+//! srv-tokio-uring. With `--scheduler stealing` there is one listener and one accepting
+//! fiber, and idle workers steal connection fibers from it. Accepting is always
+//! multishot where the kernel has it (5.19): one SQE accepts every connection, and the
+//! accepting fiber takes all that are queued each time it runs. A plain accept takes
+//! one per turn of the run queue, and on a worker saturated by many runnable fibers
+//! (10,000 connections with 200 µs of work per echo) a turn takes seconds: srv-fiber
+//! then accepted only 9,451 to 9,802 of 10,000 connections in a 10 s point.
 
 use std::io;
 use std::net::Shutdown as How;
@@ -46,6 +47,13 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// The fiber runtime's options, passed straight to `fiber::Builder`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct RuntimeArgs {
+    /// How fibers are placed on workers. `pinned` (the default): every fiber stays on the
+    /// worker it starts on, each worker accepts on its own SO_REUSEPORT listener, and
+    /// nothing a fiber holds ever changes threads. `stealing`: one listener, and idle
+    /// workers steal runnable fibers from busy ones (the EMPER paper's design).
+    #[arg(long, value_enum, default_value_t = Scheduler::Pinned)]
+    scheduler: Scheduler,
+
     /// Run the Completer thread of the EMPER paper (its Figure 4): it reaps the
     /// completions of busy workers' rings, woken by an eventfd registered on each.
     #[arg(long)]
@@ -87,6 +95,13 @@ pub(crate) struct RuntimeArgs {
     runtime_stats: bool,
 }
 
+/// Where fibers run (see `--scheduler`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Scheduler {
+    Pinned,
+    Stealing,
+}
+
 impl RuntimeArgs {
     fn builder(&self, common: &CommonArgs) -> fiber::Builder {
         let mut b = fiber::Runtime::builder()
@@ -102,7 +117,10 @@ impl RuntimeArgs {
         if let Some(cpus) = &common.cpus {
             b = b.cpus(cpus.as_slice().iter().copied());
         }
-        b
+        match self.scheduler {
+            Scheduler::Pinned => b,
+            Scheduler::Stealing => allow_migration(b),
+        }
     }
 }
 
@@ -117,6 +135,16 @@ impl RuntimeArgs {
                 .defer_taskrun(true),
         }
     }
+}
+
+/// Lets the runtime move fibers between workers.
+#[allow(unsafe_code)]
+fn allow_migration(b: fiber::Builder) -> fiber::Builder {
+    // SAFETY: srv-fiber's fibers run `service`'s echo and chat code, the accept loop and
+    // the stop, none of which holds a thread-local reference, a `std::sync::MutexGuard` or
+    // an `Rc` across a call that can park (the hub's std locks are taken and released
+    // between blocking calls, never across one).
+    unsafe { b.work_stealing() }
 }
 
 /// Parses a byte count with an optional K or M suffix.
@@ -145,13 +173,15 @@ struct Conns {
 pub(crate) fn serve(common: &CommonArgs, rt_args: &RuntimeArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::install()?;
     let hub = launch::open_rooms::<FiberOutbox>(common)?.map(Arc::new);
-    // The runtime's own bind: a backlog of 4096 (std's is 128), so that a burst of
-    // connections waits in the accept queue instead of having its handshakes dropped and
-    // retried a second or more later (10,000 connections at once left 12% of them unserved
-    // for the first seconds with std's backlog).
-    let listener = TcpListener::bind(common.addr)
-        .with_context(|| format!("cannot listen on {}", common.addr))?;
-    let addr = listener
+    let workers = common.worker_count();
+    // Pinned fibers cannot be stolen, so each worker accepts its share of the connections
+    // on a listener of its own (SO_REUSEPORT). With stealing one listener serves them all:
+    // the connections' fibers spread as idle workers steal them.
+    let listeners = match rt_args.scheduler {
+        Scheduler::Pinned => launch::bind_group(common.addr, workers)?,
+        Scheduler::Stealing => vec![launch::bind(common.addr)?],
+    };
+    let addr = listeners[0]
         .local_addr()
         .context("reading the listener's address")?;
     // The runtime's error already names its OS error: no `context`, which would print
@@ -169,8 +199,12 @@ pub(crate) fn serve(common: &CommonArgs, rt_args: &RuntimeArgs) -> anyhow::Resul
         max_pending: common.max_pending,
         counters: Arc::clone(&counters),
     });
-    // Detached: it ends when shutdown cancels its accept.
-    drop(runtime.spawn(move || accept_loop(&listener, &conns)));
+    for (worker, listener) in listeners.into_iter().enumerate() {
+        let listener = TcpListener::from_std(listener);
+        let conns = Arc::clone(&conns);
+        // Detached: it ends when shutdown cancels its accept.
+        drop(handle.spawn_on(worker, move || accept_loop(&listener, &conns)));
+    }
     launch::announce_ready(addr)?;
 
     shutdown.wait();

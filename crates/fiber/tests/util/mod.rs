@@ -37,6 +37,18 @@ pub(crate) fn runtime(workers: usize) -> fiber::Runtime {
         .expect("build a runtime")
 }
 
+/// A runtime whose fibers migrate between workers (work stealing), small stacks.
+pub(crate) fn stealing_runtime(workers: usize) -> fiber::Runtime {
+    let b = fiber::Runtime::builder()
+        .workers(workers)
+        .stack_size(32 * 1024);
+    // SAFETY: the tests' fibers hold no thread-local references or std mutex guards across
+    // blocking calls.
+    unsafe { b.work_stealing() }
+        .build()
+        .expect("build a runtime")
+}
+
 /// Joins with the test timeout, failing the test on timeout.
 pub(crate) fn join<T>(mut h: fiber::JoinHandle<T>) -> T {
     match h.join_timeout(TIMEOUT) {
