@@ -91,30 +91,29 @@ impl TcpListener {
     fn accept_multishot(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let mut slot = self.multishot.lock();
         loop {
-            let armed = match slot.as_ref() {
+            let armed = match slot.take() {
                 Some(p) => p,
-                None => slot.insert(driver::submit(Sqe::accept_multi(self.inner.as_raw_fd()))?),
+                None => driver::submit(Sqe::accept_multi(self.inner.as_raw_fd()))?,
             };
-            match driver::wait(armed) {
-                Ok((res, _)) => {
-                    let fd = armed.op.fd_result(res);
-                    if armed.op.is_done() && res < 0 {
-                        // The multishot ended; the next call arms a new one.
-                        *slot = None;
-                    }
-                    let stream = TcpStream::from_fd(fd?);
+            let result = driver::wait(&armed);
+            let op = Arc::clone(&armed.op);
+            // An op that ended and holds no more results is spent (the kernel ends a
+            // multishot on an error, a cancel, or a full CQ, even with a connection in its
+            // last CQE): the next turn arms a new one.
+            if !op.is_spent() {
+                *slot = Some(armed);
+            }
+            match result {
+                Ok((res, _)) if res >= 0 => {
+                    let stream = TcpStream::from_fd(op.fd_result(res)?);
                     let peer = stream.peer_addr()?;
                     return Ok((stream, peer));
                 }
-                Err(e) => {
-                    let ended = armed.op.is_done();
-                    if ended {
-                        *slot = None;
-                    }
-                    if e.raw_os_error() == Some(libc::ECANCELED) || !ended {
-                        return Err(e);
-                    }
-                }
+                // Cancelled because the connections it queued were not taken
+                // (`ACCEPT_BACKLOG`); they have been now: arm again.
+                Ok((res, _)) if res == -libc::ECANCELED && op.throttled() => {}
+                Ok((res, _)) => return Err(io::Error::from_raw_os_error(-res)),
+                Err(e) => return Err(e),
             }
         }
     }
@@ -145,6 +144,11 @@ impl AsRawFd for TcpListener {
 /// (write-behind): the caller goes on at once, and the send's outcome is reported by the
 /// next write, [`TcpStream::flush`] or [`TcpStream::close`].
 pub const WRITE_BEHIND: usize = 64 * 1024;
+
+/// Connections a multishot accept holds accepted and not yet taken by `accept` before it
+/// stops accepting (it is cancelled, and armed again once they are taken): past this, new
+/// connections wait in the kernel's listen backlog, as they would for a plain accept.
+pub const ACCEPT_BACKLOG: usize = op::ACCEPT_BACKLOG;
 
 /// Bytes a plain recv reads when there is no provided buffer to receive into (off a fiber,
 /// without multishot, or when the worker's provided buffers ran out).

@@ -366,3 +366,49 @@ fn multishot_recv_stops_receiving_for_a_reader_that_does_not_read() {
     assert_eq!(got, sent);
     eprintln!("stalled after {} KiB; {}", sent >> 10, rt.stats());
 }
+
+/// Keeps the calling fiber's worker busy (no reaping, no kernel entry) for `ms`.
+fn spin_worker(ms: u64) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_millis(ms) {
+        std::hint::spin_loop();
+    }
+}
+
+/// The kernel ends a multishot accept with a connection in its final CQE when the CQ is
+/// full. The listener must take that connection and re-arm, not report the ended op as a
+/// cancelled accept.
+#[test]
+fn a_multishot_accept_that_ends_on_a_connection_is_rearmed() {
+    require_io_uring!();
+    const CONNS: usize = 64;
+    let rt = fiber::Runtime::builder()
+        .workers(1)
+        .multishot_accept(true)
+        .ring_entries(8)
+        .cq_entries(16)
+        .build()
+        .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (armed_tx, armed_rx) = std::sync::mpsc::channel();
+    let server = rt.spawn(move || -> std::io::Result<Vec<TcpStream>> {
+        let mut kept = vec![listener.accept()?.0];
+        armed_tx.send(()).unwrap();
+        // The other connections arrive while the worker does not reap: their CQEs fill
+        // the 16-entry CQ and the kernel ends the multishot.
+        spin_worker(300);
+        while kept.len() < CONNS {
+            kept.push(listener.accept()?.0);
+        }
+        Ok(kept)
+    });
+    let mut clients = vec![std::net::TcpStream::connect(addr).unwrap()];
+    armed_rx.recv_timeout(TIMEOUT).unwrap();
+    for _ in 1..CONNS {
+        clients.push(std::net::TcpStream::connect(addr).unwrap());
+    }
+    let kept = join(server).expect("every connection accepted");
+    assert_eq!(kept.len(), CONNS);
+    eprintln!("{}", rt.stats());
+}

@@ -59,6 +59,11 @@ pub(crate) const MAX_IO: usize = 1 << 20;
 /// recv once it has consumed what was buffered.
 pub(crate) const RECV_BACKLOG: usize = 64 * 1024;
 
+/// Connections a multishot accept may hold accepted and not yet taken before it is
+/// cancelled, for the same reason: past this, new connections wait in the kernel's listen
+/// backlog (as they would for a plain accept) instead of in descriptors the process holds.
+pub(crate) const ACCEPT_BACKLOG: usize = 128;
+
 /// A heap buffer the kernel may write while an operation is in flight. It is reachable only
 /// through raw pointers meanwhile, so no Rust reference aliases the kernel's writes.
 ///
@@ -382,8 +387,26 @@ impl Results {
         }
     }
 
+    /// Whether more than `limit` results wait to be taken: true once per op, which is then
+    /// marked throttled.
+    fn throttle_count(&mut self, limit: usize) -> bool {
+        let queued =
+            usize::from(self.first.is_some()) + self.multi.as_ref().map_or(0, |m| m.rest.len());
+        match &mut self.multi {
+            Some(m) if !m.throttled && queued > limit => {
+                m.throttled = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn throttled(&self) -> bool {
         self.multi.as_ref().is_some_and(|m| m.throttled)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none() && self.multi.as_ref().is_none_or(|m| m.rest.is_empty())
     }
 
     fn iter(&self) -> impl Iterator<Item = &Completion> {
@@ -531,7 +554,14 @@ impl Op {
         Ok(None)
     }
 
-    /// Whether the op was cancelled because its reader fell behind (see [`RECV_BACKLOG`]).
+    /// Whether the op has ended and every result was taken: it can do nothing more.
+    pub(crate) fn is_spent(&self) -> bool {
+        let st = self.lock();
+        st.phase == Phase::Done && st.results.is_empty()
+    }
+
+    /// Whether the op was cancelled because its reader fell behind (see [`RECV_BACKLOG`],
+    /// [`ACCEPT_BACKLOG`]).
     pub(crate) fn throttled(&self) -> bool {
         self.lock().results.throttled()
     }
@@ -551,7 +581,11 @@ impl Op {
         if last {
             st.phase = Phase::Done;
         }
-        let throttle = !last && st.results.throttle();
+        let throttle = !last
+            && match self.kind {
+                ResKind::Fd => st.results.throttle_count(ACCEPT_BACKLOG),
+                ResKind::Plain => st.results.throttle(),
+            };
         (st.waiter.take(), throttle)
     }
 
