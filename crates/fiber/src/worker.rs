@@ -34,6 +34,8 @@ pub(crate) const BUDGET: usize = 64;
 const INJECTOR_INTERVAL: u32 = 61;
 /// Most CQEs reaped in one pass.
 const REAP_MAX: usize = 4096;
+/// How long an exiting worker waits for the kernel to finish the operations it cancelled.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 thread_local! {
     static CTX: RefCell<Option<Rc<WorkerCtx>>> = const { RefCell::new(None) };
@@ -511,20 +513,14 @@ impl WorkerCtx {
         rt.wake_all();
     }
 
-    /// Cancels what is still in flight on this ring and waits (boundedly) for the kernel to
-    /// finish with it, so that the memory of every op is released before the ring goes.
+    /// Cancels what is still in flight on this ring and waits, at most [`EXIT_GRACE`], for
+    /// the kernel to finish with it, so that the memory of every op is released before the
+    /// ring goes (an op still in flight after that is leaked with its memory).
     fn exit(&self) {
-        let _ = self.ring.push(Sqe::cancel_all());
         let eventfd_op = self.eventfd_op.borrow_mut().take();
-        for _ in 0..1000 {
-            let _ = self.ring.flush();
-            self.reap_own();
-            let internal_done = eventfd_op.as_ref().is_none_or(|op| op.is_done());
-            if self.ring.shared().in_flight() == 0 && internal_done {
-                break;
-            }
-            let _ = self.ring.wait();
-        }
+        self.ring.drain(EXIT_GRACE, crate::park::Waker::wake, || {
+            eventfd_op.as_ref().is_none_or(|op| op.is_done())
+        });
         while self.local.pop().is_some() {}
     }
 }

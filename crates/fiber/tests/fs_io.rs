@@ -68,3 +68,39 @@ fn a_fiber_reads_a_pipe_without_blocking_its_worker() {
     assert_eq!(join(writer), 4);
     assert_eq!(join(reader), b"ping");
 }
+
+/// Far more operations in one dispatch round than the SQ holds, each completing at once,
+/// so that the CQ (16 entries) overflows while the worker submits: every one succeeds. A
+/// full SQ or a busy CQ is the runtime's problem, never the caller's error.
+#[test]
+fn a_full_submission_queue_never_fails_an_operation() {
+    require_io_uring!();
+    const OPS: usize = 2000;
+    let rt = fiber::Runtime::builder()
+        .workers(1)
+        .ring_entries(8)
+        .cq_entries(16)
+        .build()
+        .unwrap();
+    let results = rt
+        .block_on(|| {
+            let f = std::sync::Arc::new(OpenOptions::new().write(true).open("/dev/null")?);
+            let writers: Vec<_> = (0..OPS)
+                .map(|_| {
+                    let f = std::sync::Arc::clone(&f);
+                    fiber::spawn(move || f.write_at(b"x", 0))
+                })
+                .collect();
+            Ok::<_, std::io::Error>(writers.into_iter().map(join).collect::<Vec<_>>())
+        })
+        .unwrap()
+        .unwrap();
+    let failed: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {OPS} failed: {:?}",
+        failed.len(),
+        failed.first()
+    );
+    eprintln!("{}", rt.stats());
+}

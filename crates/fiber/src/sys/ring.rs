@@ -7,14 +7,17 @@
 //! that the owner, the Completer thread and I/O-stealing workers race for (the paper's CQ
 //! lock), and the ring fd that other workers target with `IORING_OP_MSG_RING`.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::io;
 use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use io_uring::{IoUring, Probe, opcode};
+use std::time::{Duration, Instant};
+
+use io_uring::{IoUring, Probe, opcode, squeue, types};
 
 use super::bufring::{BGID, BufRing};
 use super::op::{self, Op, Reaped, Sqe};
@@ -242,6 +245,13 @@ pub(crate) struct RingOwner {
     shared: Arc<RingShared>,
     /// SQEs pushed since the last `io_uring_enter`.
     pending: Cell<u32>,
+    /// SQEs that found the SQ full, oldest first: they enter the SQ, in order, as the
+    /// kernel consumes it, so that a full SQ (or an enter that consumed nothing: a signal,
+    /// EBUSY, an error) delays an operation but never fails it.
+    backlog: RefCell<VecDeque<squeue::Entry>>,
+    /// Test hook: the errors the next `io_uring_enter` calls fail with.
+    #[cfg(test)]
+    fail_enters: RefCell<Vec<i32>>,
     /// `io_uring_enter` calls made, for the stats.
     enters: Cell<u64>,
     _not_send: PhantomData<*const ()>,
@@ -309,6 +319,9 @@ impl RingOwner {
                 bufs,
             }),
             pending: Cell::new(0),
+            backlog: RefCell::new(VecDeque::new()),
+            #[cfg(test)]
+            fail_enters: RefCell::new(Vec::new()),
             enters: Cell::new(0),
             _not_send: PhantomData,
         })
@@ -322,7 +335,9 @@ impl RingOwner {
         self.enters.get()
     }
 
-    /// Queues an SQE for the next submission; submits first if the SQ is full.
+    /// Queues an SQE for the next submission (behind the backlog if the SQ is full). It
+    /// cannot fail: the op's reference moves into the SQE, and the SQE reaches the kernel at
+    /// a later enter whatever happens meanwhile.
     pub(crate) fn push(&self, sqe: Sqe) -> io::Result<()> {
         let Sqe { entry, op } = sqe;
         let counted = op.as_ref().is_some_and(|o| !o.is_internal());
@@ -330,30 +345,41 @@ impl RingOwner {
             Some(op) => entry.user_data(op::into_user_data(op)),
             None => entry,
         };
-        for _ in 0..2 {
-            // SAFETY: [1] this `RingOwner` is the only one for the ring and is `!Send`, so
-            // this thread is the only one touching the SQ, and no other `SubmissionQueue`
-            // exists (each one is dropped before this function returns); [2] every pointer in
-            // the entry points into memory owned by its op (`op.rs` builds all entries),
-            // and the op's `Arc`, moved into `user_data`, keeps that memory alive until the
-            // final CQE releases it.
-            let pushed = unsafe { self.shared.uring.submission_shared().push(&entry) };
-            if pushed.is_ok() {
-                self.pending.set(self.pending.get() + 1);
-                if counted {
-                    self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
-                }
-                return Ok(());
+        if counted {
+            self.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+        }
+        let mut backlog = self.backlog.borrow_mut();
+        if backlog.is_empty() && self.push_sq(&entry) {
+            return Ok(());
+        }
+        backlog.push_back(entry);
+        Ok(())
+    }
+
+    /// Puts one entry in the SQ; `false` if it is full.
+    fn push_sq(&self, entry: &squeue::Entry) -> bool {
+        // SAFETY: [1] this `RingOwner` is the only one for the ring and is `!Send`, so this
+        // thread is the only one touching the SQ, and no other `SubmissionQueue` exists (each
+        // one is dropped before this function returns); [2] every pointer in the entry points
+        // into memory owned by its op (`op.rs` builds all entries), and the op's `Arc`, moved
+        // into `user_data`, keeps that memory alive until the final CQE releases it.
+        let pushed = unsafe { self.shared.uring.submission_shared().push(entry) }.is_ok();
+        if pushed {
+            self.pending.set(self.pending.get() + 1);
+        }
+        pushed
+    }
+
+    /// Moves backlogged entries into the SQ while it has room; whether any are left.
+    fn refill_sq(&self) -> bool {
+        let mut backlog = self.backlog.borrow_mut();
+        while let Some(entry) = backlog.front() {
+            if !self.push_sq(entry) {
+                return true;
             }
-            // The SQ is full: hand the batch to the kernel and try again.
-            self.enter(false)?;
+            backlog.pop_front();
         }
-        let ud = entry.get_user_data();
-        if ud & op::TAG_MASK == op::TAG_OP && ud != 0 {
-            // SAFETY: `ud` came from `into_user_data` just above and never reached the SQ.
-            drop(unsafe { op::from_unpushed(ud) });
-        }
-        Err(io::Error::other("io_uring submission queue stays full"))
+        false
     }
 
     /// Pushes an ASYNC_CANCEL for every multishot recv a reaper found too far ahead of its
@@ -381,7 +407,7 @@ impl RingOwner {
     /// Whether an `io_uring_enter` is needed to make progress: SQEs to submit, deferred task
     /// work to run, or overflowed CQEs to flush.
     pub(crate) fn needs_enter(&self) -> bool {
-        if self.pending.get() > 0 {
+        if self.pending.get() > 0 || !self.backlog.borrow().is_empty() {
             return true;
         }
         // SAFETY: as in `push`: the owner thread is the only SQ user; the queue is dropped
@@ -412,24 +438,84 @@ impl RingOwner {
         self.enter(true)
     }
 
+    /// Submits everything pushed (the SQ, refilled from the backlog as the kernel consumes
+    /// it); with `wait`, the last enter also sleeps until a CQE is available. An enter that
+    /// consumed nothing (a signal, EBUSY, EAGAIN) ends the call early: the rest goes at the
+    /// next one.
     fn enter(&self, wait: bool) -> io::Result<()> {
+        loop {
+            let more = self.refill_sq();
+            let wait_now = wait && !more;
+            let before = self.pending.get();
+            self.enters.set(self.enters.get() + 1);
+            match self.enter_once(wait_now) {
+                Ok(submitted) => {
+                    self.pending
+                        .set(before.saturating_sub(u32::try_from(submitted).unwrap_or(u32::MAX)));
+                    if !more || submitted == 0 {
+                        return Ok(());
+                    }
+                }
+                // A signal, or the CQ is full until we reap: both resolve in the caller's loop.
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)
+                    ) =>
+                {
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Cancels everything in flight on this ring and reaps (handing each woken waiter to
+    /// `wake`) until the kernel has finished with it and `done` holds, or until `grace` has
+    /// passed: an operation the kernel cannot cancel must not keep a thread from exiting.
+    /// What is left then is leaked with its memory (see `RingShared`'s drop). Returns
+    /// whether everything finished.
+    pub(crate) fn drain(
+        &self,
+        grace: Duration,
+        mut wake: impl FnMut(Waker),
+        done: impl Fn() -> bool,
+    ) -> bool {
+        let _ = self.push(Sqe::cancel_all());
+        let deadline = Instant::now() + grace;
+        loop {
+            let _ = self.flush();
+            self.shared.try_reap(usize::MAX, &mut wake);
+            if self.shared.in_flight() == 0 && done() {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            let _ = self.wait_timeout(left.min(Duration::from_millis(100)));
+        }
+    }
+
+    /// Submits, and sleeps until a CQE is available or `dur` has passed.
+    fn wait_timeout(&self, dur: Duration) -> io::Result<()> {
+        self.refill_sq();
         self.enters.set(self.enters.get() + 1);
-        let submitter = self.shared.uring.submitter();
-        let r = if wait {
-            submitter.submit_and_wait(1)
-        } else {
-            submitter.submit()
-        };
-        match r {
-            Ok(_) => {
-                self.pending.set(0);
+        let ts = types::Timespec::from(dur);
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match self.shared.uring.submitter().submit_with_args(1, &args) {
+            Ok(n) => {
+                self.pending.set(
+                    self.pending
+                        .get()
+                        .saturating_sub(u32::try_from(n).unwrap_or(0)),
+                );
                 Ok(())
             }
-            // A signal, or the CQ is full until we reap: both resolve in the caller's loop.
             Err(e)
                 if matches!(
                     e.raw_os_error(),
-                    Some(libc::EINTR | libc::EBUSY | libc::EAGAIN)
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN)
                 ) =>
             {
                 Ok(())
@@ -438,8 +524,125 @@ impl RingOwner {
         }
     }
 
+    /// One `io_uring_enter`: the number of SQEs the kernel consumed.
+    fn enter_once(&self, wait: bool) -> io::Result<usize> {
+        #[cfg(test)]
+        if let Some(errno) = self.fail_enters.borrow_mut().pop() {
+            return Err(io::Error::from_raw_os_error(errno));
+        }
+        let submitter = self.shared.uring.submitter();
+        if wait {
+            submitter.submit_and_wait(1)
+        } else {
+            submitter.submit()
+        }
+    }
+
     /// Registers an eventfd the kernel signals on every CQE posted to this ring.
     pub(crate) fn register_eventfd(&self, fd: RawFd) -> io::Result<()> {
         self.shared.uring.submitter().register_eventfd(fd)
+    }
+}
+
+impl Drop for RingOwner {
+    fn drop(&mut self) {
+        // Entries that never reached the kernel: take back the references their ops moved
+        // into them.
+        for entry in self.backlog.get_mut().drain(..) {
+            let ud = entry.get_user_data();
+            if ud & op::TAG_MASK == op::TAG_OP && ud != 0 {
+                // SAFETY: `ud` came from `into_user_data` in `push`, and the entry never
+                // left the backlog, so the kernel never saw it.
+                let op = unsafe { op::from_unpushed(ud) };
+                if !op.is_internal() {
+                    self.shared.in_flight.fetch_sub(1, Ordering::AcqRel);
+                }
+                op::fail_unsubmitted(&op, libc::ECANCELED);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    fn small_ring() -> Option<RingOwner> {
+        match RingOwner::new(RingSetup {
+            entries: 8,
+            ..RingSetup::default()
+        }) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                eprintln!("skipping: io_uring unavailable: {e}");
+                None
+            }
+        }
+    }
+
+    /// Five times the SQ, pushed while every enter fails (a signal, EBUSY, EAGAIN, then a
+    /// hard error): no push fails, the hard error is reported by the flush that met it,
+    /// and every operation still reaches the kernel and completes afterwards.
+    #[test]
+    fn a_full_sq_and_failed_enters_delay_operations_but_never_fail_them() {
+        let Some(ring) = small_ring() else { return };
+        ring.fail_enters
+            .borrow_mut()
+            .extend([libc::ENXIO, libc::EAGAIN, libc::EBUSY, libc::EINTR]);
+        let ops: Vec<_> = (0..40)
+            .map(|_| {
+                let (sqe, op) = Sqe::timeout(Duration::ZERO);
+                ring.push(sqe).expect("a push never fails");
+                op
+            })
+            .collect();
+        for _ in 0..3 {
+            ring.flush().expect("transient enter errors are not errors");
+        }
+        assert_eq!(
+            ring.flush().map_err(|e| e.raw_os_error()),
+            Err(Some(libc::ENXIO))
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while ops.iter().any(|o| !o.is_done()) && Instant::now() < deadline {
+            ring.flush().unwrap();
+            ring.shared().try_reap(usize::MAX, drop);
+            if ring.shared().in_flight() > 0 {
+                ring.wait().unwrap();
+            }
+        }
+        assert!(
+            ops.iter().all(|o| o.is_done()),
+            "an operation never completed"
+        );
+        assert_eq!(ring.shared().in_flight(), 0);
+    }
+
+    /// An operation the kernel never completes (stood in for by an in-flight count no op
+    /// backs) delays a drain by the grace period, not forever.
+    #[test]
+    fn a_drain_gives_up_after_its_grace_period() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let Some(ring) = small_ring() else {
+                let _ = tx.send(None);
+                return;
+            };
+            let (sqe, op) = Sqe::timeout(Duration::from_secs(3600));
+            ring.push(sqe).unwrap();
+            ring.shared.in_flight.fetch_add(1, Ordering::AcqRel);
+            let finished = ring.drain(Duration::from_millis(200), drop, || true);
+            let _ = tx.send(Some((finished, op.is_done())));
+        });
+        match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(Some((finished, cancelled))) => {
+                assert!(!finished, "the phantom operation cannot finish");
+                assert!(cancelled, "the real one was cancelled");
+            }
+            Ok(None) => {}
+            Err(_) => panic!("the drain did not return within 20 s"),
+        }
     }
 }
