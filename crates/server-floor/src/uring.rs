@@ -96,9 +96,8 @@ struct Chunk {
     end: usize,
 }
 
-#[derive(Default)]
 struct Conn {
-    stream: Option<TcpStream>,
+    stream: TcpStream,
     queue: VecDeque<Chunk>,
     sending: bool,
     recv_armed: bool,
@@ -110,6 +109,8 @@ struct Conn {
 }
 
 struct Floor<'a> {
+    listener: Fd,
+    signal: Fd,
     submitter: Submitter<'a>,
     sq: squeue::SubmissionQueue<'a>,
     bufs: BufRing,
@@ -145,6 +146,8 @@ pub(crate) fn serve(listener: TcpListener, shutdown: &Shutdown) -> anyhow::Resul
     // Saves a file lookup per enter; without it (before Linux 5.18) the ring still works.
     let _ = submitter.register_ring_fd();
     let mut f = Floor {
+        listener: Fd(listener.as_raw_fd()),
+        signal: Fd(shutdown.as_fd().as_raw_fd()),
         submitter,
         sq,
         bufs,
@@ -153,19 +156,8 @@ pub(crate) fn serve(listener: TcpListener, shutdown: &Shutdown) -> anyhow::Resul
         freed: false,
         stats: Snapshot::default(),
     };
-    let lfd = Fd(listener.as_raw_fd());
-    let sfd = Fd(shutdown.as_fd().as_raw_fd());
-    f.push(
-        opcode::AcceptMulti::new(lfd)
-            .flags(libc::SOCK_CLOEXEC)
-            .build()
-            .user_data(ACCEPT),
-    )?;
-    f.push(
-        opcode::PollAdd::new(sfd, libc::POLLIN as u32)
-            .build()
-            .user_data(SIGNAL),
-    )?;
+    f.arm_accept()?;
+    f.arm_signal()?;
     launch::announce_ready(listener.local_addr()?)?;
 
     let mut done = Vec::with_capacity(1024);
@@ -181,7 +173,7 @@ pub(crate) fn serve(listener: TcpListener, shutdown: &Shutdown) -> anyhow::Resul
         for (data, res, flags) in done.drain(..) {
             let key = (data >> 3) as usize;
             match data & 7 {
-                ACCEPT => f.accepted(res, flags, lfd)?,
+                ACCEPT => f.accepted(res, flags)?,
                 RECV => f.received(key, res, flags)?,
                 SEND => f.sent(key, res)?,
                 CANCEL => f.conns.get_mut(key).map_or((), |c| c.cancelling = false),
@@ -189,11 +181,7 @@ pub(crate) fn serve(listener: TcpListener, shutdown: &Shutdown) -> anyhow::Resul
                     f.stats.closed += f.conns.len() as u64;
                     return Ok(f.stats);
                 }
-                SIGNAL => f.push(
-                    opcode::PollAdd::new(sfd, libc::POLLIN as u32)
-                        .build()
-                        .user_data(SIGNAL),
-                )?,
+                SIGNAL => f.arm_signal()?,
                 _ => {}
             }
             f.close_if_done(key);
@@ -222,14 +210,19 @@ impl Floor<'_> {
         Ok(())
     }
 
-    fn accepted(&mut self, res: i32, flags: u32, lfd: Fd) -> anyhow::Result<()> {
+    fn arm_accept(&mut self) -> anyhow::Result<()> {
+        let accept = opcode::AcceptMulti::new(self.listener).flags(libc::SOCK_CLOEXEC);
+        self.push(accept.build().user_data(ACCEPT))
+    }
+
+    fn arm_signal(&mut self) -> anyhow::Result<()> {
+        let poll = opcode::PollAdd::new(self.signal, libc::POLLIN as u32);
+        self.push(poll.build().user_data(SIGNAL))
+    }
+
+    fn accepted(&mut self, res: i32, flags: u32) -> anyhow::Result<()> {
         if !cqueue::more(flags) {
-            self.push(
-                opcode::AcceptMulti::new(lfd)
-                    .flags(libc::SOCK_CLOEXEC)
-                    .build()
-                    .user_data(ACCEPT),
-            )?;
+            self.arm_accept()?;
         }
         if res < 0 {
             self.stats.errors += 1;
@@ -239,8 +232,13 @@ impl Floor<'_> {
         let stream = unsafe { TcpStream::from_raw_fd(res) };
         let _ = stream.set_nodelay(true);
         let key = self.conns.insert(Conn {
-            stream: Some(stream),
-            ..Conn::default()
+            stream,
+            queue: VecDeque::new(),
+            sending: false,
+            recv_armed: false,
+            cancelling: false,
+            paused: false,
+            done: false,
         });
         self.stats.accepted += 1;
         self.arm_recv(key)
@@ -250,18 +248,12 @@ impl Floor<'_> {
         let Some(c) = self.conns.get_mut(key) else {
             return Ok(());
         };
-        let Some(fd) = c.stream.as_ref().map(|s| Fd(s.as_raw_fd())) else {
-            return Ok(());
-        };
         if c.recv_armed || c.paused || c.done {
             return Ok(());
         }
         c.recv_armed = true;
-        self.push(
-            opcode::RecvMulti::new(fd, GROUP)
-                .build()
-                .user_data(ud(key, RECV)),
-        )
+        let recv = opcode::RecvMulti::new(Fd(c.stream.as_raw_fd()), GROUP);
+        self.push(recv.build().user_data(ud(key, RECV)))
     }
 
     fn received(&mut self, key: usize, res: i32, flags: u32) -> anyhow::Result<()> {
@@ -271,6 +263,11 @@ impl Floor<'_> {
         };
         c.recv_armed &= more;
         match (res, cqueue::buffer_select(flags)) {
+            // Late data for a connection that failed: the buffer goes straight back.
+            (1.., Some(bid)) if c.done => {
+                self.bufs.provide(bid);
+                self.freed = true;
+            }
             (1.., Some(bid)) => {
                 self.stats.bytes_in += res as u64;
                 c.queue.push_back(Chunk {
@@ -320,11 +317,12 @@ impl Floor<'_> {
         let Some(c) = self.conns.get_mut(key) else {
             return Ok(());
         };
-        let (Some(head), Some(s), false) = (c.queue.front(), &c.stream, c.sending) else {
+        let (Some(head), false) = (c.queue.front(), c.sending) else {
             return Ok(());
         };
         let ptr = self.bufs.addr(head.bid, head.start);
-        let sqe = opcode::Send::new(Fd(s.as_raw_fd()), ptr, (head.end - head.start) as u32);
+        let len = (head.end - head.start) as u32;
+        let sqe = opcode::Send::new(Fd(c.stream.as_raw_fd()), ptr, len).flags(libc::MSG_NOSIGNAL);
         c.sending = true;
         self.push(sqe.build().user_data(ud(key, SEND)))
     }
@@ -363,7 +361,7 @@ impl Floor<'_> {
         };
         c.done = true;
         let keep = usize::from(c.sending);
-        for chunk in c.queue.drain(keep..).collect::<Vec<_>>() {
+        for chunk in c.queue.drain(keep..) {
             self.bufs.provide(chunk.bid);
         }
         self.freed = true;
