@@ -74,7 +74,10 @@ impl BufRing {
         let slot = usize::from(self.tail & (BUFS - 1));
         // SAFETY: [1] `entries` points to BUFS leaked, page-aligned entries, and slot < BUFS.
         // [2] The kernel reads only the entries between its head and the published tail;
-        // this slot is at the tail, not yet published, so nobody else accesses it.
+        // this slot is at the tail, not yet published, so the kernel reads none of its
+        // addr/len/bid, the only fields the setters write. (Entry 0's last two bytes are
+        // the ring's tail, which the kernel reads at any time; the setters never write
+        // them, and the reference ends before the tail is stored.)
         // [3] The tail field sits in entry 0, is u16-aligned, and is shared with the
         // kernel only through atomic accesses (the kernel reads it with acquire).
         unsafe {
