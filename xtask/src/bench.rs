@@ -157,7 +157,8 @@ fn plan(args: &BenchArgs, variants: &[Variant]) -> Vec<Job> {
         // Point-major order: the servers take turns at each point, so that a slow drift of
         // the machine (heat, a neighbour) spreads over all of them.
         for point in suite.points(&args.overrides(args.workers())) {
-            for v in variants {
+            // An echo-only server (srv-floor) sits out the chat and --compute-us points.
+            for v in variants.iter().filter(|v| v.serves(point.workload)) {
                 jobs.push(Job {
                     point: point.clone(),
                     variant: v.clone(),
@@ -289,7 +290,11 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         "rate": args.rate,
         "cargo_profile": profile,
         "quiet_wait": args.quiet_wait,
-        "points": plan(&args, &variants[..1]).iter().map(|j| &j.point).collect::<Vec<_>>(),
+        "points": args
+            .suites()
+            .into_iter()
+            .flat_map(|s| s.points(&args.overrides(args.workers())))
+            .collect::<Vec<_>>(),
     });
     write_meta(&out, &meta)?;
 
@@ -298,11 +303,14 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
     cpus::pin_current_thread(&place.client_cpus)?;
 
     let jobs = plan(&args, &variants);
+    if jobs.is_empty() {
+        bail!("no server of --servers serves these suites (srv-floor serves plain echo only)");
+    }
     let repeat = args.repeat as usize;
     let total: f64 = jobs.iter().map(|j| j.point.estimate_secs()).sum::<f64>() * repeat as f64;
     eprintln!(
-        "{} points × {} server(s) × {repeat} repeat(s), about {:.0} min; results in {}",
-        jobs.len() / variants.len(),
+        "{} runs of a point ({} server(s)) × {repeat} repeat(s), about {:.0} min; results in {}",
+        jobs.len(),
         variants.len(),
         total / 60.0,
         out.display()

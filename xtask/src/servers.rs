@@ -13,6 +13,8 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::suites::Workload;
+
 /// A known variant: its name, binary, built-in flags, and what it is, for the report.
 #[derive(Debug, Clone, Copy)]
 struct Known {
@@ -22,6 +24,8 @@ struct Known {
     about: &'static str,
     /// Run when `--servers` is not given.
     default: bool,
+    /// Serves plain echo only (no chat, no `--compute-us`): left out of the other points.
+    echo_only: bool,
 }
 
 const KNOWN: &[Known] = &[
@@ -31,6 +35,7 @@ const KNOWN: &[Known] = &[
         flags: &["--mode", "thread"],
         about: "an OS thread per connection, blocking I/O",
         default: true,
+        echo_only: false,
     },
     Known {
         name: "threads-process",
@@ -38,6 +43,7 @@ const KNOWN: &[Known] = &[
         flags: &["--mode", "process"],
         about: "a forked process per connection (the C server of the C-versus-Go paper)",
         default: true,
+        echo_only: false,
     },
     Known {
         name: "reactor",
@@ -45,6 +51,7 @@ const KNOWN: &[Known] = &[
         flags: &[],
         about: "hand-written epoll reactor (mio), one per worker thread",
         default: true,
+        echo_only: false,
     },
     Known {
         name: "tokio",
@@ -52,6 +59,7 @@ const KNOWN: &[Known] = &[
         flags: &["--flavor", "multi"],
         about: "Tokio multi-thread runtime, a task per connection",
         default: true,
+        echo_only: false,
     },
     Known {
         name: "tokio-per-core",
@@ -59,6 +67,7 @@ const KNOWN: &[Known] = &[
         flags: &["--flavor", "per-core"],
         about: "a current-thread Tokio runtime per worker, SO_REUSEPORT listeners",
         default: false,
+        echo_only: false,
     },
     Known {
         name: "tokio-uring",
@@ -66,6 +75,7 @@ const KNOWN: &[Known] = &[
         flags: &[],
         about: "tokio-uring, one io_uring runtime per worker thread",
         default: true,
+        echo_only: false,
     },
     Known {
         name: "fiber",
@@ -73,6 +83,7 @@ const KNOWN: &[Known] = &[
         flags: &[],
         about: "our io_uring runtime of stackful fibers, blocking-style code",
         default: true,
+        echo_only: false,
     },
     Known {
         name: "go",
@@ -80,6 +91,23 @@ const KNOWN: &[Known] = &[
         flags: &[],
         about: "Go, a goroutine per connection (the papers' reference)",
         default: true,
+        echo_only: false,
+    },
+    Known {
+        name: "floor-epoll",
+        binary: "srv-floor",
+        flags: &["--api", "epoll"],
+        about: "the kernel's floor: one thread, bare epoll, plain echo only",
+        default: true,
+        echo_only: true,
+    },
+    Known {
+        name: "floor-uring",
+        binary: "srv-floor",
+        flags: &["--api", "io_uring"],
+        about: "the kernel's floor: one thread, bare io_uring (multishot, buffer ring), plain echo only",
+        default: true,
+        echo_only: true,
     },
 ];
 
@@ -92,6 +120,15 @@ pub(crate) struct Variant {
     /// Flags after the common ones.
     pub(crate) flags: Vec<String>,
     pub(crate) about: String,
+}
+
+impl Variant {
+    /// Whether the server serves `workload`: an echo-only one (srv-floor) runs plain echo
+    /// and idle points only, never chat or echo with `--compute-us`.
+    pub(crate) fn serves(&self, workload: Workload) -> bool {
+        let echo_only = KNOWN.iter().any(|k| k.binary == self.binary && k.echo_only);
+        !echo_only || (workload.proto() == "echo" && workload.compute_us() == 0)
+    }
 }
 
 /// What this checkout can build: server binaries by package, and the Go peer.
@@ -454,6 +491,24 @@ mod tests {
         assert_eq!(names, ["threads", "threads-process", "fiber", "odd"]);
         assert!(skipped.iter().any(|s| s.starts_with("tokio:")));
         assert!(skipped.iter().any(|s| s.starts_with("go:")));
+    }
+
+    #[test]
+    fn echo_only_servers_skip_chat_and_compute() {
+        let mut i = inv();
+        i.packages.insert("srv-floor".into(), "server-floor".into());
+        let floor = i.parse("floor-uring").unwrap();
+        assert_eq!(floor.flags, ["--api", "io_uring"]);
+        let echo = |compute_us| Workload::Echo {
+            msg_size: 16,
+            compute_us,
+        };
+        assert!(floor.serves(echo(0)) && floor.serves(Workload::Idle));
+        assert!(!floor.serves(echo(200)));
+        assert!(!floor.serves(Workload::ChatRoom { room_size: 2 }));
+        let threads = i.parse("threads").unwrap();
+        assert!(threads.serves(echo(200)) && threads.serves(Workload::ChatRoom { room_size: 2 }));
+        assert!(!i.names().contains(&"floor".to_string()));
     }
 
     #[test]

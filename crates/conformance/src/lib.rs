@@ -54,11 +54,13 @@ pub use binaries::Resolved;
 pub use chat::ChatClient;
 pub use net::{Deadline, IO_TIMEOUT, connect};
 pub use nix::sys::signal::Signal;
-pub use server::{EXIT_TIMEOUT, Exit, START_TIMEOUT, Server, ServerSpec, Target};
+pub use server::{EXIT_TIMEOUT, Exit, Limit, Need, START_TIMEOUT, Server, ServerSpec, Target};
 
-/// The one list of servers the suite runs against: `test_module: "binary" [extra args]`.
+/// The one list of servers the suite runs against: `test_module: "binary" [extra args]`,
+/// then, for a server that does not serve everything, its [`Limit`]s in brackets.
 ///
-/// Adding a server to the whole suite is adding one line here. A binary named `srv-go`
+/// Adding a server to the whole suite is adding one line here. A check that needs what a
+/// server's limits exclude (see [`Need`]) is skipped for it with a message, never weakened. A binary named `srv-go`
 /// is built from `peers/go` with Go; every other binary is a Rust `[[bin]]` of the
 /// workspace. The macro hands the list to `$crate::$callback!`, after `$args`.
 #[macro_export]
@@ -72,12 +74,14 @@ macro_rules! server_list {
             go: "srv-go" [],
             tokio_multi: "srv-tokio" ["--flavor", "multi"],
             tokio_per_core: "srv-tokio" ["--flavor", "per-core"],
-            tokio_uring: "srv-tokio-uring" [],
-            fiber: "srv-fiber" [],
-            fiber_completer: "srv-fiber" ["--completer", "--ring-flags", "none"],
-            fiber_stealing: "srv-fiber" ["--io-stealing", "--ring-flags", "none"],
-            fiber_work_stealing: "srv-fiber" ["--scheduler", "stealing"],
-            fiber_plain_recv: "srv-fiber" ["--plain-recv", "--ring-flags", "coop_taskrun"],
+            tokio_uring: "srv-tokio-uring" [] [IoUring],
+            fiber: "srv-fiber" [] [IoUring],
+            fiber_completer: "srv-fiber" ["--completer", "--ring-flags", "none"] [IoUring],
+            fiber_stealing: "srv-fiber" ["--io-stealing", "--ring-flags", "none"] [IoUring],
+            fiber_work_stealing: "srv-fiber" ["--scheduler", "stealing"] [IoUring],
+            fiber_plain_recv: "srv-fiber" ["--plain-recv", "--ring-flags", "coop_taskrun"] [IoUring],
+            floor_epoll: "srv-floor" ["--api", "epoll"] [EchoOnly],
+            floor_uring: "srv-floor" ["--api", "io_uring"] [EchoOnly, IoUring],
         }
     };
 }
@@ -85,32 +89,42 @@ macro_rules! server_list {
 /// Every server of [`server_list!`], for code that wants to iterate over them.
 pub const SERVERS: &[ServerSpec] = server_list!(__spec_array![]);
 
-/// Expands `check_a, check_b, …` into one module per server holding one `#[test]` per
-/// check, each calling the caller's `fn check_a(&Target) -> Result<(), E>` through
-/// [`run_check`].
+/// Expands `check_a, check_b needs Chat, …` into one module per server holding one
+/// `#[test]` per check, each calling the caller's `fn check_a(&Target) -> Result<(), E>`
+/// through [`run_check`]. `needs <Need>` marks a check that only servers serving that
+/// [`Need`] can pass.
 #[macro_export]
 macro_rules! conformance_tests {
-    ($($check:ident),+ $(,)?) => {
-        $crate::server_list!(__expand_tests![$($check),+]);
+    ($($check:ident $(needs $need:ident)?),+ $(,)?) => {
+        $crate::server_list!(__expand_tests![$($check $(needs $need)?),+]);
     };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __spec_array {
-    ($ignored:tt $($id:ident : $bin:literal [$($arg:literal),*]),* $(,)?) => {
-        &[$($crate::ServerSpec { id: stringify!($id), bin: $bin, args: &[$($arg),*] }),*]
+    ($ignored:tt $($id:ident : $bin:literal [$($arg:literal),*] $([$($limit:ident),*])?),* $(,)?) => {
+        &[$($crate::ServerSpec {
+            id: stringify!($id),
+            bin: $bin,
+            args: &[$($arg),*],
+            limits: &[$($($crate::Limit::$limit),*)?],
+        }),*]
     };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __expand_tests {
-    ($checks:tt $($id:ident : $bin:literal [$($arg:literal),*]),* $(,)?) => {
+    ($checks:tt $($id:ident : $bin:literal [$($arg:literal),*] $([$($limit:ident),*])?),* $(,)?) => {
         $(
             mod $id {
-                const SPEC: $crate::ServerSpec =
-                    $crate::ServerSpec { id: stringify!($id), bin: $bin, args: &[$($arg),*] };
+                const SPEC: $crate::ServerSpec = $crate::ServerSpec {
+                    id: stringify!($id),
+                    bin: $bin,
+                    args: &[$($arg),*],
+                    limits: &[$($($crate::Limit::$limit),*)?],
+                };
                 $crate::__expand_checks!($checks);
             }
         )*
@@ -120,23 +134,44 @@ macro_rules! __expand_tests {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __expand_checks {
-    ([$($check:ident),+]) => {
+    ([$($check:ident $(needs $need:ident)?),+]) => {
         $(
             #[test]
             fn $check() {
-                $crate::run_check(&SPEC, super::$check);
+                $crate::run_check(
+                    &SPEC,
+                    stringify!($check),
+                    &[$($crate::Need::$need)?],
+                    super::$check,
+                );
             }
         )+
     };
 }
 
-/// Runs one check against one server: builds or finds the binary, then calls `check`.
+/// Runs one check, named `name`, that needs `needs`, against one server: builds or finds
+/// the binary, then calls `check`.
 ///
-/// A server that cannot exist here (Go not installed) is skipped with a line
+/// A server that cannot exist here (Go not installed, io_uring unavailable) or that does
+/// not serve what the check needs (chat, for an echo-only server) is skipped with a line
 /// `skipped <bin>: <reason>` written straight to stderr, past libtest's capture, so it
 /// shows in a normal `cargo test` run. A binary that fails to build, or a check that
 /// returns an error, panics with the server named.
-pub fn run_check<E: fmt::Debug>(spec: &ServerSpec, check: impl FnOnce(&Target) -> Result<(), E>) {
+pub fn run_check<E: fmt::Debug>(
+    spec: &ServerSpec,
+    name: &str,
+    needs: &[Need],
+    check: impl FnOnce(&Target) -> Result<(), E>,
+) {
+    if let Some(need) = needs.iter().find(|&&n| !spec.serves(n)) {
+        let line = format!(
+            "skipped {} ({}): {name} needs {need}, which it does not serve\n",
+            spec.bin,
+            spec.command_line()
+        );
+        let _ = io::stderr().write_all(line.as_bytes());
+        return;
+    }
     match spec.resolve() {
         Ok(Resolved::Ready(target)) => {
             if let Err(e) = check(&target) {

@@ -41,6 +41,36 @@ pub struct ServerSpec {
     pub bin: &'static str,
     /// Arguments that come first on every command line, such as `--mode process`.
     pub args: &'static [&'static str],
+    /// What the server does not serve, or needs of the machine; empty for most.
+    pub limits: &'static [Limit],
+}
+
+/// What sets a server apart from the full face of PROTOCOL.md and DESIGN.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// Serves plain echo only: no chat, no `--compute-us` (srv-floor, the kernel's floor,
+    /// refuses them with exit status 2).
+    EchoOnly,
+    /// Runs only where io_uring is allowed: skipped with a message elsewhere.
+    IoUring,
+}
+
+/// What a check needs of a server beyond plain echo and the common command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// `--proto chat`.
+    Chat,
+    /// `--compute-us`.
+    Compute,
+}
+
+impl std::fmt::Display for Need {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Need::Chat => "--proto chat",
+            Need::Compute => "--compute-us",
+        })
+    }
 }
 
 impl ServerSpec {
@@ -48,10 +78,22 @@ impl ServerSpec {
     /// nested `cargo build` in the running test's target directory and profile, `srv-go`
     /// with `go build` in `peers/go`. Skipped when Go or `peers/go` is missing.
     pub fn resolve(&self) -> io::Result<Resolved> {
+        if self.limits.contains(&Limit::IoUring) {
+            if let Err(reason) = io_uring_usable() {
+                return Ok(Resolved::Skipped(reason));
+            }
+        }
         Ok(match binaries::locate(self.bin)? {
             Ok(path) => Resolved::Ready(Target { spec: *self, path }),
             Err(reason) => Resolved::Skipped(reason),
         })
+    }
+
+    /// Whether the server serves what a check needs.
+    pub fn serves(&self, need: Need) -> bool {
+        match need {
+            Need::Chat | Need::Compute => !self.limits.contains(&Limit::EchoOnly),
+        }
     }
 
     /// `bin args…`, for messages.
@@ -61,6 +103,22 @@ impl ServerSpec {
             .collect::<Vec<_>>()
             .join(" ")
     }
+}
+
+/// `Ok` if this kernel lets a process set up the ring the io_uring servers ask for
+/// (SINGLE_ISSUER|DEFER_TASKRUN), or why not; probed once.
+fn io_uring_usable() -> Result<(), String> {
+    static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
+    PROBE
+        .get_or_init(|| {
+            io_uring::IoUring::<io_uring::squeue::Entry>::builder()
+                .setup_single_issuer()
+                .setup_defer_taskrun()
+                .build(2)
+                .map(drop)
+                .map_err(|e| format!("io_uring is unavailable here ({e})"))
+        })
+        .clone()
 }
 
 /// A server binary that exists, ready to be started any number of times.

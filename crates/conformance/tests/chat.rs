@@ -18,14 +18,14 @@ use conformance::roomlog::{self, Record};
 use conformance::{ChatClient, Target};
 
 conformance::conformance_tests!(
-    chat_basics,
-    chat_replay_live_seam,
-    chat_durability_kill9,
-    chat_torn_tail,
-    chat_corrupt_log,
-    chat_errors,
-    chat_line_too_long,
-    chat_slow_subscriber,
+    chat_basics needs Chat,
+    chat_replay_live_seam needs Chat,
+    chat_durability_kill9 needs Chat,
+    chat_torn_tail needs Chat,
+    chat_corrupt_log needs Chat,
+    chat_errors needs Chat,
+    chat_line_too_long needs Chat,
+    chat_slow_subscriber needs Chat,
 );
 
 /// NICK/OK, PING/PONG, JOIN/JOINED, SAY/ACK, MSG to the other subscribers only,

@@ -13,9 +13,9 @@ conformance::conformance_tests!(
     cli_bad_proto,
     cli_zero_workers,
     cli_port_in_use,
-    cli_data_is_a_file,
+    cli_data_is_a_file needs Chat,
     cli_sigterm,
-    cli_sigint,
+    cli_sigint needs Chat,
 );
 
 /// Exactly one non-empty line, as `what` says of stderr.

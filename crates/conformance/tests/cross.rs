@@ -10,12 +10,19 @@ use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, Result, ensure};
-use conformance::{ChatClient, Resolved, SERVERS, Signal, Target};
+use conformance::{ChatClient, Need, Resolved, SERVERS, Signal, Target};
 
 #[test]
 fn every_server_replays_every_other_servers_rooms() {
     let mut targets: Vec<Target> = Vec::new();
     for spec in SERVERS {
+        if !spec.serves(Need::Chat) {
+            eprintln!(
+                "skipped {}: it does not serve --proto chat",
+                spec.command_line()
+            );
+            continue;
+        }
         match spec.resolve().expect("resolving a server binary") {
             Resolved::Ready(t) => targets.push(t),
             Resolved::Skipped(reason) => eprintln!("skipped {}: {reason}", spec.bin),

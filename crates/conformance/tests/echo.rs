@@ -17,7 +17,7 @@ conformance::conformance_tests!(
     echo_backpressure,
     echo_half_close,
     echo_1000_connections,
-    echo_compute_us,
+    echo_compute_us needs Compute,
 );
 
 const MIB: usize = 1 << 20;
