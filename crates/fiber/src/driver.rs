@@ -140,7 +140,11 @@ pub(crate) fn cancel(p: &Pushed) {
             return;
         }
     }
-    lock(&rt.workers[*index].cancels).push(Arc::clone(&p.op));
+    let target = &rt.workers[*index];
+    lock(&target.cancels).push(Arc::clone(&p.op));
+    target
+        .has_cancels
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     let ctx = worker::current();
     let from = ctx.as_deref().filter(|c| Arc::ptr_eq(&c.rt, rt));
     rt.wake_worker(*index, from);

@@ -2,13 +2,14 @@
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::error::JoinError;
 use crate::join::{JoinHandle, JoinState};
 use crate::runtime::Shared;
 use crate::state::RunState;
+use crate::sys::cell::TakeCell;
 use crate::sys::coro::{self, FiberCoro};
 use crate::worker;
 
@@ -23,7 +24,7 @@ pub(crate) struct Fiber {
     ///
     /// `Some` whenever the fiber is PARKED or SCHEDULED and not torn down; `None` while a
     /// worker runs it and once it is done.
-    coro: Mutex<Option<FiberCoro>>,
+    coro: TakeCell<FiberCoro>,
     pub(crate) rt: Arc<Shared>,
     /// Where the fiber sits in the runtime's registry: (shard, key).
     slot: (usize, usize),
@@ -49,16 +50,13 @@ impl Fiber {
         self.id
     }
 
-    fn coro(&self) -> MutexGuard<'_, Option<FiberCoro>> {
-        self.coro.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     pub(crate) fn take_coro(&self) -> Option<FiberCoro> {
-        self.coro().take()
+        self.coro.take()
     }
 
+    /// Puts back the coroutine this caller took with [`take_coro`](Self::take_coro).
     pub(crate) fn put_coro(&self, c: FiberCoro) {
-        *self.coro() = Some(c);
+        self.coro.put(c);
     }
 
     pub(crate) fn slot(&self) -> (usize, usize) {
@@ -136,7 +134,7 @@ where
     let fiber = rt.register(|id, slot| Fiber {
         id,
         state: RunState::new_scheduled(),
-        coro: Mutex::new(Some(coro)),
+        coro: TakeCell::new(coro),
         rt: Arc::clone(rt),
         slot,
         home: AtomicUsize::new(home),

@@ -399,9 +399,6 @@ pub(crate) struct Shared {
     pub(crate) injector: Injector<Arc<Fiber>>,
     pub(crate) stealers: Vec<Stealer<Arc<Fiber>>>,
     pub(crate) workers: Vec<WorkerShared>,
-    /// Workers announced as idle (about to sleep or sleeping), by index.
-    idle: Mutex<Vec<usize>>,
-    num_idle: AtomicUsize,
     state: AtomicU8,
     registry: Vec<Mutex<Slab<Arc<Fiber>>>>,
     next_id: AtomicU64,
@@ -435,10 +432,15 @@ pub(crate) struct WorkerShared {
     /// Registered on the ring for the Completer (signalled on every CQE).
     pub(crate) cq_eventfd: Option<OwnedFd>,
     pub(crate) sleeping: std::sync::atomic::AtomicBool,
-    /// Bumped every time the worker leaves its idle state.
+    /// Set by `notify_one` when it picks this sleeping worker, so that the next
+    /// notification wakes another one; cleared when the worker leaves its idle state.
+    pub(crate) notified: std::sync::atomic::AtomicBool,
+    /// Bumped every time the worker leaves its idle state (only by the worker).
     pub(crate) epoch: AtomicU64,
     /// In-flight ops of this ring that another thread wants cancelled.
     pub(crate) cancels: Mutex<Vec<Arc<Op>>>,
+    /// Whether `cancels` may be non-empty: the worker looks at the list only when set.
+    pub(crate) has_cancels: std::sync::atomic::AtomicBool,
     /// Fibers pinned to this worker that another thread made runnable.
     pub(crate) remote: Injector<Arc<Fiber>>,
     pub(crate) stats: WorkerCounters,
@@ -517,39 +519,31 @@ impl Shared {
 
     /// Announces worker `i` as idle. Pair with [`Shared::unannounce`].
     pub(crate) fn announce_idle(&self, i: usize) {
-        lock(&self.idle).push(i);
-        self.num_idle.fetch_add(1, Ordering::SeqCst);
         self.workers[i].sleeping.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
     }
 
     pub(crate) fn unannounce(&self, i: usize) {
         let w = &self.workers[i];
-        w.epoch.fetch_add(1, Ordering::SeqCst);
+        // Only worker `i` writes its epoch: no read-modify-write needed.
+        w.epoch
+            .store(w.epoch.load(Ordering::Relaxed) + 1, Ordering::SeqCst);
         w.sleeping.store(false, Ordering::SeqCst);
-        let mut idle = lock(&self.idle);
-        if let Some(p) = idle.iter().position(|&x| x == i) {
-            idle.swap_remove(p);
-            self.num_idle.fetch_sub(1, Ordering::SeqCst);
-        }
+        w.notified.store(false, Ordering::Relaxed);
     }
 
-    /// Called after work was made available: wakes one idle worker, if any.
+    /// Called after work was made available: wakes one idle worker, if any (one not
+    /// already picked by another notification since it fell asleep).
     pub(crate) fn notify_one(&self, from: Option<&worker::WorkerCtx>) {
         fence(Ordering::SeqCst);
-        if self.num_idle.load(Ordering::SeqCst) == 0 {
-            return;
-        }
-        let target = {
-            let mut idle = lock(&self.idle);
-            let t = idle.pop();
-            if t.is_some() {
-                self.num_idle.fetch_sub(1, Ordering::SeqCst);
+        for (t, w) in self.workers.iter().enumerate() {
+            if w.sleeping.load(Ordering::SeqCst)
+                && !w.notified.load(Ordering::Relaxed)
+                && !w.notified.swap(true, Ordering::AcqRel)
+            {
+                self.wake_worker(t, from);
+                return;
             }
-            t
-        };
-        if let Some(t) = target {
-            self.wake_worker(t, from);
         }
     }
 
@@ -737,6 +731,8 @@ impl Runtime {
                 eventfd,
                 cq_eventfd,
                 sleeping: std::sync::atomic::AtomicBool::new(false),
+                notified: std::sync::atomic::AtomicBool::new(false),
+                has_cancels: std::sync::atomic::AtomicBool::new(false),
                 epoch: AtomicU64::new(0),
                 cancels: Mutex::new(Vec::new()),
                 remote: Injector::new(),
@@ -755,8 +751,6 @@ impl Runtime {
             injector: Injector::new(),
             stealers,
             workers,
-            idle: Mutex::new(Vec::new()),
-            num_idle: AtomicUsize::new(0),
             state: AtomicU8::new(RUNNING),
             registry: (0..REGISTRY_SHARDS)
                 .map(|_| Mutex::new(Slab::new()))

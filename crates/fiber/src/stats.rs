@@ -16,6 +16,26 @@ impl Counter {
         self.add(1);
     }
 
+    pub(crate) fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A counter only its worker's thread bumps (others only read it): a plain load and
+/// store, no locked read-modify-write on the hot path.
+#[derive(Debug, Default)]
+pub(crate) struct LocalCounter(AtomicU64);
+
+impl LocalCounter {
+    pub(crate) fn add(&self, n: u64) {
+        self.0
+            .store(self.0.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn inc(&self) {
+        self.add(1);
+    }
+
     pub(crate) fn set(&self, n: u64) {
         self.0.store(n, Ordering::Relaxed);
     }
@@ -25,20 +45,21 @@ impl Counter {
     }
 }
 
-/// The live counters of one worker.
+/// The live counters of one worker; all but the wake-ups (sent by other threads) are
+/// bumped by the worker alone.
 #[derive(Debug, Default)]
 pub(crate) struct WorkerCounters {
-    pub(crate) resumes: Counter,
-    pub(crate) stolen_fibers: Counter,
-    pub(crate) injector_pops: Counter,
-    pub(crate) ops_submitted: Counter,
-    pub(crate) enters: Counter,
-    pub(crate) completions_own: Counter,
-    pub(crate) completions_stolen: Counter,
-    pub(crate) sleeps: Counter,
+    pub(crate) resumes: LocalCounter,
+    pub(crate) stolen_fibers: LocalCounter,
+    pub(crate) injector_pops: LocalCounter,
+    pub(crate) ops_submitted: LocalCounter,
+    pub(crate) enters: LocalCounter,
+    pub(crate) completions_own: LocalCounter,
+    pub(crate) completions_stolen: LocalCounter,
+    pub(crate) sleeps: LocalCounter,
     pub(crate) wakes_msg_ring: Counter,
     pub(crate) wakes_eventfd: Counter,
-    pub(crate) cq_overflows: Counter,
+    pub(crate) cq_overflows: LocalCounter,
 }
 
 impl WorkerCounters {

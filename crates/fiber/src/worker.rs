@@ -441,7 +441,13 @@ impl WorkerCtx {
 
     fn push_remote_cancels(&self) {
         self.ring.cancel_throttled();
-        let pending = std::mem::take(&mut *lock(&self.rt.workers[self.index].cancels));
+        let me = &self.rt.workers[self.index];
+        if !me.has_cancels.load(Ordering::SeqCst) {
+            return;
+        }
+        // Cleared before the list is taken: a cancel pushed after the take sets it again.
+        me.has_cancels.store(false, Ordering::SeqCst);
+        let pending = std::mem::take(&mut *lock(&me.cancels));
         for op in pending {
             if !op.is_done() {
                 let _ = self.ring.push(Sqe::cancel(&op));
@@ -469,7 +475,7 @@ impl WorkerCtx {
             || !rt.workers[self.index].remote.is_empty()
             || !rt.injector.is_empty()
             || rt.stealers.iter().any(|s| !s.is_empty())
-            || !lock(&rt.workers[self.index].cancels).is_empty()
+            || rt.workers[self.index].has_cancels.load(Ordering::SeqCst)
             || self.ring.shared().has_throttled()
     }
 
@@ -536,11 +542,9 @@ fn quiescent(rt: &Shared) -> bool {
     if !rt.workers.iter().all(|w| w.sleeping.load(Ordering::SeqCst)) {
         return false;
     }
-    if rt
-        .workers
-        .iter()
-        .any(|w| w.ring.get().is_some_and(|r| r.in_flight() > 0) || !lock(&w.cancels).is_empty())
-    {
+    if rt.workers.iter().any(|w| {
+        w.ring.get().is_some_and(|r| r.in_flight() > 0) || w.has_cancels.load(Ordering::SeqCst)
+    }) {
         return false;
     }
     fence(Ordering::SeqCst);

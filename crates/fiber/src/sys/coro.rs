@@ -49,7 +49,7 @@ impl std::fmt::Debug for FiberCoro {
 // everything it begins with may cross threads. [2] What the fiber creates on its own stack is
 // reachable from elsewhere only through the fiber, which runs on one thread at a time: the
 // scheduler's state machine (`fiber.rs`) hands a fiber to exactly one worker per resume, and
-// the `Mutex` around the coroutine orders the hand-over between threads. [3] The remaining
+// the `TakeCell` around the coroutine orders the hand-over between threads. [3] The remaining
 // hazard, values tied to the identity of the OS thread (a reference into a thread-local, a
 // `std::sync::MutexGuard`) held across a blocking point, is excluded by the migration rule in
 // the crate documentation, which every blocking function of this crate repeats; the
