@@ -11,6 +11,7 @@
 //! never held across a fiber switch, because a fiber may resume on another worker.
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::io;
 use std::rc::Rc;
 use std::sync::atomic::{Ordering, fence};
@@ -45,7 +46,7 @@ thread_local! {
 pub(crate) struct WorkerCtx {
     pub(crate) index: usize,
     pub(crate) rt: Arc<Shared>,
-    local: crossbeam_deque::Worker<Arc<Fiber>>,
+    local: RunQueue,
     pub(crate) ring: RingOwner,
     /// The fiber this worker is running now.
     current: RefCell<Option<Arc<Fiber>>>,
@@ -166,8 +167,12 @@ fn worker_main(
     let ctx = Rc::new(WorkerCtx {
         index,
         rng: Cell::new(0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1).wrapping_mul(0xA076_1D64)),
+        local: if rt.config.stealing {
+            RunQueue::Shared(local)
+        } else {
+            RunQueue::Own(RefCell::new(VecDeque::new()))
+        },
         rt,
-        local,
         ring,
         current: RefCell::new(None),
         eventfd_op: RefCell::new(None),
@@ -271,9 +276,12 @@ impl WorkerCtx {
             f.settle_home(self.index);
         }
         f.state.start();
-        *self.current.borrow_mut() = Some(Arc::clone(&f));
+        // Moved in and out, not cloned: no reference count traffic per resume.
+        *self.current.borrow_mut() = Some(f);
         let outcome = coro.resume();
-        self.current.borrow_mut().take();
+        let Some(f) = self.current.borrow_mut().take() else {
+            return;
+        };
         self.stats().resumes.inc();
         match outcome {
             Some(Suspend::Yield) => {
@@ -318,27 +326,15 @@ impl WorkerCtx {
 
     /// A fiber pinned here that another thread woke.
     fn pop_remote(&self) -> Option<Arc<Fiber>> {
-        let remote = &self.rt.workers[self.index].remote;
-        loop {
-            match remote.steal_batch_and_pop(&self.local) {
-                Steal::Success(f) => return Some(f),
-                Steal::Empty => return None,
-                Steal::Retry => {}
-            }
-        }
+        self.local.take_from(&self.rt.workers[self.index].remote)
     }
 
     fn pop_injector(&self) -> Option<Arc<Fiber>> {
-        loop {
-            match self.rt.injector.steal_batch_and_pop(&self.local) {
-                Steal::Success(f) => {
-                    self.stats().injector_pops.inc();
-                    return Some(f);
-                }
-                Steal::Empty => return None,
-                Steal::Retry => {}
-            }
+        let f = self.local.take_from(&self.rt.injector);
+        if f.is_some() {
+            self.stats().injector_pops.inc();
         }
+        f
     }
 
     fn next_rand(&self) -> u64 {
@@ -362,8 +358,11 @@ impl WorkerCtx {
             if j == self.index {
                 continue;
             }
+            let RunQueue::Shared(local) = &self.local else {
+                return None;
+            };
             loop {
-                match self.rt.stealers[j].steal_batch_and_pop(&self.local) {
+                match self.rt.stealers[j].steal_batch_and_pop(local) {
                     Steal::Success(f) => {
                         self.stats().stolen_fibers.inc();
                         return Some(f);
@@ -528,6 +527,71 @@ impl WorkerCtx {
             eventfd_op.as_ref().is_none_or(|op| op.is_done())
         });
         while self.local.pop().is_some() {}
+    }
+}
+
+/// A worker's queue of runnable fibers.
+enum RunQueue {
+    /// With work stealing: other workers steal from it through their `Stealer`.
+    Shared(crossbeam_deque::Worker<Arc<Fiber>>),
+    /// Pinned fibers: only this worker touches it, so it needs no atomics. (Quiescence
+    /// does not need to look at it: a worker announces itself idle only with it empty,
+    /// and only the worker itself pushes to it.)
+    Own(RefCell<VecDeque<Arc<Fiber>>>),
+}
+
+impl RunQueue {
+    fn push(&self, f: Arc<Fiber>) {
+        match self {
+            RunQueue::Shared(q) => q.push(f),
+            RunQueue::Own(q) => q.borrow_mut().push_back(f),
+        }
+    }
+
+    fn pop(&self) -> Option<Arc<Fiber>> {
+        match self {
+            RunQueue::Shared(q) => q.pop(),
+            RunQueue::Own(q) => q.borrow_mut().pop_front(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            RunQueue::Shared(q) => q.len(),
+            RunQueue::Own(q) => q.borrow().len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Moves a batch from `from` into this queue and returns one of them.
+    fn take_from(&self, from: &crossbeam_deque::Injector<Arc<Fiber>>) -> Option<Arc<Fiber>> {
+        loop {
+            let got = match self {
+                RunQueue::Shared(q) => from.steal_batch_and_pop(q),
+                RunQueue::Own(q) => {
+                    let got = from.steal();
+                    if got.is_success() {
+                        // A few more while we are at it, as `steal_batch_and_pop` does.
+                        let mut q = q.borrow_mut();
+                        for _ in 0..16 {
+                            match from.steal() {
+                                Steal::Success(f) => q.push_back(f),
+                                _ => break,
+                            }
+                        }
+                    }
+                    got
+                }
+            };
+            match got {
+                Steal::Success(f) => return Some(f),
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
     }
 }
 

@@ -8,8 +8,6 @@
 //! are `#[inline(never)]` so that the thread pointer is read afresh after every resume.
 
 use std::cell::Cell;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
@@ -30,8 +28,9 @@ type Inner = Coroutine<(), Suspend, (), PooledStack>;
 pub(crate) struct FiberCoro {
     inner: Inner,
     /// The address of the coroutine's `Yielder` (0 until its first resume). It lives on the
-    /// coroutine's own stack and so has a fixed address for the coroutine's lifetime.
-    yielder: Arc<AtomicUsize>,
+    /// coroutine's own stack and so has a fixed address for the coroutine's lifetime; the
+    /// body publishes it in `YIELDER` when it starts, and `resume` keeps it from there.
+    yielder: usize,
 }
 
 impl std::fmt::Debug for FiberCoro {
@@ -94,28 +93,22 @@ impl FiberCoro {
     where
         F: FnOnce() + Send + 'static,
     {
-        let cell = Arc::new(AtomicUsize::new(0));
-        let publish = Arc::clone(&cell);
         let inner = Coroutine::with_stack(stack, move |y: &Yielder<(), Suspend>, ()| {
-            let addr = std::ptr::from_ref(y) as usize;
-            publish.store(addr, Ordering::Relaxed);
-            drop(publish);
-            swap_yielder(addr);
+            swap_yielder(std::ptr::from_ref(y) as usize);
             body();
         });
-        FiberCoro {
-            inner,
-            yielder: cell,
-        }
+        FiberCoro { inner, yielder: 0 }
     }
 
     /// Runs the fiber on this thread until it suspends (`Some(why)`) or returns (`None`).
     ///
     /// A panic escaping the body would propagate here; the runtime's body never lets one out.
     pub(crate) fn resume(&mut self) -> Option<Suspend> {
-        let prev = swap_yielder(self.yielder.load(Ordering::Relaxed));
+        let prev = swap_yielder(self.yielder);
         let r = self.inner.resume(());
-        swap_yielder(prev);
+        // Whenever the coroutine gives the thread back, `YIELDER` holds its `Yielder` (set
+        // by the body on its first run, and restored by `on_worker_stack`).
+        self.yielder = swap_yielder(prev);
         match r {
             CoroutineResult::Yield(s) => Some(s),
             CoroutineResult::Return(()) => None,
@@ -179,6 +172,9 @@ where
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
     use super::*;
     use crate::sys::stack::StackPool;
 
