@@ -239,8 +239,11 @@ impl WorkerCtx {
             self.push_remote_cancels();
             self.run_round();
             // Completions that arrived while the fibers ran (or that the last enter posted).
-            let reaped = self.reap_own();
-            self.rearm_eventfd_if_done();
+            let (reaped, wakeups) = self.reap_own();
+            if wakeups > 0 {
+                // Perhaps the read of the eventfd completed.
+                self.rearm_eventfd_if_done();
+            }
             self.stats().enters.set(self.ring.enters());
             if reaped > 0 || !self.local.is_empty() {
                 // More to run right away: hand the kernel this round's SQEs and go on.
@@ -375,7 +378,9 @@ impl WorkerCtx {
         None
     }
 
-    fn reap_own(&self) -> usize {
+    /// Reaps this worker's ring: the CQEs reaped, and how many of them were wake-ups or
+    /// internal completions.
+    fn reap_own(&self) -> (usize, usize) {
         match self
             .ring
             .shared()
@@ -386,9 +391,9 @@ impl WorkerCtx {
                 if self.ring.cq_overflowed() {
                     self.stats().cq_overflows.inc();
                 }
-                c.total()
+                (c.total(), c.wakeups)
             }
-            None => 0,
+            None => (0, 0),
         }
     }
 

@@ -901,25 +901,36 @@ pub(crate) unsafe fn decode(user_data: u64, res: i32, flags: u32, data: Option<C
     match user_data & TAG_MASK {
         TAG_OP if user_data != 0 => {
             let ptr = (user_data & !TAG_MASK) as *const Op;
-            let last = !io_uring::cqueue::more(flags);
-            let op = if last {
+            if !io_uring::cqueue::more(flags) {
                 // SAFETY: the pointer came from `Arc::into_raw` in `Ring::push` and this is
                 // its final CQE, so this takes back the reference the ring held, once.
-                unsafe { Arc::from_raw(ptr) }
-            } else {
-                // SAFETY: a non-final CQE: the ring keeps its reference (the op is alive), and
-                // we take a new one for ourselves.
+                let op = unsafe { Arc::from_raw(ptr) };
+                let (waiter, _) = op.complete(res, flags, true, data);
+                return Reaped::Op {
+                    waiter,
+                    internal: op.internal,
+                    last: true,
+                    throttle: None,
+                };
+            }
+            // SAFETY: a non-final CQE: the ring still holds its reference, released only by
+            // the op's final CQE, which is decoded after this one (one reaper at a time, in
+            // CQ order, per [2]); so the op lives throughout, without reference counting.
+            let op = unsafe { &*ptr };
+            let (waiter, throttle) = op.complete(res, flags, false, data);
+            let throttle = throttle.then(|| {
+                // SAFETY: as above, the op is alive; this takes one more reference, for the
+                // owner's list of ops to cancel.
                 unsafe {
                     Arc::increment_strong_count(ptr);
                     Arc::from_raw(ptr)
                 }
-            };
-            let (waiter, throttle) = op.complete(res, flags, last, data);
+            });
             Reaped::Op {
                 waiter,
                 internal: op.internal,
-                last,
-                throttle: throttle.then(|| Arc::clone(&op)),
+                last: false,
+                throttle,
             }
         }
         TAG_WAKE => Reaped::Wake,
