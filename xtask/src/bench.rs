@@ -10,14 +10,17 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::cells;
 use crate::children;
 use crate::cpus::{self, CpuList};
+use crate::figures;
+use crate::markdown;
 use crate::meta::{self, Meta};
 use crate::procfs;
-use crate::report::{self, Row};
 use crate::runner::{self, Failure, Placement, RunFiles};
 use crate::servers::{Inventory, Variant};
 use crate::suites::{self, Overrides, Point, Suite};
+use crate::summary::{self, Row};
 
 /// A list of connection counts, `1,10,100`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -417,7 +420,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
             break;
         }
         let _ = std::fs::create_dir_all(&dir);
-        let row = report::aggregate(&job.point, &job.variant, &outcomes, &out, &dir);
+        let row = summary::aggregate(&job.point, &job.variant, &outcomes, &out, &dir);
         // A hidden bar (no terminal) prints nothing, so the line goes to stderr itself.
         if bar.is_hidden() {
             eprintln!("{}", point_line(&row));
@@ -425,7 +428,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
             bar.println(point_line(&row));
         }
         rows.push(row);
-        report::write_summary(&out, &rows)?;
+        summary::write_summary(&out, &rows)?;
     }
     bar.finish_and_clear();
 
@@ -433,10 +436,10 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
     meta.interrupted = children::interrupted();
     meta.load_average_end = meta::load_average();
     write_meta(&out, &meta)?;
-    report::write_summary(&out, &rows)?;
-    let plots = report::draw_plots(&out, &rows, place.workers)?;
+    summary::write_summary(&out, &rows)?;
+    let plots = figures::draw_plots(&out, &rows, place.workers)?;
     let suites = args.suites();
-    let input = report::Input {
+    let input = markdown::Input {
         meta: &meta,
         rows: &rows,
         plots: &plots,
@@ -447,11 +450,11 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         client_cpus: place.client_cpus.to_string(),
         workers: place.workers,
     };
-    std::fs::write(out.join("report.md"), report::render(&input)).context("writing report.md")?;
+    std::fs::write(out.join("report.md"), markdown::render(&input)).context("writing report.md")?;
 
     println!();
     if suites.contains(&Suite::Quick) {
-        print!("{}", report::glance(&input));
+        print!("{}", markdown::glance(&input));
     }
     let others: Vec<Row> = rows
         .iter()
@@ -459,7 +462,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         .cloned()
         .collect();
     if !others.is_empty() {
-        print!("{}", report::terminal_table(&others));
+        print!("{}", markdown::terminal_table(&others));
     }
     println!("Report: {}", out.join("report.md").display());
     if meta.interrupted {
@@ -487,11 +490,11 @@ fn point_line(r: &Row) -> String {
         r.suite,
         r.server,
         r.label,
-        report::fmt_rate(r.throughput_per_sec),
-        report::fmt_us(r.p99_us),
+        cells::fmt_rate(r.throughput_per_sec),
+        cells::fmt_us(r.p99_us),
         r.cpu_mean_pct.map_or("–".into(), |c| format!("{c:.0}%")),
-        report::fmt_us(r.cpu_us_per_req),
-        report::fmt_bytes(r.mem_per_conn_bytes),
+        cells::fmt_us(r.cpu_us_per_req),
+        cells::fmt_bytes(r.mem_per_conn_bytes),
         if r.errors > 0 {
             format!("  {} errors", r.errors)
         } else {

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use crate::report::{self, Row};
+use crate::cells;
+use crate::summary::{self, Row};
 
 /// Options of `cargo xtask compare`.
 #[derive(Debug, Clone, Args)]
@@ -62,19 +63,19 @@ pub(crate) fn compare(a: &[Row], b: &[Row], a_name: &str, b_name: &str) -> Strin
             rb.suite,
             rb.server,
             rb.label,
-            report::fmt_rate(ra.throughput_per_sec),
+            cells::fmt_rate(ra.throughput_per_sec),
             cb(ra),
-            report::fmt_rate(rb.throughput_per_sec),
+            cells::fmt_rate(rb.throughput_per_sec),
             cb(rb),
             ratio(ra.throughput_per_sec, rb.throughput_per_sec),
-            report::fmt_us(ra.p99_us),
-            report::fmt_us(rb.p99_us),
+            cells::fmt_us(ra.p99_us),
+            cells::fmt_us(rb.p99_us),
             ratio(ra.p99_us, rb.p99_us),
-            report::fmt_us(ra.cpu_us_per_req),
-            report::fmt_us(rb.cpu_us_per_req),
+            cells::fmt_us(ra.cpu_us_per_req),
+            cells::fmt_us(rb.cpu_us_per_req),
             ratio(ra.cpu_us_per_req, rb.cpu_us_per_req),
-            report::fmt_bytes(ra.mem_per_conn_bytes),
-            report::fmt_bytes(rb.mem_per_conn_bytes),
+            cells::fmt_bytes(ra.mem_per_conn_bytes),
+            cells::fmt_bytes(rb.mem_per_conn_bytes),
             ratio(ra.mem_per_conn_bytes, rb.mem_per_conn_bytes),
         );
     }
@@ -97,8 +98,8 @@ pub(crate) fn compare(a: &[Row], b: &[Row], a_name: &str, b_name: &str) -> Strin
 
 /// Runs `cargo xtask compare`.
 pub(crate) fn run(args: &CompareArgs) -> Result<()> {
-    let a = report::read_summary(&args.a)?;
-    let b = report::read_summary(&args.b)?;
+    let a = summary::read_summary(&args.a)?;
+    let b = summary::read_summary(&args.b)?;
     let text = compare(
         &a,
         &b,

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::children::{self, Proc};
 use crate::cpus::{self, CpuList};
-use crate::loadgen;
+use crate::loadgen_cli;
 use crate::procfs::{Sample, Sampler};
 use crate::servers::Variant;
 use crate::stats;
@@ -243,13 +243,13 @@ pub(crate) fn run_point(
         .sample()
         .map_err(|_| Failure::Start(server.stderr_tail()))?;
 
-    let lg_files = loadgen::Files {
+    let lg_files = loadgen_cli::Files {
         json: &files.path("loadgen.json"),
         hist: &files.path("hist"),
         hgrm: &files.path("hgrm"),
         interval_log: &files.path("intervals.hlog"),
     };
-    let args = loadgen::args(point, &addr, &place.client_cpus, &lg_files);
+    let args = loadgen_cli::args(point, &addr, &place.client_cpus, &lg_files);
     let mut cmd = Command::new(&bins.loadgen);
     cmd.args(&args)
         .stdin(Stdio::null())
@@ -327,14 +327,15 @@ pub(crate) fn run_point(
 
     let json =
         std::fs::read_to_string(lg_files.json).map_err(|e| io("reading loadgen's JSON", &e))?;
-    let summary = loadgen::parse_summary(&json).map_err(|e| io("reading loadgen's JSON", &e))?;
+    let summary =
+        loadgen_cli::parse_summary(&json).map_err(|e| io("reading loadgen's JSON", &e))?;
     let window_secs = summary.window_secs.unwrap_or(match point.stop {
         Stop::Duration(d) => d,
         Stop::Requests(_) => (lg_exit - samples[0].t - point.warmup).max(0.0),
     });
     let logged_start = std::fs::read_to_string(lg_files.interval_log)
         .ok()
-        .and_then(|t| loadgen::window_start(&t));
+        .and_then(|t| loadgen_cli::window_start(&t));
     let start = logged_start.unwrap_or(lg_exit - window_secs);
     let cost = server_cost(
         &samples[0],

@@ -1,0 +1,30 @@
+//! The `memory` section: memory per idle connection.
+
+use std::fmt::Write as _;
+
+use super::pivot;
+use crate::cells::fmt_bytes;
+use crate::summary::Row;
+
+pub(crate) fn section(out: &mut String, rows: &[Row]) {
+    let s = "memory";
+    let _ = writeln!(
+        out,
+        "Connections held open and all but idle (one echo a second over all of them). Memory per connection is the growth of the server's memory (PSS over its processes) over its memory before the first connection, divided by the connections:\n"
+    );
+    pivot(out, rows, s, "idle", "memory per conn", |r| {
+        fmt_bytes(r.mem_per_conn_bytes)
+    });
+    pivot(out, rows, s, "idle", "whole server", |r| {
+        format!(
+            "{} in {} process(es), {} thread(s)",
+            fmt_bytes(r.peak_mem_bytes),
+            r.max_procs,
+            r.max_threads
+        )
+    });
+    let _ = writeln!(
+        out,
+        "**Beside the literature** (goroutine-switch article): a goroutine starts with a 2 KiB stack, an OS thread reserves 8 MiB of *virtual* stack; what a thread really costs is what it touches, which the table above shows.\n"
+    );
+}
