@@ -6,6 +6,7 @@
 
 mod bench;
 mod cells;
+mod cgroup;
 mod children;
 mod compare;
 mod cpus;
@@ -61,6 +62,10 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<Usage>().is_some() => {
+            eprintln!("cargo xtask: {e:#}");
+            ExitCode::from(2)
+        }
         Err(e) if children::interrupted() => {
             eprintln!("cargo xtask: interrupted: {e:#}");
             ExitCode::from(130)
@@ -71,6 +76,19 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// A request this machine cannot carry out as asked (like a CPU quota where cgroups are not
+/// writable): the task exits with status 2, as for a bad command line.
+#[derive(Debug)]
+pub(crate) struct Usage(pub(crate) String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
 
 /// The workspace root: every path the tasks read or write starts here, whatever the current
 /// directory is.
