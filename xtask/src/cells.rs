@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use crate::stats;
 use crate::summary::Row;
 
 pub(crate) fn fmt_rate(v: Option<f64>) -> String {
@@ -46,8 +47,9 @@ pub(crate) fn fmt_pct(v: Option<f64>) -> String {
     v.map_or_else(|| "–".into(), |v| format!("{v:.0}%"))
 }
 
-/// A cell for a row: `failed`, or the value marked † when the row is client-bound and ‡ when
-/// something else disturbed the server's CPUs.
+/// A cell for a row: `failed`, or the value marked † when the row is client-bound, ‡ when
+/// something else disturbed the server's CPUs (another program, or steal), and § when a CPU
+/// quota throttled the server (its latency includes the throttling).
 pub(crate) fn mark(row: Option<&Row>, cell: String) -> String {
     match row {
         None => "–".into(),
@@ -59,6 +61,9 @@ pub(crate) fn mark(row: Option<&Row>, cell: String) -> String {
             }
             if r.disturbed() {
                 c.push_str(" ‡");
+            }
+            if r.throttled() {
+                c.push_str(" §");
             }
             c
         }
@@ -76,6 +81,49 @@ pub(crate) fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
         let _ = writeln!(out, "| {} |", r.join(" | "));
     }
     out.push('\n');
+}
+
+/// The values of `metric` over `row`'s repeats, or its one summary value where the repeats
+/// were not kept (a run from before they were, or a single repeat).
+fn repeats(row: &Row, metric: &str, value: Option<f64>) -> Vec<f64> {
+    let v = row.repeats_of(metric);
+    if v.is_empty() {
+        value.into_iter().collect()
+    } else {
+        v.to_vec()
+    }
+}
+
+/// B against A for one metric, as benchstat shows it: the ratio `b / a` where the
+/// Mann-Whitney test on the two rows' repeats says p < 0.05, else `~`; with the p-value and
+/// the repeats, `1.23× (p=0.008 n=5+5)`, `~ (p=0.400 n=3+3)`.
+pub(crate) fn delta(a: &Row, b: &Row, metric: &str, va: Option<f64>, vb: Option<f64>) -> String {
+    let (Some(x), Some(y)) = (va, vb) else {
+        return "–".into();
+    };
+    let (ra, rb) = (repeats(a, metric, va), repeats(b, metric, vb));
+    let Some(p) = stats::mann_whitney(&ra, &rb) else {
+        return "–".into();
+    };
+    let n = format!("p={p:.3} n={}+{}", ra.len(), rb.len());
+    if p < stats::ALPHA && x.abs() > f64::EPSILON {
+        format!("{:.2}× ({n})", y / x)
+    } else {
+        format!("~ ({n})")
+    }
+}
+
+/// A value with its interval, `12.3 µs [11.9–13.0]`, in the format `f` gives the value.
+pub(crate) fn with_ci(
+    v: Option<f64>,
+    low: Option<f64>,
+    high: Option<f64>,
+    f: fn(Option<f64>) -> String,
+) -> String {
+    match (v, low, high) {
+        (Some(_), Some(l), Some(h)) => format!("{} [{}–{}]", f(v), f(Some(l)), f(Some(h))),
+        _ => f(v),
+    }
 }
 
 #[cfg(test)]

@@ -371,6 +371,12 @@ pub(crate) fn aggregate(
     row.invol_cs_per_sec = median_of(&ok, |m| m.cost.invol_cs_per_sec);
     row.peak_mem_bytes = median_of(&ok, |m| Some(m.cost.peak_mem_bytes as f64));
     row.mem_per_conn_bytes = median_of(&ok, |m| m.cost.mem_per_conn_bytes);
+    row.per_repeat.insert(
+        "mem_per_conn_bytes".into(),
+        ok.iter()
+            .filter_map(|m| m.cost.mem_per_conn_bytes)
+            .collect(),
+    );
     row.kernel_stack_per_conn_bytes = median_of(&ok, |m| m.cost.kernel_stack_per_conn_bytes);
     row.socket_mem_per_conn_bytes = median_of(&ok, |m| m.cost.socket_mem_per_conn_bytes);
     row.total_mem_per_conn_bytes = row.mem_per_conn_bytes.map(|u| {
