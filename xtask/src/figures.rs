@@ -17,19 +17,49 @@ pub(crate) fn lines(
     series: &str,
     f: impl Fn(&Row) -> Option<f64>,
 ) -> Vec<Line> {
+    lines_with(rows, suite, series, |r| r.x, f, |_| None)
+}
+
+/// The interval of a row's throughput, for error bars.
+fn tp_ci(r: &Row) -> Option<(f64, f64)> {
+    r.throughput_per_sec_ci_low
+        .zip(r.throughput_per_sec_ci_high)
+}
+
+/// The interval of a row's CPU per request, for error bars.
+fn cpu_ci(r: &Row) -> Option<(f64, f64)> {
+    r.cpu_us_per_req_ci_low.zip(r.cpu_us_per_req_ci_high)
+}
+
+/// Like [`lines`], with x read by `x` and an error bar from `ci` where it has one.
+pub(crate) fn lines_with(
+    rows: &[Row],
+    suite: &str,
+    series: &str,
+    x: impl Fn(&Row) -> f64,
+    f: impl Fn(&Row) -> Option<f64>,
+    ci: impl Fn(&Row) -> Option<(f64, f64)>,
+) -> Vec<Line> {
     servers(rows)
         .into_iter()
         .map(|s| {
-            let mut points: Vec<(f64, f64, bool)> = rows
-                .iter()
-                .filter(|r| r.suite == suite && r.series == series && r.server == s && r.ok > 0)
-                .filter_map(|r| Some((r.x, f(r)?, r.client_bound)))
+            let mine = || {
+                rows.iter()
+                    .filter(|r| r.suite == suite && r.series == series && r.server == s && r.ok > 0)
+            };
+            let mut points: Vec<(f64, f64, bool)> = mine()
+                .filter_map(|r| Some((x(r), f(r)?, r.client_bound)))
                 .collect();
             points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let bars = mine()
+                .filter(|r| f(r).is_some())
+                .filter_map(|r| ci(r).map(|(lo, hi)| (x(r), lo, hi)))
+                .collect();
             Line {
                 name: s,
                 points,
                 markers: true,
+                bars,
             }
         })
         .filter(|l| !l.points.is_empty())
@@ -59,6 +89,7 @@ pub(crate) fn spectra(rows: &[Row], run_dir: &Path, suite: &str, point: &str) ->
             },
             points: plots::spectrum(&h),
             markers: false,
+            bars: Vec::new(),
         });
     }
     out
@@ -71,6 +102,7 @@ pub(crate) fn cpu_over_time(rows: &[Row], suite: &str, point: &str) -> Vec<Line>
             name: r.server.clone(),
             points: r.cpu_series.iter().map(|&(t, c)| (t, c, false)).collect(),
             markers: false,
+            bars: Vec::new(),
         })
         .collect()
 }
@@ -139,7 +171,14 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
                         "echoes per second",
                         Scale::Log,
                         Scale::Linear,
-                        lines(rows, suite, "closed", |r| r.throughput_per_sec),
+                        lines_with(
+                            rows,
+                            suite,
+                            "closed",
+                            |r| r.x,
+                            |r| r.throughput_per_sec,
+                            tp_ci,
+                        ),
                         vec![],
                     ),
                 )?;
@@ -152,7 +191,28 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
                         "µs of CPU per echo (user + system)",
                         Scale::Log,
                         Scale::Linear,
-                        lines(rows, suite, "closed", |r| r.cpu_us_per_req),
+                        lines_with(rows, suite, "closed", |r| r.x, |r| r.cpu_us_per_req, cpu_ci),
+                        vec![],
+                    ),
+                )?;
+                emit(
+                    suite,
+                    "cpu-per-echo-open",
+                    plot(
+                        "Server CPU per echo at equal load, open loop (bars: interval of the median)"
+                            .into(),
+                        "echoes per second offered",
+                        "µs of CPU per echo (user + system)",
+                        Scale::Log,
+                        Scale::Linear,
+                        lines_with(
+                            rows,
+                            suite,
+                            "open",
+                            |r| r.rate.unwrap_or(r.x),
+                            |r| r.cpu_us_per_req,
+                            cpu_ci,
+                        ),
                         vec![],
                     ),
                 )?;
@@ -223,7 +283,14 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
                         "echoes per second",
                         Scale::Log,
                         Scale::Linear,
-                        lines(rows, suite, "no-work", |r| r.throughput_per_sec),
+                        lines_with(
+                            rows,
+                            suite,
+                            "no-work",
+                            |r| r.x,
+                            |r| r.throughput_per_sec,
+                            tp_ci,
+                        ),
                         vec![],
                     ),
                 )?;

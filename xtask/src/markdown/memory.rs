@@ -10,10 +10,16 @@ pub(crate) fn section(out: &mut String, rows: &[Row]) {
     let s = "memory";
     let _ = writeln!(
         out,
-        "Connections held open and all but idle (one echo a second over all of them). Memory per connection is the growth of the server's memory (PSS over its processes) over its memory before the first connection, divided by the connections:\n"
+        "Connections held open and all but idle (one echo a second over all of them). Memory per connection is the growth over the memory before the first connection, divided by the connections: of the server's user memory (PSS over its processes), of the kernel's thread stacks (`KernelStack` in /proc/meminfo: 16 KiB for every thread a thread-per-connection server starts) and of TCP socket memory (`mem` pages of /proc/net/sockstat, both ends of each loopback connection, loadgen's included). The kernel's two are machine-wide, so whatever else ran moves them too. Total, then user / kernel stacks / sockets:\n"
     );
     pivot(out, rows, s, "idle", "memory per conn", |r| {
-        fmt_bytes(r.mem_per_conn_bytes)
+        format!(
+            "{} = {} / {} / {}",
+            fmt_bytes(r.total_mem_per_conn_bytes),
+            fmt_bytes(r.mem_per_conn_bytes),
+            fmt_bytes(r.kernel_stack_per_conn_bytes),
+            fmt_bytes(r.socket_mem_per_conn_bytes)
+        )
     });
     pivot(out, rows, s, "idle", "whole server", |r| {
         format!(

@@ -4,17 +4,18 @@
 
 mod chat;
 mod emper;
+mod glance;
 mod memory;
 mod quick;
 
 use std::fmt::Write as _;
 
-use crate::cells::{fmt_bytes, fmt_num, fmt_pct, fmt_rate, fmt_us, mark, table};
+use crate::cells::{fmt_bytes, fmt_num, fmt_pct, fmt_rate, fmt_us, mark, table, with_ci};
 use crate::figures::PlotFile;
 use crate::meta::Meta;
 use crate::servers::Variant;
 use crate::suites::Suite;
-use crate::summary::{DISTURBED_PCT, Row, find, points_of, servers};
+use crate::summary::{DISTURBED_PCT, Row, STEAL_PCT, find, points_of, servers};
 
 // ---------------------------------------------------------------------------------------------
 // report.md
@@ -77,7 +78,22 @@ pub(crate) fn render(input: &Input<'_>) -> String {
         },
     );
 
-    at_a_glance(&mut out, input);
+    let quota = m.settings["server_cpu_quota"].as_f64();
+    let _ = writeln!(
+        out,
+        "CPU vulnerability mitigations: {}. Time stolen by the hypervisor over the run: {}.{}\n",
+        crate::meta::mitigations_line(&m.mitigations),
+        m.steal_pct
+            .map_or_else(|| "not read".into(), |s| format!("{s:.1}%")),
+        quota.map_or_else(String::new, |q| format!(
+            " **The server ran under a CPU quota of {q} CPU** (a cgroup, {} µs period): closed-loop \
+             throughput is its capacity under that share, and latency includes the quota's \
+             throttling (§).",
+            m.settings["cpu_quota_period_us"].as_u64().unwrap_or(0)
+        )),
+    );
+
+    glance::at_a_glance(&mut out, input);
 
     for &suite in input.suites {
         let rows: Vec<Row> = input
@@ -112,82 +128,6 @@ pub(crate) fn render(input: &Input<'_>) -> String {
     failures(&mut out, input.rows);
     method(&mut out, input);
     out
-}
-
-pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
-    let rows = input.rows;
-    let _ = writeln!(out, "## At a glance\n");
-    let closed = points_of(rows, "quick", "closed");
-    let open = points_of(rows, "quick", "open");
-    if let (Some(first), Some(last)) = (closed.first(), closed.last()) {
-        let open = open.first();
-        let n = &last.1;
-        // With a single closed-loop point, its throughput is shown once.
-        let two = first.0 != last.0;
-        let mut head: Vec<String> = vec!["server".into(), "how it serves connections".into()];
-        if two {
-            head.push(format!("echoes/s, {}", first.1));
-        }
-        head.push(format!("echoes/s, {n}"));
-        head.push(format!("p99 latency, {n}"));
-        if let Some(o) = open {
-            head.push(format!(
-                "CPU per echo at {}",
-                o.1.split(" @ ").nth(1).unwrap_or("equal load")
-            ));
-            head.push("p99 latency there".into());
-        }
-        head.push(format!("memory per conn, {n}"));
-        let mut body = Vec::new();
-        for s in servers(rows) {
-            if !rows.iter().any(|r| r.suite == "quick" && r.server == s) {
-                continue;
-            }
-            let a = find(rows, "quick", &s, &first.0);
-            let b = find(rows, "quick", &s, &last.0);
-            let mut cells = vec![format!("**{s}**"), about(input, &s).to_string()];
-            if two {
-                cells.push(mark(a, fmt_rate(a.and_then(|r| r.throughput_per_sec))));
-            }
-            cells.push(mark(b, fmt_rate(b.and_then(|r| r.throughput_per_sec))));
-            cells.push(mark(b, fmt_us(b.and_then(|r| r.p99_us))));
-            if let Some(o) = open {
-                let c = find(rows, "quick", &s, &o.0);
-                cells.push(mark(c, fmt_us(c.and_then(|r| r.cpu_us_per_req))));
-                cells.push(mark(c, fmt_us(c.and_then(|r| r.p99_us))));
-            }
-            cells.push(mark(b, fmt_bytes(b.and_then(|r| r.mem_per_conn_bytes))));
-            body.push(cells);
-        }
-        let head: Vec<&str> = head.iter().map(String::as_str).collect();
-        table(out, &head, &body);
-        let _ = writeln!(
-            out,
-            "How to read it: each server echoes 16-byte messages back to the load generator. \
-             **echoes/s** is how many round trips per second it completed with that many \
-             connections each waiting for its reply before sending the next (more is better; \
-             with one connection it mostly measures the round-trip latency through the \
-             kernel). **p99 latency** is the time within which 99% of the echoes came back \
-             (less is better). **CPU per echo** is the server's CPU time (user + system, read \
-             from /proc) divided by the echoes it served, measured while every server \
-             handled the same fixed rate, so it compares efficiency directly (less is \
-             better). **memory per conn** is how much the server's memory grew per open \
-             connection. † marks a point where the load generator, not the server, was the \
-             bottleneck: its numbers understate the server. ‡ marks a point where something \
-             else used more than {DISTURBED_PCT:.0}% of the server's CPU (another program, or \
-             the hypervisor): its numbers are disturbed. Only ratios between servers of the \
-             same run mean much on a shared machine.\n"
-        );
-    } else if let Some(&suite) = input.suites.first() {
-        let _ = writeln!(
-            out,
-            "{}: the main table of the suite follows. † marks a client-bound point.\n",
-            suite.title()
-        );
-    }
-    if !input.skipped.is_empty() {
-        let _ = writeln!(out, "Not in this run: {}.\n", input.skipped.join("; "));
-    }
 }
 
 /// A pivot table: a row per server, a column per point of a series.
@@ -228,15 +168,26 @@ pub(crate) fn details(out: &mut String, rows: &[Row]) {
             vec![
                 r.server.clone(),
                 r.label.clone(),
-                m(fmt_rate(r.throughput_per_sec)),
-                r.throughput_spread
-                    .map_or("–".into(), |s| format!("{:.0}%", s * 100.0)),
+                m(with_ci(
+                    r.throughput_per_sec,
+                    r.throughput_per_sec_ci_low,
+                    r.throughput_per_sec_ci_high,
+                    fmt_rate,
+                )),
+                format!("{}", r.ok),
                 m(fmt_us(r.p50_us)),
-                m(fmt_us(r.p99_us)),
+                m(with_ci(r.p99_us, r.p99_us_ci_low, r.p99_us_ci_high, fmt_us)),
                 m(fmt_us(r.p99_99_us)),
                 m(fmt_us(r.max_us)),
                 fmt_pct(r.cpu_mean_pct),
                 fmt_num(r.cpu_cv, 3),
+                with_ci(
+                    r.cpu_us_per_req,
+                    r.cpu_us_per_req_ci_low,
+                    r.cpu_us_per_req_ci_high,
+                    fmt_us,
+                ),
+                fmt_us(r.cpu_us_per_req_min),
                 format!(
                     "{} / {}",
                     fmt_us(r.user_us_per_req),
@@ -248,10 +199,19 @@ pub(crate) fn details(out: &mut String, rows: &[Row]) {
                     fmt_num(r.invol_cs_per_req, 3)
                 ),
                 fmt_bytes(r.peak_mem_bytes),
-                fmt_bytes(r.mem_per_conn_bytes),
+                format!(
+                    "{} / {} / {}",
+                    fmt_bytes(r.mem_per_conn_bytes),
+                    fmt_bytes(r.kernel_stack_per_conn_bytes),
+                    fmt_bytes(r.socket_mem_per_conn_bytes)
+                ),
                 r.errors.to_string(),
                 fmt_us(r.client_cpu_per_msg_us),
                 fmt_pct(r.other_load_pct),
+                r.steal_pct.map_or("–".into(), |s| format!("{s:.1}%")),
+                r.nr_throttled.map_or("–".into(), |n| {
+                    format!("{n:.0}, {}", fmt_us(r.throttled_ms.map(|ms| ms * 1e3)))
+                }),
             ]
         })
         .collect();
@@ -260,21 +220,25 @@ pub(crate) fn details(out: &mut String, rows: &[Row]) {
         &[
             "server",
             "point",
-            "msgs/s",
-            "spread",
+            "msgs/s [interval]",
+            "repeats",
             "p50",
-            "p99",
+            "p99 [interval]",
             "p99.99",
             "max",
             "CPU",
             "CPU CV",
+            "CPU/msg [interval]",
+            "CPU/msg lowest",
             "CPU/msg user / sys",
             "ctx sw/msg vol / invol",
             "peak mem",
-            "mem/conn",
+            "mem/conn user / kernel stacks / sockets",
             "errors",
             "client CPU/msg",
             "other load on server CPU",
+            "steal",
+            "throttled periods, time",
         ],
         &body,
     );
@@ -331,11 +295,15 @@ pub(crate) fn method(out: &mut String, input: &Input<'_>) {
     );
     let _ = writeln!(
         out,
-        "- ‡ disturbed: the server's CPUs were busier than the server by more than {DISTURBED_PCT:.0}% of a CPU over the window (the wall clock less the CPUs' idle and interrupt time in `/proc/stat`, less the server's own CPU time: the hypervisor's steal time counts as other load, the interrupts of the benchmark's own network traffic do not): something else ran there. † client-bound: loadgen's CPUs were over 90% busy, so the point measures the load generator as much as the server. With `--repeat N`, numbers are medians over the repeats and *spread* is (max − min) / median of throughput."
+        "- ‡ disturbed: the server's CPUs were busier than the server by more than {DISTURBED_PCT:.0}% of a CPU over the window (the wall clock less the CPUs' idle and interrupt time in `/proc/stat`, less the server's own CPU time: the hypervisor's steal time counts as other load, the interrupts of the benchmark's own network traffic do not): something else ran there; or the hypervisor stole more than {STEAL_PCT:.0}% of their time (`steal` in `/proc/stat`). † client-bound: loadgen's CPUs were over 90% busy, so the point measures the load generator as much as the server. § throttled: the server ran under `--server-cpu-quota` (a cgroup with a CPU quota every few milliseconds) and the quota stopped it in some periods; its latency includes those stops."
     );
     let _ = writeln!(
         out,
-        "- Files: `summary.csv` and `summary.json` (a row per server and point), `meta.json` (machine, kernel, mitigations, compilers, command), `<suite>/<server>/<point>.hist` (V2 HdrHistogram) and `.hgrm` (percentile table), loadgen's JSON and interval log, and each server's stderr, beside each point.\n"
+        "- Repeats run in rotation (every server once, then every server again: A B C A B C), so that a drift of the machine spreads over all servers. A number is the median of the repeats; the interval in brackets (`_ci_low`, `_ci_high` in summary.csv) is the distribution-free order-statistic interval of the median, `[x(k), x(n+1−k)]` with the largest k whose coverage 1 − 2·P(Bin(n, ½) < k) stays at least 95%; with fewer than 6 repeats no such k exists, the interval is [min, max] and `ci_level` says its real coverage (3 repeats 75%, 4 87.5%, 5 93.8%). A bootstrap was not used: on 3 to 5 values it covers far less than it claims. Latency intervals come from each repeat's own percentile. *lowest* CPU per message is the least of the repeats: on a shared host noise only adds CPU time. A comparison shows a ratio only where a two-sided Mann-Whitney U test on the repeats gives p < 0.05 (exact without ties, else the normal approximation with tie correction), else `~`, as benchstat does; with 3 repeats a side the least possible p is 0.10."
+    );
+    let _ = writeln!(
+        out,
+        "- Files: `summary.csv` and `summary.json` (a row per server and point), `meta.json` (machine, kernel, CPU vulnerability mitigations, steal over the run, compilers, command), `<suite>/<server>/<point>.hist` (V2 HdrHistogram) and `.hgrm` (percentile table), loadgen's JSON and interval log, and each server's stderr, beside each point.\n"
     );
 }
 
@@ -374,7 +342,7 @@ pub(crate) fn terminal_table(rows: &[Row]) -> String {
 /// The "At a glance" part of the report alone.
 pub(crate) fn glance(input: &Input<'_>) -> String {
     let mut out = String::new();
-    at_a_glance(&mut out, input);
+    glance::at_a_glance(&mut out, input);
     out
 }
 

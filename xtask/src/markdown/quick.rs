@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::pivot;
-use crate::cells::{fmt_num, fmt_pct, fmt_rate, fmt_us, table};
+use crate::cells::{fmt_num, fmt_pct, fmt_rate, fmt_us, table, with_ci};
 use crate::summary::{Row, find, points_of};
 
 pub(crate) fn section(out: &mut String, rows: &[Row]) {
@@ -16,9 +16,21 @@ pub(crate) fn section(out: &mut String, rows: &[Row]) {
         fmt_rate(r.throughput_per_sec)
     });
     let _ = writeln!(out, "Server CPU per echo (user + system):\n");
-    pivot(out, rows, "quick", "closed", "CPU per echo", |r| {
-        fmt_us(r.cpu_us_per_req)
-    });
+    pivot(
+        out,
+        rows,
+        "quick",
+        "closed",
+        "CPU per echo [interval]",
+        |r| {
+            with_ci(
+                r.cpu_us_per_req,
+                r.cpu_us_per_req_ci_low,
+                r.cpu_us_per_req_ci_high,
+                fmt_us,
+            )
+        },
+    );
     let _ = writeln!(out, "p99 latency:\n");
     pivot(out, rows, "quick", "closed", "p99", |r| fmt_us(r.p99_us));
     if !points_of(rows, "quick", "open").is_empty() {
