@@ -529,7 +529,7 @@ fn point_line(r: &Row) -> String {
         );
     }
     format!(
-        "{:<10} {:<18} {:<24} {:>8} msg/s  p99 {:>9}  CPU {:>5}  {:>9}/msg  {:>9}/conn{}{}",
+        "{:<10} {:<18} {:<24} {:>8} msg/s  p99 {:>9}  CPU {:>5}  {:>9}/msg  {:>9}/conn{}{}{}{}",
         r.suite,
         r.server,
         r.label,
@@ -548,6 +548,8 @@ fn point_line(r: &Row) -> String {
         } else {
             ""
         },
+        if r.disturbed() { "  ‡ disturbed" } else { "" },
+        if r.throttled() { "  § throttled" } else { "" },
     )
 }
 

@@ -124,7 +124,10 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
         let _ = writeln!(
             out,
             "**CPU per echo at equal load** (open loop: every server handles the same fixed rate, 16-byte echoes, {} connections):\n",
-            find(rows, "quick", &names[0], &open[0].0).map_or(0, |r| r.conns)
+            names
+                .first()
+                .and_then(|s| find(rows, "quick", s, &open[0].0))
+                .map_or(0, |r| r.conns)
         );
         let head: Vec<&str> = head.iter().map(String::as_str).collect();
         table(out, &head, &body);
