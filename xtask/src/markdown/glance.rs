@@ -269,10 +269,15 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
         let head: Vec<&str> = head.iter().map(String::as_str).collect();
         table(out, &head, &body);
     }
-    let level = if level.is_finite() {
-        format!("{:.0}%", level * 100.0)
+    let over = if level.is_finite() {
+        format!(
+            "Numbers are medians over {repeats} rotated repeats with an order-statistic \
+             interval in brackets, which covers the true median {:.0}% of the time (95% needs \
+             6 repeats)",
+            level * 100.0
+        )
     } else {
-        "–".into()
+        "Each number is a single run (`--repeat 3` or more gives intervals)".into()
     };
     let _ = writeln!(
         out,
@@ -280,9 +285,7 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
          echo as the fastest servers, so closed-loop echoes/s often measure the load \
          generator (†); the server's CPU per echo at a fixed rate, and its throughput under a \
          CPU quota, are what this machine measures about the server itself, so they come \
-         first. Numbers are medians over {repeats} rotated repeats with an order-statistic \
-         interval in brackets, which covers the true median {level} of the time (95% needs 6 \
-         repeats); *against the cheapest* (or *the most*) shows the ratio only where a \
+         first. {over}; *against the cheapest* (or *the most*) shows the ratio only where a \
          Mann-Whitney test on the repeats gives p < 0.05, else `~` (with 3 repeats a side the \
          least p possible is 0.10, so run `--repeat 5` for verdicts). *lowest repeat* is the \
          steadiest estimate of a cost on a shared host, where noise only adds CPU time. \
