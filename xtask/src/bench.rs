@@ -248,6 +248,18 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         list(&args, &inv);
         return Ok(());
     }
+    // Before the build: a quota this machine cannot give is a usage error, found at once.
+    let quota = args
+        .server_cpu_quota
+        .map(|f| {
+            Quota::new(f).map_err(|why| {
+                anyhow::Error::new(crate::Usage(format!(
+                    "--server-cpu-quota {f}: {why}; run without --server-cpu-quota, or where \
+                     cgroups are writable"
+                )))
+            })
+        })
+        .transpose()?;
     children::install_interrupt_handler()?;
     args.server_cpus.check_allowed("--server-cpus")?;
     args.client_cpus.check_allowed("--client-cpus")?;
@@ -302,17 +314,6 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
     }
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let out = out.canonicalize().unwrap_or(out);
-    let quota = args
-        .server_cpu_quota
-        .map(|f| {
-            Quota::new(f).map_err(|why| {
-                anyhow::Error::new(crate::Usage(format!(
-                    "--server-cpu-quota {f}: {why}; run without --server-cpu-quota, or where \
-                     cgroups are writable"
-                )))
-            })
-        })
-        .transpose()?;
     let place = Placement {
         server_cpus: args.server_cpus.clone(),
         client_cpus: args.client_cpus.clone(),
