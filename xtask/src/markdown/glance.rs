@@ -301,3 +301,99 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
         let _ = writeln!(out, "Not in this run: {}.\n", input.skipped.join("; "));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meta::Meta;
+
+    fn row(server: &str, point: &str, series: &str, cpu: &[f64], quota: Option<f64>) -> Row {
+        let mut r = Row {
+            suite: "quick".into(),
+            server: server.into(),
+            series: series.into(),
+            point: point.into(),
+            label: if series == "open" {
+                "1000 conns @ 20000/s".into()
+            } else {
+                "100 conns".into()
+            },
+            x: if series == "open" { 1000.0 } else { 100.0 },
+            conns: if series == "open" { 1000 } else { 100 },
+            rate: (series == "open").then_some(20_000.0),
+            ok: cpu.len(),
+            repeats: cpu.len(),
+            throughput_per_sec: Some(20_000.0),
+            cpu_us_per_req: crate::stats::median(cpu),
+            cpu_us_per_req_min: crate::stats::min(cpu),
+            cpu_quota: quota,
+            nr_throttled: quota.map(|_| 10.0),
+            ..Row::default()
+        };
+        let i = crate::stats::median_interval(cpu).unwrap();
+        r.ci_level = Some(i.level);
+        (r.cpu_us_per_req_ci_low, r.cpu_us_per_req_ci_high) = (Some(i.low), Some(i.high));
+        r.per_repeat.insert("cpu_us_per_req".into(), cpu.to_vec());
+        r.per_repeat
+            .insert("throughput_per_sec".into(), vec![20_000.0; cpu.len()]);
+        r
+    }
+
+    fn render(rows: &[Row]) -> String {
+        let meta = Meta::default();
+        let input = Input {
+            meta: &meta,
+            rows,
+            plots: &[],
+            variants: &[],
+            skipped: &[],
+            suites: &[crate::suites::Suite::Quick],
+            server_cpus: "1".into(),
+            client_cpus: "0".into(),
+            workers: 1,
+        };
+        let mut out = String::new();
+        at_a_glance(&mut out, &input);
+        out
+    }
+
+    #[test]
+    fn cpu_at_equal_load_leads_with_intervals_and_verdicts() {
+        let rows = vec![
+            row("a", "open", "open", &[10.0, 10.2, 9.9, 10.1, 10.3], None),
+            row("b", "open", "open", &[15.0, 15.3, 15.1, 14.9, 15.2], None),
+            row("c", "open", "open", &[10.2, 9.9, 10.4, 10.3, 10.0], None),
+        ];
+        let t = render(&rows);
+        assert!(
+            t.starts_with("## At a glance\n\n**CPU per echo at equal load**"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| **a** |  | 10.1 µs [9.90 µs–10.3 µs] | best | 9.90 µs |"),
+            "{t}"
+        );
+        // b costs half as much again, in every repeat: a verdict; c is within a's noise.
+        let line = |s: &str| t.lines().find(|l| l.starts_with(s)).unwrap();
+        assert!(line("| **b** |").contains("× (p=0.008 n=5+5) |"), "{t}");
+        assert!(line("| **c** |").contains("| ~ (p="), "{t}");
+        assert!(t.contains("covers the true median 94% of the time"), "{t}");
+        assert!(!t.contains("Capacity under"), "{t}");
+    }
+
+    #[test]
+    fn a_quota_adds_capacity_and_marks_throttling() {
+        let rows = vec![
+            row("a", "closed-c100", "closed", &[10.0, 11.0, 12.0], Some(0.5)),
+            row("a", "open", "open", &[10.0, 11.0, 12.0], Some(0.5)),
+        ];
+        let t = render(&rows);
+        assert!(t.contains("**Capacity under a quota of 0.5 CPU**"), "{t}");
+        assert!(t.contains("10 periods"), "{t}");
+        assert!(t.contains(" §"), "{t}");
+        let cpu = t.find("CPU per echo at equal load").unwrap();
+        let cap = t.find("Capacity under").unwrap();
+        let closed = t.find("Closed-loop echoes/s").unwrap();
+        assert!(cpu < cap && cap < closed, "{t}");
+    }
+}
