@@ -547,6 +547,19 @@ mod tests {
         let mut r = row("fiber+completer", "c1", 1.0, 1234.5);
         r.notes.push("a note, with a comma".into());
         r.failure = Some("said \"no\"".into());
+        r.per_repeat.insert("cpu_us_per_req".into(), vec![1.0, 2.0]);
+        // Every CSV column is a field of a row, the intervals among them.
+        let v = serde_json::to_value(&r).unwrap();
+        for c in CSV_COLUMNS {
+            assert!(v.get(*c).is_some(), "{c}");
+        }
+        for c in ["throughput_per_sec", "cpu_us_per_req", "p99_us"] {
+            assert!(CSV_COLUMNS.contains(&format!("{c}_ci_low").as_str()), "{c}");
+            assert!(
+                CSV_COLUMNS.contains(&format!("{c}_ci_high").as_str()),
+                "{c}"
+            );
+        }
         write_summary(&dir, &[r.clone()]).unwrap();
         assert_eq!(read_summary(&dir).unwrap(), vec![r]);
         let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
