@@ -10,14 +10,18 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::cells;
+use crate::cgroup::Quota;
 use crate::children;
 use crate::cpus::{self, CpuList};
+use crate::figures;
+use crate::markdown;
 use crate::meta::{self, Meta};
 use crate::procfs;
-use crate::report::{self, Row};
-use crate::runner::{self, Failure, Placement, RunFiles};
+use crate::runner::{self, Failure, Measured, Placement, RunFiles};
 use crate::servers::{Inventory, Variant};
 use crate::suites::{self, Overrides, Point, Suite};
+use crate::summary::{self, Row};
 
 /// A list of connection counts, `1,10,100`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +51,7 @@ fn non_negative(s: &str) -> Result<f64, String> {
 /// Options of `cargo xtask bench`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct BenchArgs {
-    /// The suites to run, comma-separated: quick (the default, about 5 minutes), emper-echo,
+    /// The suites to run, comma-separated: quick (the default, about 6 minutes), emper-echo,
     /// chat-cpu, chat-room, memory. `--list` describes them.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "quick")]
     pub(crate) suite: Vec<Suite>,
@@ -63,20 +67,29 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "LIST")]
     pub(crate) conns: Option<ConnList>,
 
-    /// Seconds of each point's measured window, replacing the suite's (quick 4, emper-echo
+    /// Seconds of each point's measured window, replacing the suite's (quick 1.25, emper-echo
     /// 10, chat-cpu 60, chat-room 10, memory 3). For emper-echo it also replaces the paper's
     /// 2500 echoes per connection.
     #[arg(long, value_name = "SECS", value_parser = positive)]
     pub(crate) duration: Option<f64>,
 
-    /// Seconds of load before each measured window, not recorded (default 1; chat-cpu 2).
+    /// Seconds of load before each measured window, not recorded (default 1; quick 0.5,
+    /// chat-cpu 2).
     #[arg(long, value_name = "SECS", value_parser = non_negative)]
     pub(crate) warmup: Option<f64>,
 
-    /// Runs of each point; the summary gives medians and the spread, and latency from the
-    /// runs' histograms added together.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub(crate) repeat: u32,
+    /// Runs of each point, rotated over the servers (A B C A B C ...) so that a drift of the
+    /// machine spreads over all of them [default: quick 3, the other suites 1]. The summary
+    /// gives medians with an interval, latency from the runs' histograms added together, and
+    /// the report a significance test, which needs 4 or more to find anything.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub(crate) repeat: Option<u32>,
+
+    /// Run the server in a cgroup with this share of one CPU (0.5: half a CPU, enforced every
+    /// 2 ms), so that one loadgen core outruns it and closed-loop points measure the server's
+    /// capacity under that share. Needs a writable cgroup CPU controller (v1 or v2; root).
+    #[arg(long, value_name = "FRACTION", value_parser = positive)]
+    pub(crate) server_cpu_quota: Option<f64>,
 
     /// CPUs the server runs on.
     #[arg(long, default_value = "1", value_name = "LIST")]
@@ -132,6 +145,11 @@ impl BenchArgs {
         self.workers.map_or(self.server_cpus.len(), |w| w as usize)
     }
 
+    /// Runs of each point of `suite`.
+    fn repeats(&self, suite: Suite) -> usize {
+        self.repeat.unwrap_or_else(|| suite.default_repeats()) as usize
+    }
+
     /// The suites in the order given, without repeats.
     fn suites(&self) -> Vec<Suite> {
         let mut out: Vec<Suite> = Vec::new();
@@ -144,29 +162,47 @@ impl BenchArgs {
     }
 }
 
-/// One unit of work: a point against a server, all its repeats.
-#[derive(Debug, Clone)]
-struct Job {
-    point: Point,
-    variant: Variant,
+/// The points of the run, suite after suite.
+fn points(args: &BenchArgs) -> Vec<Point> {
+    args.suites()
+        .into_iter()
+        .flat_map(|s| s.points(&args.overrides(args.workers())))
+        .collect()
 }
 
-fn plan(args: &BenchArgs, variants: &[Variant]) -> Vec<Job> {
-    let mut jobs = Vec::new();
-    for suite in args.suites() {
-        // Point-major order: the servers take turns at each point, so that a slow drift of
-        // the machine (heat, a neighbour) spreads over all of them.
-        for point in suite.points(&args.overrides(args.workers())) {
-            // An echo-only server (srv-floor) sits out the chat and --compute-us points.
-            for v in variants.iter().filter(|v| v.serves(point.workload)) {
-                jobs.push(Job {
-                    point: point.clone(),
-                    variant: v.clone(),
+/// One run of one point against one server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    /// Index into the points.
+    point: usize,
+    /// 0-based repeat.
+    round: usize,
+    /// Index into the servers.
+    server: usize,
+}
+
+/// The order of the runs: point after point, and at each point the servers in turn, round
+/// after round (A B C A B C ...), so that a slow drift of the machine (heat, a neighbour's
+/// build) spreads over all the servers instead of landing on the one whose repeats ran then.
+/// An echo-only server (srv-floor) sits out the chat and --compute-us points.
+fn schedule(points: &[Point], servers: &[Variant], repeats: impl Fn(Suite) -> usize) -> Vec<Run> {
+    let mut runs = Vec::new();
+    for (point, p) in points.iter().enumerate() {
+        for round in 0..repeats(p.suite) {
+            for (server, _) in servers
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.serves(p.workload))
+            {
+                runs.push(Run {
+                    point,
+                    round,
+                    server,
                 });
             }
         }
     }
-    jobs
+    runs
 }
 
 fn list(args: &BenchArgs, inv: &Inventory) {
@@ -175,7 +211,7 @@ fn list(args: &BenchArgs, inv: &Inventory) {
     for s in Suite::ALL {
         let points = s.points(&args.overrides(args.workers()));
         let secs: f64 = points.iter().map(Point::estimate_secs).sum::<f64>()
-            * f64::from(args.repeat)
+            * args.repeats(s) as f64
             * defaults.len().max(1) as f64;
         println!(
             "  {:<11} {} ({} points a server, about {:.0} min with the {} default servers)",
@@ -217,6 +253,18 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         list(&args, &inv);
         return Ok(());
     }
+    // Before the build: a quota this machine cannot give is a usage error, found at once.
+    let quota = args
+        .server_cpu_quota
+        .map(|f| {
+            Quota::new(f).map_err(|why| {
+                anyhow::Error::new(crate::Usage(format!(
+                    "--server-cpu-quota {f}: {why}; run without --server-cpu-quota, or where \
+                     cgroups are writable"
+                )))
+            })
+        })
+        .transpose()?;
     children::install_interrupt_handler()?;
     args.server_cpus.check_allowed("--server-cpus")?;
     args.client_cpus.check_allowed("--client-cpus")?;
@@ -275,6 +323,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         server_cpus: args.server_cpus.clone(),
         client_cpus: args.client_cpus.clone(),
         workers: args.workers(),
+        quota,
     };
     meta.settings = serde_json::json!({
         "suites": args.suites().iter().map(|s| s.name()).collect::<Vec<_>>(),
@@ -283,39 +332,40 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         "server_cpus": place.server_cpus.to_string(),
         "client_cpus": place.client_cpus.to_string(),
         "workers": place.workers,
-        "repeat": args.repeat,
+        "repeat": args.suites().iter().map(|&s| (s.name(), args.repeats(s))).collect::<std::collections::BTreeMap<_, _>>(),
+        "server_cpu_quota": args.server_cpu_quota,
+        "cpu_quota_period_us": place.quota.as_ref().map(|q| q.period_us),
         "conns": args.conns.as_ref().map(|c| c.0.clone()),
         "duration": args.duration,
         "warmup": args.warmup,
         "rate": args.rate,
         "cargo_profile": profile,
         "quiet_wait": args.quiet_wait,
-        "points": args
-            .suites()
-            .into_iter()
-            .flat_map(|s| s.points(&args.overrides(args.workers())))
-            .collect::<Vec<_>>(),
+        "points": points(&args),
     });
     write_meta(&out, &meta)?;
 
+    let steal_start = procfs::machine_steal_ticks();
     // The harness samples /proc and waits; it does that beside loadgen, never on the
     // server's CPUs.
     cpus::pin_current_thread(&place.client_cpus)?;
 
-    let jobs = plan(&args, &variants);
-    if jobs.is_empty() {
+    let points = points(&args);
+    let runs = schedule(&points, &variants, |s| args.repeats(s));
+    if runs.is_empty() {
         bail!("no server of --servers serves these suites (srv-floor serves plain echo only)");
     }
-    let repeat = args.repeat as usize;
-    let total: f64 = jobs.iter().map(|j| j.point.estimate_secs()).sum::<f64>() * repeat as f64;
+    let est_ms = |r: &Run| points[r.point].estimate_secs() * 1000.0;
+    let total_ms: f64 = runs.iter().map(est_ms).sum();
     eprintln!(
-        "{} runs of a point ({} server(s)) × {repeat} repeat(s), about {:.0} min; results in {}",
-        jobs.len(),
+        "{} points × {} server(s), {} runs in rotation, about {:.0} min; results in {}",
+        points.len(),
         variants.len(),
-        total / 60.0,
+        runs.len(),
+        total_ms / 60_000.0,
         out.display()
     );
-    let bar = ProgressBar::new((total * 1000.0) as u64);
+    let bar = ProgressBar::new(total_ms as u64);
     bar.set_style(
         ProgressStyle::with_template(
             "{elapsed_precise} [{wide_bar}] {percent:>3}% ETA {eta} {msg}",
@@ -328,123 +378,120 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
     let bins = |v: &Variant| inv.binary_path(&v.binary, profile);
     let loadgen = inv.binary_path("loadgen", profile);
     let mut rows: Vec<Row> = Vec::new();
-    let mut no_start: HashSet<(Suite, String)> = HashSet::new();
+    let mut no_start: HashSet<(Suite, usize)> = HashSet::new();
+    let mut outcomes: Vec<Vec<Result<Measured, Failure>>> = vec![Vec::new(); variants.len()];
     let mut done_ms = 0.0f64;
-    for job in &jobs {
+    for (i, run) in runs.iter().enumerate() {
         if children::interrupted() {
             break;
         }
-        let est_ms = job.point.estimate_secs() * 1000.0;
-        let dir = out.join(job.point.suite.name()).join(&job.variant.name);
-        let mut outcomes = Vec::new();
-        if no_start.contains(&(job.point.suite, job.variant.name.clone())) {
-            outcomes.push(Err(Failure::Start(
-                "skipped: the server did not start at an earlier point of this suite".into(),
-            )));
-            done_ms += est_ms * repeat as f64;
-        } else {
-            for r in 0..repeat {
-                bar.set_message(format!(
-                    "{} · {} · {}{}",
-                    job.point.suite.name(),
-                    job.variant.name,
-                    job.point.label,
-                    if repeat > 1 {
-                        format!(" (run {}/{repeat})", r + 1)
-                    } else {
-                        String::new()
-                    }
-                ));
-                let files = RunFiles {
-                    dir: dir.clone(),
-                    stem: if repeat > 1 {
-                        format!("{}.r{}", job.point.id, r + 1)
-                    } else {
-                        job.point.id.clone()
-                    },
-                };
-                let base = done_ms;
-                let mut busy_note = None;
-                if args.quiet_wait > 0.0 {
-                    let cpus: Vec<usize> = place
-                        .server_cpus
-                        .as_slice()
-                        .iter()
-                        .chain(place.client_cpus.as_slice())
-                        .copied()
-                        .collect();
-                    if !procfs::wait_until_quiet(
-                        &cpus,
-                        0.9,
-                        Duration::from_secs_f64(args.quiet_wait),
-                    ) {
-                        busy_note = Some(format!(
-                            "the CPUs were still busy with something else after waiting {} s",
-                            args.quiet_wait
-                        ));
-                    }
+        let point = &points[run.point];
+        let variant = &variants[run.server];
+        let repeat = args.repeats(point.suite);
+        let est = est_ms(run);
+        let dir = out.join(point.suite.name()).join(&variant.name);
+        if no_start.contains(&(point.suite, run.server)) {
+            if outcomes[run.server].is_empty() {
+                outcomes[run.server].push(Err(Failure::Start(
+                    "skipped: the server did not start at an earlier point of this suite".into(),
+                )));
+            }
+        } else if !matches!(outcomes[run.server].last(), Some(Err(Failure::Start(_)))) {
+            bar.set_message(format!(
+                "{} · {} · {}{}",
+                point.suite.name(),
+                variant.name,
+                point.label,
+                if repeat > 1 {
+                    format!(" (round {}/{repeat})", run.round + 1)
+                } else {
+                    String::new()
                 }
-                let mut progress = |secs: f64| {
-                    bar.set_position((base + (secs * 1000.0).min(est_ms)) as u64);
-                };
-                let outcome = runner::run_point(
-                    &job.point,
-                    &job.variant,
-                    &runner::Binaries {
-                        server: bins(&job.variant),
-                        loadgen: loadgen.clone(),
-                    },
-                    &place,
-                    &files,
-                    &out,
-                    &mut progress,
-                );
-                let outcome = outcome.map(|mut m| {
-                    m.notes.extend(busy_note);
-                    m
-                });
-                done_ms += est_ms;
-                bar.set_position(done_ms as u64);
-                let failed_start = matches!(outcome, Err(Failure::Start(_)));
-                let interrupted = matches!(outcome, Err(Failure::Interrupted));
-                outcomes.push(outcome);
-                if failed_start {
-                    no_start.insert((job.point.suite, job.variant.name.clone()));
-                    done_ms += est_ms * (repeat - r - 1) as f64;
-                    break;
-                }
-                if interrupted {
-                    break;
+            ));
+            let files = RunFiles {
+                dir: dir.clone(),
+                stem: if repeat > 1 {
+                    format!("{}.r{}", point.id, run.round + 1)
+                } else {
+                    point.id.clone()
+                },
+            };
+            let base = done_ms;
+            let mut busy_note = None;
+            if args.quiet_wait > 0.0 {
+                let cpus: Vec<usize> = place
+                    .server_cpus
+                    .as_slice()
+                    .iter()
+                    .chain(place.client_cpus.as_slice())
+                    .copied()
+                    .collect();
+                if !procfs::wait_until_quiet(&cpus, 0.9, Duration::from_secs_f64(args.quiet_wait)) {
+                    busy_note = Some(format!(
+                        "the CPUs were still busy with something else after waiting {} s",
+                        args.quiet_wait
+                    ));
                 }
             }
+            let mut progress = |secs: f64| {
+                bar.set_position((base + (secs * 1000.0).min(est)) as u64);
+            };
+            let outcome = runner::run_point(
+                point,
+                variant,
+                &runner::Binaries {
+                    server: bins(variant),
+                    loadgen: loadgen.clone(),
+                },
+                &place,
+                &files,
+                &out,
+                &mut progress,
+            )
+            .map(|mut m| {
+                m.notes.extend(busy_note);
+                m
+            });
+            if matches!(outcome, Err(Failure::Start(_))) {
+                no_start.insert((point.suite, run.server));
+            }
+            let interrupted = matches!(outcome, Err(Failure::Interrupted));
+            outcomes[run.server].push(outcome);
+            if interrupted {
+                break;
+            }
         }
-        if outcomes
-            .iter()
-            .any(|o| matches!(o, Err(Failure::Interrupted)))
-        {
-            break;
+        done_ms += est;
+        bar.set_position(done_ms as u64);
+        // The point's last round is done: a row per server.
+        if runs.get(i + 1).is_none_or(|n| n.point != run.point) {
+            for (s, v) in variants.iter().enumerate() {
+                let dir = out.join(point.suite.name()).join(&v.name);
+                let _ = std::fs::create_dir_all(&dir);
+                let row = summary::aggregate(point, v, &outcomes[s], &out, &dir);
+                outcomes[s].clear();
+                // A hidden bar (no terminal) prints nothing, so the line goes to stderr itself.
+                if bar.is_hidden() {
+                    eprintln!("{}", point_line(&row));
+                } else {
+                    bar.println(point_line(&row));
+                }
+                rows.push(row);
+            }
+            summary::write_summary(&out, &rows)?;
         }
-        let _ = std::fs::create_dir_all(&dir);
-        let row = report::aggregate(&job.point, &job.variant, &outcomes, &out, &dir);
-        // A hidden bar (no terminal) prints nothing, so the line goes to stderr itself.
-        if bar.is_hidden() {
-            eprintln!("{}", point_line(&row));
-        } else {
-            bar.println(point_line(&row));
-        }
-        rows.push(row);
-        report::write_summary(&out, &rows)?;
     }
     bar.finish_and_clear();
 
     meta.finished = Some(meta::iso8601(std::time::SystemTime::now()));
     meta.interrupted = children::interrupted();
     meta.load_average_end = meta::load_average();
+    meta.steal_pct = meta::steal_since(steal_start);
     write_meta(&out, &meta)?;
-    report::write_summary(&out, &rows)?;
-    let plots = report::draw_plots(&out, &rows, place.workers)?;
+    summary::write_summary(&out, &rows)?;
+    let plots = figures::draw_plots(&out, &rows, place.workers)?;
     let suites = args.suites();
-    let input = report::Input {
+    let input = markdown::Input {
         meta: &meta,
         rows: &rows,
         plots: &plots,
@@ -455,11 +502,11 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         client_cpus: place.client_cpus.to_string(),
         workers: place.workers,
     };
-    std::fs::write(out.join("report.md"), report::render(&input)).context("writing report.md")?;
+    std::fs::write(out.join("report.md"), markdown::render(&input)).context("writing report.md")?;
 
     println!();
     if suites.contains(&Suite::Quick) {
-        print!("{}", report::glance(&input));
+        print!("{}", markdown::glance(&input));
     }
     let others: Vec<Row> = rows
         .iter()
@@ -467,7 +514,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         .cloned()
         .collect();
     if !others.is_empty() {
-        print!("{}", report::terminal_table(&others));
+        print!("{}", markdown::terminal_table(&others));
     }
     println!("Report: {}", out.join("report.md").display());
     if meta.interrupted {
@@ -491,15 +538,15 @@ fn point_line(r: &Row) -> String {
         );
     }
     format!(
-        "{:<10} {:<18} {:<24} {:>8} msg/s  p99 {:>9}  CPU {:>5}  {:>9}/msg  {:>9}/conn{}{}",
+        "{:<10} {:<18} {:<24} {:>8} msg/s  p99 {:>9}  CPU {:>5}  {:>9}/msg  {:>9}/conn{}{}{}{}",
         r.suite,
         r.server,
         r.label,
-        report::fmt_rate(r.throughput_per_sec),
-        report::fmt_us(r.p99_us),
+        cells::fmt_rate(r.throughput_per_sec),
+        cells::fmt_us(r.p99_us),
         r.cpu_mean_pct.map_or("–".into(), |c| format!("{c:.0}%")),
-        report::fmt_us(r.cpu_us_per_req),
-        report::fmt_bytes(r.mem_per_conn_bytes),
+        cells::fmt_us(r.cpu_us_per_req),
+        cells::fmt_bytes(r.mem_per_conn_bytes),
         if r.errors > 0 {
             format!("  {} errors", r.errors)
         } else {
@@ -510,6 +557,8 @@ fn point_line(r: &Row) -> String {
         } else {
             ""
         },
+        if r.disturbed() { "  ‡ disturbed" } else { "" },
+        if r.throttled() { "  § throttled" } else { "" },
     )
 }
 
@@ -535,7 +584,10 @@ mod tests {
         assert_eq!(a.server_cpus, CpuList::single(1));
         assert_eq!(a.client_cpus, CpuList::single(0));
         assert_eq!(a.workers(), 1);
-        assert_eq!(a.repeat, 1);
+        assert_eq!(a.repeat, None);
+        assert_eq!(a.repeats(Suite::Quick), 3);
+        assert_eq!(a.repeats(Suite::Memory), 1);
+        assert_eq!(a.server_cpu_quota, None);
         assert_eq!(a.cargo_profile, "release");
         assert_eq!(a.quiet_wait, 10.0);
     }
@@ -568,6 +620,8 @@ mod tests {
             "--no-build",
             "--quiet-wait",
             "0",
+            "--server-cpu-quota",
+            "0.5",
         ])
         .unwrap();
         assert_eq!(a.suites(), [Suite::EmperEcho, Suite::ChatCpu]);
@@ -577,7 +631,9 @@ mod tests {
             (a.duration, a.warmup, a.rate),
             (Some(2.5), Some(0.0), Some(1000.0))
         );
-        assert_eq!(a.repeat, 3);
+        assert_eq!(a.repeat, Some(3));
+        assert_eq!(a.repeats(Suite::Memory), 3);
+        assert_eq!(a.server_cpu_quota, Some(0.5));
         assert_eq!(a.server_cpus.to_string(), "2,3");
         assert_eq!(a.workers(), 4);
         assert!(a.no_build && !a.list);
@@ -600,25 +656,55 @@ mod tests {
         assert!(parse(&["--server-cpus", "1-0"]).is_err());
         assert!(parse(&["--rate", "0"]).is_err());
         assert!(parse(&["--workers", "0"]).is_err());
+        assert!(parse(&["--server-cpu-quota", "0"]).is_err());
     }
 
     #[test]
-    fn the_plan_interleaves_servers_at_each_point() {
-        let a = parse(&["--conns", "1,10"]).unwrap();
+    fn repeats_rotate_over_the_servers() {
+        let a = parse(&["--conns", "1,10", "--repeat", "2"]).unwrap();
+        let pts = points(&a);
         let v = |n: &str| Variant {
             name: n.into(),
             binary: format!("srv-{n}"),
             flags: vec![],
             about: String::new(),
         };
-        let jobs = plan(&a, &[v("a"), v("b")]);
-        let order: Vec<(String, String)> = jobs
-            .iter()
-            .map(|j| (j.point.id.clone(), j.variant.name.clone()))
-            .collect();
-        assert_eq!(order.len(), 6);
-        assert_eq!(order[0], ("closed-c1".into(), "a".into()));
-        assert_eq!(order[1], ("closed-c1".into(), "b".into()));
-        assert_eq!(order[5].0, "open-c10-r20000");
+        let runs = schedule(&pts, &[v("a"), v("b"), v("c")], |s| a.repeats(s));
+        let order: Vec<(usize, usize, usize)> =
+            runs.iter().map(|r| (r.point, r.round, r.server)).collect();
+        // A B C A B C at the first point, then the next point.
+        assert_eq!(
+            order[..7],
+            [
+                (0, 0, 0),
+                (0, 0, 1),
+                (0, 0, 2),
+                (0, 1, 0),
+                (0, 1, 1),
+                (0, 1, 2),
+                (1, 0, 0)
+            ]
+        );
+        assert_eq!(runs.len(), pts.len() * 2 * 3);
+        assert_eq!(pts.last().map(|p| p.id.as_str()), Some("open-c10-r50000"));
+    }
+
+    #[test]
+    fn an_echo_only_server_sits_out_the_chat_points() {
+        let a = parse(&["--suite", "quick,chat-cpu", "--conns", "1", "--repeat", "1"]).unwrap();
+        let pts = points(&a);
+        let floor = Variant {
+            name: "floor-epoll".into(),
+            binary: "srv-floor".into(),
+            flags: vec!["--api".into(), "epoll".into()],
+            about: String::new(),
+        };
+        let runs = schedule(&pts, &[floor], |s| a.repeats(s));
+        assert!(!runs.is_empty());
+        assert!(
+            runs.iter()
+                .all(|r| pts[r.point].suite != crate::suites::Suite::ChatCpu),
+            "srv-floor was scheduled for a chat point"
+        );
     }
 }

@@ -1,5 +1,7 @@
 //! `cargo xtask compare A B`: two result directories side by side, point by point, with the
-//! ratio B / A of each number (a ratio above 1 means B is higher).
+//! ratio B / A of each number where it is more than noise: a Mann-Whitney test on the two
+//! runs' repeats (p < 0.05) shows the ratio, anything else is `~`, as benchstat does. A run
+//! compared with itself is `~` everywhere.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -7,7 +9,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use crate::report::{self, Row};
+use crate::cells;
+use crate::summary::{self, Row};
 
 /// Options of `cargo xtask compare`.
 #[derive(Debug, Clone, Args)]
@@ -21,31 +24,31 @@ pub(crate) struct CompareArgs {
     pub(crate) out: Option<PathBuf>,
 }
 
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if a.abs() > f64::EPSILON => format!("{:.2}×", b / a),
-        _ => "–".into(),
-    }
-}
-
 /// The comparison table of two runs' rows, as Markdown.
 pub(crate) fn compare(a: &[Row], b: &[Row], a_name: &str, b_name: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# {b_name} against {a_name}\n");
     let _ = writeln!(
         out,
-        "Ratios are B / A: above 1× B is higher. For throughput higher is better; for latency, CPU and memory lower is better. † marks a client-bound point, ‡ one where something else used the server's CPU.\n"
+        "Each *B/A* cell is the ratio B / A (above 1× B is higher) where a Mann-Whitney test on the two runs' repeats finds the difference real (p < 0.05), else `~`; p and the repeats (n = A+B) beside it. With 3 repeats a side no difference can reach p < 0.05 (the least p is 0.10): compare runs of 4 or more. For throughput higher is better; for latency, CPU and memory lower is better. † marks a client-bound point, ‡ one where something else used the server's CPU (or the hypervisor stole over 2% of it), § one where a CPU quota throttled the server.\n"
     );
     let _ = writeln!(
         out,
-        "| suite | server | point | msgs/s A | msgs/s B | ratio | p99 A | p99 B | ratio | CPU/msg A | CPU/msg B | ratio | mem/conn A | mem/conn B | ratio |"
+        "| suite | server | point | msgs/s A | msgs/s B | B/A | p99 A | p99 B | B/A | CPU/msg A | CPU/msg B | B/A | mem/conn A | mem/conn B | B/A |"
     );
     let _ = writeln!(out, "|{}", " --- |".repeat(15));
-    let cb = |r: &Row| match (r.client_bound, r.disturbed()) {
-        (true, true) => " † ‡",
-        (true, false) => " †",
-        (false, true) => " ‡",
-        (false, false) => "",
+    let m = |r: &Row| {
+        let mut s = String::new();
+        if r.client_bound {
+            s.push_str(" †");
+        }
+        if r.disturbed() {
+            s.push_str(" ‡");
+        }
+        if r.throttled() {
+            s.push_str(" §");
+        }
+        s
     };
     let mut only_b = Vec::new();
     for rb in b {
@@ -62,20 +65,38 @@ pub(crate) fn compare(a: &[Row], b: &[Row], a_name: &str, b_name: &str) -> Strin
             rb.suite,
             rb.server,
             rb.label,
-            report::fmt_rate(ra.throughput_per_sec),
-            cb(ra),
-            report::fmt_rate(rb.throughput_per_sec),
-            cb(rb),
-            ratio(ra.throughput_per_sec, rb.throughput_per_sec),
-            report::fmt_us(ra.p99_us),
-            report::fmt_us(rb.p99_us),
-            ratio(ra.p99_us, rb.p99_us),
-            report::fmt_us(ra.cpu_us_per_req),
-            report::fmt_us(rb.cpu_us_per_req),
-            ratio(ra.cpu_us_per_req, rb.cpu_us_per_req),
-            report::fmt_bytes(ra.mem_per_conn_bytes),
-            report::fmt_bytes(rb.mem_per_conn_bytes),
-            ratio(ra.mem_per_conn_bytes, rb.mem_per_conn_bytes),
+            cells::fmt_rate(ra.throughput_per_sec),
+            m(ra),
+            cells::fmt_rate(rb.throughput_per_sec),
+            m(rb),
+            cells::delta(
+                ra,
+                rb,
+                "throughput_per_sec",
+                ra.throughput_per_sec,
+                rb.throughput_per_sec
+            ),
+            cells::fmt_us(ra.p99_us),
+            cells::fmt_us(rb.p99_us),
+            cells::delta(ra, rb, "p99_us", ra.p99_us, rb.p99_us),
+            cells::fmt_us(ra.cpu_us_per_req),
+            cells::fmt_us(rb.cpu_us_per_req),
+            cells::delta(
+                ra,
+                rb,
+                "cpu_us_per_req",
+                ra.cpu_us_per_req,
+                rb.cpu_us_per_req
+            ),
+            cells::fmt_bytes(ra.mem_per_conn_bytes),
+            cells::fmt_bytes(rb.mem_per_conn_bytes),
+            cells::delta(
+                ra,
+                rb,
+                "mem_per_conn_bytes",
+                ra.mem_per_conn_bytes,
+                rb.mem_per_conn_bytes
+            ),
         );
     }
     let only_a: Vec<String> = a
@@ -97,8 +118,8 @@ pub(crate) fn compare(a: &[Row], b: &[Row], a_name: &str, b_name: &str) -> Strin
 
 /// Runs `cargo xtask compare`.
 pub(crate) fn run(args: &CompareArgs) -> Result<()> {
-    let a = report::read_summary(&args.a)?;
-    let b = report::read_summary(&args.b)?;
+    let a = summary::read_summary(&args.a)?;
+    let b = summary::read_summary(&args.b)?;
     let text = compare(
         &a,
         &b,
@@ -117,31 +138,61 @@ pub(crate) fn run(args: &CompareArgs) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn row(server: &str, tp: f64) -> Row {
-        Row {
+    fn row(server: &str, tp: &[f64]) -> Row {
+        let mut r = Row {
             suite: "quick".into(),
             server: server.into(),
             point: "closed-c1".into(),
             label: "1 conns".into(),
-            ok: 1,
-            throughput_per_sec: Some(tp),
+            ok: tp.len(),
+            throughput_per_sec: crate::stats::median(tp),
             p99_us: Some(100.0),
+            cpu_us_per_req: Some(10.0),
             ..Row::default()
-        }
+        };
+        r.per_repeat
+            .insert("throughput_per_sec".into(), tp.to_vec());
+        r.per_repeat.insert("p99_us".into(), vec![100.0; tp.len()]);
+        r
     }
 
     #[test]
-    fn ratios_side_by_side() {
-        let a = vec![row("threads", 1000.0), row("go", 10.0)];
-        let b = vec![row("threads", 1500.0), row("fiber", 5.0)];
+    fn ratios_only_where_the_repeats_tell_them_from_noise() {
+        let a = vec![
+            row("threads", &[1000.0, 1010.0, 990.0, 1005.0, 995.0]),
+            row("go", &[10.0]),
+        ];
+        let b = vec![
+            row("threads", &[1500.0, 1490.0, 1510.0, 1505.0, 1495.0]),
+            row("fiber", &[5.0]),
+        ];
         let t = compare(&a, &b, "A", "B");
         assert!(
-            t.contains(
-                "| quick | threads | 1 conns | 1.0k | 1.5k | 1.50× | 100 µs | 100 µs | 1.00× |"
-            ),
+            t.contains("| quick | threads | 1 conns | 1.0k | 1.5k | 1.50× (p=0.008 n=5+5) | 100 µs | 100 µs | ~ (p=1.000 n=5+5) |"),
             "{t}"
         );
         assert!(t.contains("Only in A: quick / go / 1 conns."), "{t}");
         assert!(t.contains("Only in B: quick / fiber / 1 conns."), "{t}");
+        // Overlapping repeats: no verdict, whatever the medians say.
+        let c = vec![row("threads", &[900.0, 1100.0, 1000.0, 1200.0, 950.0])];
+        let t = compare(&a[..1], &c, "A", "C");
+        let line = t.lines().find(|l| l.starts_with("| quick")).unwrap();
+        assert!(!line.contains('×'), "{line}");
+    }
+
+    #[test]
+    fn a_run_compared_with_itself_is_all_tildes() {
+        let a = vec![
+            row("threads", &[1000.0, 1300.0, 900.0]),
+            row("fiber", &[2000.0, 2100.0, 1900.0, 2050.0, 2200.0]),
+            row("go", &[10.0]),
+        ];
+        let t = compare(&a, &a, "A", "A");
+        let body: Vec<&str> = t.lines().filter(|l| l.starts_with("| quick")).collect();
+        assert_eq!(body.len(), 3);
+        for l in body {
+            assert!(!l.contains('×'), "{l}");
+            assert!(l.contains("~ (p=1.000"), "{l}");
+        }
     }
 }

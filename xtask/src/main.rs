@@ -1,24 +1,28 @@
 //! `cargo xtask`: the project's own tasks, run with `cargo xtask <task>` (an alias in
 //! `.cargo/config.toml`). This file only parses the command line and dispatches; each task is
 //! a module (`bench`, `compare`, `micro`, `report`), and what they share (servers, suites, /proc sampling,
-//! statistics, plots, the report) lives in modules of its own.
+//! statistics, the summary, plots, the report's Markdown) lives in modules of its own.
 #![forbid(unsafe_code)]
 
 mod bench;
+mod cells;
+mod cgroup;
 mod children;
 mod compare;
 mod cpus;
-mod loadgen;
+mod figures;
+mod loadgen_cli;
+mod markdown;
 mod meta;
 mod micro;
 mod plots;
 mod procfs;
-mod render;
 mod report;
 mod runner;
 mod servers;
 mod stats;
 mod suites;
+mod summary;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -45,7 +49,7 @@ enum Task {
     Micro(micro::MicroArgs),
     /// Draw the plots and write report.md of a result directory again, from its
     /// summary.json and meta.json.
-    Report(render::RenderArgs),
+    Report(report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,10 +58,14 @@ fn main() -> ExitCode {
         Task::Bench(args) => bench::run(args),
         Task::Compare(args) => compare::run(&args),
         Task::Micro(args) => micro::run(&args),
-        Task::Report(args) => render::run(&args),
+        Task::Report(args) => report::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<Usage>().is_some() => {
+            eprintln!("cargo xtask: {e:#}");
+            ExitCode::from(2)
+        }
         Err(e) if children::interrupted() => {
             eprintln!("cargo xtask: interrupted: {e:#}");
             ExitCode::from(130)
@@ -68,6 +76,19 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// A request this machine cannot carry out as asked (like a CPU quota where cgroups are not
+/// writable): the task exits with status 2, as for a bad command line.
+#[derive(Debug)]
+pub(crate) struct Usage(pub(crate) String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
 
 /// The workspace root: every path the tasks read or write starts here, whatever the current
 /// directory is.

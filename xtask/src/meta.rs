@@ -36,6 +36,39 @@ pub(crate) struct Meta {
     /// machine was besides the bench.
     pub(crate) load_average_start: Option<String>,
     pub(crate) load_average_end: Option<String>,
+    /// Percent of the machine's CPU time the hypervisor stole during the run (`steal` of
+    /// /proc/stat): a few percent means the host was busy with other guests.
+    #[serde(default)]
+    pub(crate) steal_pct: Option<f64>,
+}
+
+/// The percent of CPU time stolen since `start` (stolen and total ticks of
+/// `procfs::machine_steal_ticks`).
+pub(crate) fn steal_since(start: Option<(u64, u64)>) -> Option<f64> {
+    let (s0, t0) = start?;
+    let (s1, t1) = crate::procfs::machine_steal_ticks()?;
+    let total = t1.checked_sub(t0).filter(|&t| t > 0)?;
+    Some(s1.saturating_sub(s0) as f64 * 100.0 / total as f64)
+}
+
+/// The mitigations in one line: how many of the listed vulnerabilities are mitigated, not
+/// affected, or left vulnerable, naming the vulnerable ones.
+pub(crate) fn mitigations_line(m: &BTreeMap<String, String>) -> String {
+    if m.is_empty() {
+        return "not readable".into();
+    }
+    let vulnerable: Vec<&str> = m
+        .iter()
+        .filter(|(_, v)| v.starts_with("Vulnerable"))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    let mitigated = m.values().filter(|v| v.starts_with("Mitigation")).count();
+    let unaffected = m.values().filter(|v| v.starts_with("Not affected")).count();
+    let mut s = format!("{mitigated} mitigated, {unaffected} not affected");
+    if !vulnerable.is_empty() {
+        s.push_str(&format!(", vulnerable: {}", vulnerable.join(", ")));
+    }
+    s
 }
 
 /// The three load averages of `/proc/loadavg`.
@@ -115,6 +148,7 @@ impl Meta {
             interrupted: false,
             load_average_start: load_average(),
             load_average_end: None,
+            steal_pct: None,
         }
     }
 }

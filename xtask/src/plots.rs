@@ -1,6 +1,7 @@
 //! SVG plots of a run: lines per server against connections (log axis), latency percentile
 //! spectra, CPU over time. A client-bound point is drawn hollow on every plot, and said so in
-//! the plot's legend.
+//! the plot's legend; a point measured over repeats carries an error bar, its median's
+//! confidence interval.
 //!
 //! Log axes are drawn by plotting log10 of the values on a linear axis and labelling the
 //! whole powers of ten, so that every plot goes through one code path.
@@ -18,6 +19,8 @@ pub(crate) struct Line {
     pub(crate) points: Vec<(f64, f64, bool)>,
     /// Draw a marker at each point (a time series has too many for that).
     pub(crate) markers: bool,
+    /// Error bars, `(x, low, high)`: the interval of the median at x.
+    pub(crate) bars: Vec<(f64, f64, f64)>,
 }
 
 /// A horizontal line drawn across the plot, such as a Little's law bound.
@@ -238,6 +241,20 @@ pub(crate) fn draw(plot: &Plot, path: &Path) -> Result<()> {
                 }))
                 .map_err(|e| err(&e))?;
         }
+        let bars: Vec<(f64, f64, f64, f64)> = line
+            .bars
+            .iter()
+            .filter_map(|&(x, lo, hi)| {
+                let x = to_axis(plot.x_scale, x)?;
+                let (lo, hi) = (to_axis(plot.y_scale, lo)?, to_axis(plot.y_scale, hi)?);
+                Some((x, lo, (lo + hi) / 2.0, hi))
+            })
+            .collect();
+        chart
+            .draw_series(bars.iter().map(|&(x, lo, mid, hi)| {
+                ErrorBar::new_vertical(x, lo, mid, hi, colour.stroke_width(1), 8)
+            }))
+            .map_err(|e| err(&e))?;
         any_client_bound |= pts.iter().any(|p| p.2);
     }
     for (b, &y) in plot.bounds.iter().zip(&bound_ys) {
@@ -328,6 +345,7 @@ mod tests {
                 name: "threads".into(),
                 points: vec![(1.0, 10.0, false), (10.0, 50.0, false), (100.0, 40.0, true)],
                 markers: true,
+                bars: vec![(10.0, 45.0, 55.0)],
             }],
             bounds: vec![Bound {
                 y: 60.0,

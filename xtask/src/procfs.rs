@@ -43,6 +43,16 @@ pub(crate) struct Sample {
     pub(crate) cpus_free_s: f64,
     /// How many CPUs are watched.
     pub(crate) cpus_watched: usize,
+    /// Seconds the hypervisor stole from the watched CPUs so far, summed over them.
+    #[serde(default)]
+    pub(crate) cpus_steal_s: f64,
+    /// The kernel's thread stacks, system-wide (`KernelStack` of /proc/meminfo), in bytes.
+    #[serde(default)]
+    pub(crate) kernel_stack_bytes: u64,
+    /// TCP socket memory, system-wide (`mem` pages of the `TCP:` line of
+    /// /proc/net/sockstat), in bytes.
+    #[serde(default)]
+    pub(crate) socket_mem_bytes: u64,
     /// Processes in the tree.
     pub(crate) procs: usize,
     /// Threads in the tree.
@@ -174,6 +184,49 @@ fn free_ticks(stat: &str, cpus: &[usize]) -> u64 {
             .sum::<u64>();
     }
     free
+}
+
+/// Clock ticks the hypervisor stole from `cpus` (the `steal` column of `/proc/stat`).
+fn steal_ticks(stat: &str, cpus: &[usize]) -> u64 {
+    stat.lines()
+        .filter_map(|line| {
+            let mut f = line.split_whitespace();
+            let cpu = f.next()?.strip_prefix("cpu")?.parse::<usize>().ok()?;
+            cpus.contains(&cpu).then(|| f.nth(7)?.parse::<u64>().ok())?
+        })
+        .sum()
+}
+
+/// Stolen and total clock ticks of the whole machine (the `cpu` line of `/proc/stat`), for the
+/// steal of a whole run.
+pub(crate) fn machine_steal_ticks() -> Option<(u64, u64)> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    // user nice system idle iowait irq softirq steal; guest time is inside user already.
+    let total: u64 = v.iter().take(8).sum();
+    Some((v.get(7).copied().unwrap_or(0), total))
+}
+
+/// `KernelStack` of a /proc/meminfo text, in bytes.
+fn kernel_stack(meminfo: &str) -> Option<u64> {
+    field(meminfo, "KernelStack").map(|kib| kib * 1024)
+}
+
+/// The `mem` pages of the `TCP:` line of a /proc/net/sockstat text.
+fn tcp_mem_pages(sockstat: &str) -> Option<u64> {
+    let line = sockstat.lines().find(|l| l.starts_with("TCP:"))?;
+    let mut f = line.split_whitespace();
+    while let Some(k) = f.next() {
+        if k == "mem" {
+            return f.next()?.parse().ok();
+        }
+    }
+    None
 }
 
 /// Waits, up to `max`, until `cpus` have been free (no task running) at least `share` of the
@@ -350,7 +403,16 @@ impl Sampler {
             let stat = fs::read_to_string("/proc/stat").unwrap_or_default();
             s.cpus_free_s = free_ticks(&stat, &self.cpus) as f64 / self.ticks_per_s;
             s.cpus_watched = self.cpus.len();
+            s.cpus_steal_s = steal_ticks(&stat, &self.cpus) as f64 / self.ticks_per_s;
         }
+        s.kernel_stack_bytes = fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| kernel_stack(&m))
+            .unwrap_or(0);
+        s.socket_mem_bytes = fs::read_to_string("/proc/net/sockstat")
+            .ok()
+            .and_then(|m| tcp_mem_pages(&m))
+            .map_or(0, |p| p * self.page_bytes);
         s.user_ticks_s = user as f64 / self.ticks_per_s;
         s.sys_ticks_s = sys as f64 / self.ticks_per_s;
         Ok(s)
@@ -392,6 +454,23 @@ mod tests {
         assert_eq!(free_ticks(stat, &[1]), 240);
         assert_eq!(free_ticks(stat, &[0, 1]), 399);
         assert_eq!(free_ticks(stat, &[2]), 0);
+    }
+
+    #[test]
+    fn steal_and_kernel_memory() {
+        let stat = "cpu  9 9 9 9 9 9 9 9 0 0\n\
+                    cpu0 1 2 3 100 50 4 5 6 0 0\n\
+                    cpu1 10 20 30 100 50 40 50 60 0 0\n";
+        assert_eq!(steal_ticks(stat, &[0]), 6);
+        assert_eq!(steal_ticks(stat, &[0, 1]), 66);
+        let meminfo = "MemTotal:  100 kB\nKernelStack:    1332 kB\n";
+        assert_eq!(kernel_stack(meminfo), Some(1332 * 1024));
+        let sockstat = "sockets: used 11\nTCP: inuse 1 orphan 0 tw 0 alloc 1 mem 238\n\
+                        UDP: inuse 0 mem 0\n";
+        assert_eq!(tcp_mem_pages(sockstat), Some(238));
+        assert_eq!(tcp_mem_pages("TCP: inuse 1"), None);
+        let (steal, total) = machine_steal_ticks().unwrap();
+        assert!(steal <= total);
     }
 
     #[test]

@@ -15,9 +15,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use crate::cgroup::{Group, Quota, Throttle};
 use crate::children::{self, Proc};
 use crate::cpus::{self, CpuList};
-use crate::loadgen;
+use crate::loadgen_cli;
 use crate::procfs::{Sample, Sampler};
 use crate::servers::Variant;
 use crate::stats;
@@ -34,6 +35,8 @@ pub(crate) struct Placement {
     pub(crate) server_cpus: CpuList,
     pub(crate) client_cpus: CpuList,
     pub(crate) workers: usize,
+    /// The server's CPU quota, when it runs under one.
+    pub(crate) quota: Option<Quota>,
 }
 
 /// Why a point has no numbers.
@@ -87,6 +90,12 @@ pub(crate) struct ServerCost {
     /// What else kept the server's CPUs busy over the window, percent of one CPU: their whole
     /// load less the server's own CPU. Above a few percent, something disturbed the point.
     pub(crate) other_load_pct: Option<f64>,
+    /// Time stolen by the hypervisor from the watched CPUs, percent of the window.
+    pub(crate) steal_pct: Option<f64>,
+    /// Growth of the kernel's thread stacks per connection (system-wide `KernelStack`).
+    pub(crate) kernel_stack_per_conn_bytes: Option<f64>,
+    /// Growth of TCP socket memory per connection (system-wide `sockstat`).
+    pub(crate) socket_mem_per_conn_bytes: Option<f64>,
     /// CPU percent per sample interval, time relative to the window start (warmup shows as
     /// negative times).
     pub(crate) cpu_series: Vec<(f64, f64)>,
@@ -119,10 +128,22 @@ pub(crate) fn server_cost(
     let user_share = user_share(baseline, samples, (start, end));
     let per_req = |s: &[(f64, f64)]| grow(s).and_then(|g| stats::per_request(g, per_sec, window));
     let per_sec_of = |s: &[(f64, f64)]| grow(s).filter(|_| window > 0.0).map(|g| g / window);
-    let in_window = samples
-        .iter()
-        .filter(|s| s.t >= start - 0.6 && s.t <= end + 0.6);
-    let window_peak = in_window.map(|s| s.mem_bytes).max();
+    let in_window = || {
+        samples
+            .iter()
+            .filter(|s| s.t >= start - 0.6 && s.t <= end + 0.6)
+    };
+    let window_peak = in_window().map(|s| s.mem_bytes).max();
+    // The kernel's share, system-wide: what grew from before the first connection to the
+    // window's peak, per connection.
+    let kernel_per_conn = |f: fn(&Sample) -> u64| {
+        in_window()
+            .map(f)
+            .max()
+            .filter(|_| conns > 0)
+            .map(|p| (p as f64 - f(baseline) as f64) / conns as f64)
+    };
+    let steal = series(|s| s.cpus_steal_s);
     ServerCost {
         cpu_mean_pct: per_sec_of(&cpu).map(|c| c * 100.0),
         cpu_cv: stats::coefficient_of_variation(&pcts),
@@ -148,6 +169,11 @@ pub(crate) fn server_cost(
             .zip(per_sec_of(&cpu))
             .filter(|_| watched > 0)
             .map(|(f, c)| ((watched as f64 - f - c) * 100.0).max(0.0)),
+        steal_pct: per_sec_of(&steal)
+            .filter(|_| watched > 0)
+            .map(|s| s * 100.0 / watched as f64),
+        kernel_stack_per_conn_bytes: kernel_per_conn(|s| s.kernel_stack_bytes),
+        socket_mem_per_conn_bytes: kernel_per_conn(|s| s.socket_mem_bytes),
         max_procs: samples.iter().map(|s| s.procs).max().unwrap_or(0),
         max_threads: samples.iter().map(|s| s.threads).max().unwrap_or(0),
         // Warmup and window; the teardown after the window (connections closing, processes
@@ -209,6 +235,9 @@ pub(crate) struct Measured {
     pub(crate) counters: Option<String>,
     /// Things that did not spoil the numbers but should be said.
     pub(crate) notes: Vec<String>,
+    /// How the CPU quota held the server back, when it ran under one.
+    #[serde(default)]
+    pub(crate) throttle: Option<Throttle>,
 }
 
 /// The files of one run of a point, all under `dir`, named after `stem`.
@@ -237,19 +266,29 @@ pub(crate) fn run_point(
     let io = |what: &str, e: &dyn std::fmt::Display| Failure::Loadgen(format!("{what}: {e}"));
     std::fs::create_dir_all(&files.dir).map_err(|e| io("creating the output directory", &e))?;
 
-    let (mut server, addr) = start_server(point, variant, &bins.server, place, files)?;
+    // Declared before the server, so that it is dropped (removed) after the server stopped.
+    let group = match &place.quota {
+        Some(q) => Some(
+            q.group()
+                .map_err(|e| Failure::Start(format!("cannot make the server's cgroup: {e}")))?,
+        ),
+        None => None,
+    };
+    let (mut server, addr) =
+        start_server(point, variant, &bins.server, place, files, group.as_ref())?;
+    let stat_before = group.as_ref().map(Group::stat);
     let mut sampler = Sampler::new(server.id()).watching(place.server_cpus.as_slice());
     let baseline = sampler
         .sample()
         .map_err(|_| Failure::Start(server.stderr_tail()))?;
 
-    let lg_files = loadgen::Files {
+    let lg_files = loadgen_cli::Files {
         json: &files.path("loadgen.json"),
         hist: &files.path("hist"),
         hgrm: &files.path("hgrm"),
         interval_log: &files.path("intervals.hlog"),
     };
-    let args = loadgen::args(point, &addr, &place.client_cpus, &lg_files);
+    let args = loadgen_cli::args(point, &addr, &place.client_cpus, &lg_files);
     let mut cmd = Command::new(&bins.loadgen);
     cmd.args(&args)
         .stdin(Stdio::null())
@@ -299,6 +338,10 @@ pub(crate) fn run_point(
     if let Ok(s) = sampler.sample() {
         samples.push(s);
     }
+    let throttle: Option<Throttle> = group
+        .as_ref()
+        .zip(stat_before)
+        .map(|(g, before)| g.between(before, g.stat()));
     let died = server.try_wait();
     let clean = server.stop(STOP_GRACE);
     if let Some(status) = died {
@@ -327,14 +370,15 @@ pub(crate) fn run_point(
 
     let json =
         std::fs::read_to_string(lg_files.json).map_err(|e| io("reading loadgen's JSON", &e))?;
-    let summary = loadgen::parse_summary(&json).map_err(|e| io("reading loadgen's JSON", &e))?;
+    let summary =
+        loadgen_cli::parse_summary(&json).map_err(|e| io("reading loadgen's JSON", &e))?;
     let window_secs = summary.window_secs.unwrap_or(match point.stop {
         Stop::Duration(d) => d,
         Stop::Requests(_) => (lg_exit - samples[0].t - point.warmup).max(0.0),
     });
     let logged_start = std::fs::read_to_string(lg_files.interval_log)
         .ok()
-        .and_then(|t| loadgen::window_start(&t));
+        .and_then(|t| loadgen_cli::window_start(&t));
     let start = logged_start.unwrap_or(lg_exit - window_secs);
     let cost = server_cost(
         &samples[0],
@@ -363,6 +407,7 @@ pub(crate) fn run_point(
         hist,
         counters: server.last_stderr_line(),
         notes,
+        throttle,
     })
 }
 
@@ -383,6 +428,7 @@ fn start_server(
     bin: &Path,
     place: &Placement,
     files: &RunFiles,
+    group: Option<&Group>,
 ) -> Result<(Proc, String), Failure> {
     let mut cmd = Command::new(bin);
     cmd.args(["--proto", point.workload.proto(), "--addr", "127.0.0.1:0"])
@@ -404,6 +450,17 @@ fn start_server(
         .process_group(0);
     let mut child = cpus::spawn_on(&place.server_cpus, || cmd.spawn())
         .map_err(|e| Failure::Start(format!("cannot run {}: {e:#}", bin.display())))?;
+    // Into its cgroup at once: before READY the server has only started its workers, and
+    // threads and forked children made later follow the process.
+    if let Some(g) = group
+        && let Err(e) = g.add(child.id())
+    {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(Failure::Start(format!(
+            "cannot move the server into its cgroup: {e}"
+        )));
+    }
     let stdout = child.stdout.take();
     let mut server = Proc::adopt(child, &files.path("server.log"))
         .map_err(|e| Failure::Start(format!("{e:#}")))?;
@@ -491,6 +548,9 @@ mod tests {
             // The CPU is free for what the server and 10% more of its load leave.
             cpus_free_s: t - cpu * 1.1,
             cpus_watched: 1,
+            cpus_steal_s: t * 0.03,
+            kernel_stack_bytes: 1_000_000 + (cpu * 16384.0) as u64,
+            socket_mem_bytes: 0,
             procs: 1,
             threads: 3,
         }
@@ -529,6 +589,10 @@ mod tests {
         // Peak in the window (2 CPU-s at 103 s) less the baseline, over 500 connections.
         assert!((c.mem_per_conn_bytes.unwrap() - 2_500_000.0 / 500.0).abs() < 1e-6 * 5000.0);
         assert_eq!(c.cpu_series.len(), 6);
+        // 3% of the CPU stolen; kernel stacks grew as memory did (2.5 "CPU-s" at 16 KiB).
+        assert!((c.steal_pct.unwrap() - 3.0).abs() < 1e-6);
+        assert!((c.kernel_stack_per_conn_bytes.unwrap() - 2.5 * 16384.0 / 500.0).abs() < 1e-6);
+        assert_eq!(c.socket_mem_per_conn_bytes, Some(0.0));
         assert!((c.cpu_series[0].0 - (100.25 - 101.0)).abs() < 1e-9);
     }
 

@@ -3,7 +3,7 @@
 //!
 //! | suite        | what                                                                   |
 //! |--------------|------------------------------------------------------------------------|
-//! | `quick`      | echo 16 B closed loop at 1..1000 conns, plus one open-loop point       |
+//! | `quick`      | echo 16 B closed loop at 1..1000 conns, plus two open-loop points      |
 //! | `emper-echo` | the io_uring paper's Figures 5 to 8: 1..10,000 conns, 0 and 200 µs work |
 //! | `chat-cpu`   | the C-versus-Go paper's Figure 3: chat ingest at 1 Mbit/s per conn     |
 //! | `chat-room`  | fan-out delivery latency and completeness, rooms of 2 to 1000          |
@@ -16,8 +16,9 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum Suite {
-    /// Echo 16 B, closed loop at 1, 10, 100, 1000 connections, and one open-loop point at a
-    /// rate every server sustains: CPU per echo and latency at equal load (about 5 min).
+    /// Echo 16 B, closed loop at 1, 10, 100, 1000 connections, and two open-loop points (a
+    /// rate every server sustains, and one near the slowest one's saturation): CPU per echo
+    /// and latency at equal load; 3 rotated repeats (about 6 min).
     Quick,
     /// The io_uring paper's echo benchmark (Figures 5 to 8): 1 to 10,000 connections, 2500
     /// echoes each or a bounded duration, without and with 200 µs of work per echo.
@@ -63,7 +64,9 @@ impl Suite {
     /// Seconds of the measured window of each point, unless `--duration` says otherwise.
     fn default_duration(self) -> f64 {
         match self {
-            Suite::Quick => 4.0,
+            // Short points, so that 3 rotated repeats fit in about 6 minutes: the repeats,
+            // not long windows, are what give an interval and a test.
+            Suite::Quick => 1.25,
             Suite::EmperEcho | Suite::ChatRoom => 10.0,
             Suite::ChatCpu => 60.0,
             Suite::Memory => 3.0,
@@ -72,6 +75,7 @@ impl Suite {
 
     fn default_warmup(self) -> f64 {
         match self {
+            Suite::Quick => 0.5,
             Suite::ChatCpu => 2.0,
             _ => 1.0,
         }
@@ -87,10 +91,21 @@ impl Suite {
         }
     }
 
+    /// Runs of each point, unless `--repeat` says otherwise: quick's comparisons come with
+    /// intervals and a significance test, which need repeats; the papers' long sweeps run once.
+    pub(crate) fn default_repeats(self) -> u32 {
+        match self {
+            Suite::Quick => 3,
+            _ => 1,
+        }
+    }
+
     /// What `--rate` sets in this suite, for `--help` and `--list`.
     pub(crate) fn rate_meaning(self) -> &'static str {
         match self {
-            Suite::Quick => "echoes/s of the open-loop point (default 20000)",
+            Suite::Quick => {
+                "echoes/s of the first open-loop point (default 20000); the second runs at 2.5 times it"
+            }
             Suite::ChatRoom => "MSG deliveries/s in total (default 5000)",
             _ => "not used",
         }
@@ -201,6 +216,9 @@ pub(crate) const EMPER_REQUESTS: u64 = 2500;
 /// The paper's work per echo in Figures 6 and 7.
 pub(crate) const EMPER_COMPUTE_US: u64 = 200;
 const DEFAULT_OPEN_RATE: f64 = 20_000.0;
+/// quick's second open-loop rate, as a multiple of the first: 50,000/s by default, near what
+/// the slowest server (a process per connection) completes at 1000 connections on one core.
+pub(crate) const HIGH_RATE_FACTOR: f64 = 2.5;
 /// MSG deliveries a second in chat-room: what a process-per-connection server, which pays a
 /// file lock and an inotify wake-up per delivery, still keeps up with on one core.
 const DEFAULT_DELIVERY_RATE: f64 = 5_000.0;
@@ -268,16 +286,18 @@ impl Suite {
                     ));
                 }
                 let c = conns.iter().copied().max().unwrap_or(1000);
-                let rate = o.rate.unwrap_or(DEFAULT_OPEN_RATE);
-                out.push(point(
-                    "open",
-                    format!("open-c{c}-r{rate}"),
-                    format!("{} @ {rate}/s", conns_label(c)),
-                    c,
-                    echo16,
-                    Load::Open { rate },
-                    Stop::Duration(duration),
-                ));
+                let low = o.rate.unwrap_or(DEFAULT_OPEN_RATE);
+                for rate in [low, low * HIGH_RATE_FACTOR] {
+                    out.push(point(
+                        "open",
+                        format!("open-c{c}-r{rate}"),
+                        format!("{} @ {rate}/s", conns_label(c)),
+                        c,
+                        echo16,
+                        Load::Open { rate },
+                        Stop::Duration(duration),
+                    ));
+                }
             }
             Suite::EmperEcho => {
                 for compute_us in [0, EMPER_COMPUTE_US] {
@@ -398,17 +418,21 @@ mod tests {
     }
 
     #[test]
-    fn quick_has_four_closed_points_and_one_open() {
+    fn quick_has_four_closed_points_and_two_open() {
         let p = Suite::Quick.points(&o());
         let conns: Vec<usize> = p.iter().map(|p| p.conns).collect();
-        assert_eq!(conns, [1, 10, 100, 1000, 1000]);
+        assert_eq!(conns, [1, 10, 100, 1000, 1000, 1000]);
         assert_eq!(p[4].load, Load::Open { rate: 20_000.0 });
-        assert!(p.iter().all(|p| p.stop == Stop::Duration(4.0)));
+        assert_eq!(p[5].load, Load::Open { rate: 50_000.0 });
+        assert!(p.iter().all(|p| p.stop == Stop::Duration(1.25)));
         let ids: std::collections::HashSet<&str> = p.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(ids.len(), p.len());
-        // A whole quick run of seven servers stays near five minutes.
-        let secs: f64 = p.iter().map(Point::estimate_secs).sum::<f64>() * 7.0;
-        assert!(secs < 330.0, "{secs}");
+        // A whole quick run of seven servers and its 3 repeats stays near six minutes (the
+        // estimate counts a second to start and stop each server, more than it takes).
+        let secs: f64 = p.iter().map(Point::estimate_secs).sum::<f64>()
+            * 7.0
+            * f64::from(Suite::Quick.default_repeats());
+        assert!(secs < 400.0, "{secs}");
     }
 
     #[test]
@@ -421,9 +445,10 @@ mod tests {
             workers: 1,
         };
         let p = Suite::Quick.points(&ov);
-        assert_eq!(p.len(), 3);
+        assert_eq!(p.len(), 4);
         assert_eq!(p[2].conns, 10);
         assert_eq!(p[2].load, Load::Open { rate: 500.0 });
+        assert_eq!(p[3].load, Load::Open { rate: 1250.0 });
         assert!(
             p.iter()
                 .all(|p| p.stop == Stop::Duration(1.0) && p.warmup == 0.0)

@@ -1,7 +1,9 @@
 //! A tiny end-to-end sweep through the real command line: `cargo xtask bench` builds
-//! srv-threads and loadgen (dev profile, to keep the test short), runs two one-second points
-//! against srv-threads (closed and open loop at 10 connections), and writes a complete run
-//! directory. Checks the files, the numbers' sanity, and that nothing is left running.
+//! srv-threads and loadgen (dev profile, to keep the test short), runs three one-second points
+//! (closed loop and two open-loop rates at 10 connections) twice against srv-threads, and
+//! writes a complete run directory. Checks the files, the numbers' sanity, the intervals, that
+//! `cargo xtask compare` of the run with itself finds no difference, and that nothing is left
+//! running.
 
 use std::path::Path;
 use std::process::Command;
@@ -43,6 +45,10 @@ fn tiny_sweep_of_one_server() {
             "0",
             "--rate",
             "1000",
+            "--repeat",
+            "2",
+            "--quiet-wait",
+            "0",
         ])
         .arg("--out")
         .arg(&out)
@@ -64,10 +70,26 @@ fn tiny_sweep_of_one_server() {
 
     let rows: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
-    assert_eq!(rows.len(), 2, "{rows:#?}");
+    assert_eq!(rows.len(), 3, "{rows:#?}");
     for r in &rows {
         assert_eq!(r["server"], "threads");
-        assert_eq!(r["ok"], 1, "{r:#?}");
+        assert_eq!(r["ok"], 2, "{r:#?}");
+        assert_eq!(r["ci_level"], 0.5, "{r:#?}");
+        let (lo, hi) = (
+            r["cpu_us_per_req_ci_low"].as_f64().unwrap(),
+            r["cpu_us_per_req_ci_high"].as_f64().unwrap(),
+        );
+        assert!(
+            lo <= hi && r["cpu_us_per_req_min"].as_f64().unwrap() == lo,
+            "{r:#?}"
+        );
+        assert_eq!(
+            r["per_repeat"]["throughput_per_sec"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
         assert!(r["throughput_per_sec"].as_f64().unwrap() > 0.0, "{r:#?}");
         assert_eq!(r["errors"], 0, "{r:#?}");
         assert!(r["p99_us"].as_f64().unwrap() > 0.0, "{r:#?}");
@@ -79,9 +101,29 @@ fn tiny_sweep_of_one_server() {
     }
     assert_eq!(rows[1]["mode"], "open");
     assert_eq!(rows[1]["rate"], 1000.0);
+    assert_eq!(rows[2]["rate"], 2500.0);
 
     let csv = std::fs::read_to_string(out.join("summary.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 3);
+    assert_eq!(csv.lines().count(), 4);
+    let head = csv.lines().next().unwrap();
+    for c in [
+        "throughput_per_sec_ci_low",
+        "cpu_us_per_req_ci_high",
+        "cpu_us_per_req_min",
+        "p99_us_ci_low",
+    ] {
+        assert!(head.split(',').any(|h| h == c), "{c} not in {head}");
+    }
+    let compared = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .arg("compare")
+        .args([&out, &out])
+        .output()
+        .expect("running cargo xtask compare");
+    assert!(compared.status.success());
+    let text = String::from_utf8_lossy(&compared.stdout);
+    let body: Vec<&str> = text.lines().filter(|l| l.starts_with("| quick")).collect();
+    assert_eq!(body.len(), 3, "{text}");
+    assert!(body.iter().all(|l| !l.contains('×')), "{text}");
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
     assert!(meta["kernel"].is_string() && meta["command"].as_str().unwrap().contains("--conns 10"));
@@ -92,6 +134,8 @@ fn tiny_sweep_of_one_server() {
     );
     assert!(Path::new(&out.join("plots/quick-throughput.svg")).is_file());
     assert!(Path::new(&out.join("plots/quick-latency-open.svg")).is_file());
+    assert!(Path::new(&out.join("plots/quick-cpu-per-echo-open.svg")).is_file());
+    assert!(report.contains("CPU per echo at equal load"), "{report}");
 
     let left = still_running_with(&out.display().to_string());
     assert!(left.is_empty(), "left running: {left:?}");
