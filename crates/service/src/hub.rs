@@ -537,9 +537,28 @@ mod tests {
     #[test]
     fn open_refuses_a_corrupt_data_dir() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("r.log"), [0u8; 64]).unwrap();
+        {
+            let hub = Hub::<Sink>::open(Some(dir.path()), Fsync::Never).unwrap();
+            hub.say("r", 1, "anon", "one").unwrap();
+            hub.say("r", 1, "anon", "two").unwrap();
+        }
+        // A flipped byte in the first record's text, with a good record after it.
+        let path = dir.path().join("r.log");
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[20] ^= 0x01;
+        std::fs::write(&path, &bytes).unwrap();
         let err = Hub::<Sink>::open(Some(dir.path()), Fsync::Never).unwrap_err();
         assert!(matches!(err, LogError::Corrupt { offset: 0, .. }), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    }
+
+    #[test]
+    fn open_trims_a_zero_filled_log() {
+        // What a file system can leave after a power loss: a length, no data.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("r.log"), [0u8; 64]).unwrap();
+        let hub = Hub::<Sink>::open(Some(dir.path()), Fsync::Never).unwrap();
+        assert_eq!(hub.say("r", 1, "anon", "x").unwrap(), 1);
     }
 
     #[test]
