@@ -22,8 +22,11 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use nix::errno::Errno;
+
+use crate::commit::SyncTarget;
 use nix::fcntl::{Flock, FlockArg};
 
 /// Bytes in a record's header: `body_len` and `crc`.
@@ -110,6 +113,9 @@ pub struct RoomLog {
     end: u64,
     /// A failed append left bytes past `end` that could not be cut off at once.
     dirty: bool,
+    /// With [`Fsync::Always`]: what the group commit syncs for this file (a handle of
+    /// its own on it), and whether a sync of it failed.
+    sync_target: Option<Arc<SyncTarget>>,
 }
 
 impl RoomLog {
@@ -159,11 +165,14 @@ impl RoomLog {
             .mode(0o644)
             .open(&path)
             .map_err(|e| LogError::io(&path, e))?;
+        let mut sync_target = None;
         if fsync == Fsync::Always {
             // The file may be new: its directory entry must be durable before any ACK.
             File::open(dir)
                 .and_then(|d| d.sync_all())
                 .map_err(|e| LogError::io(dir, e))?;
+            let handle = file.try_clone().map_err(|e| LogError::io(&path, e))?;
+            sync_target = Some(Arc::new(SyncTarget::new(handle)));
         }
         Ok(RoomLog {
             room: room.to_owned(),
@@ -174,6 +183,7 @@ impl RoomLog {
             offsets: Vec::new(),
             end: 0,
             dirty: false,
+            sync_target,
         })
     }
 
@@ -207,12 +217,33 @@ impl RoomLog {
     /// `InvalidInput`: it would make a record recovery rejects. A failed write or sync is
     /// undone (the file is cut back), so the seq is not used.
     pub fn append(&mut self, name: &str, text: &str) -> io::Result<u64> {
+        self.append_with(name, text, self.fsync)
+    }
+
+    /// Like [`RoomLog::append`], but with [`Fsync::Always`] leaves the sync to the group
+    /// commit (`crate::commit`): the record is written, indexed and served, and the
+    /// caller holds its sender's `ACK` until [`RoomLog::sync_target`] is synced.
+    pub fn append_unsynced(&mut self, name: &str, text: &str) -> io::Result<u64> {
+        self.append_with(name, text, Fsync::Never)
+    }
+
+    /// What the group commit syncs for this room: `Some` with [`Fsync::Always`].
+    pub fn sync_target(&self) -> Option<&Arc<SyncTarget>> {
+        self.sync_target.as_ref()
+    }
+
+    fn append_with(&mut self, name: &str, text: &str, fsync: Fsync) -> io::Result<u64> {
         let record = encode_record(self.next_seq(), name, text)?;
+        if self.sync_target.as_ref().is_some_and(|t| t.has_failed()) {
+            return Err(io::Error::other(
+                "a sync of this room failed; no more appends until a restart",
+            ));
+        }
         if self.dirty {
             self.file.set_len(self.end)?;
             self.dirty = false;
         }
-        self.write_record(&record)
+        self.write_record(&record, fsync)
     }
 
     /// Appends a message for a process that shares the room file with others: under an
@@ -233,7 +264,7 @@ impl RoomLog {
             // Whatever a failed append of ours left behind was a torn tail, now cut.
             log.dirty = false;
             set_record_seq(&mut record, log.next_seq());
-            log.write_record(&record)
+            log.write_record(&record, log.fsync)
         })?
     }
 
@@ -319,7 +350,7 @@ impl RoomLog {
 
     /// Writes one whole record at the end of the file and indexes it, or leaves the file
     /// as it was (as far as the kernel lets us) and returns the error.
-    fn write_record(&mut self, record: &[u8]) -> io::Result<u64> {
+    fn write_record(&mut self, record: &[u8], fsync: Fsync) -> io::Result<u64> {
         let written = loop {
             match (&self.file).write(record) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -336,7 +367,10 @@ impl RoomLog {
             )),
             Err(e) => Err(e),
         };
-        if result.is_ok() && self.fsync == Fsync::Always {
+        if result.is_ok() && fsync == Fsync::Always {
+            if let Some(gate) = crate::commit::test_gate() {
+                crate::commit::wait_at_gate(gate);
+            }
             result = self.file.sync_data();
         }
         if let Err(e) = result {
