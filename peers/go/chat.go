@@ -73,6 +73,8 @@ type room struct {
 	log  *roomLog
 	subs map[*client]struct{}
 	line []byte // scratch for the MSG line of an append
+	// commit is the room file's group commit (--fsync always).
+	commit groupCommit
 }
 
 // openChat prepares the room directory and recovers every room in it.
@@ -227,11 +229,21 @@ func (s *chatServer) closeLogs() {
 
 // say appends text to the room, queues the MSG line to every other
 // subscriber, and the ACK, or ERR storage failure, to the sender.
+//
+// With --fsync always the append is a write(2) under the room's mutex and the
+// sync comes after it, outside the mutex, through the room's group commit:
+// appends by other connections meanwhile share the next fdatasync, and this
+// connection's reader waits for the sync before it sends the ACK and reads its
+// next command.
 func (r *room) say(c *client, text []byte, fsync bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	seq, err := r.log.append(c.nick, text, fsync)
+	var seq, ticket uint64
+	err := r.commit.failed()
+	if err == nil {
+		seq, err = r.log.append(c.nick, text, false)
+	}
 	if err != nil {
+		r.mu.Unlock()
 		fmt.Fprintf(os.Stderr, "%s: room %s: appending a message: %v\n", progName, r.name, err)
 		c.replyErr(reasonStorage)
 		return
@@ -240,6 +252,17 @@ func (r *room) say(c *client, text []byte, fsync bool) {
 	for other := range r.subs {
 		if other != c {
 			other.pushLive(r.line)
+		}
+	}
+	if fsync {
+		ticket = r.commit.written()
+	}
+	r.mu.Unlock()
+	if fsync {
+		if err := r.commit.wait(ticket, r.log.f); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: room %s: syncing a message: %v\n", progName, r.name, err)
+			c.replyErr(reasonStorage)
+			return
 		}
 	}
 	c.out = append(append(append(c.out[:0], "ACK "...), r.name...), ' ')

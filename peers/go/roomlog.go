@@ -153,9 +153,7 @@ func (l *roomLog) recover(warn func(string)) error {
 		return err
 	}
 	size := st.Size()
-	br := bufio.NewReaderSize(io.NewSectionReader(l.f, 0, size), 64<<10)
-	var hdr [recHeaderLen]byte
-	var body []byte
+	win := &window{f: l.f, size: size}
 	var off int64
 	cut := func(reason string) error {
 		if err := l.f.Truncate(off); err != nil {
@@ -169,48 +167,126 @@ func (l *roomLog) recover(warn func(string)) error {
 		return nil
 	}
 	for off < size {
-		// Check 1: the header and the whole body are in the file.
-		if size-off < recHeaderLen {
-			return cut("incomplete header")
-		}
-		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		want := uint64(len(l.offsets)) + 1
+		recLen, seq, ferr, err := checkRecord(win, off, size)
+		if err != nil {
 			return fmt.Errorf("room log %s: reading at offset %d: %w", l.path, off, err)
 		}
-		bodyLen := int64(binary.LittleEndian.Uint32(hdr[0:4]))
-		crc := binary.LittleEndian.Uint32(hdr[4:8])
-		recEnd := off + recHeaderLen + bodyLen
-		if recEnd > size {
-			return cut("incomplete record")
-		}
-		// Check 2: length, checksum and fields. A failure in the last record
-		// is a write that the crash cut short; anywhere else it is corruption.
-		var ferr error
-		var seq uint64
-		if bodyLen < recMinBodyLen || bodyLen > recMaxBodyLen {
-			ferr = &errRecord{fmt.Sprintf("body length %d out of range", bodyLen)}
-		} else {
-			body = grow(body, int(bodyLen))
-			if _, err := io.ReadFull(br, body); err != nil {
-				return fmt.Errorf("room log %s: reading at offset %d: %w", l.path, off, err)
-			}
-			seq, _, _, ferr = decodeBody(crc, body)
-		}
 		if ferr != nil {
-			if recEnd == size {
+			// A record that fails checks 1 or 2 is a torn tail only when nothing
+			// after it could be a message somebody was told was stored.
+			later, err := findLaterRecord(l.f, off, size, want)
+			if err != nil {
+				return fmt.Errorf("room log %s: reading after offset %d: %w", l.path, off, err)
+			}
+			if later < 0 {
 				return cut(ferr.Error())
 			}
-			return &CorruptError{Path: l.path, Offset: off, Reason: ferr.Error()}
+			return &CorruptError{Path: l.path, Offset: off, Reason: fmt.Sprintf("%s (a valid record follows at offset %d)", ferr.Error(), later)}
 		}
 		// Check 3: no gap and no repeat. A valid record with the wrong seq is
 		// not the trace of a torn write, wherever it is.
-		if want := uint64(len(l.offsets)) + 1; seq != want {
+		if seq != want {
 			return &CorruptError{Path: l.path, Offset: off, Reason: fmt.Sprintf("seq %d where %d was expected", seq, want)}
 		}
 		l.offsets = append(l.offsets, off)
-		off = recEnd
+		off += recLen
 	}
 	l.end = off
 	return nil
+}
+
+// checkRecord runs checks 1 and 2 of docs/room-log.md on the record at off of
+// a file size bytes long. ferr says why the record is not whole and well
+// formed; err is an I/O error.
+func checkRecord(r io.ReaderAt, off, size int64) (recLen int64, seq uint64, ferr, err error) {
+	// Check 1: the header and the whole body are in the file.
+	if size-off < recHeaderLen {
+		return 0, 0, &errRecord{"incomplete header"}, nil
+	}
+	var hdr [recHeaderLen]byte
+	if _, err := r.ReadAt(hdr[:], off); err != nil {
+		return 0, 0, nil, err
+	}
+	bodyLen := int64(binary.LittleEndian.Uint32(hdr[0:4]))
+	if off+recHeaderLen+bodyLen > size {
+		return 0, 0, &errRecord{"body length past the end of the file"}, nil
+	}
+	// Check 2: length, checksum and fields.
+	if bodyLen < recMinBodyLen || bodyLen > recMaxBodyLen {
+		return 0, 0, &errRecord{fmt.Sprintf("body length %d out of range", bodyLen)}, nil
+	}
+	body := make([]byte, bodyLen)
+	if _, err := r.ReadAt(body, off+recHeaderLen); err != nil {
+		return 0, 0, nil, err
+	}
+	seq, _, _, ferr = decodeBody(binary.LittleEndian.Uint32(hdr[4:8]), body)
+	return recHeaderLen + bodyLen, seq, ferr, nil
+}
+
+// window is a read cache over the file for the recovery scan: big
+// sequential preads rather than two small ones per record.
+type window struct {
+	f     io.ReaderAt
+	size  int64
+	buf   []byte
+	start int64
+}
+
+// ReadAt fills p from the file at off, which the caller has checked lies
+// within size.
+func (w *window) ReadAt(p []byte, off int64) (int, error) {
+	n := int64(len(p))
+	if off < w.start || off+n > w.start+int64(len(w.buf)) {
+		want := max(n, 256<<10)
+		want = min(want, w.size-off)
+		w.buf = grow(w.buf, int(want))
+		if _, err := w.f.ReadAt(w.buf, off); err != nil {
+			return 0, err
+		}
+		w.start = off
+	}
+	return copy(p, w.buf[off-w.start:]), nil
+}
+
+// recMinLen is the smallest whole record: a header and the smallest body.
+const recMinLen = recHeaderLen + recMinBodyLen
+
+// findLaterRecord looks, after the record at bad failed checks 1 or 2 where
+// seq want was expected, at every later byte offset p for a record that could
+// have been acknowledged: one that passes checks 1 and 2 and whose seq s could
+// follow in this file, want <= s < want + (size-bad)/18. It returns the first
+// such offset, or -1: then the bytes from bad on are a torn tail.
+func findLaterRecord(f io.ReaderAt, bad, size int64, want uint64) (int64, error) {
+	maxSeq := want + uint64((size-bad)/recMinLen)
+	r := bufio.NewReaderSize(io.NewSectionReader(f, bad+1, size-bad-1), 64<<10)
+	// Peek at the bytes from p on: header, seq and name_len.
+	const peek = recHeaderLen + 9
+	for p := bad + 1; p+recMinLen <= size; p++ {
+		head, err := r.Peek(peek)
+		if err != nil {
+			return 0, err
+		}
+		bodyLen := int64(binary.LittleEndian.Uint32(head[0:4]))
+		seq := binary.LittleEndian.Uint64(head[8:16])
+		nameLen := head[16]
+		// Cheap filters first, so a long tail of zeros or garbage costs no
+		// checksum at every byte.
+		if bodyLen >= recMinBodyLen && bodyLen <= recMaxBodyLen && p+recHeaderLen+bodyLen <= size &&
+			seq >= want && seq < maxSeq && nameLen >= 1 && nameLen <= maxNameLen {
+			_, _, ferr, err := checkRecord(f, p, size)
+			if err != nil {
+				return 0, err
+			}
+			if ferr == nil {
+				return p, nil
+			}
+		}
+		if _, err := r.Discard(1); err != nil {
+			return 0, err
+		}
+	}
+	return -1, nil
 }
 
 func grow(b []byte, n int) []byte {

@@ -1,5 +1,5 @@
 // Tests of the room-log format: the golden record, recovery of a torn tail at
-// every cut point, refusal of mid-file corruption, and seq continuity.
+// every cut point, refusal of mid-file corruption, and seq continuity, and the crafted logs shared with the Rust tests.
 
 package main
 
@@ -12,6 +12,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -266,5 +267,63 @@ func TestSeqContinuesAcrossReopen(t *testing.T) {
 	}
 	if off := l.offsetAfter(1 << 63); off != l.end {
 		t.Fatalf("offsetAfter(huge) = %d", off)
+	}
+}
+
+// The crafted logs of testdata/room-log, the same bytes the Rust log's tests
+// recover (crates/service/tests/room_log_cases.rs writes them): each must
+// recover as cases.txt says, so both implementations follow one rule.
+func TestSharedRecoveryCases(t *testing.T) {
+	dir := filepath.Join("..", "..", "testdata", "room-log")
+	manifest, err := os.ReadFile(filepath.Join(dir, "cases.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(manifest)), "\n") {
+		words := strings.Fields(line)
+		name, outcome := words[0], words[1]
+		num := func(i int) int64 {
+			n, err := strconv.ParseInt(words[2+i], 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			return n
+		}
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "r.log")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		warned := false
+		l, err := openRoomLog(path, func(string) { warned = true })
+		after, _ := os.ReadFile(path)
+		switch outcome {
+		case "clean":
+			if err != nil || warned || l.next() != uint64(num(0)) || !bytes.Equal(after, data) {
+				t.Errorf("%s: err %v, warned %v, after %d bytes", line, err, warned, len(after))
+			}
+		case "cut":
+			if err != nil || !warned || l.next() != uint64(num(1)) || !bytes.Equal(after, data[:num(0)]) {
+				t.Errorf("%s: err %v, warned %v, after %d bytes", line, err, warned, len(after))
+			}
+		case "corrupt":
+			var ce *CorruptError
+			if !errors.As(err, &ce) || ce.Offset != num(0) || ce.Path != path || !bytes.Equal(after, data) {
+				t.Errorf("%s: err %v, after %d bytes", line, err, len(after))
+			}
+		default:
+			t.Fatalf("unknown outcome in %q", line)
+		}
+		if l != nil {
+			l.close()
+		}
+		cases++
+	}
+	if cases < 15 {
+		t.Fatalf("only %d cases in cases.txt", cases)
 	}
 }

@@ -1,6 +1,6 @@
 //! `cargo xtask`: the project's own tasks, run with `cargo xtask <task>` (an alias in
 //! `.cargo/config.toml`). This file only parses the command line and dispatches; each task is
-//! a module (`bench`, `compare`, `micro`, `report`), and what they share (servers, suites, /proc sampling,
+//! a module (`bench`, `compare`, `crash`, `micro`, `report`), and what they share (servers, suites, /proc sampling,
 //! statistics, the summary, plots, the report's Markdown) lives in modules of its own.
 #![forbid(unsafe_code)]
 
@@ -10,6 +10,7 @@ mod cgroup;
 mod children;
 mod compare;
 mod cpus;
+mod crash;
 mod figures;
 mod loadgen_cli;
 mod markdown;
@@ -44,6 +45,9 @@ enum Task {
     Bench(bench::BenchArgs),
     /// Show two result directories side by side, with ratios.
     Compare(compare::CompareArgs),
+    /// Kill -9 every chat server during a SAY flood, N times, and count acknowledged
+    /// messages lost after the restart (must be 0) and torn tails cut.
+    Crash(crash::CrashArgs),
     /// Run the criterion microbenchmarks with short settings and write micro.md: our
     /// figures beside the papers' cost tables.
     Micro(micro::MicroArgs),
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
     let result = match cli.task {
         Task::Bench(args) => bench::run(args),
         Task::Compare(args) => compare::run(&args),
+        Task::Crash(args) => crash::run(&args),
         Task::Micro(args) => micro::run(&args),
         Task::Report(args) => report::run(&args),
     };

@@ -42,6 +42,7 @@
 
 mod binaries;
 pub mod chat;
+pub mod crash;
 pub mod net;
 pub mod rng;
 pub mod roomlog;

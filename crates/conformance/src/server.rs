@@ -6,6 +6,7 @@
 //! `srv-threads --mode process` lead process groups of their own and are orphaned
 //! when their parent dies first.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::io::{self, Read};
 use std::net::{SocketAddr, TcpStream};
@@ -158,7 +159,15 @@ impl Target {
 
     /// Starts the server and waits for its `READY <addr>` line.
     pub fn start(&self, args: &[&str]) -> io::Result<Server> {
-        let mut server = Server::spawn(self.command(args), self.describe(args))?;
+        self.start_env(args, &[])
+    }
+
+    /// [`Target::start`] with extra environment variables (test hooks such as
+    /// `RINGSIDE_TEST_SYNC_GATE`).
+    pub fn start_env(&self, args: &[&str], env: &[(&str, &OsStr)]) -> io::Result<Server> {
+        let mut cmd = self.command(args);
+        cmd.envs(env.iter().copied());
+        let mut server = Server::spawn(cmd, self.describe(args))?;
         let deadline = Instant::now() + START_TIMEOUT;
         let first = lock(&server.first_line).recv_timeout(START_TIMEOUT);
         match first {

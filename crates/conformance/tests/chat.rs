@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::{Condvar, Mutex};
 use std::thread;
@@ -26,6 +26,7 @@ conformance::conformance_tests!(
     chat_errors needs Chat,
     chat_line_too_long needs Chat,
     chat_slow_subscriber needs Chat,
+    chat_fsync_off_the_loop needs Chat,
 );
 
 /// NICK/OK, PING/PONG, JOIN/JOINED, SAY/ACK, MSG to the other subscribers only,
@@ -795,5 +796,55 @@ fn chat_slow_subscriber(target: &Target) -> Result<()> {
         )?;
     }
     back.expect_line("catching up", &format!("JOINED {ROOM} {}", messages + 1))?;
+    Ok(())
+}
+
+/// With `--fsync always`, a `SAY` whose sync is held (at the test gate of
+/// `service::commit`, `RINGSIDE_TEST_SYNC_GATE`) holds up its own `ACK` only: another
+/// connection's `PING` is answered while the sync is pending, on one worker, and the
+/// `ACK` follows once the sync is let through.
+fn chat_fsync_off_the_loop(target: &Target) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let gate = dir.path().join("gate");
+    let pending = dir.path().join("gate.pending");
+    let data = dir.path().join("data");
+    let data = data.to_str().context("temp dir path")?;
+    let args = [
+        "--proto",
+        "chat",
+        "--data",
+        data,
+        "--fsync",
+        "always",
+        "--workers",
+        "1",
+    ];
+    let server = target.start_env(&args, &[("RINGSIDE_TEST_SYNC_GATE", gate.as_os_str())])?;
+    let mut a = ChatClient::connect(server.addr())?;
+    let mut b = ChatClient::connect(server.addr())?;
+    b.expect("PING before", "PONG before")?;
+    a.send("SAY r held at the gate")?;
+    let deadline = Deadline::after(Duration::from_secs(20));
+    while !pending.exists() {
+        deadline.check("waiting for the SAY's sync to reach the test gate")?;
+        thread::sleep(Duration::from_millis(5));
+    }
+    b.expect(
+        "PING while a sync is pending",
+        "PONG while a sync is pending",
+    )?;
+    // The sync is still held, so the ACK cannot have been sent.
+    a.stream().set_nonblocking(true)?;
+    let mut byte = [0u8; 1];
+    let early = a.stream().read(&mut byte);
+    a.stream().set_nonblocking(false)?;
+    match early {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => bail!("the SAY's connection got {other:?} before its sync was done"),
+    }
+    fs::write(&gate, b"")?;
+    a.expect_line("the ACK after the sync", "ACK r 1")?;
+    a.expect("SAY r next", "ACK r 2")?;
+    b.expect("SAY r from b", "ACK r 3")?;
     Ok(())
 }

@@ -59,6 +59,9 @@ pub(crate) struct Chat {
     wbuf: crate::outbuf::OutBuf,
     /// A `JOIN` is replaying: call `replay_more` before the next line.
     replaying: bool,
+    /// A `SAY` waits for the group commit (`--fsync always`): no line is
+    /// handled until the mailbox has the sync's outcome.
+    syncing: bool,
     /// The peer closed its side: handle what is buffered, then close.
     eof: bool,
     /// No more lines will be handled: flush, then close.
@@ -75,6 +78,7 @@ impl Chat {
             out: Vec::new(),
             wbuf: crate::outbuf::OutBuf::default(),
             replaying: false,
+            syncing: false,
             eof: false,
             closing: false,
         }
@@ -113,6 +117,17 @@ impl Chat {
             if self.wbuf.len() >= OUT_HIGH || !self.mailbox.is_empty() {
                 // The client is behind: its commands wait for it to read.
                 return Ok(Turn::Idle);
+            }
+            if self.syncing {
+                // The sync happens on the commit thread; its outcome arrives as
+                // mail, and this reactor serves its other connections meanwhile.
+                let Some(result) = self.mailbox.take_synced() else {
+                    return Ok(Turn::Idle);
+                };
+                self.syncing = false;
+                self.session.synced(result, &mut self.out);
+                self.after(Flow::Continue);
+                continue;
             }
             if lines_left == 0 {
                 return Ok(Turn::Again);
@@ -190,6 +205,17 @@ impl Chat {
         match flow {
             Flow::Continue => self.replaying = false,
             Flow::Replaying => self.replaying = true,
+            Flow::Syncing => {
+                self.replaying = false;
+                self.syncing = true;
+                match self.session.take_pending() {
+                    Some(pending) => {
+                        let mailbox = self.mailbox.clone();
+                        pending.on_done(move |result| mailbox.sync_done(result));
+                    }
+                    None => self.mailbox.sync_done(Err(io::Error::other("no sync"))),
+                }
+            }
             Flow::Close => self.finish(),
         }
     }
@@ -200,6 +226,7 @@ impl Chat {
         if !self.closing {
             self.closing = true;
             self.replaying = false;
+            self.syncing = false;
             self.session.close(&self.hub);
             self.mailbox.close();
         }

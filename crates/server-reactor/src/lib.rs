@@ -101,9 +101,12 @@
 //! # What runs on the reactor thread, and so stalls its other connections
 //!
 //! `--compute-us` spins there, before each complete message is echoed: the
-//! paradigm's weakness, measured rather than hidden. So do the room log's
-//! `write(2)` and, with `--fsync always`, its `fdatasync(2)`: the blocking
-//! anomaly of the paper, in the open.
+//! paradigm's weakness, measured rather than hidden. So does the room log's
+//! `write(2)`, a page-cache copy. With `--fsync always` the `fdatasync(2)` does
+//! not: the hub's group commit (`service::commit`) syncs on a thread of its
+//! own, one sync for every append since the last, and its outcome comes back
+//! to the connection as mail ([`Mailbox`]); the connection handles no further
+//! command until its `ACK` is out, and the reactor serves the others meanwhile.
 //!
 //! # Example
 //!

@@ -19,6 +19,7 @@
 //! what is queued here is exactly what a slow client has not made room for.
 
 use std::collections::VecDeque;
+use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use service::hub::{ConnId, Line, Subscriber};
@@ -55,6 +56,9 @@ struct State {
     closed: bool,
     /// Closed because live lines passed `max_pending`.
     cut: bool,
+    /// The outcome of the group commit's sync that the connection's `ACK` waits
+    /// for (`--fsync always`), put here by the commit thread.
+    synced: Option<io::Result<()>>,
 }
 
 #[derive(Debug)]
@@ -113,6 +117,19 @@ impl Mailbox {
         if !st.closed && !bytes.is_empty() {
             st.queue.push_back(Chunk::Own(bytes));
         }
+    }
+
+    /// Called on the group-commit thread when the sync a `SAY` of this
+    /// connection waits for is done: keeps the outcome and tells the owner,
+    /// whose next turn sends the `ACK` and reads commands again.
+    pub(crate) fn sync_done(&self, result: io::Result<()>) {
+        self.lock().synced = Some(result);
+        self.tell_owner();
+    }
+
+    /// The outcome [`Mailbox::sync_done`] left, if it has come.
+    pub(crate) fn take_synced(&self) -> Option<io::Result<()>> {
+        self.lock().synced.take()
     }
 
     pub(crate) fn is_empty(&self) -> bool {

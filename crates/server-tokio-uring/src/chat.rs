@@ -106,7 +106,8 @@ async fn read_commands(
                     return Ok(());
                 }
                 match flow {
-                    Flow::Continue => break,
+                    // HubCalls::call waits a sync out before it returns.
+                    Flow::Continue | Flow::Syncing => break,
                     Flow::Replaying => flow = calls.call(Op::ReplayMore, &mut out).await?,
                     Flow::Close => return Ok(()),
                 }
@@ -213,8 +214,21 @@ impl HubCalls {
     }
 
     /// Runs `op`; the replies it produced end up in `out`, which must be empty
-    /// (the two buffers are swapped, so neither is reallocated).
+    /// (the two buffers are swapped, so neither is reallocated). A `SAY` under
+    /// `--fsync always` returns once its `ACK` (produced after the group
+    /// commit's sync) is in `out`.
     async fn call(&mut self, op: Op<'_>, out: &mut Vec<u8>) -> io::Result<Flow> {
+        let flow = self.call_once(op, out).await?;
+        if flow != Flow::Syncing {
+            return Ok(flow);
+        }
+        let lost = || io::Error::other("a hub call panicked; the session is gone");
+        let calls = self.calls.as_mut().ok_or_else(lost)?;
+        await_sync(&mut calls.session, out).await;
+        Ok(Flow::Continue)
+    }
+
+    async fn call_once(&mut self, op: Op<'_>, out: &mut Vec<u8>) -> io::Result<Flow> {
         let lost = || io::Error::other("a hub call panicked; the session is gone");
         let calls = if self.rooms.offload {
             let mut calls = self.calls.take().ok_or_else(lost)?;
@@ -261,6 +275,25 @@ impl Calls {
         };
         run(session, out, op, hub, outbox)
     }
+}
+
+/// After [`Flow::Syncing`]: waits for the group commit's sync of the `SAY`
+/// (`--fsync always`; the sync runs on the commit thread and this task yields,
+/// so the runtime serves every other connection meanwhile), then puts the
+/// `ACK`, or the error, in `out`.
+async fn await_sync(session: &mut Session, out: &mut Vec<u8>) {
+    let result = match session.take_pending() {
+        Some(pending) => {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            pending.on_done(move |result| {
+                let _ = tx.send(result);
+            });
+            rx.await
+                .unwrap_or_else(|_| Err(io::Error::other("the commit thread is gone")))
+        }
+        None => Err(io::Error::other("no sync to wait for")),
+    };
+    session.synced(result, out);
 }
 
 fn run(

@@ -31,9 +31,11 @@
 //! `pread(2)` for replay; the hub owns those files, so they cannot go through
 //! the ring). As in srv-tokio, they run inline with `--fsync never` (microseconds
 //! into the page cache, cheaper than a hop to another thread) and on the
-//! runtime's blocking pool with `--fsync always`, where each append waits for
-//! `fdatasync(2)` and a worker that waited inline would stall every connection
-//! on its ring (srv-tokio's `examples/hub_offload.rs` measures both: about 1.5 µs
+//! runtime's blocking pool with `--fsync always`. The `fdatasync(2)` itself is
+//! made by the hub's group commit (`service::commit`) on a thread of its own,
+//! one sync for every append since the last; the task awaits its outcome before
+//! it sends the `ACK`, and the ring serves every other connection meanwhile
+//! (srv-tokio's `examples/hub_offload.rs` measures both: about 1.5 µs
 //! inline against 11 to 25 µs offloaded without fsync, 0.5 to 1.8 ms with it). tokio-uring offers no thread-start hook, so with `--cpus` those
 //! blocking-pool threads inherit the CPU of the worker that started them.
 #![forbid(unsafe_code)]

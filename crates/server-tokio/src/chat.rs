@@ -138,6 +138,8 @@ fn next_phase(flow: Flow) -> Phase {
     match flow {
         Flow::Continue => Phase::Reading { lines_left: true },
         Flow::Replaying => Phase::Replaying,
+        // HubCalls::call waits the sync out before it returns.
+        Flow::Syncing => Phase::Reading { lines_left: true },
         Flow::Close => Phase::Ending,
     }
 }
@@ -218,8 +220,21 @@ impl HubCalls {
     }
 
     /// Runs `op`, then queues the replies it produced behind what the outbox
-    /// already holds.
+    /// already holds; a `SAY` under `--fsync always` returns once its `ACK`
+    /// (sent after the group commit's sync) is queued.
     async fn call(&mut self, op: Op<'_>) -> io::Result<Flow> {
+        let flow = self.call_once(op).await?;
+        if flow != Flow::Syncing {
+            return Ok(flow);
+        }
+        let lost = || io::Error::other("a hub call panicked; the session is gone");
+        let calls = self.calls.as_mut().ok_or_else(lost)?;
+        await_sync(&mut calls.session, &mut calls.out).await;
+        self.outbox.push_own(&mut calls.out);
+        Ok(Flow::Continue)
+    }
+
+    async fn call_once(&mut self, op: Op<'_>) -> io::Result<Flow> {
         let lost = || io::Error::other("a hub call panicked; the session is gone");
         let flow = if self.rooms.offload {
             let mut calls = self.calls.take().ok_or_else(lost)?;
@@ -266,6 +281,25 @@ impl Calls {
         };
         run(session, out, op, hub, outbox)
     }
+}
+
+/// After [`Flow::Syncing`]: waits for the group commit's sync of the `SAY`
+/// (`--fsync always`; the sync runs on the commit thread and this task yields,
+/// so the runtime serves every other connection meanwhile), then puts the
+/// `ACK`, or the error, in `out`.
+async fn await_sync(session: &mut Session, out: &mut Vec<u8>) {
+    let result = match session.take_pending() {
+        Some(pending) => {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            pending.on_done(move |result| {
+                let _ = tx.send(result);
+            });
+            rx.await
+                .unwrap_or_else(|_| Err(io::Error::other("the commit thread is gone")))
+        }
+        None => Err(io::Error::other("no sync to wait for")),
+    };
+    session.synced(result, out);
 }
 
 fn run(

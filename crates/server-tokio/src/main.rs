@@ -47,17 +47,21 @@
 //! these calls run inline in the task: handing each to `spawn_blocking` would cost
 //! two cross-thread wake-ups and a context switch (tens of microseconds) to save a
 //! few, and Tokio's own guidance is that short blocking sections are fine in a
-//! task. With `--fsync always` every append waits for `fdatasync(2)`, a
-//! millisecond or more on a real disk, and holds the room's lock meanwhile, so any
-//! hub call (even a `LEAVE` of that room) may wait that long; there every hub call
-//! goes to `spawn_blocking`, so the workers keep serving the other connections.
+//! task. With `--fsync always` the `fdatasync(2)` is not made in the task at
+//! all: the hub's group commit (`service::commit`) syncs on a thread of its own,
+//! one sync for every append since the last, and the task awaits the outcome
+//! (a oneshot channel) before it queues the `ACK`, while the workers serve every
+//! other connection. Hub calls still go to `spawn_blocking` with `--fsync
+//! always`, as they did when each append synced inline under the room's lock;
+//! now that the lock is held for a `write(2)` only, running them inline would
+//! do as well (a follow-up, to be measured with `examples/hub_offload.rs`).
 //! (`block_in_place` would avoid moving the session but is not allowed in a
 //! current-thread runtime and would unpin the multi flavor's workers.)
 //!
 //! Measured with `examples/hub_offload.rs` (release, a virtio disk, a busy
-//! 2-core machine): with `--fsync never` a `SAY` costs 1.3 to 4.6 µs inline and
-//! 11 to 25 µs through `spawn_blocking`; with `--fsync always` it costs 0.5 to
-//! 1.8 ms either way, time a worker would otherwise spend blocked.
+//! 2-core machine, before the group commit): with `--fsync never` a `SAY` costs
+//! 1.3 to 4.6 µs inline and 11 to 25 µs through `spawn_blocking`; with `--fsync
+//! always` it cost 0.5 to 1.8 ms either way.
 #![forbid(unsafe_code)]
 
 mod chat;

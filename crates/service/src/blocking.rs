@@ -316,6 +316,12 @@ fn read_into_session<R: Read, W: Wakeup>(
         while let Some(line) = lines.next_line() {
             Counters::add(&counters.lines, 1);
             let mut flow = session.handle_line(line, hub, outbox, &mut out);
+            if flow == Flow::Syncing {
+                // The ACK waits for the group commit; this connection's reader waits
+                // with it (parking a fiber, blocking a thread), nobody else does.
+                wait_synced::<W>(session, &mut out);
+                flow = Flow::Continue;
+            }
             while let Flow::Replaying = flow {
                 // Hand over a replay batch (waiting while the client is behind),
                 // then take the next one.
@@ -328,11 +334,35 @@ fn read_into_session<R: Read, W: Wakeup>(
                 return Ok(());
             }
             match flow {
-                Flow::Continue | Flow::Replaying => {}
+                Flow::Continue | Flow::Replaying | Flow::Syncing => {}
                 Flow::Close => return Ok(()),
             }
         }
     }
+}
+
+/// After [`Flow::Syncing`]: waits, the way `W` waits, for the sync the `ACK` needs, and
+/// puts the `ACK` (or the error) in `out`.
+fn wait_synced<W: Wakeup>(session: &mut Session, out: &mut Vec<u8>) {
+    let result = match session.take_pending() {
+        Some(pending) => {
+            let slot = Arc::new((Mutex::new(None), W::default()));
+            let done = Arc::clone(&slot);
+            pending.on_done(move |r| {
+                *done.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                done.1.wake();
+            });
+            loop {
+                let taken = slot.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+                if let Some(r) = taken {
+                    break r;
+                }
+                slot.1.wait();
+            }
+        }
+        None => Err(io::Error::other("no sync to wait for")),
+    };
+    session.synced(result, out);
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use proto::chat::Reply;
 use tempfile::TempDir;
 
+use crate::commit::{GroupCommit, Pending};
 use crate::log::{Fsync, LogError, RoomLog, recover_dir};
 use proto::chat::is_valid_name;
 
@@ -83,6 +84,8 @@ pub struct Hub<S: Subscriber> {
     next_conn: AtomicU64,
     messages: AtomicU64,
     cut_subscribers: AtomicU64,
+    /// With [`Fsync::Always`], the group commit that syncs the rooms' appends.
+    commit: Option<GroupCommit>,
     /// Declared last so that the rooms' files are closed before the directory goes.
     _temp: Option<TempDir>,
 }
@@ -94,6 +97,14 @@ impl<S: Subscriber> fmt::Debug for Hub<S> {
             .field("fsync", &self.fsync)
             .field("stats", &self.stats())
             .finish_non_exhaustive()
+    }
+}
+
+impl<S: Subscriber> Drop for Hub<S> {
+    fn drop(&mut self) {
+        if let Some(commit) = &self.commit {
+            commit.stop();
+        }
     }
 }
 
@@ -146,6 +157,7 @@ impl<S: Subscriber> Hub<S> {
             next_conn: AtomicU64::new(1),
             messages: AtomicU64::new(0),
             cut_subscribers: AtomicU64::new(0),
+            commit: (fsync == Fsync::Always).then(GroupCommit::new),
             _temp: temp,
         })
     }
@@ -160,16 +172,39 @@ impl<S: Subscriber> Hub<S> {
         self.next_conn.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// `SAY`: under the room's lock, appends the message, encodes the `MSG` line once,
-    /// offers it to every subscriber but `from`, and forgets those that refuse. Returns
-    /// the message's seq. Opens the room (and creates its file) if it is new.
+    /// `SAY`, blocking the caller until the message is durable as `--fsync` asks: see
+    /// [`Hub::say_pending`]; with [`Fsync::Always`] this waits for the group commit.
+    pub fn say(&self, room: &str, from: ConnId, name: &str, text: &str) -> io::Result<u64> {
+        let (seq, pending) = self.say_pending(room, from, name, text)?;
+        match pending {
+            Some(pending) => pending.wait().map(|()| seq),
+            None => Ok(seq),
+        }
+    }
+
+    /// `SAY`: under the room's lock, appends the message (one `write(2)`), encodes the
+    /// `MSG` line once, offers it to every subscriber but `from`, and forgets those that
+    /// refuse. Returns the message's seq and, with [`Fsync::Always`], the [`Pending`]
+    /// sync the sender's `ACK` must wait for (the group commit's, outside the room's
+    /// lock: other `SAY`s to the room go on meanwhile and share the next sync). Opens
+    /// the room (and creates its file) if it is new.
     ///
     /// Errors: `InvalidInput` for a bad room or name, or a text the log cannot hold; the
     /// log's I/O error otherwise (the message was not stored and nobody was offered it).
-    pub fn say(&self, room: &str, from: ConnId, name: &str, text: &str) -> io::Result<u64> {
+    pub fn say_pending(
+        &self,
+        room: &str,
+        from: ConnId,
+        name: &str,
+        text: &str,
+    ) -> io::Result<(u64, Option<Pending>)> {
         let room_ref = self.room(room)?;
         let mut r = lock(&room_ref);
-        let seq = r.log.append(name, text)?;
+        let seq = r.log.append_unsynced(name, text)?;
+        let pending = match (&self.commit, r.log.sync_target()) {
+            (Some(commit), Some(target)) => Some(Pending::new(commit.clone(), Arc::clone(target))),
+            _ => None,
+        };
         self.messages.fetch_add(1, Ordering::Relaxed);
         if r.subs.iter().any(|(id, _)| *id != from) {
             let mut buf = Vec::new();
@@ -191,7 +226,7 @@ impl<S: Subscriber> Hub<S> {
                 self.cut_subscribers.fetch_add(cut, Ordering::Relaxed);
             }
         }
-        Ok(seq)
+        Ok((seq, pending))
     }
 
     /// One step of `JOIN`. Under the room's lock, appends to `out` the `MSG` lines with
@@ -537,9 +572,28 @@ mod tests {
     #[test]
     fn open_refuses_a_corrupt_data_dir() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("r.log"), [0u8; 64]).unwrap();
+        {
+            let hub = Hub::<Sink>::open(Some(dir.path()), Fsync::Never).unwrap();
+            hub.say("r", 1, "anon", "one").unwrap();
+            hub.say("r", 1, "anon", "two").unwrap();
+        }
+        // A flipped byte in the first record's text, with a good record after it.
+        let path = dir.path().join("r.log");
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[20] ^= 0x01;
+        std::fs::write(&path, &bytes).unwrap();
         let err = Hub::<Sink>::open(Some(dir.path()), Fsync::Never).unwrap_err();
         assert!(matches!(err, LogError::Corrupt { offset: 0, .. }), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    }
+
+    #[test]
+    fn open_trims_a_zero_filled_log() {
+        // What a file system can leave after a power loss: a length, no data.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("r.log"), [0u8; 64]).unwrap();
+        let hub = Hub::<Sink>::open(Some(dir.path()), Fsync::Never).unwrap();
+        assert_eq!(hub.say("r", 1, "anon", "x").unwrap(), 1);
     }
 
     #[test]

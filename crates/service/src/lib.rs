@@ -1,10 +1,11 @@
 //! What every ringside server serves, free of any runtime: the durable room log
-//! ([`log`]), the in-process room hub that fans messages out to subscribers ([`hub`]),
+//! ([`log`]) and its group commit ([`commit`]), the in-process room hub that fans messages out to subscribers ([`hub`]),
 //! one chat connection's protocol state ([`session`]), the echo loop and the chat
 //! connection for blocking runtimes ([`echo`], [`blocking`]), the busy-wait that models request processing ([`compute`]),
 //! and the counters every server prints at exit ([`counters`]).
 //!
-//! This crate does no networking and owns no threads: each server drives the [`hub::Hub`]
+//! This crate does no networking and owns one thread only (the group commit of
+//! `--fsync always`, which syncs room files off every event loop): each server drives the [`hub::Hub`]
 //! from its own connections and implements [`hub::Subscriber`] over its own queues. The
 //! wire codecs are `proto`'s; the file format is `docs/room-log.md`.
 //!
@@ -47,6 +48,7 @@
 #![forbid(unsafe_code)]
 
 pub mod blocking;
+pub mod commit;
 pub mod compute;
 pub mod counters;
 pub mod echo;

@@ -22,8 +22,11 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use nix::errno::Errno;
+
+use crate::commit::SyncTarget;
 use nix::fcntl::{Flock, FlockArg};
 
 /// Bytes in a record's header: `body_len` and `crc`.
@@ -110,6 +113,9 @@ pub struct RoomLog {
     end: u64,
     /// A failed append left bytes past `end` that could not be cut off at once.
     dirty: bool,
+    /// With [`Fsync::Always`]: what the group commit syncs for this file (a handle of
+    /// its own on it), and whether a sync of it failed.
+    sync_target: Option<Arc<SyncTarget>>,
 }
 
 impl RoomLog {
@@ -159,11 +165,14 @@ impl RoomLog {
             .mode(0o644)
             .open(&path)
             .map_err(|e| LogError::io(&path, e))?;
+        let mut sync_target = None;
         if fsync == Fsync::Always {
             // The file may be new: its directory entry must be durable before any ACK.
             File::open(dir)
                 .and_then(|d| d.sync_all())
                 .map_err(|e| LogError::io(dir, e))?;
+            let handle = file.try_clone().map_err(|e| LogError::io(&path, e))?;
+            sync_target = Some(Arc::new(SyncTarget::new(handle)));
         }
         Ok(RoomLog {
             room: room.to_owned(),
@@ -174,6 +183,7 @@ impl RoomLog {
             offsets: Vec::new(),
             end: 0,
             dirty: false,
+            sync_target,
         })
     }
 
@@ -207,12 +217,33 @@ impl RoomLog {
     /// `InvalidInput`: it would make a record recovery rejects. A failed write or sync is
     /// undone (the file is cut back), so the seq is not used.
     pub fn append(&mut self, name: &str, text: &str) -> io::Result<u64> {
+        self.append_with(name, text, self.fsync)
+    }
+
+    /// Like [`RoomLog::append`], but with [`Fsync::Always`] leaves the sync to the group
+    /// commit (`crate::commit`): the record is written, indexed and served, and the
+    /// caller holds its sender's `ACK` until [`RoomLog::sync_target`] is synced.
+    pub fn append_unsynced(&mut self, name: &str, text: &str) -> io::Result<u64> {
+        self.append_with(name, text, Fsync::Never)
+    }
+
+    /// What the group commit syncs for this room: `Some` with [`Fsync::Always`].
+    pub fn sync_target(&self) -> Option<&Arc<SyncTarget>> {
+        self.sync_target.as_ref()
+    }
+
+    fn append_with(&mut self, name: &str, text: &str, fsync: Fsync) -> io::Result<u64> {
         let record = encode_record(self.next_seq(), name, text)?;
+        if self.sync_target.as_ref().is_some_and(|t| t.has_failed()) {
+            return Err(io::Error::other(
+                "a sync of this room failed; no more appends until a restart",
+            ));
+        }
         if self.dirty {
             self.file.set_len(self.end)?;
             self.dirty = false;
         }
-        self.write_record(&record)
+        self.write_record(&record, fsync)
     }
 
     /// Appends a message for a process that shares the room file with others: under an
@@ -233,7 +264,7 @@ impl RoomLog {
             // Whatever a failed append of ours left behind was a torn tail, now cut.
             log.dirty = false;
             set_record_seq(&mut record, log.next_seq());
-            log.write_record(&record)
+            log.write_record(&record, log.fsync)
         })?
     }
 
@@ -319,7 +350,7 @@ impl RoomLog {
 
     /// Writes one whole record at the end of the file and indexes it, or leaves the file
     /// as it was (as far as the kernel lets us) and returns the error.
-    fn write_record(&mut self, record: &[u8]) -> io::Result<u64> {
+    fn write_record(&mut self, record: &[u8], fsync: Fsync) -> io::Result<u64> {
         let written = loop {
             match (&self.file).write(record) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -336,7 +367,10 @@ impl RoomLog {
             )),
             Err(e) => Err(e),
         };
-        if result.is_ok() && self.fsync == Fsync::Always {
+        if result.is_ok() && fsync == Fsync::Always {
+            if let Some(gate) = crate::commit::test_gate() {
+                crate::commit::wait_at_gate(gate);
+            }
             result = self.file.sync_data();
         }
         if let Err(e) = result {
@@ -355,6 +389,10 @@ impl RoomLog {
 
     /// Scans the records from `self.end` up to `len`, indexing the good ones, and says how
     /// the scan ended; `self.end` is left at the first byte not indexed.
+    ///
+    /// A record that fails checks 1 or 2 of docs/room-log.md is a torn tail only when no
+    /// record that could have been acknowledged lies after it ([`find_later_record`]);
+    /// a record that fails check 3 alone was written whole, so it is always corruption.
     fn index_to(&mut self, len: u64) -> io::Result<Tail> {
         if len < self.end {
             // Records we indexed are gone: someone cut or replaced the file under us.
@@ -369,12 +407,24 @@ impl RoomLog {
             if offset == len {
                 break Tail::Clean;
             }
-            match check_record(&mut window, offset, len, self.offsets.len() as u64 + 1)? {
-                Ok(record_len) => {
+            let seq = self.offsets.len() as u64 + 1;
+            match check_record(&mut window, offset, len)? {
+                Ok((record_len, found)) if found == seq => {
                     self.offsets.push(offset);
                     offset += record_len;
                 }
-                Err(tail) => break tail,
+                Ok(_) => {
+                    break Tail::Corrupt {
+                        offset,
+                        what: "seq out of order",
+                    };
+                }
+                Err(what) => {
+                    break match find_later_record(&mut window, offset, len, seq)? {
+                        Some(_) => Tail::Corrupt { offset, what },
+                        None => Tail::Torn { offset },
+                    };
+                }
             }
         };
         self.end = offset;
@@ -501,63 +551,85 @@ fn set_record_seq(record: &mut [u8], seq: u64) {
     record[4..8].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// Checks the record at `offset` (of a file `len` bytes long) as recovery does, expecting
-/// seq `seq`: `Ok(Ok(record length))` if it is good, `Ok(Err(tail))` if it is not.
+/// Checks 1 and 2 of docs/room-log.md on the record at `offset` of a file `len` bytes
+/// long: `Ok(Ok((record length, seq)))` if the record is whole and well formed (its seq
+/// not yet compared with anything), `Ok(Err(what failed))` if not.
 fn check_record(
     window: &mut Window<'_>,
     offset: u64,
     len: u64,
-    seq: u64,
-) -> io::Result<Result<u64, Tail>> {
+) -> io::Result<Result<(u64, u64), &'static str>> {
     // Check 1: the header and the body it announces are all there.
     if len - offset < HEADER_LEN as u64 {
-        return Ok(Err(Tail::Torn { offset }));
+        return Ok(Err("incomplete header"));
     }
     let header = window.get(offset, HEADER_LEN)?;
     let body_len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]);
     let crc = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
     let record_len = HEADER_LEN as u64 + u64::from(body_len);
     if record_len > len - offset {
-        return Ok(Err(Tail::Torn { offset }));
+        return Ok(Err("body length past the end of the file"));
     }
-    // Check 2: the body is whole and well formed. A failure in the very last record is
-    // the remains of a write cut short; anywhere else it is corruption.
-    let at_end = offset + record_len == len;
-    let bad = |what| {
-        Ok(Err(if at_end {
-            Tail::Torn { offset }
-        } else {
-            Tail::Corrupt { offset, what }
-        }))
-    };
+    // Check 2: the body is whole and well formed.
     if !(MIN_BODY_LEN..=MAX_BODY_LEN).contains(&body_len) {
-        return bad("body length out of range");
+        return Ok(Err("body length out of range"));
     }
     let body = window.get(offset + HEADER_LEN as u64, body_len as usize)?;
     if crc32fast::hash(body) != crc {
-        return bad("checksum mismatch");
+        return Ok(Err("checksum mismatch"));
     }
     let name_len = usize::from(body[8]);
     if !(1..=64).contains(&name_len) || BODY_FIXED + name_len > body.len() {
-        return bad("bad name length");
+        return Ok(Err("bad name length"));
     }
     let name = &body[BODY_FIXED..BODY_FIXED + name_len];
     if !is_valid_name(name) {
-        return bad("bad name");
+        return Ok(Err("bad name"));
     }
     if std::str::from_utf8(&body[BODY_FIXED + name_len..]).is_err() {
-        return bad("text is not UTF-8");
+        return Ok(Err("text is not UTF-8"));
     }
-    // Check 3: the seq follows on. The checksum matched, so the record was written whole:
-    // a wrong seq is corruption even at the end of the file.
-    let found = u64::from_le_bytes(body[..8].try_into().unwrap_or_default());
-    if found != seq {
-        return Ok(Err(Tail::Corrupt {
-            offset,
-            what: "seq out of order",
-        }));
+    let seq = u64::from_le_bytes(body[..8].try_into().unwrap_or_default());
+    Ok(Ok((record_len, seq)))
+}
+
+/// The smallest whole record: a header and the smallest body.
+const MIN_RECORD_LEN: u64 = HEADER_LEN as u64 + MIN_BODY_LEN as u64;
+
+/// After the record at `bad` failed checks 1 or 2 where seq `seq` was expected, looks at
+/// every later byte offset `p` (`bad < p`) for a record that could have been
+/// acknowledged: one that passes checks 1 and 2 and whose seq `s` could follow in this
+/// file, `seq <= s < seq + (len - bad) / 18` (the records `seq..=s` all fit between `bad`
+/// and the end, each at least 18 bytes). Returns the first such offset.
+///
+/// None means nothing after `bad` can be a message anybody was told was stored, so the
+/// bytes from `bad` on are a torn tail (a zero-filled tail of any length among them).
+/// Some means cutting would lose messages: it is corruption.
+fn find_later_record(
+    window: &mut Window<'_>,
+    bad: u64,
+    len: u64,
+    seq: u64,
+) -> io::Result<Option<u64>> {
+    let max_seq = seq.saturating_add((len - bad) / MIN_RECORD_LEN);
+    let mut p = bad + 1;
+    while p + MIN_RECORD_LEN <= len {
+        // Cheap filters first (length, seq, name length), so that a long tail of zeros or
+        // garbage is scanned without a checksum at every byte.
+        let head = window.get(p, HEADER_LEN + BODY_FIXED)?;
+        let body_len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+        let found = u64::from_le_bytes(head[8..16].try_into().unwrap_or_default());
+        let name_len = head[16];
+        let plausible = (MIN_BODY_LEN..=MAX_BODY_LEN).contains(&body_len)
+            && p + HEADER_LEN as u64 + u64::from(body_len) <= len
+            && (seq..max_seq).contains(&found)
+            && (1..=64).contains(&name_len);
+        if plausible && check_record(window, p, len)?.is_ok() {
+            return Ok(Some(p));
+        }
+        p += 1;
     }
-    Ok(Ok(record_len))
+    Ok(None)
 }
 
 /// Parses the record at the start of `buf`, one this process indexed, expecting seq `seq`.

@@ -17,6 +17,7 @@ use std::io;
 
 use proto::chat::{ChatError, Command, Reply};
 
+use crate::commit::Pending;
 use crate::hub::{ConnId, Hub, JoinStep, Subscriber};
 
 /// Replay is produced in batches of about this many bytes, so that a client
@@ -34,6 +35,11 @@ pub enum Flow {
     Replaying,
     /// Write `out`, then close the connection (the line was too long).
     Close,
+    /// A `SAY` was appended and its `ACK` waits for the group commit's sync
+    /// (`--fsync always`): write `out`, take [`Session::take_pending`], and once its
+    /// outcome is in, call [`Session::synced`] before reading further lines. Other
+    /// connections are served meanwhile.
+    Syncing,
 }
 
 /// The protocol state of one chat connection.
@@ -45,6 +51,9 @@ pub struct Session {
     joined: Vec<String>,
     /// A `JOIN` in progress: the room and the last seq replayed so far.
     replaying: Option<(String, u64)>,
+    /// A `SAY` waiting for its sync: the room and the seq its `ACK` will carry, and
+    /// the sync until [`Session::take_pending`] takes it.
+    syncing: Option<(String, u64, Option<Pending>)>,
 }
 
 impl Session {
@@ -55,6 +64,7 @@ impl Session {
             name: "anon".to_owned(),
             joined: Vec::new(),
             replaying: None,
+            syncing: None,
         }
     }
 
@@ -73,8 +83,8 @@ impl Session {
         out: &mut Vec<u8>,
     ) -> Flow {
         debug_assert!(
-            self.replaying.is_none(),
-            "lines are read only between JOINs"
+            self.replaying.is_none() && self.syncing.is_none(),
+            "lines are read only between JOINs and between syncs"
         );
         let command = match line.and_then(Command::parse) {
             Ok(command) => command,
@@ -93,10 +103,16 @@ impl Session {
                 Reply::Ok.encode(out);
             }
             Command::Ping { token } => Reply::Pong { token }.encode(out),
-            Command::Say { room, text } => match hub.say(room, self.conn, &self.name, text) {
-                Ok(seq) => Reply::Ack { room, seq }.encode(out),
-                Err(e) => storage_failure(room, &e, out),
-            },
+            Command::Say { room, text } => {
+                match hub.say_pending(room, self.conn, &self.name, text) {
+                    Ok((seq, None)) => Reply::Ack { room, seq }.encode(out),
+                    Ok((seq, Some(pending))) => {
+                        self.syncing = Some((room.to_owned(), seq, Some(pending)));
+                        return Flow::Syncing;
+                    }
+                    Err(e) => storage_failure(room, &e, out),
+                }
+            }
             Command::Leave { room } => match self.joined.iter().position(|r| r == room) {
                 Some(i) => {
                     self.joined.swap_remove(i);
@@ -140,12 +156,37 @@ impl Session {
         }
     }
 
+    /// After [`Flow::Syncing`]: the sync the `ACK` waits for. The runtime hands it a
+    /// callback (`Pending::on_done`) that stores the outcome and wakes the connection,
+    /// or blocks on it (`Pending::wait`) where blocking is the runtime's way.
+    pub fn take_pending(&mut self) -> Option<Pending> {
+        self.syncing.as_mut().and_then(|s| s.2.take())
+    }
+
+    /// The sync after [`Flow::Syncing`] is done: appends the `ACK`, or
+    /// `ERR storage failure` if the sync failed, to `out`. Lines may be read again.
+    pub fn synced(&mut self, result: io::Result<()>, out: &mut Vec<u8>) {
+        let Some((room, seq, _)) = self.syncing.take() else {
+            return;
+        };
+        match result {
+            Ok(()) => Reply::Ack { room: &room, seq }.encode(out),
+            Err(e) => storage_failure(&room, &e, out),
+        }
+    }
+
+    /// Whether a `SAY` of this connection waits for its sync.
+    pub fn is_syncing(&self) -> bool {
+        self.syncing.is_some()
+    }
+
     /// The connection is gone: unsubscribe from every room.
     pub fn close<S: Subscriber>(&mut self, hub: &Hub<S>) {
         for room in self.joined.drain(..) {
             hub.leave(&room, self.conn);
         }
         self.replaying = None;
+        self.syncing = None;
     }
 }
 
@@ -316,5 +357,27 @@ mod tests {
         a.send(&hub, "SAY r2 y");
         assert_eq!(b.sink.take(), "");
         assert!(!hub.leave("r1", b.session.conn()));
+    }
+
+    #[test]
+    fn with_fsync_always_the_ack_waits_for_the_sync() {
+        let hub: Hub<Sink> = Hub::open(None, Fsync::Always).unwrap();
+        let (mut a, mut b) = (Conn::new(&hub), Conn::new(&hub));
+        b.send(&hub, "JOIN r 0");
+        let mut out = Vec::new();
+        let flow = a
+            .session
+            .handle_line(Ok(b"SAY r durable"), &hub, &a.sink, &mut out);
+        assert_eq!((flow, out.as_slice()), (Flow::Syncing, &b""[..]));
+        assert!(a.session.is_syncing());
+        // Subscribers are offered the line at once; the sender's ACK waits.
+        assert_eq!(b.sink.take(), "MSG r 1 anon durable\n");
+        let pending = a.session.take_pending().expect("a pending sync");
+        a.session.synced(pending.wait(), &mut out);
+        assert_eq!(out, b"ACK r 1\n");
+        assert!(!a.session.is_syncing());
+        a.session.synced(Err(io::Error::other("late")), &mut out);
+        assert_eq!(out, b"ACK r 1\n", "no second reply without a SAY");
+        assert_eq!(a.send(&hub, "PING x").0, "PONG x\n");
     }
 }

@@ -1,0 +1,81 @@
+//! `cargo xtask crash`: crash trials on every chat server (`conformance::crash`), many
+//! more than the test suite runs, and the table of what they found: acknowledged
+//! messages lost after `kill -9` and a restart (must be 0), torn tails cut.
+//!
+//! The servers are the conformance suite's list, built in the xtask's own profile by
+//! the same harness; srv-go is left out with a message when Go is missing.
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use conformance::crash::{self, Outcome};
+use conformance::{Resolved, SERVERS};
+
+#[derive(Debug, Args)]
+pub(crate) struct CrashArgs {
+    /// Trials per server.
+    #[arg(long, default_value_t = 100)]
+    trials: u64,
+    /// Servers, by their conformance ids (threads, threads_process, reactor, go, ...),
+    /// comma-separated; all of them when not given.
+    #[arg(long)]
+    servers: Option<String>,
+    /// `--fsync` for the servers.
+    #[arg(long, default_value = "never", value_parser = ["never", "always"])]
+    fsync: String,
+}
+
+pub(crate) fn run(args: &CrashArgs) -> Result<()> {
+    let wanted: Option<Vec<&str>> = args
+        .servers
+        .as_deref()
+        .map(|s| s.split(',').map(str::trim).collect());
+    if let Some(w) = &wanted {
+        for id in w {
+            if !SERVERS.iter().any(|s| s.id == *id) {
+                let ids: Vec<&str> = SERVERS.iter().map(|s| s.id).collect();
+                bail!("unknown server `{id}`; the servers are: {}", ids.join(", "));
+            }
+        }
+    }
+    let extra = ["--fsync", args.fsync.as_str()];
+    let mut rows = Vec::new();
+    for spec in SERVERS
+        .iter()
+        .filter(|s| wanted.as_ref().is_none_or(|w| w.contains(&s.id)))
+    {
+        let target = match spec
+            .resolve()
+            .with_context(|| format!("building {}", spec.bin))?
+        {
+            Resolved::Ready(target) => target,
+            Resolved::Skipped(why) => {
+                eprintln!("skipped {}: {why}", spec.id);
+                continue;
+            }
+        };
+        let mut sum = Outcome::default();
+        for t in 0..args.trials {
+            let outcome = crash::trial(&target, t, &extra)
+                .with_context(|| format!("{} ({}): trial {t}", spec.id, spec.command_line()))?;
+            sum.add(outcome);
+        }
+        eprintln!(
+            "{}: {} trials, {} acknowledged, {} lost, {} torn tails cut",
+            spec.id, sum.trials, sum.acked, sum.lost, sum.tails_cut
+        );
+        rows.push((spec.id, sum));
+    }
+    println!("| server | trials | acknowledged | lost | torn tails cut |");
+    println!("| --- | ---: | ---: | ---: | ---: |");
+    for (id, s) in &rows {
+        println!(
+            "| {id} | {} | {} | {} | {} |",
+            s.trials, s.acked, s.lost, s.tails_cut
+        );
+    }
+    let lost: u64 = rows.iter().map(|(_, s)| s.lost).sum();
+    if lost > 0 {
+        bail!("{lost} acknowledged messages lost (--fsync {})", args.fsync);
+    }
+    Ok(())
+}
