@@ -573,6 +573,11 @@ impl RunQueue {
 
     /// Moves a batch from `from` into this queue and returns one of them.
     fn take_from(&self, from: &crossbeam_deque::Injector<Arc<Fiber>>) -> Option<Arc<Fiber>> {
+        // Looking costs two loads; stealing from an empty injector costs a SeqCst fence. A
+        // push this misses wakes the worker or is seen by its idle check, as ever.
+        if from.is_empty() {
+            return None;
+        }
         loop {
             let got = match self {
                 RunQueue::Shared(q) => from.steal_batch_and_pop(q),

@@ -387,7 +387,10 @@ impl RingOwner {
     /// this owner falls asleep does not wake it: the recv's next CQE does, and the owner
     /// then gets here before it sleeps again.
     pub(crate) fn cancel_throttled(&self) {
-        if !self.shared.has_throttled.swap(false, Ordering::AcqRel) {
+        // Looked at every round: a load, and the swap only when set.
+        if !self.shared.has_throttled.load(Ordering::Acquire)
+            || !self.shared.has_throttled.swap(false, Ordering::AcqRel)
+        {
             return;
         }
         let ops = std::mem::take(
