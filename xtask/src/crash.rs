@@ -8,7 +8,7 @@
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use conformance::crash::{self, Outcome};
-use conformance::{Resolved, SERVERS};
+use conformance::{Need, Resolved, SERVERS};
 
 #[derive(Debug, Args)]
 pub(crate) struct CrashArgs {
@@ -43,6 +43,10 @@ pub(crate) fn run(args: &CrashArgs) -> Result<()> {
         .iter()
         .filter(|s| wanted.as_ref().is_none_or(|w| w.contains(&s.id)))
     {
+        if !spec.serves(Need::Chat) {
+            eprintln!("skipped {}: it serves no chat rooms to crash", spec.id);
+            continue;
+        }
         let target = match spec
             .resolve()
             .with_context(|| format!("building {}", spec.bin))?

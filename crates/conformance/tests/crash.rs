@@ -6,7 +6,7 @@ use anyhow::{Result, ensure};
 use conformance::Target;
 use conformance::crash::{self, Outcome};
 
-conformance::conformance_tests!(crash_trials);
+conformance::conformance_tests!(crash_trials needs Chat);
 
 /// Trials per server and `--fsync` setting in the test suite: a few, to stay fast.
 const TRIALS: u64 = 2;
