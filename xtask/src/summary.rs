@@ -521,10 +521,11 @@ pub(crate) fn points_of(rows: &[Row], suite: &str, series: &str) -> Vec<(String,
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn row(server: &str, point: &str, x: f64, tp: f64) -> Row {
+    /// A closed-loop row of `quick`, for the tests here and of the report's Markdown.
+    pub(crate) fn row(server: &str, point: &str, x: f64, tp: f64) -> Row {
         Row {
             suite: "quick".into(),
             server: server.into(),

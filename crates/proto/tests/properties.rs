@@ -351,3 +351,20 @@ proptest! {
         prop_assert_eq!(cutter.msg_size(), size);
     }
 }
+
+/// Found by `parsers_never_panic_on_near_misses`: `PING \r\r` parses to the token `\r`,
+/// which must encode to a command line that parses back to it (a server drops one `\r`
+/// before the `\n`; replies have no such rule).
+#[test]
+fn a_command_token_or_text_ending_in_cr_survives_a_round_trip() {
+    let cmd = Command::parse(b"PING \r\r").unwrap();
+    let mut out = Vec::new();
+    cmd.encode(&mut out);
+    assert_eq!(out, b"PING \r\r\n");
+    out.pop();
+    assert_eq!(Command::parse(&out), Ok(cmd));
+    let say = Command::parse(b"SAY r hi\r\r").unwrap();
+    let mut out = Vec::new();
+    say.encode(&mut out);
+    assert_eq!(Command::parse(&out[..out.len() - 1]), Ok(say));
+}

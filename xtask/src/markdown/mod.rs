@@ -349,22 +349,7 @@ pub(crate) fn glance(input: &Input<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn row(server: &str, point: &str, x: f64, tp: f64) -> Row {
-        Row {
-            suite: "quick".into(),
-            server: server.into(),
-            series: "closed".into(),
-            point: point.into(),
-            label: format!("{x} conns"),
-            x,
-            ok: 1,
-            repeats: 1,
-            throughput_per_sec: Some(tp),
-            p99_us: Some(80.0),
-            ..Row::default()
-        }
-    }
+    use crate::summary::tests::row;
 
     #[test]
     fn pivot_marks_client_bound_and_failed_points() {

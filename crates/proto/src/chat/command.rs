@@ -120,8 +120,18 @@ impl<'a> Command<'a> {
                 out.extend_from_slice(token.as_bytes());
             }
         }
-        out.push(b'\n');
+        end_line(out);
     }
+}
+
+/// Ends an encoded command line. [`Command::parse`] drops one `\r` before the `\n`
+/// (PROTOCOL.md), so a line whose last byte is itself a `\r` (a `PING` token or a `SAY`
+/// text that ends in one) gets a second `\r`: it then parses back to what was encoded.
+fn end_line(out: &mut Vec<u8>) {
+    if out.last() == Some(&b'\r') {
+        out.push(b'\r');
+    }
+    out.push(b'\n');
 }
 
 fn check_name(name: &str) -> Result<(), ChatError> {
