@@ -44,6 +44,51 @@ fn mutex_excludes_across_yields_workers_and_threads() {
     assert_eq!(*g, (1050, 1050));
 }
 
+/// Short critical sections under heavy contention from fibers on two workers and from
+/// plain threads at once: the lock's uncontended fast path races its queue of waiters
+/// all the time. A lost wake-up shows as a join that times out; a broken exclusion as a
+/// wrong count.
+#[test]
+fn mutex_fast_and_contended_paths_lose_no_wake_up() {
+    require_io_uring!();
+    const FIBERS: u64 = 200;
+    const FIBER_LOCKS: u64 = 2_000;
+    const THREADS: u64 = 2;
+    const THREAD_LOCKS: u64 = 200_000;
+    let rt = runtime(2);
+    let m = Arc::new(Mutex::new(0u64));
+    let fibers: Vec<_> = (0..FIBERS)
+        .map(|i| {
+            let m = Arc::clone(&m);
+            rt.handle().spawn_on(i as usize, move || {
+                for k in 0..FIBER_LOCKS {
+                    *m.lock() += 1;
+                    if k % 50 == 0 {
+                        fiber::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    let threads: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let m = Arc::clone(&m);
+            std::thread::spawn(move || {
+                for _ in 0..THREAD_LOCKS {
+                    *m.lock() += 1;
+                }
+            })
+        })
+        .collect();
+    for f in fibers {
+        join(f);
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(*m.lock(), FIBERS * FIBER_LOCKS + THREADS * THREAD_LOCKS);
+}
+
 #[test]
 fn semaphore_bounds_concurrency() {
     require_io_uring!();
