@@ -276,8 +276,8 @@ impl Builder {
 
     /// Uses multishot accept on listeners (one SQE yields every incoming connection) and
     /// multishot recv on streams read from fibers, with a ring of provided buffers per worker
-    /// (one SQE yields every chunk of data; each chunk is copied out of its buffer when
-    /// reaped). Ignored where the kernel lacks them (before 5.19 and 6.0).
+    /// (one SQE yields every chunk of data, which `TcpStream::reader` lends in place until it
+    /// is consumed). Ignored where the kernel lacks them (before 5.19 and 6.0).
     pub fn multishot(mut self, on: bool) -> Builder {
         self.multishot_accept = on;
         self.multishot_recv = on;

@@ -472,7 +472,7 @@ impl WorkerCtx {
 
     /// Whether anything became runnable or needs this worker (checked after announcing idle,
     /// so that work published before the announcement is seen here and work published after
-    /// it finds this worker in the idle list).
+    /// it finds this worker's `sleeping` flag set).
     fn has_work(&self) -> bool {
         let rt = &self.rt;
         !self.local.is_empty()

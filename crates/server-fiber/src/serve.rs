@@ -85,7 +85,7 @@ pub(crate) struct RuntimeArgs {
     ring_flags: Option<fiber::RingFlags>,
 
     /// Submission queue entries of each worker's ring (8 to 32768; the completion
-    /// queue gets four times as many).
+    /// queue has 32768, see `fiber::DEFAULT_CQ_ENTRIES`).
     #[arg(long, default_value_t = fiber::DEFAULT_RING_ENTRIES, value_name = "N")]
     ring_entries: u32,
 
