@@ -361,7 +361,7 @@ impl RingOwner {
         // SAFETY: [1] this `RingOwner` is the only one for the ring and is `!Send`, so this
         // thread is the only one touching the SQ, and no other `SubmissionQueue` exists (each
         // one is dropped before this function returns); [2] every pointer in the entry points
-        // into memory owned by its op (`op.rs` builds all entries), and the op's `Arc`, moved
+        // into memory owned by its op (`op/sqe.rs` builds all entries), and the op's `Arc`, moved
         // into `user_data`, keeps that memory alive until the final CQE releases it.
         let pushed = unsafe { self.shared.uring.submission_shared().push(entry) }.is_ok();
         if pushed {

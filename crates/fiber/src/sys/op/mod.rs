@@ -5,8 +5,13 @@
 //! final CQE; so the memory of an operation (its buffer, socket address, timespec, path) is
 //! freed only after the kernel is done with it, whatever happens to the fiber or the stream
 //! meanwhile. A fiber reads that memory only after the operation is `Done`, under the op's
-//! lock. Results are copied into the caller's buffer then: the kernel never writes into memory
-//! the caller could free.
+//! lock. Results are copied into the caller's buffer then (or, for a multishot recv, lent from
+//! the ring's provided buffers as a `Chunk`): the kernel never writes into memory the caller
+//! could free.
+//!
+//! By concern: this module is the op's state and the decoding of CQEs; [`buf`] the memory an
+//! op lends the kernel (pooled buffers, boxed values); [`sqe`] the constructors of SQEs and
+//! their ops.
 //!
 //! The `user_data` of an SQE:
 //!
@@ -25,16 +30,20 @@ use std::collections::VecDeque;
 use std::ffi::CString;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
-use std::ptr::NonNull;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use io_uring::{opcode, squeue, types};
+use io_uring::types;
 
+mod buf;
+mod sqe;
+
+pub(crate) use sqe::Sqe;
+
+use self::buf::{RawBox, RawBuf};
 use super::bufring::Chunk;
 use super::fd::{RawAddr, close_unowned, owned_fd};
 use crate::park::Waker;
@@ -63,208 +72,6 @@ pub(crate) const RECV_BACKLOG: usize = 64 * 1024;
 /// cancelled, for the same reason: past this, new connections wait in the kernel's listen
 /// backlog (as they would for a plain accept) instead of in descriptors the process holds.
 pub(crate) const ACCEPT_BACKLOG: usize = 128;
-
-/// A heap buffer the kernel may write while an operation is in flight. It is reachable only
-/// through raw pointers meanwhile, so no Rust reference aliases the kernel's writes.
-///
-/// Its bytes start uninitialised (the kernel fills them for a read; a write copies the
-/// caller's data in first), and buffers of the common sizes are recycled through a small
-/// per-thread pool, so a read costs neither an allocation nor zeroing.
-struct RawBuf {
-    ptr: NonNull<u8>,
-    /// At most [`MAX_IO`]: a `u32` keeps [`Op`] small (see its size assertion).
-    cap: u32,
-}
-
-// SAFETY: `RawBuf` owns its allocation like a `Box<[u8]>`; it holds no thread-bound state.
-unsafe impl Send for RawBuf {}
-// SAFETY: shared access only reads through `&self` methods after the operation completed.
-unsafe impl Sync for RawBuf {}
-
-/// Smallest pooled buffer, and the number of power-of-two size classes above it
-/// (64 B to 64 KiB).
-const POOL_MIN: usize = 64;
-const POOL_CLASSES: usize = 11;
-/// Buffers kept per class per thread, for classes up to [`POOL_DEEP_MAX`] bytes: twice the
-/// fibers a worker runs per round. A blocking-style echo frees its read buffer in one round
-/// and takes a new one in the next (after its write completed), so up to a round's worth of
-/// buffers of one class is in the pool between rounds. With 32 kept, half of the read
-/// buffers of a busy server went back to malloc and came out of it again (a read of
-/// `READ_BUF` plus a message, 16,400 bytes, takes a 32 KiB buffer, which glibc frees by
-/// coalescing and re-sorting its bins: 3% of srv-fiber's CPU at 1000 connections).
-const POOL_DEPTH: usize = 2 * crate::worker::BUDGET;
-/// Largest class kept [`POOL_DEPTH`] deep; the 64 KiB class keeps [`POOL_DEPTH_LARGE`]. At
-/// most 128 x 64 KiB (the classes up to 32 KiB) + 32 x 64 KiB = 10 MiB per thread stays
-/// pooled, and only what a burst of that size once used.
-const POOL_DEEP_MAX: usize = 32 * 1024;
-const POOL_DEPTH_LARGE: usize = 32;
-
-fn pool_depth(cap: usize) -> usize {
-    if cap <= POOL_DEEP_MAX {
-        POOL_DEPTH
-    } else {
-        POOL_DEPTH_LARGE
-    }
-}
-
-/// Free buffers of one thread, by size class.
-struct Pool {
-    free: [Vec<NonNull<u8>>; POOL_CLASSES],
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        for (class, list) in self.free.iter_mut().enumerate() {
-            for ptr in list.drain(..) {
-                // SAFETY: pooled pointers are allocations of exactly this class's layout,
-                // owned by the pool alone, freed once, here.
-                unsafe { std::alloc::dealloc(ptr.as_ptr(), layout(POOL_MIN << class)) };
-            }
-        }
-    }
-}
-
-thread_local! {
-    static POOL: std::cell::RefCell<Pool> = const {
-        std::cell::RefCell::new(Pool { free: [const { Vec::new() }; POOL_CLASSES] })
-    };
-}
-
-fn layout(cap: usize) -> std::alloc::Layout {
-    // `cap` is at least 1 and far below `isize::MAX`: the layout is always valid.
-    std::alloc::Layout::from_size_align(cap, 1).unwrap_or(std::alloc::Layout::new::<u8>())
-}
-
-/// The pool class and capacity for a request of `len` bytes (`None`: too big to pool).
-fn class_of(len: usize) -> Option<(usize, usize)> {
-    let cap = len.max(POOL_MIN).next_power_of_two();
-    let class = (cap / POOL_MIN).trailing_zeros() as usize;
-    (class < POOL_CLASSES).then_some((class, cap))
-}
-
-impl RawBuf {
-    /// A buffer of at least `len` bytes, contents unspecified.
-    fn uninit(len: usize) -> RawBuf {
-        let len = len.clamp(1, MAX_IO);
-        if let Some((class, cap)) = class_of(len) {
-            let pooled = POOL
-                .try_with(|p| p.borrow_mut().free[class].pop())
-                .ok()
-                .flatten();
-            if let Some(ptr) = pooled {
-                return RawBuf::from_parts(ptr, cap);
-            }
-            return RawBuf::alloc(cap);
-        }
-        RawBuf::alloc(len)
-    }
-
-    fn alloc(cap: usize) -> RawBuf {
-        let layout = layout(cap);
-        // SAFETY: `layout` has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc(layout) };
-        match NonNull::new(ptr) {
-            Some(ptr) => RawBuf::from_parts(ptr, cap),
-            None => std::alloc::handle_alloc_error(layout),
-        }
-    }
-
-    fn from_parts(ptr: NonNull<u8>, cap: usize) -> RawBuf {
-        // Every buffer is at most `MAX_IO` bytes (`uninit` clamps, pool classes are smaller).
-        let cap = u32::try_from(cap).unwrap_or(u32::MAX);
-        RawBuf { ptr, cap }
-    }
-
-    fn cap(&self) -> usize {
-        self.cap as usize
-    }
-
-    fn from_slice(data: &[u8]) -> RawBuf {
-        let buf = RawBuf::uninit(data.len());
-        // SAFETY: the buffer has room for `data.len()` bytes, is fresh (no op uses it) and
-        // does not overlap `data`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), buf.ptr.as_ptr(), data.len());
-        }
-        buf
-    }
-
-    /// Copies the first `n` bytes (clamped to the capacity and to `dst`) into `dst`.
-    ///
-    /// # Safety
-    ///
-    /// No operation that may write this buffer is in flight, and its first `n` bytes are
-    /// initialised (the kernel reported writing them, or they were copied in).
-    unsafe fn copy_to(&self, n: usize, dst: &mut [u8]) -> usize {
-        let n = n.min(self.cap()).min(dst.len());
-        // SAFETY: per the caller the `n` source bytes are initialised and not being written;
-        // `dst` is a distinct live slice of at least `n` bytes.
-        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr(), dst.as_mut_ptr(), n) };
-        n
-    }
-}
-
-impl Drop for RawBuf {
-    fn drop(&mut self) {
-        if let Some((class, cap)) = class_of(self.cap()) {
-            if cap == self.cap() {
-                let ptr = self.ptr;
-                let kept = POOL
-                    .try_with(|p| {
-                        let mut p = p.borrow_mut();
-                        let list = &mut p.free[class];
-                        if list.len() < pool_depth(cap) {
-                            list.push(ptr);
-                            true
-                        } else {
-                            false
-                        }
-                    })
-                    .unwrap_or(false);
-                if kept {
-                    return;
-                }
-            }
-        }
-        // SAFETY: `ptr` was allocated with `layout(cap)` (by `alloc`, possibly via the pool)
-        // and is freed once, here.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), layout(self.cap())) };
-    }
-}
-
-/// A small value at a fixed heap address the kernel reads or writes (a timespec, an
-/// address, an eventfd counter).
-struct RawBox<T> {
-    ptr: NonNull<T>,
-}
-
-// SAFETY: owns a `T` like `Box<T>`.
-unsafe impl<T: Send> Send for RawBox<T> {}
-// SAFETY: shared access only reads after the operation completed.
-unsafe impl<T: Sync> Sync for RawBox<T> {}
-
-impl<T> RawBox<T> {
-    fn new(v: T) -> RawBox<T> {
-        RawBox {
-            ptr: NonNull::from(Box::leak(Box::new(v))),
-        }
-    }
-
-    /// # Safety
-    ///
-    /// No operation that may write the value is in flight.
-    unsafe fn get(&self) -> &T {
-        // SAFETY: a live `Box` allocation, not being written per the caller.
-        unsafe { self.ptr.as_ref() }
-    }
-}
-
-impl<T> Drop for RawBox<T> {
-    fn drop(&mut self) {
-        // SAFETY: from `Box::leak` in `new`, freed once, here.
-        drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
-    }
-}
 
 /// The memory an operation lends the kernel.
 enum Mem {
@@ -635,244 +442,6 @@ impl Op {
     }
 }
 
-/// A prepared SQE and the op it completes, not yet pushed. Only this module builds them, so
-/// every SQE that reaches a ring points into memory its op owns.
-pub(crate) struct Sqe {
-    pub(super) entry: squeue::Entry,
-    pub(super) op: Option<Arc<Op>>,
-}
-
-impl std::fmt::Debug for Sqe {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sqe").field("op", &self.op).finish()
-    }
-}
-
-fn io_len(n: usize) -> u32 {
-    u32::try_from(n.min(MAX_IO)).unwrap_or(u32::MAX)
-}
-
-impl Sqe {
-    fn with_op(entry: squeue::Entry, op: Arc<Op>) -> (Sqe, Arc<Op>) {
-        (
-            Sqe {
-                entry,
-                op: Some(Arc::clone(&op)),
-            },
-            op,
-        )
-    }
-
-    fn buf_ptr(op: &Op) -> *mut u8 {
-        match &op.mem {
-            Mem::Buf(b) => b.ptr.as_ptr(),
-            _ => std::ptr::null_mut(),
-        }
-    }
-
-    /// `recv(fd, len)` into a buffer the op owns.
-    pub(crate) fn recv(fd: RawFd, len: usize) -> (Sqe, Arc<Op>) {
-        let len = io_len(len);
-        let op = Op::new(
-            Mem::Buf(RawBuf::uninit(len as usize)),
-            ResKind::Plain,
-            false,
-        );
-        let e = opcode::Recv::new(types::Fd(fd), Sqe::buf_ptr(&op), len).build();
-        Sqe::with_op(e, op)
-    }
-
-    /// `send(fd, data)` from a copy the op owns (MSG_NOSIGNAL: a closed peer is an error, not
-    /// a signal).
-    pub(crate) fn send(fd: RawFd, data: &[u8]) -> (Sqe, Arc<Op>) {
-        Sqe::send_flags(fd, data, libc::MSG_NOSIGNAL)
-    }
-
-    /// `send(fd, data, MSG_WAITALL)`: the kernel sends all of `data` (retrying short sends
-    /// itself) or fails; a result short of `data.len()` means the connection broke midway.
-    /// For write-behind, where the caller was told the bytes were written.
-    pub(crate) fn send_all(fd: RawFd, data: &[u8]) -> (Sqe, Arc<Op>) {
-        Sqe::send_flags(fd, data, libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-    }
-
-    fn send_flags(fd: RawFd, data: &[u8], flags: i32) -> (Sqe, Arc<Op>) {
-        let data = &data[..data.len().min(MAX_IO)];
-        let op = Op::new(Mem::Buf(RawBuf::from_slice(data)), ResKind::Plain, false);
-        let e = opcode::Send::new(types::Fd(fd), Sqe::buf_ptr(&op), io_len(data.len()))
-            .flags(flags)
-            .build();
-        Sqe::with_op(e, op)
-    }
-
-    /// `pread(fd, len, offset)`; offset `u64::MAX` reads at the file position.
-    pub(crate) fn read_at(fd: RawFd, len: usize, offset: u64) -> (Sqe, Arc<Op>) {
-        let len = io_len(len);
-        let op = Op::new(
-            Mem::Buf(RawBuf::uninit(len as usize)),
-            ResKind::Plain,
-            false,
-        );
-        let e = opcode::Read::new(types::Fd(fd), Sqe::buf_ptr(&op), len)
-            .offset(offset)
-            .build();
-        Sqe::with_op(e, op)
-    }
-
-    /// `pwrite(fd, data, offset)`; offset `u64::MAX` writes at the file position (and appends
-    /// on an `O_APPEND` file).
-    pub(crate) fn write_at(fd: RawFd, data: &[u8], offset: u64) -> (Sqe, Arc<Op>) {
-        let data = &data[..data.len().min(MAX_IO)];
-        let op = Op::new(Mem::Buf(RawBuf::from_slice(data)), ResKind::Plain, false);
-        let e = opcode::Write::new(types::Fd(fd), Sqe::buf_ptr(&op), io_len(data.len()))
-            .offset(offset)
-            .build();
-        Sqe::with_op(e, op)
-    }
-
-    /// `accept4(fd, SOCK_CLOEXEC)`, recording the peer address.
-    pub(crate) fn accept(fd: RawFd) -> (Sqe, Arc<Op>) {
-        let op = Op::new(Mem::Addr(RawBox::new(RawAddr::empty())), ResKind::Fd, false);
-        let (addr, len) = match &op.mem {
-            Mem::Addr(a) => {
-                let p = a.ptr.as_ptr();
-                // SAFETY: `p` points to a live `RawAddr`; we only compute field addresses.
-                unsafe {
-                    (
-                        std::ptr::addr_of_mut!((*p).storage).cast::<libc::sockaddr>(),
-                        std::ptr::addr_of_mut!((*p).len),
-                    )
-                }
-            }
-            _ => (std::ptr::null_mut(), std::ptr::null_mut()),
-        };
-        let e = opcode::Accept::new(types::Fd(fd), addr, len)
-            .flags(libc::SOCK_CLOEXEC)
-            .build();
-        Sqe::with_op(e, op)
-    }
-
-    /// Multishot `accept4(fd, SOCK_CLOEXEC)`: one CQE per connection until cancelled.
-    pub(crate) fn accept_multi(fd: RawFd) -> (Sqe, Arc<Op>) {
-        let op = Op::new(Mem::None, ResKind::Fd, false);
-        let e = opcode::AcceptMulti::new(types::Fd(fd))
-            .flags(libc::SOCK_CLOEXEC)
-            .build();
-        Sqe::with_op(e, op)
-    }
-
-    /// Multishot `recv(fd)` into buffers the kernel picks from the ring's provided-buffer
-    /// group; one CQE per chunk of data until EOF, an error, a cancel, or no free buffer.
-    pub(crate) fn recv_multi(fd: RawFd) -> (Sqe, Arc<Op>) {
-        let op = Op::new(Mem::None, ResKind::Plain, false);
-        let e = opcode::RecvMulti::new(types::Fd(fd), super::bufring::BGID).build();
-        Sqe::with_op(e, op)
-    }
-
-    /// `connect(fd, addr)`.
-    pub(crate) fn connect(fd: RawFd, addr: SocketAddr) -> (Sqe, Arc<Op>) {
-        let op = Op::new(
-            Mem::Addr(RawBox::new(RawAddr::from_socket_addr(addr))),
-            ResKind::Plain,
-            false,
-        );
-        let (ptr, len) = match &op.mem {
-            Mem::Addr(a) => {
-                // SAFETY: nothing writes a connect address; reading its length is fine.
-                let len = unsafe { a.get() }.len;
-                (a.ptr.as_ptr().cast::<libc::sockaddr>().cast_const(), len)
-            }
-            _ => (std::ptr::null(), 0),
-        };
-        let e = opcode::Connect::new(types::Fd(fd), ptr, len).build();
-        Sqe::with_op(e, op)
-    }
-
-    /// A relative timeout: completes with `-ETIME` after `dur`.
-    pub(crate) fn timeout(dur: Duration) -> (Sqe, Arc<Op>) {
-        let ts = types::Timespec::new()
-            .sec(dur.as_secs())
-            .nsec(dur.subsec_nanos());
-        let op = Op::new(Mem::Timespec(RawBox::new(ts)), ResKind::Plain, false);
-        let p = match &op.mem {
-            Mem::Timespec(t) => t.ptr.as_ptr().cast_const(),
-            _ => std::ptr::null(),
-        };
-        let e = opcode::Timeout::new(p).build();
-        Sqe::with_op(e, op)
-    }
-
-    /// `openat(AT_FDCWD, path, flags | O_CLOEXEC, mode)`.
-    pub(crate) fn open(path: CString, flags: i32, mode: u32) -> (Sqe, Arc<Op>) {
-        let op = Op::new(Mem::Path(path), ResKind::Fd, false);
-        let p = match &op.mem {
-            Mem::Path(c) => c.as_ptr(),
-            _ => std::ptr::null(),
-        };
-        let e = opcode::OpenAt::new(types::Fd(libc::AT_FDCWD), p)
-            .flags(flags | libc::O_CLOEXEC)
-            .mode(mode)
-            .build();
-        Sqe::with_op(e, op)
-    }
-
-    /// `fsync(fd)`, or `fdatasync` when `data_only`.
-    pub(crate) fn fsync(fd: RawFd, data_only: bool) -> (Sqe, Arc<Op>) {
-        let op = Op::new(Mem::None, ResKind::Plain, false);
-        let flags = if data_only {
-            types::FsyncFlags::DATASYNC
-        } else {
-            types::FsyncFlags::empty()
-        };
-        let e = opcode::Fsync::new(types::Fd(fd)).flags(flags).build();
-        Sqe::with_op(e, op)
-    }
-
-    /// `close(fd)`; the op takes ownership of the descriptor.
-    pub(crate) fn close(fd: OwnedFd) -> (Sqe, Arc<Op>) {
-        let op = Op::new(Mem::None, ResKind::Plain, false);
-        let e = opcode::Close::new(types::Fd(fd.into_raw_fd())).build();
-        Sqe::with_op(e, op)
-    }
-
-    /// A read of an eventfd's 8-byte counter, internal to the runtime.
-    pub(crate) fn eventfd_read(fd: RawFd) -> (Sqe, Arc<Op>) {
-        let op = Op::new(Mem::Word(RawBox::new(0u64)), ResKind::Plain, true);
-        let p = match &op.mem {
-            Mem::Word(w) => w.ptr.as_ptr().cast::<u8>(),
-            _ => std::ptr::null_mut(),
-        };
-        let e = opcode::Read::new(types::Fd(fd), p, 8).build();
-        Sqe::with_op(e, op)
-    }
-
-    /// A wake-up message to another ring: it posts a CQE tagged [`TAG_WAKE`] there.
-    pub(crate) fn msg_ring(target_ring: RawFd) -> Sqe {
-        let e = opcode::MsgRingData::new(types::Fd(target_ring), 0, TAG_WAKE, None)
-            .build()
-            .user_data(TAG_IGNORE);
-        Sqe { entry: e, op: None }
-    }
-
-    /// Cancels one in-flight op of this ring.
-    pub(crate) fn cancel(target: &Arc<Op>) -> Sqe {
-        let ud = target.user_data();
-        let holder = Op::new(Mem::Hold(Arc::clone(target)), ResKind::Plain, true);
-        let e = opcode::AsyncCancel::new(ud).build();
-        Sqe {
-            entry: e,
-            op: Some(holder),
-        }
-    }
-
-    /// Cancels every in-flight request of this ring.
-    pub(crate) fn cancel_all() -> Sqe {
-        let e = opcode::AsyncCancel2::new(types::CancelBuilder::any())
-            .build()
-            .user_data(TAG_IGNORE);
-        Sqe { entry: e, op: None }
-    }
-}
-
 /// What one CQE meant.
 pub(crate) enum Reaped {
     /// An op progressed; wake this waiter (if any).
@@ -1009,23 +578,5 @@ mod tests {
         }
         assert!(r.pop_front().is_none());
         assert_eq!(r.multi.as_ref().map(|m| m.buffered), Some(0));
-    }
-
-    #[test]
-    fn buffer_classes_cover_the_pooled_range() {
-        assert_eq!(class_of(1), Some((0, 64)));
-        assert_eq!(class_of(64), Some((0, 64)));
-        assert_eq!(class_of(65), Some((1, 128)));
-        assert_eq!(class_of(64 * 1024), Some((10, 64 * 1024)));
-        assert_eq!(class_of(64 * 1024 + 1), None);
-    }
-
-    #[test]
-    fn a_read_buffer_copies_out_only_what_was_written() {
-        let buf = RawBuf::from_slice(b"hello");
-        let mut dst = [0u8; 8];
-        // SAFETY: no op uses the buffer; its first 5 bytes were copied in.
-        let n = unsafe { buf.copy_to(5, &mut dst) };
-        assert_eq!(&dst[..n], b"hello");
     }
 }
