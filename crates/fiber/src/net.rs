@@ -174,15 +174,15 @@ pub struct TcpStream {
 enum Data {
     /// A provided buffer the kernel lent (multishot recv).
     Lent(Chunk),
-    /// A copy (a plain recv).
-    Owned(Vec<u8>),
+    /// The buffer of a plain recv's own op, read in place.
+    Plain(Arc<op::Op>),
 }
 
 impl Data {
     fn bytes(&self) -> &[u8] {
         match self {
             Data::Lent(c) => c.bytes(),
-            Data::Owned(v) => v,
+            Data::Plain(op) => op.received(),
         }
     }
 }
@@ -251,13 +251,10 @@ impl RecvState {
             None if self.plain_once || !multishot_recv_here() => {
                 self.plain_once = false;
                 let (n, op) = driver::run(Sqe::recv(fd, PLAIN_RECV))?;
-                let mut v = vec![0u8; usize::try_from(n).unwrap_or(0)];
-                let n = op.copy_out(v.len(), &mut v);
-                v.truncate(n);
                 if n == 0 {
                     self.eof = true;
                 } else {
-                    self.data = Some(Data::Owned(v));
+                    self.data = Some(Data::Plain(op));
                 }
                 return Ok(());
             }
@@ -485,16 +482,22 @@ impl Drop for TcpStream {
         // An op still on its way to the kernel names the socket by number: if it were
         // closed now, the number could be reused by another connection before the SQE is
         // submitted. Such ops keep the descriptor open until they are freed.
-        let fd = Arc::new(OwnedFd::from(sock));
         let send = self.send.get_mut().take();
         let recv = std::mem::take(self.recv.get_mut());
-        if let Some((p, _)) = &send {
-            p.op.keep_fd(&fd);
+        let pending: Vec<&Pushed> = send
+            .iter()
+            .map(|(p, _)| p)
+            .chain(recv.armed.iter())
+            .filter(|p| !p.op.is_done())
+            .collect();
+        if !pending.is_empty() {
+            let fd = Arc::new(OwnedFd::from(sock));
+            for p in pending {
+                p.op.keep_fd(&fd);
+            }
         }
-        if let Some(p) = &recv.armed {
-            p.op.keep_fd(&fd);
-        }
-        // Cancels the multishot recv; the descriptor closes with its last holder.
+        // Cancels the multishot recv; the descriptor closes with its last holder (at once
+        // when no op needed it).
         drop(recv);
     }
 }

@@ -138,11 +138,23 @@ impl RawBuf {
     /// No operation that may write this buffer is in flight, and its first `n` bytes are
     /// initialised (the kernel reported writing them, or they were copied in).
     pub(super) unsafe fn copy_to(&self, n: usize, dst: &mut [u8]) -> usize {
-        let n = n.min(self.cap()).min(dst.len());
-        // SAFETY: per the caller the `n` source bytes are initialised and not being written;
-        // `dst` is a distinct live slice of at least `n` bytes.
-        unsafe { std::ptr::copy_nonoverlapping(self.ptr.as_ptr(), dst.as_mut_ptr(), n) };
+        // SAFETY: forwarded to the caller.
+        let src = unsafe { self.prefix(n) };
+        let n = src.len().min(dst.len());
+        dst[..n].copy_from_slice(&src[..n]);
         n
+    }
+
+    /// The first `n` bytes (clamped to the capacity), borrowed.
+    ///
+    /// # Safety
+    ///
+    /// As for [`copy_to`](Self::copy_to), for as long as the borrow lives.
+    pub(super) unsafe fn prefix(&self, n: usize) -> &[u8] {
+        let n = n.min(self.cap());
+        // SAFETY: per the caller the `n` bytes are initialised and nothing writes them while
+        // the borrow (tied to `&self`, which owns the allocation) lives.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), n) }
     }
 }
 

@@ -415,6 +415,25 @@ impl Op {
         }
     }
 
+    /// The bytes a completed read left in the op's buffer (empty before the op is done):
+    /// lent in place, for as long as the op lives.
+    pub(crate) fn received(&self) -> &[u8] {
+        let st = self.lock();
+        if st.phase != Phase::Done {
+            return &[];
+        }
+        let n = st.written as usize;
+        drop(st);
+        match &self.mem {
+            // SAFETY: the phase is `Done` (checked under the lock the completing thread held),
+            // so the kernel no longer writes the buffer and nothing else ever does; `n` is the
+            // byte count the kernel reported writing; the borrow is tied to `&self`, which
+            // owns the buffer.
+            Mem::Buf(b) => unsafe { b.prefix(n) },
+            _ => &[],
+        }
+    }
+
     /// The peer address an `accept` wrote, once done.
     pub(crate) fn peer_addr(&self) -> Option<SocketAddr> {
         let st = self.lock();
