@@ -34,6 +34,12 @@ impl IsMinusOne for i32 {
     }
 }
 
+impl IsMinusOne for i64 {
+    fn is_minus_one(&self) -> bool {
+        *self == -1
+    }
+}
+
 impl IsMinusOne for isize {
     fn is_minus_one(&self) -> bool {
         *self == -1

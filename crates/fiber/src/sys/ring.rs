@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use io_uring::{IoUring, Probe, opcode, squeue, types};
 
 use super::bufring::{BGID, BufRing};
+use super::cvt;
 use super::op::{self, Op, Reaped, Sqe};
 use crate::park::Waker;
 
@@ -254,6 +255,11 @@ pub(crate) struct RingOwner {
     fail_enters: RefCell<Vec<i32>>,
     /// `io_uring_enter` calls made, for the stats.
     enters: Cell<u64>,
+    /// The ring's index in this thread's table of registered ring fds, when it has one: an
+    /// enter then names the ring by that index, and the kernel skips looking its file up
+    /// (an `fdget`/`fdput` pair per enter). The table is per thread, so only the thread
+    /// that registered may use it: the owner, which `!Send` keeps on it.
+    registered: Option<RegisteredRing>,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -291,6 +297,11 @@ impl RingOwner {
         // The kernel caps the CQ (65,536 entries) instead of refusing a larger request.
         b.setup_clamp();
         let uring = b.build(setup.entries.max(8))?;
+        // SQPOLL enters only to wake its thread, and the crate's submit knows how.
+        let registered = match setup.sqpoll_idle_ms {
+            None => RegisteredRing::new(uring.as_raw_fd()),
+            Some(_) => None,
+        };
         let bufs = match setup.provided_bufs {
             Some((entries, size)) => {
                 let br = BufRing::new(entries, size)?;
@@ -323,6 +334,7 @@ impl RingOwner {
             #[cfg(test)]
             fail_enters: RefCell::new(Vec::new()),
             enters: Cell::new(0),
+            registered,
             _not_send: PhantomData,
         })
     }
@@ -333,6 +345,12 @@ impl RingOwner {
 
     pub(crate) fn enters(&self) -> u64 {
         self.enters.get()
+    }
+
+    /// Whether enters name the ring by its registered index (see `registered`).
+    #[cfg(test)]
+    pub(crate) fn is_registered(&self) -> bool {
+        self.registered.is_some()
     }
 
     /// Queues an SQE for the next submission (behind the backlog if the SQ is full). It
@@ -533,6 +551,9 @@ impl RingOwner {
         if let Some(errno) = self.fail_enters.borrow_mut().pop() {
             return Err(io::Error::from_raw_os_error(errno));
         }
+        if let Some(ring) = &self.registered {
+            return self.enter_registered(ring, wait);
+        }
         let submitter = self.shared.uring.submitter();
         if wait {
             submitter.submit_and_wait(1)
@@ -541,14 +562,118 @@ impl RingOwner {
         }
     }
 
+    /// [`enter_once`](Self::enter_once) through the registered index, with the flags the
+    /// io-uring crate's `submit_and_wait` would pass (it cannot name a ring by an index it
+    /// did not register itself): GETEVENTS to wait, and also to run deferred task work or
+    /// flush overflowed CQEs, which only an enter with GETEVENTS does.
+    fn enter_registered(&self, ring: &RegisteredRing, wait: bool) -> io::Result<usize> {
+        let (to_submit, flags) = {
+            // SAFETY: as in `push`: the owner thread is the only SQ user; the queue is
+            // dropped at the end of this block, before the enter.
+            let sq = unsafe { self.shared.uring.submission_shared() };
+            let get_events = wait || sq.taskrun() || sq.cq_overflow();
+            (
+                u32::try_from(sq.len()).unwrap_or(u32::MAX),
+                if get_events { GETEVENTS } else { 0 },
+            )
+        };
+        ring.enter(to_submit, u32::from(wait), flags)
+    }
+
     /// Registers an eventfd the kernel signals on every CQE posted to this ring.
     pub(crate) fn register_eventfd(&self, fd: RawFd) -> io::Result<()> {
         self.shared.uring.submitter().register_eventfd(fd)
     }
 }
 
+const GETEVENTS: u32 = 1 << 0;
+const REGISTERED_RING: u32 = 1 << 4;
+const REGISTER_RING_FDS: libc::c_long = 20;
+const UNREGISTER_RING_FDS: libc::c_long = 21;
+
+/// `struct io_uring_rsrc_update`, the argument of (un)registering ring fds.
+#[repr(C)]
+struct RsrcUpdate {
+    offset: u32,
+    resv: u32,
+    data: u64,
+}
+
+/// A ring's fd registered in the calling thread's io_uring context (Linux 5.18): enters
+/// name it by `index`. The owner unregisters it when dropped, on the same thread (it is
+/// `!Send`) and while the ring's fd is still open, so that the thread's table (16 slots)
+/// never fills with rings that are gone: the registration holds a reference to the ring.
+#[derive(Debug)]
+struct RegisteredRing {
+    index: u32,
+}
+
+impl RegisteredRing {
+    /// Registers `fd`; `None` where the kernel cannot (before 5.18, or the thread's table
+    /// is full): enters then name the ring by its fd, as before.
+    fn new(fd: RawFd) -> Option<RegisteredRing> {
+        let mut up = RsrcUpdate {
+            offset: u32::MAX, // any free slot; the kernel writes back which
+            resv: 0,
+            data: u64::try_from(fd).ok()?,
+        };
+        // SAFETY: `up` is a valid `io_uring_rsrc_update` that lives across the call, which
+        // reads and writes exactly one of them (nr_args 1); `fd` is an io_uring fd.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_register,
+                libc::c_long::from(fd),
+                REGISTER_RING_FDS,
+                &raw mut up,
+                1 as libc::c_long,
+            )
+        };
+        (n == 1).then_some(RegisteredRing { index: up.offset })
+    }
+
+    /// Frees the slot. `ring_fd` is the ring's open fd, which the kernel requires to take
+    /// the call (though the slot is what names the registration).
+    fn unregister(self, ring_fd: RawFd) {
+        let mut up = RsrcUpdate {
+            offset: self.index,
+            resv: 0,
+            data: 0,
+        };
+        // SAFETY: as in `new`.
+        unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_register,
+                libc::c_long::from(ring_fd),
+                UNREGISTER_RING_FDS,
+                &raw mut up,
+                1 as libc::c_long,
+            );
+        }
+    }
+
+    fn enter(&self, to_submit: u32, min_complete: u32, flags: u32) -> io::Result<usize> {
+        // SAFETY: no signal mask or extra argument is passed (null, size 0); `index` names a
+        // ring this thread registered and has not unregistered (we are alive).
+        let n = cvt(unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_enter,
+                libc::c_long::from(self.index),
+                libc::c_long::from(to_submit),
+                libc::c_long::from(min_complete),
+                libc::c_long::from(flags | REGISTERED_RING),
+                std::ptr::null::<libc::c_void>(),
+                0 as libc::c_long,
+            )
+        })?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+}
+
 impl Drop for RingOwner {
     fn drop(&mut self) {
+        if let Some(ring) = self.registered.take() {
+            ring.unregister(self.shared.fd());
+        }
         // Entries that never reached the kernel: take back the references their ops moved
         // into them.
         for entry in self.backlog.get_mut().drain(..) {
@@ -621,6 +746,28 @@ mod tests {
             "an operation never completed"
         );
         assert_eq!(ring.shared().in_flight(), 0);
+    }
+
+    /// Twenty rings made and dropped one after another on one thread each get a registered
+    /// fd (a thread holds 16 at most: so dropping a ring frees its slot), and operations
+    /// complete through enters that name the ring by its index.
+    #[test]
+    fn rings_register_their_fd_and_give_the_slot_back() {
+        for _ in 0..20 {
+            let Some(ring) = small_ring() else { return };
+            assert!(
+                ring.is_registered(),
+                "Linux 5.18 and later register ring fds"
+            );
+            let (sqe, op) = Sqe::timeout(Duration::ZERO);
+            ring.push(sqe).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !op.is_done() && Instant::now() < deadline {
+                ring.wait().unwrap();
+                ring.shared().try_reap(usize::MAX, drop);
+            }
+            assert!(op.is_done(), "the timeout never completed");
+        }
     }
 
     /// An operation the kernel never completes (stood in for by an in-flight count no op
