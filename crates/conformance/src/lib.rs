@@ -85,8 +85,6 @@ macro_rules! server_list {
             reactor: "srv-reactor" [] []
                 bench "reactor", true, "hand-written epoll reactor (mio), one per worker thread",
             reactor_reuseport: "srv-reactor" ["--accept", "reuseport"] [],
-            go: "srv-go" [] [OwnCounters]
-                bench "go", true, "Go, a goroutine per connection (the papers' reference)",
             tokio_multi: "srv-tokio" ["--flavor", "multi"] []
                 bench "tokio", true, "Tokio multi-thread runtime, a task per connection",
             tokio_per_core: "srv-tokio" ["--flavor", "per-core"] []
@@ -102,6 +100,8 @@ macro_rules! server_list {
             fiber_stealing: "srv-fiber" ["--io-stealing", "--ring-flags", "none"] [IoUring],
             fiber_work_stealing: "srv-fiber" ["--scheduler", "stealing"] [IoUring],
             fiber_plain_recv: "srv-fiber" ["--plain-recv", "--ring-flags", "coop_taskrun"] [IoUring],
+            go: "srv-go" [] [OwnCounters]
+                bench "go", true, "Go, a goroutine per connection (the papers' reference)",
             floor_epoll: "srv-floor" ["--api", "epoll"] [EchoOnly]
                 bench "floor-epoll", true,
                 "the kernel's floor: one thread, bare epoll, plain echo only",
