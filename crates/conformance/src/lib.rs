@@ -1,6 +1,6 @@
 //! The conformance harness: starts any ringside server binary by name and talks to it
 //! over real loopback sockets, so that one suite (`tests/echo.rs`, `tests/chat.rs`,
-//! `tests/cli.rs`) holds every server to PROTOCOL.md, `docs/protocol-notes.md` and
+//! `tests/cli.rs`) holds every server to docs/PROTOCOL.md, `docs/protocol-notes.md` and
 //! `docs/room-log.md`.
 //!
 //! What it is: a small library of process and socket helpers, the one list of servers
@@ -100,7 +100,7 @@ macro_rules! server_list {
             fiber_stealing: "srv-fiber" ["--io-stealing", "--ring-flags", "none"] [IoUring],
             fiber_work_stealing: "srv-fiber" ["--scheduler", "stealing"] [IoUring],
             fiber_plain_recv: "srv-fiber" ["--plain-recv", "--ring-flags", "coop_taskrun"] [IoUring],
-            go: "srv-go" [] [OwnCounters]
+            go: "srv-go" [] [NotLaunch]
                 bench "go", true, "Go, a goroutine per connection (the papers' reference)",
             floor_epoll: "srv-floor" ["--api", "epoll"] [EchoOnly]
                 bench "floor-epoll", true,
@@ -115,14 +115,14 @@ macro_rules! server_list {
 /// Every server of [`server_list!`], for code that wants to iterate over them.
 pub const SERVERS: &[ServerSpec] = server_list!(__spec_array![]);
 
-/// Expands `check_a, check_b needs Chat, …` into one module per server holding one
-/// `#[test]` per check, each calling the caller's `fn check_a(&Target) -> Result<(), E>`
-/// through [`run_check`]. `needs <Need>` marks a check that only servers serving that
-/// [`Need`] can pass.
+/// Expands `check_a, check_b needs Chat, check_c needs Chat & Counters, …` into one
+/// module per server holding one `#[test]` per check, each calling the caller's
+/// `fn check_a(&Target) -> Result<(), E>` through [`run_check`]. `needs <Need> & …` marks
+/// a check that only servers serving every such [`Need`] can pass.
 #[macro_export]
 macro_rules! conformance_tests {
-    ($($check:ident $(needs $need:ident)?),+ $(,)?) => {
-        $crate::server_list!(__expand_tests![$($check $(needs $need)?),+]);
+    ($($check:ident $(needs $($need:ident)&+)?),+ $(,)?) => {
+        $crate::server_list!(__expand_tests![$($check $(needs $($need)&+)?),+]);
     };
 }
 
@@ -179,14 +179,14 @@ macro_rules! __expand_tests {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __expand_checks {
-    ([$($check:ident $(needs $need:ident)?),+]) => {
+    ([$($check:ident $(needs $($need:ident)&+)?),+]) => {
         $(
             #[test]
             fn $check() {
                 $crate::run_check(
                     &SPEC,
                     stringify!($check),
-                    &[$($crate::Need::$need)?],
+                    &[$($($crate::Need::$need),+)?],
                     super::$check,
                 );
             }

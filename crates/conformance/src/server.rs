@@ -60,7 +60,7 @@ pub struct BenchEntry {
     pub about: &'static str,
 }
 
-/// What sets a server apart from the full face of PROTOCOL.md and DESIGN.md.
+/// What sets a server apart from the full face of docs/PROTOCOL.md and docs/DESIGN.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
     /// Serves plain echo only: no chat, no `--compute-us` (srv-floor, the kernel's floor,
@@ -68,9 +68,10 @@ pub enum Limit {
     EchoOnly,
     /// Runs only where io_uring is allowed: skipped with a message elsewhere.
     IoUring,
-    /// Prints a stop line of its own, not `service`'s counters (srv-go: `conns=`,
-    /// `msgs=`, no count of cut subscribers).
-    OwnCounters,
+    /// Not built on `launch` and `service` (srv-go): it prints a stop line of its own
+    /// (`conns=`, `msgs=`, no count of cut subscribers) and words its one-line errors its
+    /// own way (`srv-go: cannot listen on …`, without `error:`).
+    NotLaunch,
 }
 
 /// What a check needs of a server beyond plain echo and the common command line.
@@ -115,7 +116,7 @@ impl ServerSpec {
     pub fn serves(&self, need: Need) -> bool {
         match need {
             Need::Chat | Need::Compute => !self.limits.contains(&Limit::EchoOnly),
-            Need::Counters => !self.limits.contains(&Limit::OwnCounters),
+            Need::Counters => !self.limits.contains(&Limit::NotLaunch),
         }
     }
 

@@ -1,7 +1,7 @@
 //! The end-to-end checks srv-tokio and srv-tokio-uring share: echo, chat
 //! (fan-out across workers, the seam, errors, the slow-subscriber cut, `--fsync
 //! always`), the clean stop, and the exit status 2 of a port in use or a missing
-//! CPU. The conformance suite checks PROTOCOL.md in full; these check what the two
+//! CPU. The conformance suite checks docs/PROTOCOL.md in full; these check what the two
 //! crates add over it: their listeners, their outboxes, their offloading, in
 //! every setup (flavor, worker count) a crate has.
 
