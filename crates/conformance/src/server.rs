@@ -152,9 +152,7 @@ fn io_uring_usable() -> Result<(), String> {
 /// `io_uring_setup(2)` returned, `disabled` the text of `kernel.io_uring_disabled`.
 fn io_uring_refusal(error: &io::Error, disabled: Option<&str>) -> String {
     let why = match error.raw_os_error() {
-        Some(nix::libc::ENOSYS) => {
-            "this kernel has no io_uring (ENOSYS)".to_owned()
-        }
+        Some(nix::libc::ENOSYS) => "this kernel has no io_uring (ENOSYS)".to_owned(),
         Some(nix::libc::EPERM) => match disabled.map(str::trim) {
             Some(level @ ("1" | "2")) => format!(
                 "io_uring is forbidden here: sysctl kernel.io_uring_disabled = {level} (EPERM)"
@@ -668,7 +666,9 @@ mod tests {
             path: PathBuf::from("/bin/srv-x"),
         };
         let args = |cmd: Command| -> Vec<String> {
-            cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect()
+            cmd.get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
         };
         assert_eq!(
             args(target.command(&["--proto", "echo"])),

@@ -97,7 +97,10 @@ fn echo_compute_holds_a_partial_message_until_eof(target: &Target) -> Result<()>
     c.shutdown(Shutdown::Write)?;
     let mut rest = Vec::new();
     c.read_to_end(&mut rest)?;
-    ensure!(rest == b"ef", "the partial message echoed as {rest:?} at EOF");
+    ensure!(
+        rest == b"ef",
+        "the partial message echoed as {rest:?} at EOF"
+    );
     Ok(())
 }
 
