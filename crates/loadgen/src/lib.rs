@@ -31,6 +31,7 @@ mod config;
 mod echo;
 mod error;
 pub mod hist;
+pub mod peer;
 mod run;
 mod schedule;
 mod summary;
