@@ -1,7 +1,9 @@
 //! The conformance harness: starts any ringside server binary by name and talks to it
 //! over real loopback sockets, so that one suite (`tests/echo.rs`, `tests/chat.rs`,
-//! `tests/cli.rs`) holds every server to docs/PROTOCOL.md, `docs/protocol-notes.md` and
-//! `docs/room-log.md`.
+//! `tests/cli.rs`, `tests/runtimes.rs`) holds every server to `docs/PROTOCOL.md`,
+//! `docs/protocol-notes.md` and `docs/room-log.md`. It is the one harness that starts
+//! server binaries: other crates' tests (loadgen's) use it too, and `cargo xtask` reads
+//! its server list.
 //!
 //! What it is: a small library of process and socket helpers, the one list of servers
 //! ([`server_list!`]) and the macro that turns every check into a `#[test]` per server
