@@ -236,6 +236,14 @@ fn crate_roots(krate: &str) -> Vec<PathBuf> {
     roots
 }
 
+/// A directory, a subdirectory of it left out (fenced as a whole), and the `(file, item)`
+/// places where `allow(unsafe_code)` may appear (`file` for a whole file).
+type Fence = (
+    &'static str,
+    Option<&'static str>,
+    &'static [(&'static str, &'static str)],
+);
+
 /// Where `allow(unsafe_code)` appears under `dir` (outside `except`): the file, and the
 /// item it is on (`file` for an inner `#![allow]`).
 fn unsafe_allowances(dir: &Path, except: Option<&Path>) -> Vec<(String, String)> {
@@ -293,7 +301,7 @@ fn unsafe_code_is_fenced_where_the_architecture_says() {
         }
     }
     // Where each of those may allow it, and nowhere else.
-    let fences: [(&str, Option<&str>, &[(&str, &str)]); 4] = [
+    let fences: [Fence; 4] = [
         ("crates/server-threads", None, &[("fork.rs", "file")]),
         ("crates/server-floor", None, &[("uring.rs", "file")]),
         (
