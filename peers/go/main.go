@@ -1,6 +1,6 @@
 // Command srv-go is ringside's goroutine-per-connection reference server: the
 // idiomatic Go server that the papers measure against, serving the echo and
-// chat protocols of PROTOCOL.md with the standard library alone.
+// chat protocols of docs/PROTOCOL.md with the standard library alone.
 //
 // Usage:
 //

@@ -3,8 +3,10 @@
 //! A *variant* is a server binary plus flags, written `NAME[+FLAG[=VALUE]]...`: `threads`,
 //! `tokio-per-core`, `fiber+completer`, `fiber+completer+ring-flags=sqpoll`. Each `+FLAG`
 //! becomes `--FLAG` (and `=VALUE` its value) on the server's command line, so runtime options
-//! can be compared side by side without a table entry for each combination. The names below
-//! are the known ones; any other `srv-<name>` binary of the workspace is picked up as `<name>`.
+//! can be compared side by side without a table entry for each combination. The known names
+//! come from the conformance suite's server list (`conformance::server_list!`, the entries
+//! with a `bench` name), so the bench runs what the suite tests; any other `srv-<name>`
+//! binary of the workspace is picked up as `<name>`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,88 +30,21 @@ struct Known {
     echo_only: bool,
 }
 
-const KNOWN: &[Known] = &[
-    Known {
-        name: "threads",
-        binary: "srv-threads",
-        flags: &["--mode", "thread"],
-        about: "an OS thread per connection, blocking I/O",
-        default: true,
-        echo_only: false,
-    },
-    Known {
-        name: "threads-process",
-        binary: "srv-threads",
-        flags: &["--mode", "process"],
-        about: "a forked process per connection (the C server of the C-versus-Go paper)",
-        default: true,
-        echo_only: false,
-    },
-    Known {
-        name: "reactor",
-        binary: "srv-reactor",
-        flags: &[],
-        about: "hand-written epoll reactor (mio), one per worker thread",
-        default: true,
-        echo_only: false,
-    },
-    Known {
-        name: "tokio",
-        binary: "srv-tokio",
-        flags: &["--flavor", "multi"],
-        about: "Tokio multi-thread runtime, a task per connection",
-        default: true,
-        echo_only: false,
-    },
-    Known {
-        name: "tokio-per-core",
-        binary: "srv-tokio",
-        flags: &["--flavor", "per-core"],
-        about: "a current-thread Tokio runtime per worker, SO_REUSEPORT listeners",
-        default: false,
-        echo_only: false,
-    },
-    Known {
-        name: "tokio-uring",
-        binary: "srv-tokio-uring",
-        flags: &[],
-        about: "tokio-uring, one io_uring runtime per worker thread",
-        default: true,
-        echo_only: false,
-    },
-    Known {
-        name: "fiber",
-        binary: "srv-fiber",
-        flags: &[],
-        about: "our io_uring runtime of stackful fibers, blocking-style code",
-        default: true,
-        echo_only: false,
-    },
-    Known {
-        name: "go",
-        binary: "srv-go",
-        flags: &[],
-        about: "Go, a goroutine per connection (the papers' reference)",
-        default: true,
-        echo_only: false,
-    },
-    Known {
-        name: "floor-epoll",
-        binary: "srv-floor",
-        flags: &["--api", "epoll"],
-        about: "the kernel's floor: one thread, bare epoll, plain echo only",
-        default: true,
-        echo_only: true,
-    },
-    Known {
-        name: "floor-uring",
-        binary: "srv-floor",
-        flags: &["--api", "io_uring"],
-        about: "the kernel's floor: one thread, bare io_uring (multishot, buffer ring), plain echo only",
-        default: true,
-        echo_only: true,
-    },
-];
+/// The known variants: the entries of the conformance suite's one server list that have
+/// a bench name, in the list's order, so that a server is added (and tested) in one place.
+fn known() -> impl Iterator<Item = Known> {
+    conformance::SERVERS.iter().filter_map(|spec| {
+        let bench = spec.bench?;
+        Some(Known {
+            name: bench.name,
+            binary: spec.bin,
+            flags: spec.args,
+            about: bench.about,
+            default: bench.default,
+            echo_only: spec.limits.contains(&conformance::Limit::EchoOnly),
+        })
+    })
+}
 
 /// A server as the bench runs it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,7 +61,7 @@ impl Variant {
     /// Whether the server serves `workload`: an echo-only one (srv-floor) runs plain echo
     /// and idle points only, never chat or echo with `--compute-us`.
     pub(crate) fn serves(&self, workload: Workload) -> bool {
-        let echo_only = KNOWN.iter().any(|k| k.binary == self.binary && k.echo_only);
+        let echo_only = known().any(|k| k.binary == self.binary && k.echo_only);
         !echo_only || (workload.proto() == "echo" && workload.compute_us() == 0)
     }
 }
@@ -205,10 +140,10 @@ impl Inventory {
 
     /// Every variant name `--servers` accepts here: the known ones and any other `srv-*`.
     pub(crate) fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = KNOWN.iter().map(|k| k.name.to_string()).collect();
+        let mut names: Vec<String> = known().map(|k| k.name.to_string()).collect();
         for bin in self.packages.keys() {
             if let Some(name) = bin.strip_prefix("srv-")
-                && !KNOWN.iter().any(|k| k.binary == bin)
+                && !known().any(|k| k.binary == bin)
             {
                 names.push(name.to_string());
             }
@@ -220,14 +155,14 @@ impl Inventory {
     pub(crate) fn defaults(&self) -> (Vec<Variant>, Vec<String>) {
         let mut run = Vec::new();
         let mut skipped = Vec::new();
-        for k in KNOWN.iter().filter(|k| k.default) {
+        for k in known().filter(|k| k.default) {
             match self.missing(k.binary) {
-                None => run.push(known_variant(k, k.name)),
+                None => run.push(known_variant(&k, k.name)),
                 Some(why) => skipped.push(format!("{}: {why}", k.name)),
             }
         }
         for name in self.names() {
-            if !KNOWN.iter().any(|k| k.name == name) {
+            if !known().any(|k| k.name == name) {
                 run.push(self.parse(&name).expect("a discovered name parses"));
             }
         }
@@ -238,8 +173,8 @@ impl Inventory {
     pub(crate) fn parse(&self, spec: &str) -> Result<Variant> {
         let mut parts = spec.split('+');
         let base = parts.next().unwrap_or_default();
-        let mut v = if let Some(k) = KNOWN.iter().find(|k| k.name == base) {
-            known_variant(k, spec)
+        let mut v = if let Some(k) = known().find(|k| k.name == base) {
+            known_variant(&k, spec)
         } else if self.packages.contains_key(&format!("srv-{base}")) {
             Variant {
                 name: spec.to_string(),
@@ -509,6 +444,30 @@ mod tests {
         let threads = i.parse("threads").unwrap();
         assert!(threads.serves(echo(200)) && threads.serves(Workload::ChatRoom { room_size: 2 }));
         assert!(!i.names().contains(&"floor".to_string()));
+    }
+
+    #[test]
+    fn the_known_servers_are_the_conformance_lists_bench_entries() {
+        let names: Vec<&str> = known().map(|k| k.name).collect();
+        assert_eq!(
+            names,
+            [
+                "threads",
+                "threads-process",
+                "reactor",
+                "tokio",
+                "tokio-per-core",
+                "tokio-uring",
+                "fiber",
+                "go",
+                "floor-epoll",
+                "floor-uring"
+            ]
+        );
+        // The bench passes `--workers` itself: a listed worker count would be given twice.
+        assert!(known().all(|k| !k.flags.contains(&"--workers")));
+        let tokio = inv().parse("tokio").unwrap();
+        assert_eq!(tokio.flags, ["--flavor", "multi"]);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::net::{SocketAddr, TcpStream};
 
 use crate::net::{self, annotate};
 
-/// The longest line a client may send, newline included (PROTOCOL.md).
+/// The longest line a client may send, newline included (docs/PROTOCOL.md).
 pub const MAX_LINE: usize = 4096;
 /// The longest line a server may send, newline included (docs/protocol-notes.md).
 pub const MAX_SERVER_LINE: usize = 8192;

@@ -1,6 +1,6 @@
 //! Crash trials: `kill -9` of a chat server in the middle of a `SAY` flood, a restart on
 //! the same `--data`, and a count of the acknowledged messages that did not come back
-//! (PROTOCOL.md: there must be none) and of the torn tails recovery cut.
+//! (docs/PROTOCOL.md: there must be none) and of the torn tails recovery cut.
 //!
 //! One trial: [`SENDERS`] connections send `SAY crash <sender>-<n>` into one room, one
 //! at a time each, and note every `ACK`. Once at least [`MIN_ACKED`] are in, and after a

@@ -1,7 +1,9 @@
 //! The conformance harness: starts any ringside server binary by name and talks to it
 //! over real loopback sockets, so that one suite (`tests/echo.rs`, `tests/chat.rs`,
-//! `tests/cli.rs`) holds every server to PROTOCOL.md, `docs/protocol-notes.md` and
-//! `docs/room-log.md`.
+//! `tests/cli.rs`, `tests/runtimes.rs`) holds every server to `docs/PROTOCOL.md`,
+//! `docs/protocol-notes.md` and `docs/room-log.md`. It is the one harness that starts
+//! server binaries: other crates' tests (loadgen's) use it too, and `cargo xtask` reads
+//! its server list.
 //!
 //! What it is: a small library of process and socket helpers, the one list of servers
 //! ([`server_list!`]) and the macro that turns every check into a `#[test]` per server
@@ -55,34 +57,59 @@ pub use binaries::Resolved;
 pub use chat::ChatClient;
 pub use net::{Deadline, IO_TIMEOUT, connect};
 pub use nix::sys::signal::Signal;
-pub use server::{EXIT_TIMEOUT, Exit, Limit, Need, START_TIMEOUT, Server, ServerSpec, Target};
+pub use server::{
+    BenchEntry, EXIT_TIMEOUT, Exit, Limit, Need, START_TIMEOUT, Server, ServerSpec, Target,
+};
 
-/// The one list of servers the suite runs against: `test_module: "binary" [extra args]`,
-/// then, for a server that does not serve everything, its [`Limit`]s in brackets.
+/// The one list of servers, for the suite and for `cargo xtask`: `test_module: "binary"
+/// [args] [limits]`, then, for a server the benchmark knows by name, `bench "name",
+/// default, "what it is"`.
 ///
-/// Adding a server to the whole suite is adding one line here. A check that needs what a
-/// server's limits exclude (see [`Need`]) is skipped for it with a message, never weakened. A binary named `srv-go`
-/// is built from `peers/go` with Go; every other binary is a Rust `[[bin]]` of the
-/// workspace. The macro hands the list to `$crate::$callback!`, after `$args`.
+/// Adding a server to the whole suite is adding one line here. `[args]` select the
+/// variant (a flavor, a mode, runtime flags, a worker count) and come first on every
+/// command line. `[limits]` say what the server does not serve or needs of the machine
+/// ([`Limit`]): a check that needs what the limits exclude (see [`Need`]) is skipped for
+/// the server with a message, never weakened. The `bench` part makes the entry one of
+/// `cargo xtask bench --servers` names (`default`: run when `--servers` is not given);
+/// the entries without it are variants the suite tests and the bench reaches through
+/// `+flag`s. A binary named `srv-go` is built from `peers/go` with Go; every other
+/// binary is a Rust `[[bin]]` of the workspace. The macro hands the list to
+/// `$crate::$callback!`, after `$args`.
 #[macro_export]
 macro_rules! server_list {
     ($callback:ident ! $args:tt) => {
         $crate::$callback! { $args
-            threads: "srv-threads" [],
-            threads_process: "srv-threads" ["--mode", "process"],
-            reactor: "srv-reactor" [],
-            reactor_reuseport: "srv-reactor" ["--accept", "reuseport"],
-            go: "srv-go" [],
-            tokio_multi: "srv-tokio" ["--flavor", "multi"],
-            tokio_per_core: "srv-tokio" ["--flavor", "per-core"],
-            tokio_uring: "srv-tokio-uring" [] [IoUring],
-            fiber: "srv-fiber" [] [IoUring],
+            threads: "srv-threads" ["--mode", "thread"] []
+                bench "threads", true, "an OS thread per connection, blocking I/O",
+            threads_process: "srv-threads" ["--mode", "process"] []
+                bench "threads-process", true,
+                "a forked process per connection (the C server of the C-versus-Go paper)",
+            reactor: "srv-reactor" [] []
+                bench "reactor", true, "hand-written epoll reactor (mio), one per worker thread",
+            reactor_reuseport: "srv-reactor" ["--accept", "reuseport"] [],
+            tokio_multi: "srv-tokio" ["--flavor", "multi"] []
+                bench "tokio", true, "Tokio multi-thread runtime, a task per connection",
+            tokio_per_core: "srv-tokio" ["--flavor", "per-core"] []
+                bench "tokio-per-core", false,
+                "a current-thread Tokio runtime per worker, SO_REUSEPORT listeners",
+            tokio_uring: "srv-tokio-uring" [] [IoUring]
+                bench "tokio-uring", true, "tokio-uring, one io_uring runtime per worker thread",
+            tokio_uring_one_worker: "srv-tokio-uring" ["--workers", "1"] [IoUring],
+            fiber: "srv-fiber" [] [IoUring]
+                bench "fiber", true,
+                "our io_uring runtime of stackful fibers, blocking-style code",
             fiber_completer: "srv-fiber" ["--completer", "--ring-flags", "none"] [IoUring],
             fiber_stealing: "srv-fiber" ["--io-stealing", "--ring-flags", "none"] [IoUring],
             fiber_work_stealing: "srv-fiber" ["--scheduler", "stealing"] [IoUring],
             fiber_plain_recv: "srv-fiber" ["--plain-recv", "--ring-flags", "coop_taskrun"] [IoUring],
-            floor_epoll: "srv-floor" ["--api", "epoll"] [EchoOnly],
-            floor_uring: "srv-floor" ["--api", "io_uring"] [EchoOnly, IoUring],
+            go: "srv-go" [] [NotLaunch]
+                bench "go", true, "Go, a goroutine per connection (the papers' reference)",
+            floor_epoll: "srv-floor" ["--api", "epoll"] [EchoOnly]
+                bench "floor-epoll", true,
+                "the kernel's floor: one thread, bare epoll, plain echo only",
+            floor_uring: "srv-floor" ["--api", "io_uring"] [EchoOnly, IoUring]
+                bench "floor-uring", true,
+                "the kernel's floor: one thread, bare io_uring (multishot, buffer ring), plain echo only",
         }
     };
 }
@@ -90,41 +117,60 @@ macro_rules! server_list {
 /// Every server of [`server_list!`], for code that wants to iterate over them.
 pub const SERVERS: &[ServerSpec] = server_list!(__spec_array![]);
 
-/// Expands `check_a, check_b needs Chat, …` into one module per server holding one
-/// `#[test]` per check, each calling the caller's `fn check_a(&Target) -> Result<(), E>`
-/// through [`run_check`]. `needs <Need>` marks a check that only servers serving that
-/// [`Need`] can pass.
+/// Expands `check_a, check_b needs Chat, check_c needs Chat & Counters, …` into one
+/// module per server holding one `#[test]` per check, each calling the caller's
+/// `fn check_a(&Target) -> Result<(), E>` through [`run_check`]. `needs <Need> & …` marks
+/// a check that only servers serving every such [`Need`] can pass.
 #[macro_export]
 macro_rules! conformance_tests {
-    ($($check:ident $(needs $need:ident)?),+ $(,)?) => {
-        $crate::server_list!(__expand_tests![$($check $(needs $need)?),+]);
+    ($($check:ident $(needs $($need:ident)&+)?),+ $(,)?) => {
+        $crate::server_list!(__expand_tests![$($check $(needs $($need)&+)?),+]);
     };
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __spec_array {
-    ($ignored:tt $($id:ident : $bin:literal [$($arg:literal),*] $([$($limit:ident),*])?),* $(,)?) => {
+    ($ignored:tt $($id:ident : $bin:literal [$($arg:literal),*] [$($limit:ident),*]
+        $(bench $name:literal, $default:literal, $about:literal)?),* $(,)?) => {
         &[$($crate::ServerSpec {
             id: stringify!($id),
             bin: $bin,
             args: &[$($arg),*],
-            limits: &[$($($crate::Limit::$limit),*)?],
+            limits: &[$($crate::Limit::$limit),*],
+            bench: $crate::__bench_entry!($($name, $default, $about)?),
         }),*]
     };
 }
 
 #[doc(hidden)]
 #[macro_export]
+macro_rules! __bench_entry {
+    () => {
+        None
+    };
+    ($name:literal, $default:literal, $about:literal) => {
+        Some($crate::BenchEntry {
+            name: $name,
+            default: $default,
+            about: $about,
+        })
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
 macro_rules! __expand_tests {
-    ($checks:tt $($id:ident : $bin:literal [$($arg:literal),*] $([$($limit:ident),*])?),* $(,)?) => {
+    ($checks:tt $($id:ident : $bin:literal [$($arg:literal),*] [$($limit:ident),*]
+        $(bench $name:literal, $default:literal, $about:literal)?),* $(,)?) => {
         $(
             mod $id {
                 const SPEC: $crate::ServerSpec = $crate::ServerSpec {
                     id: stringify!($id),
                     bin: $bin,
                     args: &[$($arg),*],
-                    limits: &[$($($crate::Limit::$limit),*)?],
+                    limits: &[$($crate::Limit::$limit),*],
+                    bench: $crate::__bench_entry!($($name, $default, $about)?),
                 };
                 $crate::__expand_checks!($checks);
             }
@@ -135,14 +181,14 @@ macro_rules! __expand_tests {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __expand_checks {
-    ([$($check:ident $(needs $need:ident)?),+]) => {
+    ([$($check:ident $(needs $($need:ident)&+)?),+]) => {
         $(
             #[test]
             fn $check() {
                 $crate::run_check(
                     &SPEC,
                     stringify!($check),
-                    &[$($crate::Need::$need)?],
+                    &[$($($crate::Need::$need),+)?],
                     super::$check,
                 );
             }

@@ -44,9 +44,23 @@ pub struct ServerSpec {
     pub args: &'static [&'static str],
     /// What the server does not serve, or needs of the machine; empty for most.
     pub limits: &'static [Limit],
+    /// How `cargo xtask bench` names and describes it, if it is one of the bench's
+    /// named servers (the other entries are variants the bench reaches by `+flag`s).
+    pub bench: Option<BenchEntry>,
 }
 
-/// What sets a server apart from the full face of PROTOCOL.md and DESIGN.md.
+/// What `cargo xtask bench` knows of a server of the list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BenchEntry {
+    /// The name `--servers` takes, such as `threads-process`.
+    pub name: &'static str,
+    /// Run when `--servers` is not given.
+    pub default: bool,
+    /// What it is, one line, for the report.
+    pub about: &'static str,
+}
+
+/// What sets a server apart from the full face of docs/PROTOCOL.md and docs/DESIGN.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
     /// Serves plain echo only: no chat, no `--compute-us` (srv-floor, the kernel's floor,
@@ -54,6 +68,10 @@ pub enum Limit {
     EchoOnly,
     /// Runs only where io_uring is allowed: skipped with a message elsewhere.
     IoUring,
+    /// Not built on `launch` and `service` (srv-go): it prints a stop line of its own
+    /// (`conns=`, `msgs=`, no count of cut subscribers) and words its one-line errors its
+    /// own way (`srv-go: cannot listen on …`, without `error:`).
+    NotLaunch,
 }
 
 /// What a check needs of a server beyond plain echo and the common command line.
@@ -63,6 +81,9 @@ pub enum Need {
     Chat,
     /// `--compute-us`.
     Compute,
+    /// The stop line of `service::counters` (`accepted=… bytes_out=… messages=…
+    /// cut_subscribers=…`), which a check reads to see what the server counted.
+    Counters,
 }
 
 impl std::fmt::Display for Need {
@@ -70,6 +91,7 @@ impl std::fmt::Display for Need {
         f.write_str(match self {
             Need::Chat => "--proto chat",
             Need::Compute => "--compute-us",
+            Need::Counters => "the service counters on its stop line",
         })
     }
 }
@@ -94,6 +116,7 @@ impl ServerSpec {
     pub fn serves(&self, need: Need) -> bool {
         match need {
             Need::Chat | Need::Compute => !self.limits.contains(&Limit::EchoOnly),
+            Need::Counters => !self.limits.contains(&Limit::NotLaunch),
         }
     }
 
@@ -107,7 +130,7 @@ impl ServerSpec {
 }
 
 /// `Ok` if this kernel lets a process set up the ring the io_uring servers ask for
-/// (SINGLE_ISSUER|DEFER_TASKRUN), or why not; probed once.
+/// (SINGLE_ISSUER|DEFER_TASKRUN), or why not; probed once per test process.
 fn io_uring_usable() -> Result<(), String> {
     static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
     PROBE
@@ -117,9 +140,33 @@ fn io_uring_usable() -> Result<(), String> {
                 .setup_defer_taskrun()
                 .build(2)
                 .map(drop)
-                .map_err(|e| format!("io_uring is unavailable here ({e})"))
+                .map_err(|e| {
+                    let disabled = fs::read_to_string("/proc/sys/kernel/io_uring_disabled").ok();
+                    io_uring_refusal(&e, disabled.as_deref())
+                })
         })
         .clone()
+}
+
+/// Why the kernel refused a ring, in words a reader can act on: `error` is what
+/// `io_uring_setup(2)` returned, `disabled` the text of `kernel.io_uring_disabled`.
+fn io_uring_refusal(error: &io::Error, disabled: Option<&str>) -> String {
+    let why = match error.raw_os_error() {
+        Some(nix::libc::ENOSYS) => "this kernel has no io_uring (ENOSYS)".to_owned(),
+        Some(nix::libc::EPERM) => match disabled.map(str::trim) {
+            Some(level @ ("1" | "2")) => format!(
+                "io_uring is forbidden here: sysctl kernel.io_uring_disabled = {level} (EPERM)"
+            ),
+            _ => "io_uring is forbidden here (EPERM: a seccomp filter or a container's policy)"
+                .to_owned(),
+        },
+        Some(nix::libc::EINVAL) => {
+            "this kernel's io_uring lacks SINGLE_ISSUER or DEFER_TASKRUN (EINVAL; Linux 6.1+)"
+                .to_owned()
+        }
+        _ => format!("io_uring is unavailable here ({error})"),
+    };
+    format!("{why}; skipping the io_uring servers")
 }
 
 /// A server binary that exists, ready to be started any number of times.
@@ -140,14 +187,23 @@ impl Target {
         &self.path
     }
 
-    /// The command line for `args`: the spec's arguments, `--workers 2` unless `args`
-    /// name `--workers`, then `args`. Stdin is null, stdout and stderr are captured,
-    /// and the process stays in the test's process group, so that a Ctrl-C of the test
-    /// run reaches it too.
+    /// The command line for `args`: the spec's arguments, `--workers 2` unless the spec
+    /// or `args` name `--workers`, then `args`. A `--workers` in `args` replaces the
+    /// spec's (a check that needs a worker count of its own gets it, and the flag is
+    /// never given twice). Stdin is null, stdout and stderr are captured, and the process
+    /// stays in the test's process group, so that a Ctrl-C of the test run reaches it too.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(&self.path);
-        cmd.args(self.spec.args);
-        if !args.contains(&"--workers") {
+        let own_workers = args.contains(&"--workers");
+        let mut spec_args = self.spec.args.iter();
+        while let Some(arg) = spec_args.next() {
+            if own_workers && *arg == "--workers" {
+                spec_args.next();
+            } else {
+                cmd.arg(arg);
+            }
+        }
+        if !own_workers && !self.spec.args.contains(&"--workers") {
             cmd.args(["--workers", DEFAULT_WORKERS]);
         }
         cmd.args(args)
@@ -578,4 +634,54 @@ fn raise_fd_limit() {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_uring_refusals_name_their_cause() {
+        let err = |code| io::Error::from_raw_os_error(code);
+        assert!(io_uring_refusal(&err(nix::libc::ENOSYS), None).contains("no io_uring"));
+        let sysctl = io_uring_refusal(&err(nix::libc::EPERM), Some("2\n"));
+        assert!(sysctl.contains("kernel.io_uring_disabled = 2"), "{sysctl}");
+        let seccomp = io_uring_refusal(&err(nix::libc::EPERM), Some("0\n"));
+        assert!(seccomp.contains("seccomp"), "{seccomp}");
+        assert!(io_uring_refusal(&err(nix::libc::EINVAL), None).contains("DEFER_TASKRUN"));
+        assert!(io_uring_refusal(&err(nix::libc::ENOMEM), None).contains("unavailable"));
+    }
+
+    #[test]
+    fn a_specs_worker_count_yields_to_a_checks() {
+        let spec = ServerSpec {
+            id: "x",
+            bin: "srv-x",
+            args: &["--workers", "1", "--flavor", "a"],
+            limits: &[],
+            bench: None,
+        };
+        let target = Target {
+            spec,
+            path: PathBuf::from("/bin/srv-x"),
+        };
+        let args = |cmd: Command| -> Vec<String> {
+            cmd.get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(
+            args(target.command(&["--proto", "echo"])),
+            ["--workers", "1", "--flavor", "a", "--proto", "echo"]
+        );
+        assert_eq!(
+            args(target.command(&["--workers", "3"])),
+            ["--flavor", "a", "--workers", "3"]
+        );
+        let plain = Target {
+            spec: ServerSpec { args: &[], ..spec },
+            path: PathBuf::from("/bin/srv-x"),
+        };
+        assert_eq!(args(plain.command(&[])), ["--workers", "2"]);
+    }
 }

@@ -1,4 +1,4 @@
-//! Chat conformance (PROTOCOL.md "Chat", docs/protocol-notes.md "Chat",
+//! Chat conformance (docs/PROTOCOL.md "Chat", docs/protocol-notes.md "Chat",
 //! docs/room-log.md): the commands and replies, the seam between replay and live
 //! messages under concurrent senders, durability across kill -9, recovery of torn and
 //! corrupt logs, every `ERR` text, overlong lines and slow subscribers.

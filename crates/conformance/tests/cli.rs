@@ -1,4 +1,4 @@
-//! The command line every server shares (DESIGN.md, "Every server binary"): a bad
+//! The command line every server shares (docs/DESIGN.md, "Every server binary"): a bad
 //! argument, a port in use or an unusable `--data` is a one-line error and exit status
 //! 2; SIGTERM and SIGINT stop the server cleanly with one line of counters.
 

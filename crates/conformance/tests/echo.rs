@@ -1,4 +1,4 @@
-//! Echo conformance (PROTOCOL.md "Echo", docs/protocol-notes.md "Echo"): byte-exact
+//! Echo conformance (docs/PROTOCOL.md "Echo", docs/protocol-notes.md "Echo"): byte-exact
 //! under any split, bounded buffering with backpressure, half-close, a thousand
 //! concurrent connections, and `--compute-us` cutting the stream into messages.
 
@@ -113,7 +113,7 @@ fn random_split_run(stream: TcpStream, seed: u64, deadline: &Deadline) -> Result
 }
 
 /// A client that writes without ever reading must make the server stop reading it
-/// (PROTOCOL.md: at most 64 KiB pending), must not hold up another client, and must not
+/// (docs/PROTOCOL.md: at most 64 KiB pending), must not hold up another client, and must not
 /// make the server's memory grow with what it sends.
 fn echo_backpressure(target: &Target) -> Result<()> {
     // A server that buffers without bound would take the whole flood, and its RSS grow by

@@ -1,4 +1,4 @@
-//! The command line every server shares (DESIGN.md, "Every server binary").
+//! The command line every server shares (docs/DESIGN.md, "Every server binary").
 //! Each server flattens [`CommonArgs`] into its own parser and adds only the
 //! flags of its runtime.
 
@@ -15,7 +15,7 @@ use crate::cpus::CpuList;
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {
     /// The protocol to serve: `echo` (a byte stream sent back as it comes) or
-    /// `chat` (the line protocol with durable rooms). See PROTOCOL.md.
+    /// `chat` (the line protocol with durable rooms). See docs/PROTOCOL.md.
     #[arg(long, value_enum)]
     pub proto: Proto,
 

@@ -1,5 +1,5 @@
 //! What every ringside server binary shares, so that the servers differ only in
-//! their runtime: the common command line of DESIGN.md ([`CommonArgs`]), CPU
+//! their runtime: the common command line of docs/DESIGN.md ([`CommonArgs`]), CPU
 //! pinning ([`cpus`]), the `READY <addr>` line ([`announce_ready`]), clean stop on
 //! SIGINT and SIGTERM ([`Shutdown`]), the counters line printed at exit
 //! ([`Counters`]), one-line errors with exit status 2 ([`run`]), and the listening

@@ -7,15 +7,10 @@
 //!
 //! It prints `READY <addr>` like the ringside servers and serves until killed.
 
-// The tests use the parts of the peer module this example does not.
-#[allow(dead_code)]
-#[path = "../tests/util/peer.rs"]
-mod peer;
-
 use std::io::Write;
 use std::time::Duration;
 
-use peer::{Misbehave, Peer};
+use loadgen::peer::{Misbehave, Peer};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -29,7 +24,13 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let peer = Peer::spawn_on(&addr, how);
+    let peer = match Peer::spawn_on(&addr, how) {
+        Ok(peer) => peer,
+        Err(e) => {
+            eprintln!("peer: cannot listen on {addr}: {e}");
+            std::process::exit(2);
+        }
+    };
     println!("READY {}", peer.addr);
     // Without a flushed READY line a script waiting for it would wait forever.
     if std::io::stdout().flush().is_err() {

@@ -9,7 +9,7 @@
 //! client was the bottleneck says so.
 //!
 //! It is not a general HTTP or RESP benchmark: it speaks the echo and chat protocols of
-//! `PROTOCOL.md`, nothing else.
+//! `docs/PROTOCOL.md`, nothing else.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -31,6 +31,7 @@ mod config;
 mod echo;
 mod error;
 pub mod hist;
+pub mod peer;
 mod run;
 mod schedule;
 mod summary;

@@ -1,6 +1,7 @@
 //! The `loadgen` binary: parses the command line, runs the load, prints the summary and
 //! writes the files asked for. Exit status 2 for a usage error or a server that is not there,
 //! 1 for a failure while measuring.
+#![forbid(unsafe_code)]
 
 use std::fs::File;
 use std::io::{BufWriter, Write};

@@ -5,9 +5,9 @@ mod util;
 
 use std::time::Duration;
 
+use loadgen::peer::{Misbehave, Peer};
 use loadgen::{ChatConfig, ChatProfile, Error, Stop};
 use util::chat_peer::{ChatMisbehave, ChatPeer};
-use util::peer::{Misbehave, Peer};
 use util::{chat_config, run_bounded};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -110,7 +110,7 @@ fn err_replies_are_counted_as_server_errors() {
 
 #[test]
 fn an_echo_server_fails_the_chat_handshake() {
-    let peer = Peer::spawn(Misbehave::Nothing);
+    let peer = Peer::spawn(Misbehave::Nothing).expect("start the echo peer");
     let mut cfg = chat_config(peer.addr, 2, room(2));
     cfg.connect_timeout = Duration::from_secs(2);
     match run_bounded(&cfg, LIMIT) {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-use util::peer::{Misbehave, Peer, closed_port};
+use loadgen::peer::{Misbehave, Peer, closed_port};
 
 /// Runs the binary with `args`, killing nothing but waiting at most a minute for it.
 fn loadgen(args: &[&str]) -> Output {
@@ -37,7 +37,7 @@ fn path_str(p: &Path) -> &str {
 
 #[test]
 fn writes_json_hist_hgrm_and_interval_log() {
-    let peer = Peer::spawn(Misbehave::Nothing);
+    let peer = Peer::spawn(Misbehave::Nothing).expect("start the echo peer");
     let dir = tempfile::tempdir().expect("a temporary directory");
     let (json, hist, hgrm, hlog) = (
         dir.path().join("s.json"),
@@ -127,7 +127,7 @@ fn writes_json_hist_hgrm_and_interval_log() {
 
 #[test]
 fn no_server_is_a_one_line_error_with_status_2() {
-    let addr = closed_port().to_string();
+    let addr = closed_port().expect("a closed loopback port").to_string();
     let out = loadgen(&["echo", "--addr", &addr, "--conns", "2", "--duration", "1"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -168,7 +168,7 @@ fn bad_arguments_exit_with_status_2() {
 
 #[test]
 fn an_unwritable_output_fails_before_the_run() {
-    let peer = Peer::spawn(Misbehave::Nothing);
+    let peer = Peer::spawn(Misbehave::Nothing).expect("start the echo peer");
     let addr = peer.addr.to_string();
     let out = loadgen(&[
         "echo",

@@ -6,15 +6,15 @@ mod util;
 
 use std::time::Duration;
 
+use loadgen::peer::{Misbehave, Peer, closed_port};
 use loadgen::{Error, Stop};
-use util::peer::{Misbehave, Peer, closed_port};
 use util::{echo_config, run_bounded};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
 #[test]
 fn counts_and_bytes_add_up_in_a_request_count_run() {
-    let peer = Peer::spawn(Misbehave::Nothing);
+    let peer = Peer::spawn(Misbehave::Nothing).expect("start the echo peer");
     for (threads, depth, msg_size) in [(1, 1, 16), (2, 3, 100), (3, 8, 5000)] {
         let mut cfg = echo_config(peer.addr, 12);
         cfg.threads = threads;
@@ -40,7 +40,7 @@ fn counts_and_bytes_add_up_in_a_request_count_run() {
 
 #[test]
 fn a_duration_run_answers_everything_it_sent() {
-    let peer = Peer::spawn(Misbehave::Nothing);
+    let peer = Peer::spawn(Misbehave::Nothing).expect("start the echo peer");
     let mut cfg = echo_config(peer.addr, 8);
     cfg.threads = 2;
     cfg.depth = 2;
@@ -61,7 +61,7 @@ fn a_duration_run_answers_everything_it_sent() {
 #[test]
 fn a_corrupted_byte_is_caught_on_every_connection() {
     // Flip a byte in the middle of the 11th message of each connection.
-    let peer = Peer::spawn(Misbehave::CorruptAt(10 * 32 + 20));
+    let peer = Peer::spawn(Misbehave::CorruptAt(10 * 32 + 20)).expect("start the echo peer");
     let mut cfg = echo_config(peer.addr, 4);
     cfg.msg_size = 32;
     cfg.stop = Stop::Requests(1000);
@@ -78,7 +78,7 @@ fn a_corrupted_byte_is_caught_on_every_connection() {
 #[test]
 fn a_byte_of_a_header_is_caught_too() {
     // The low byte of the sequence number of the 3rd message.
-    let peer = Peer::spawn(Misbehave::CorruptAt(2 * 16));
+    let peer = Peer::spawn(Misbehave::CorruptAt(2 * 16)).expect("start the echo peer");
     let mut cfg = echo_config(peer.addr, 1);
     cfg.stop = Stop::Requests(10);
     let s = run_bounded(&cfg, LIMIT).expect("the run itself succeeds");
@@ -88,7 +88,7 @@ fn a_byte_of_a_header_is_caught_too() {
 
 #[test]
 fn dropped_connections_are_counted_and_the_run_ends() {
-    let peer = Peer::spawn(Misbehave::DropAfter(50 * 16));
+    let peer = Peer::spawn(Misbehave::DropAfter(50 * 16)).expect("start the echo peer");
     let mut cfg = echo_config(peer.addr, 6);
     cfg.threads = 2;
     cfg.stop = Stop::Requests(1000);
@@ -104,7 +104,8 @@ fn dropped_connections_are_counted_and_the_run_ends() {
 
 #[test]
 fn a_stall_is_reported_and_the_connection_goes_on() {
-    let peer = Peer::spawn(Misbehave::StallAt(100 * 16, Duration::from_millis(200)));
+    let peer = Peer::spawn(Misbehave::StallAt(100 * 16, Duration::from_millis(200)))
+        .expect("start the echo peer");
     let mut cfg = echo_config(peer.addr, 2);
     cfg.stall = Duration::from_millis(100);
     cfg.stop = Stop::Requests(300);
@@ -121,7 +122,7 @@ fn a_stall_is_reported_and_the_connection_goes_on() {
 
 #[test]
 fn a_server_that_never_answers_cannot_hang_a_duration_run() {
-    let peer = Peer::spawn(Misbehave::Mute);
+    let peer = Peer::spawn(Misbehave::Mute).expect("start the echo peer");
     let mut cfg = echo_config(peer.addr, 3);
     cfg.depth = 2;
     cfg.stop = Stop::Duration(Duration::from_millis(300));
@@ -133,7 +134,7 @@ fn a_server_that_never_answers_cannot_hang_a_duration_run() {
 
 #[test]
 fn a_server_that_never_answers_is_given_up_in_a_request_run() {
-    let peer = Peer::spawn(Misbehave::Mute);
+    let peer = Peer::spawn(Misbehave::Mute).expect("start the echo peer");
     let mut cfg = echo_config(peer.addr, 2);
     cfg.stall = Duration::from_millis(50);
     cfg.reply_timeout = Duration::from_millis(300);
@@ -145,7 +146,7 @@ fn a_server_that_never_answers_is_given_up_in_a_request_run() {
 
 #[test]
 fn nothing_listening_is_a_usage_error() {
-    let cfg = echo_config(closed_port(), 3);
+    let cfg = echo_config(closed_port().expect("a closed loopback port"), 3);
     match run_bounded(&cfg, LIMIT) {
         Err(e @ Error::Unreachable { .. }) => assert!(e.is_usage()),
         other => panic!("expected Unreachable, got {other:?}"),
@@ -154,7 +155,7 @@ fn nothing_listening_is_a_usage_error() {
 
 #[test]
 fn an_address_that_does_not_resolve_is_a_usage_error() {
-    let mut cfg = echo_config(closed_port(), 1);
+    let mut cfg = echo_config(closed_port().expect("a closed loopback port"), 1);
     cfg.addr = "no-such-host.invalid:80".into();
     match run_bounded(&cfg, LIMIT) {
         Err(e @ Error::Resolve { .. }) => assert!(e.is_usage()),

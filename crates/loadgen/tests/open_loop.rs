@@ -6,7 +6,7 @@ mod util;
 use std::time::Duration;
 
 use loadgen::Stop;
-use util::peer::{Misbehave, Peer};
+use loadgen::peer::{Misbehave, Peer};
 use util::{echo_config, run_bounded};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -15,7 +15,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 /// the window whatever the machine's speed: this checks the schedule, not the clock.
 #[test]
 fn the_rate_holds_within_two_percent_over_two_seconds() {
-    let peer = Peer::spawn(Misbehave::Nothing);
+    let peer = Peer::spawn(Misbehave::Nothing).expect("start the echo peer");
     for (conns, threads, rate) in [(10, 1, 2_000.0), (7, 2, 3_333.0)] {
         let mut cfg = echo_config(peer.addr, conns);
         cfg.threads = threads;
@@ -40,7 +40,8 @@ fn the_rate_holds_within_two_percent_over_two_seconds() {
 /// when the stall began waited on the server, so the p99 service time is untouched.
 #[test]
 fn a_stall_shows_in_open_loop_latency_but_not_in_service_time() {
-    let peer = Peer::spawn(Misbehave::StallAt(500 * 16, Duration::from_millis(200)));
+    let peer = Peer::spawn(Misbehave::StallAt(500 * 16, Duration::from_millis(200)))
+        .expect("start the echo peer");
     let mut cfg = echo_config(peer.addr, 1);
     cfg.rate = Some(1000.0);
     cfg.stall = Duration::from_millis(100);

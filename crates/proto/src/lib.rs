@@ -1,9 +1,9 @@
 //! Sans-I/O codecs for the ringside wire protocols.
 //!
 //! Every ringside server, whatever runtime it is built on, the load generator and the
-//! conformance tests speak the protocols of `PROTOCOL.md` through this crate, so that
+//! conformance tests speak the protocols of `docs/PROTOCOL.md` through this crate, so that
 //! the bytes on the wire are the same everywhere and only the runtime differs. The
-//! choices `PROTOCOL.md` leaves open (exact `ERR` texts, argument rules, buffer sizes)
+//! choices `docs/PROTOCOL.md` leaves open (exact `ERR` texts, argument rules, buffer sizes)
 //! are written down in `docs/protocol-notes.md` and implemented here.
 //!
 //! What it is:

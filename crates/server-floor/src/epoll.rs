@@ -6,7 +6,7 @@
 //! leaves bytes behind: they move to the connection's own buffer, and the
 //! connection waits for EPOLLOUT instead of EPOLLIN until they are gone, so it is
 //! never read from while echo is pending (at most one read, 16 KiB, under the
-//! 64 KiB of PROTOCOL.md). An idle connection holds no buffer at all.
+//! 64 KiB of docs/PROTOCOL.md). An idle connection holds no buffer at all.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -15,7 +15,7 @@
 //! The buffer starts at `READ_BUF` (16 KiB) and grows, by doubling, up to
 //! `MAX_PENDING` (64 KiB) only while a client reads less than it sends; when
 //! 64 KiB are pending the connection is not read until the client makes room
-//! (PROTOCOL.md's backpressure).
+//! (docs/PROTOCOL.md's backpressure).
 
 use std::io;
 

@@ -14,6 +14,9 @@
 //!                                           noticed with inotify, read under LOCK_SH
 //! ```
 //!
+//! What a line means is `service::file_session`'s to decide (RECV only carries out
+//! its steps), so this mode answers byte for byte as the servers with a hub do.
+//!
 //! Echo needs no rooms: its child is one process running the same blocking echo
 //! loop as thread mode.
 //!

@@ -50,7 +50,7 @@ pub fn buffered<R: Read>(socket: R) -> BufReader<R> {
 /// The reader is buffered: srv-threads wraps its socket with [`buffered`], and srv-fiber's reader lends the kernel's receive buffers in place,
 /// so that an idle fiber connection holds no read buffer of its own. Pending output is
 /// bounded by one read (16 KiB, plus a held partial message of at most --msg-size, under
-/// the 64 KiB of PROTOCOL.md): a peer that stops reading blocks this connection's write,
+/// the 64 KiB of docs/PROTOCOL.md): a peer that stops reading blocks this connection's write,
 /// which stops its reads, and nothing else.
 pub fn serve_blocking<R: BufRead, W: Write>(
     mut reader: R,

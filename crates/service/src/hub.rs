@@ -33,9 +33,12 @@ pub type Line = Arc<[u8]>;
 /// Names a connection to the hub; see [`Hub::new_conn_id`].
 pub type ConnId = u64;
 
-/// A connection's outbound queue as the hub sees it. Each runtime implements it: a std
-/// queue and condvar, a tokio channel, a fiber channel, a reactor's cross-thread queue
-/// and waker.
+/// A connection's outbound queue as the hub sees it. Each runtime implements it over a
+/// queue under a short `std::sync::Mutex` and its own way of waking the connection:
+/// `blocking::Outbox` (a [`crate::blocking::Wakeup`]: a condvar for srv-threads, a
+/// parked fiber for srv-fiber), srv-tokio's and srv-tokio-uring's outboxes (one byte
+/// buffer and `tokio::sync::Notify`), srv-reactor's `Mailbox` (shared lines and a message
+/// to the owning reactor). None is a channel: the slow-subscriber rule counts bytes.
 pub trait Subscriber: Clone + Send + Sync + 'static {
     /// A live `MSG` line. Must not block: it is called with the room locked. Returns
     /// false when the subscriber is closed or its queued output has passed its pending

@@ -1,6 +1,7 @@
 //! What every ringside server serves, free of any runtime: the durable room log
 //! ([`log`]) and its group commit ([`commit`]), the in-process room hub that fans messages out to subscribers ([`hub`]),
-//! one chat connection's protocol state ([`session`]), the echo loop and the chat
+//! one chat connection's protocol state ([`session`]; [`file_session`] where connections
+//! share no memory and meet in the room files alone), the echo loop and the chat
 //! connection for blocking runtimes ([`echo`], [`blocking`]), the busy-wait that models request processing ([`compute`]),
 //! and the counters every server prints at exit ([`counters`]).
 //!
@@ -52,6 +53,7 @@ pub mod commit;
 pub mod compute;
 pub mod counters;
 pub mod echo;
+pub mod file_session;
 pub mod hub;
 pub mod log;
 pub mod session;

@@ -1,11 +1,11 @@
-//! Shared helpers of the loadgen tests: echo peers, correct and deliberately broken, and a
-//! bounded way to run a load.
+//! Shared helpers of the loadgen tests: chat peers, correct and deliberately broken (the echo
+//! peers are `loadgen::peer`, which the `peer` example runs too), and a bounded way to run a
+//! load.
 //!
 //! Each test binary uses a different subset of these.
 #![allow(dead_code)]
 
 pub(crate) mod chat_peer;
-pub(crate) mod peer;
 
 use std::sync::mpsc;
 use std::thread;

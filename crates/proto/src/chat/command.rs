@@ -125,7 +125,7 @@ impl<'a> Command<'a> {
 }
 
 /// Ends an encoded command line. [`Command::parse`] drops one `\r` before the `\n`
-/// (PROTOCOL.md), so a line whose last byte is itself a `\r` (a `PING` token or a `SAY`
+/// (docs/PROTOCOL.md), so a line whose last byte is itself a `\r` (a `PING` token or a `SAY`
 /// text that ends in one) gets a second `\r`: it then parses back to what was encoded.
 fn end_line(out: &mut Vec<u8>) {
     if out.last() == Some(&b'\r') {

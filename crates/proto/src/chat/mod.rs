@@ -5,7 +5,7 @@
 //! are separated by single spaces, so `NICK  bob` has an empty first argument (and two
 //! arguments in all); a trailing text argument (`SAY`'s text, `PING`'s token) is the rest
 //! of the line and may hold spaces. The exact rules and `ERR` reasons are those of
-//! `PROTOCOL.md` and `docs/protocol-notes.md`.
+//! `docs/PROTOCOL.md` and `docs/protocol-notes.md`.
 
 mod command;
 mod error;

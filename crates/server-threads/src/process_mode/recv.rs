@@ -1,8 +1,8 @@
 //! RECV, the reading half of a chat connection's process pair: it reads the
-//! client's lines, answers what it can, appends `SAY`s to the room files under
-//! an exclusive lock, and tells SEND everything else through the pipe.
+//! client's lines and hands them to `service::file_session`, which answers what it
+//! can and appends `SAY`s to the room files under an exclusive lock; RECV passes
+//! the answers and everything else on to SEND through the pipe.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
@@ -10,8 +10,8 @@ use std::net::TcpStream;
 use anyhow::Context;
 use nix::fcntl::OFlag;
 use nix::sys::wait::waitpid;
-use proto::chat::{ChatError, Command, LineBuffer, MAX_LINE, Reply};
-use service::log::RoomLog;
+use proto::chat::{LineBuffer, MAX_LINE};
+use service::file_session::{FileSession, Step};
 
 use super::frames::{Frame, push_frame, push_write};
 use super::{ChildConfig, send};
@@ -40,10 +40,10 @@ pub(super) fn serve(stream: TcpStream, config: &ChildConfig) -> anyhow::Result<(
 fn read_lines(mut stream: &TcpStream, pipe: &mut File, config: &ChildConfig) -> anyhow::Result<()> {
     let counters = config.counters;
     let mut lines = LineBuffer::new(MAX_LINE);
+    let mut session = FileSession::new(&config.data, config.fsync);
     let mut frames = Vec::new();
-    let mut name = String::from("anon");
-    let mut joined: Vec<String> = Vec::new();
-    let mut logs: HashMap<String, RoomLog> = HashMap::new();
+    // Replies the session gives at once, sent on to SEND in a 'W' frame each.
+    let mut replies = Vec::new();
     loop {
         let n = match stream.read(lines.spare()) {
             Ok(0) => return Ok(()),
@@ -55,72 +55,32 @@ fn read_lines(mut stream: &TcpStream, pipe: &mut File, config: &ChildConfig) -> 
         lines.commit(n);
         while let Some(line) = lines.next_line() {
             Counters::add(&counters.lines, 1);
-            let command = match line.and_then(Command::parse) {
-                Ok(command) => command,
-                Err(e) => {
-                    push_write(&mut frames, |o| Reply::err(e).encode(o));
-                    if e.closes_connection() {
-                        pipe.write_all(&frames)?;
-                        return Ok(());
-                    }
-                    continue;
+            replies.clear();
+            let step = session.handle(line, &mut replies);
+            if !replies.is_empty() {
+                push_write(&mut frames, |o| o.extend_from_slice(&replies));
+            }
+            match step {
+                Step::Next => {}
+                Step::Close => {
+                    pipe.write_all(&frames)?;
+                    return Ok(());
                 }
-            };
-            match command {
-                Command::Nick { name: new } => {
-                    new.clone_into(&mut name);
-                    push_write(&mut frames, |o| Reply::Ok.encode(o));
+                Step::Join { room, since, upto } => {
+                    push_frame(&mut frames, &Frame::Join { room, since, upto });
                 }
-                Command::Ping { token } => {
-                    push_write(&mut frames, |o| Reply::Pong { token }.encode(o));
-                }
-                Command::Join { room, since } => {
-                    if joined.iter().any(|r| r == room) {
-                        push_write(&mut frames, |o| {
-                            Reply::err(ChatError::AlreadyJoined).encode(o)
-                        });
-                    } else {
-                        // The JOIN takes effect now: what is in the room now is
-                        // replayed, what is appended later is live.
-                        match room_log(&mut logs, config, room).and_then(|log| {
-                            log.refresh_locked()?;
-                            Ok(log.next_seq() - 1)
-                        }) {
-                            Ok(upto) => {
-                                joined.push(room.to_owned());
-                                push_frame(&mut frames, &Frame::Join { room, since, upto });
-                            }
-                            Err(e) => {
-                                eprintln!("srv-threads: room {room}: storage failure: {e:#}");
-                                push_write(&mut frames, |o| {
-                                    Reply::err(ChatError::StorageFailure).encode(o)
-                                });
-                            }
-                        }
-                    }
-                }
-                Command::Leave { room } => match joined.iter().position(|r| r == room) {
-                    Some(i) => {
-                        joined.swap_remove(i);
-                        push_frame(&mut frames, &Frame::Leave { room });
-                    }
-                    None => push_write(&mut frames, |o| Reply::err(ChatError::NotJoined).encode(o)),
-                },
-                Command::Say { room, text } => {
+                Step::Leave { room } => push_frame(&mut frames, &Frame::Leave { room }),
+                Step::Say { room, text } => {
                     // SEND must hear of the append before the record can exist.
                     push_frame(&mut frames, &Frame::Appending { room });
                     pipe.write_all(&frames)?;
                     frames.clear();
-                    let seq = match append(&mut logs, config, room, &name, text) {
-                        Ok(seq) => {
-                            Counters::add(&counters.messages, 1);
-                            seq
-                        }
-                        Err(e) => {
-                            eprintln!("srv-threads: room {room}: storage failure: {e:#}");
-                            0
-                        }
-                    };
+                    let seq = session.append(room, text);
+                    if seq.is_some() {
+                        Counters::add(&counters.messages, 1);
+                    }
+                    // 0 tells SEND the append failed (seqs start at 1).
+                    let seq = seq.unwrap_or(0);
                     push_frame(&mut frames, &Frame::Appended { room, seq });
                 }
             }
@@ -128,27 +88,4 @@ fn read_lines(mut stream: &TcpStream, pipe: &mut File, config: &ChildConfig) -> 
         pipe.write_all(&frames)?;
         frames.clear();
     }
-}
-
-fn append(
-    logs: &mut HashMap<String, RoomLog>,
-    config: &ChildConfig,
-    room: &str,
-    name: &str,
-    text: &str,
-) -> anyhow::Result<u64> {
-    Ok(room_log(logs, config, room)?.append_locked(name, text)?)
-}
-
-/// This process's own handle on a room file, opened under the lock on first use.
-fn room_log<'a>(
-    logs: &'a mut HashMap<String, RoomLog>,
-    config: &ChildConfig,
-    room: &str,
-) -> anyhow::Result<&'a mut RoomLog> {
-    if !logs.contains_key(room) {
-        let log = RoomLog::open_locked(&config.data, room, config.fsync)?;
-        logs.insert(room.to_owned(), log);
-    }
-    Ok(logs.get_mut(room).expect("inserted above"))
 }

@@ -21,6 +21,7 @@ use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use proto::chat::{ChatError, Reply};
+use service::file_session::reply_to_append;
 use service::log::RoomLog;
 
 use super::ChildConfig;
@@ -161,17 +162,16 @@ impl Send<'_> {
                 if let Some(n) = self.appending.get_mut(room) {
                     *n = n.saturating_sub(1);
                 }
-                self.out.clear();
-                if seq == 0 {
-                    Reply::err(ChatError::StorageFailure).encode(&mut self.out);
-                } else {
-                    if let Some(f) = self.follows.get_mut(room)
-                        && seq > f.cursor
-                    {
-                        f.own.push_back(seq);
-                    }
-                    Reply::Ack { room, seq }.encode(&mut self.out);
+                // RECV reports a failed append as seq 0 (seqs start at 1).
+                let appended = (seq != 0).then_some(seq);
+                if let Some(seq) = appended
+                    && let Some(f) = self.follows.get_mut(room)
+                    && seq > f.cursor
+                {
+                    f.own.push_back(seq);
                 }
+                self.out.clear();
+                reply_to_append(room, appended).encode(&mut self.out);
                 self.write_out(false)
             }
             Frame::Join { room, since, upto } => self.join(room, since, upto, inotify),

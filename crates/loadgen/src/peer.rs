@@ -1,7 +1,10 @@
-//! Echo peers for tests and benchmarks: a thread per connection, blocking std I/O, and an
-//! optional deliberate fault per connection.
+//! Echo peers to point loadgen at: a thread per connection, blocking std I/O, and an
+//! optional deliberate fault per connection (a corrupt byte, a drop, a stall, silence), so
+//! that loadgen's own tests, and anyone trying it by hand (`cargo run -p loadgen --example
+//! peer`), can see that it notices each. Not a ringside server: it knows no protocol and
+//! shares no code with them.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,7 +14,7 @@ use std::time::Duration;
 /// What every connection of a peer does wrong, if anything. Offsets count the bytes the peer
 /// has echoed on that connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Misbehave {
+pub enum Misbehave {
     /// A correct echo server.
     Nothing,
     /// Flips the low bit of the byte at this offset, once.
@@ -26,23 +29,21 @@ pub(crate) enum Misbehave {
 
 /// A running peer; it stops accepting when dropped (connections end when their client closes).
 #[derive(Debug)]
-pub(crate) struct Peer {
-    pub(crate) addr: SocketAddr,
+pub struct Peer {
+    pub addr: SocketAddr,
     stop: Arc<AtomicBool>,
 }
 
 impl Peer {
     /// Starts a peer on an ephemeral loopback port.
-    pub(crate) fn spawn(how: Misbehave) -> Peer {
+    pub fn spawn(how: Misbehave) -> io::Result<Peer> {
         Self::spawn_on("127.0.0.1:0", how)
     }
 
     /// Starts a peer on `addr`.
-    pub(crate) fn spawn_on(addr: &str, how: Misbehave) -> Peer {
-        let listener = TcpListener::bind(addr).expect("bind the echo peer");
-        let addr = listener
-            .local_addr()
-            .expect("local address of the echo peer");
+    pub fn spawn_on(addr: &str, how: Misbehave) -> io::Result<Peer> {
+        let listener = TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = Arc::clone(&stop);
         thread::spawn(move || {
@@ -54,7 +55,7 @@ impl Peer {
                 thread::spawn(move || serve(stream, how));
             }
         });
-        Peer { addr, stop }
+        Ok(Peer { addr, stop })
     }
 }
 
@@ -125,9 +126,9 @@ fn serve(mut stream: TcpStream, how: Misbehave) {
 }
 
 /// A loopback address with nothing listening on it.
-pub(crate) fn closed_port() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a throwaway port");
-    let addr = listener.local_addr().expect("local address");
+pub fn closed_port() -> io::Result<SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
     drop(listener);
-    addr
+    Ok(addr)
 }

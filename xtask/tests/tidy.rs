@@ -1,0 +1,342 @@
+//! ARCHITECTURE.md's invariants that a reading of the source can check, checked: each
+//! server crate depends on its own runtime only (`cargo metadata`, offline), every `.rs`
+//! file opens with a `//!` doc (as rust-analyzer's tidy test asks), unsafe code is fenced
+//! where ARCHITECTURE.md says, and no file includes another's by a `path` attribute.
+//!
+//! Each check collects every violation and fails with the list, so one run names them
+//! all.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The workspace root (xtask sits at `<root>/xtask`).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask has a parent directory")
+        .to_path_buf()
+}
+
+/// Every `.rs` file of the workspace's own code (the crates, xtask, benches, the fuzz
+/// targets), as paths relative to the root; build output and hidden directories left out.
+fn rust_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') || name == "target" {
+                continue;
+            }
+            if path.is_dir() {
+                walk(&path, out);
+            } else if name.ends_with(".rs") {
+                out.push(path);
+            }
+        }
+    }
+    let root = root();
+    let mut files = Vec::new();
+    for top in ["crates", "xtask", "benches", "fuzz"] {
+        walk(&root.join(top), &mut files);
+    }
+    let mut files: Vec<PathBuf> = files
+        .into_iter()
+        .map(|p| p.strip_prefix(&root).map(Path::to_path_buf).unwrap_or(p))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() > 100,
+        "found only {} .rs files under {}: the walk is broken",
+        files.len(),
+        root.display()
+    );
+    files
+}
+
+fn read(rel: &Path) -> String {
+    fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{}: {e}", rel.display()))
+}
+
+fn fail_with(what: &str, bad: &[String]) {
+    assert!(bad.is_empty(), "{what}:\n  {}", bad.join("\n  "));
+}
+
+#[test]
+fn every_source_file_opens_with_a_module_doc() {
+    let bad: Vec<String> = rust_files()
+        .into_iter()
+        .filter(|f| {
+            let text = read(f);
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            !first.starts_with("//!")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    fail_with(
+        "these files do not open with a `//!` line saying what they are for",
+        &bad,
+    );
+}
+
+/// The start of a `path` attribute, spelled in two pieces so that a plain grep for it
+/// (`grep -rn '#\[path' crates xtask`, as a reviewer would run) does not find this file.
+const PATH_ATTRIBUTE: &str = concat!("#", "[path");
+
+#[test]
+fn no_file_includes_another_by_path() {
+    let bad: Vec<String> = rust_files()
+        .into_iter()
+        .flat_map(|f| {
+            read(&f)
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| l.trim_start().starts_with(PATH_ATTRIBUTE))
+                .map(|(i, l)| format!("{}:{}: {}", f.display(), i + 1, l.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    fail_with(
+        "`path` attribute includes (share the code through a crate instead)",
+        &bad,
+    );
+}
+
+/// The runtime crates: a server crate may reach (through any chain of normal
+/// dependencies) only the ones its runtime is made of.
+const RUNTIMES: &[&str] = &[
+    "tokio",
+    "tokio-uring",
+    "mio",
+    "io-uring",
+    "fiber",
+    "corosensei",
+];
+
+/// Each crate the servers share, and each server crate, with the runtime crates it may
+/// depend on.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("proto", &[]),
+    ("service", &[]),
+    ("launch", &[]),
+    ("server-threads", &[]),
+    ("server-reactor", &["mio"]),
+    ("server-tokio", &["tokio", "mio"]),
+    (
+        "server-tokio-uring",
+        &["tokio-uring", "tokio", "io-uring", "mio"],
+    ),
+    ("server-fiber", &["fiber", "io-uring", "corosensei"]),
+    ("server-floor", &["io-uring"]),
+];
+
+/// Package name to the names of its normal (not dev, not build) dependencies, from
+/// `cargo metadata` of the workspace, offline.
+fn dependency_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
+    let names: BTreeMap<&str, &str> = meta["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for node in meta["resolve"]["nodes"].as_array().expect("resolve nodes") {
+        let name = names[node["id"].as_str().unwrap()].to_owned();
+        let deps = graph.entry(name).or_default();
+        for dep in node["deps"].as_array().into_iter().flatten() {
+            let normal = dep["dep_kinds"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|k| k["kind"].is_null());
+            if normal {
+                deps.insert(names[dep["pkg"].as_str().unwrap()].to_owned());
+            }
+        }
+    }
+    graph
+}
+
+fn reachable(graph: &BTreeMap<String, BTreeSet<String>>, from: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![from.to_owned()];
+    while let Some(pkg) = todo.pop() {
+        for dep in graph.get(&pkg).into_iter().flatten() {
+            if seen.insert(dep.clone()) {
+                todo.push(dep.clone());
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn each_server_depends_only_on_its_own_runtime() {
+    let graph = dependency_graph();
+    let mut bad = Vec::new();
+    for (krate, allowed) in ALLOWED {
+        assert!(
+            graph.contains_key(*krate),
+            "no package {krate} in the workspace"
+        );
+        let deps = reachable(&graph, krate);
+        for runtime in RUNTIMES {
+            if deps.contains(*runtime) && !allowed.contains(runtime) {
+                bad.push(format!(
+                    "{krate} depends on {runtime} (cargo tree -p {krate})"
+                ));
+            }
+        }
+        // The allowance is not a dead letter: a server does use what it is allowed.
+        if let Some(own) = allowed.first()
+            && !deps.contains(*own)
+        {
+            bad.push(format!(
+                "{krate} no longer depends on {own}: update this test"
+            ));
+        }
+    }
+    fail_with(
+        "runtime crates where ARCHITECTURE.md says there are none",
+        &bad,
+    );
+}
+
+/// The crate roots (`src/lib.rs`, `src/main.rs`, `src/bin/*.rs`) of a crate.
+fn crate_roots(krate: &str) -> Vec<PathBuf> {
+    let dir = if krate == "xtask" {
+        PathBuf::from("xtask")
+    } else {
+        Path::new("crates").join(krate)
+    };
+    let roots: Vec<PathBuf> = rust_files()
+        .into_iter()
+        .filter(|f| {
+            f.strip_prefix(dir.join("src")).is_ok_and(|rel| {
+                rel == Path::new("lib.rs")
+                    || rel == Path::new("main.rs")
+                    || rel.parent() == Some(Path::new("bin"))
+            })
+        })
+        .collect();
+    assert!(!roots.is_empty(), "{krate} has no crate root");
+    roots
+}
+
+/// A directory, a subdirectory of it left out (fenced as a whole), and the `(file, item)`
+/// places where `allow(unsafe_code)` may appear (`file` for a whole file).
+type Fence = (
+    &'static str,
+    Option<&'static str>,
+    &'static [(&'static str, &'static str)],
+);
+
+/// Where `allow(unsafe_code)` appears under `dir` (outside `except`): the file, and the
+/// item it is on (`file` for an inner `#![allow]`).
+fn unsafe_allowances(dir: &Path, except: Option<&Path>) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for f in rust_files() {
+        if !f.starts_with(dir) || except.is_some_and(|e| f.starts_with(e)) {
+            continue;
+        }
+        let text = read(&f);
+        let lines: Vec<&str> = text.lines().collect();
+        let file = f.file_name().unwrap().to_string_lossy().into_owned();
+        for (i, line) in lines.iter().enumerate() {
+            let line = line.trim_start();
+            if line.starts_with("#![allow(unsafe_code)]") {
+                found.push((file.clone(), "file".to_owned()));
+            } else if line.starts_with("#[allow(unsafe_code)]") {
+                let item = lines[i + 1..]
+                    .iter()
+                    .map(|l| l.trim())
+                    .find(|l| !l.starts_with("#[") && !l.starts_with("//"))
+                    .unwrap_or("");
+                found.push((file.clone(), item.to_owned()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn unsafe_code_is_fenced_where_the_architecture_says() {
+    let mut bad = Vec::new();
+    let has = |f: &Path, attr: &str| read(f).lines().any(|l| l.trim_start().starts_with(attr));
+    for krate in [
+        "proto",
+        "service",
+        "launch",
+        "loadgen",
+        "conformance",
+        "server-reactor",
+        "server-tokio",
+        "server-tokio-uring",
+        "xtask",
+    ] {
+        for root in crate_roots(krate) {
+            if !has(&root, "#![forbid(unsafe_code)]") {
+                bad.push(format!("{}: no #![forbid(unsafe_code)]", root.display()));
+            }
+        }
+    }
+    for krate in ["server-threads", "server-floor", "server-fiber", "fiber"] {
+        for root in crate_roots(krate) {
+            if !has(&root, "#![deny(unsafe_code)]") {
+                bad.push(format!("{}: no #![deny(unsafe_code)]", root.display()));
+            }
+        }
+    }
+    // Where each of those may allow it, and nowhere else.
+    let fences: [Fence; 4] = [
+        ("crates/server-threads", None, &[("fork.rs", "file")]),
+        ("crates/server-floor", None, &[("uring.rs", "file")]),
+        (
+            "crates/server-fiber",
+            None,
+            &[("serve.rs", "fn allow_migration(")],
+        ),
+        (
+            "crates/fiber/src",
+            Some("crates/fiber/src/sys"),
+            &[
+                ("lib.rs", "mod sys;"),
+                ("runtime.rs", "pub unsafe fn work_stealing("),
+            ],
+        ),
+    ];
+    for (dir, except, allowed) in fences {
+        let found = unsafe_allowances(Path::new(dir), except.map(Path::new));
+        for (file, item) in &found {
+            let ok = allowed
+                .iter()
+                .any(|(f, i)| f == file && (item == i || item.starts_with(i)));
+            if !ok {
+                bad.push(format!("{dir}: allow(unsafe_code) in {file} on `{item}`"));
+            }
+        }
+        if found.len() != allowed.len() {
+            bad.push(format!(
+                "{dir}: expected allow(unsafe_code) exactly at {allowed:?}, found {found:?}"
+            ));
+        }
+    }
+    fail_with("unsafe code outside the fences ARCHITECTURE.md names", &bad);
+}
