@@ -142,6 +142,20 @@ pub fn parse_cpus(s: &str) -> Result<Vec<usize>, String> {
 }
 
 impl Config {
+    /// Pins the calling thread (and so the threads it starts later) to all of `--cpus`, for
+    /// runtimes that start threads of their own (Tokio's blocking pool).
+    pub fn pin_all(&self) -> std::io::Result<()> {
+        if self.cpus.is_empty() {
+            return Ok(());
+        }
+        let mut set = nix::sched::CpuSet::new();
+        for &cpu in &self.cpus {
+            set.set(cpu).map_err(std::io::Error::from)?;
+        }
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+            .map_err(|e| std::io::Error::other(format!("pinning to CPUs {:?}: {e}", self.cpus)))
+    }
+
     /// Pins the calling thread, worker `index`, to its CPU when `--cpus` was given.
     pub fn pin(&self, index: usize) -> std::io::Result<()> {
         if self.cpus.is_empty() {

@@ -41,6 +41,17 @@ impl Kind {
     }
 }
 
+/// Files a worker of an asynchronous program (Tokio, tokio-uring, fibers, goroutines)
+/// keeps open and in flight at once: enough to keep the kernel busy, few enough to stay far
+/// from the default limit of 1024 descriptors. A thread per worker has one.
+pub const FILES_IN_FLIGHT_PER_WORKER: usize = 64;
+
+/// Where a walk starts: each root as given, followed if it is a link (as ripgrep does with
+/// the paths on its command line), searched if it is a file, walked if a directory.
+pub fn root_kind(path: &std::path::Path) -> io::Result<Kind> {
+    std::fs::metadata(path).map(|m| Kind::of(m.file_type()))
+}
+
 /// Flags added to a read-only open of a file to search (see the module's doc).
 pub const OPEN_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK;
 
