@@ -148,12 +148,12 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "struct", "static", "int", "void", "return", "if", "else", "for", "while", "unsigned",
-    "long", "const", "ring", "sqe", "cqe", "queue", "submit", "entry", "flags", "buf", "len",
-    "ctx", "req", "file", "inode", "page", "lock", "spin", "mutex", "wait", "wake", "task",
-    "sched", "poll", "event", "fd", "ret", "err", "dev", "net", "sock", "skb", "io", "uring",
-    "iov", "size_t", "u64", "u32", "NULL", "EINVAL", "EAGAIN", "kfree", "kmalloc", "=", "->",
-    "&&", "||", "(", ")", "{", "}", ";", "*", "+", "0", "1", "#define", "#include",
+    "struct", "static", "int", "void", "return", "if", "else", "for", "while", "unsigned", "long",
+    "const", "ring", "sqe", "cqe", "queue", "submit", "entry", "flags", "buf", "len", "ctx", "req",
+    "file", "inode", "page", "lock", "spin", "mutex", "wait", "wake", "task", "sched", "poll",
+    "event", "fd", "ret", "err", "dev", "net", "sock", "skb", "io", "uring", "iov", "size_t",
+    "u64", "u32", "NULL", "EINVAL", "EAGAIN", "kfree", "kmalloc", "=", "->", "&&", "||", "(", ")",
+    "{", "}", ";", "*", "+", "0", "1", "#define", "#include",
 ];
 
 /// Lines of pseudo-C, none holding the needle, joined; `offsets[i]` is where line `i`
@@ -195,7 +195,9 @@ fn planted_lines(m: &Matcher) -> io::Result<Vec<Vec<u8>>> {
     .map(String::into_bytes)
     .collect();
     if lines.iter().any(|l| m.count(l) != 1) {
-        return Err(io::Error::other("a planted line holds the needle more or less than once"));
+        return Err(io::Error::other(
+            "a planted line holds the needle more or less than once",
+        ));
     }
     Ok(lines)
 }
@@ -231,7 +233,10 @@ fn generate(root: &Path, spec: Spec) -> io::Result<Manifest> {
         let name = if i % 10 == 3 {
             format!(".hidden{i}")
         } else {
-            format!("{}{i}", ["drivers", "fs", "net", "kernel", "mm", "lib", "arch"][i % 7])
+            format!(
+                "{}{i}",
+                ["drivers", "fs", "net", "kernel", "mm", "lib", "arch"][i % 7]
+            )
         };
         let path = ppath.join(name);
         fs::create_dir(&path)?;
@@ -373,7 +378,11 @@ mod tests {
             matches: 0,
             ..a.clone()
         };
-        count_tree(&dir.path().join("a"), &Matcher::new(NEEDLE.as_bytes()).unwrap(), &mut found);
+        count_tree(
+            &dir.path().join("a"),
+            &Matcher::new(NEEDLE.as_bytes()).unwrap(),
+            &mut found,
+        );
         assert_eq!(found, a);
         assert!(a.files_matched > 5 && a.matches > a.files_matched, "{a:?}");
         assert!(a.max_depth >= 40);

@@ -24,20 +24,32 @@ pub fn version() -> Result<String, String> {
             .next()
             .unwrap_or("ripgrep")
             .to_owned()),
-        Ok(out) => Err(format!("`rg --version` failed ({}); reinstall it: {INSTALL}", out.status)),
-        Err(e) => Err(format!("ripgrep (rg) is not runnable here ({e}); install it: {INSTALL}")),
+        Ok(out) => Err(format!(
+            "`rg --version` failed ({}); reinstall it: {INSTALL}",
+            out.status
+        )),
+        Err(e) => Err(format!(
+            "ripgrep (rg) is not runnable here ({e}); install it: {INSTALL}"
+        )),
     }
 }
 
 /// The command that counts `needle` under `roots` with `threads` threads.
 pub fn command<P: AsRef<Path>>(needle: &str, threads: usize, roots: &[P]) -> Command {
     let mut cmd = Command::new("rg");
-    cmd.args(["-a", "-F", "--count-matches", "--no-ignore", "--hidden", "--no-follow"])
-        .args(["--null", "--no-messages", "--threads"])
-        .arg(threads.to_string())
-        .arg("-e")
-        .arg(needle)
-        .arg("--");
+    cmd.args([
+        "-a",
+        "-F",
+        "--count-matches",
+        "--no-ignore",
+        "--hidden",
+        "--no-follow",
+    ])
+    .args(["--null", "--no-messages", "--threads"])
+    .arg(threads.to_string())
+    .arg("-e")
+    .arg(needle)
+    .arg("--");
     for r in roots {
         cmd.arg(r.as_ref().as_os_str());
     }

@@ -35,7 +35,13 @@ impl Kind {
         } else if t.is_file() {
             Kind::File
         } else {
-            debug_assert!(t.is_symlink() || t.is_fifo() || t.is_socket() || t.is_block_device() || t.is_char_device());
+            debug_assert!(
+                t.is_symlink()
+                    || t.is_fifo()
+                    || t.is_socket()
+                    || t.is_block_device()
+                    || t.is_char_device()
+            );
             Kind::Skip
         }
     }
@@ -93,11 +99,20 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&fifo, &link).unwrap();
         std::fs::write(dir.path().join("f"), b"x").unwrap();
-        let kind = |name: &str| Kind::of(std::fs::symlink_metadata(dir.path().join(name)).unwrap().file_type());
+        let kind = |name: &str| {
+            Kind::of(
+                std::fs::symlink_metadata(dir.path().join(name))
+                    .unwrap()
+                    .file_type(),
+            )
+        };
         assert_eq!(kind("fifo"), Kind::Skip);
         assert_eq!(kind("link"), Kind::Skip);
         assert_eq!(kind("f"), Kind::File);
-        assert_eq!(Kind::of(std::fs::symlink_metadata(dir.path()).unwrap().file_type()), Kind::Dir);
+        assert_eq!(
+            Kind::of(std::fs::symlink_metadata(dir.path()).unwrap().file_type()),
+            Kind::Dir
+        );
         // Even opened by mistake, a FIFO with no writer returns at once, and a link fails.
         let mut f = open_options().open(&fifo).unwrap();
         assert_eq!(f.read(&mut [0u8; 8]).unwrap(), 0);
