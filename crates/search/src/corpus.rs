@@ -103,12 +103,14 @@ pub fn manifest_path(tree: &Path) -> PathBuf {
 /// whole by this generator for this spec, else written again.
 pub fn ensure(tree: &Path, spec: Spec) -> io::Result<Manifest> {
     let mpath = manifest_path(tree);
-    if let Ok(text) = fs::read_to_string(&mpath) {
-        if let Ok(m) = serde_json::from_str::<Manifest>(&text) {
-            if m.version == VERSION && m.spec == spec && m.needle == NEEDLE && tree.is_dir() {
-                return Ok(m);
-            }
-        }
+    if let Ok(text) = fs::read_to_string(&mpath)
+        && let Ok(m) = serde_json::from_str::<Manifest>(&text)
+        && m.version == VERSION
+        && m.spec == spec
+        && m.needle == NEEDLE
+        && tree.is_dir()
+    {
+        return Ok(m);
     }
     // The manifest goes first so that an interrupted generation is never taken for whole.
     match fs::remove_file(&mpath) {

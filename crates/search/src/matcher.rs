@@ -101,11 +101,11 @@ impl Scan<'_> {
             self.window.clear();
             self.window.extend_from_slice(&self.carry);
             self.window.extend_from_slice(head);
-            if let Some(at) = self.matcher.finder.find(&self.window) {
-                if at < self.carry.len() {
-                    self.matches += 1;
-                    skip = at + n - self.carry.len();
-                }
+            if let Some(at) = self.matcher.finder.find(&self.window)
+                && at < self.carry.len()
+            {
+                self.matches += 1;
+                skip = at + n - self.carry.len();
             }
         }
         // The stream's tail after the last counted match starts at `tail_from` in `chunk`,
