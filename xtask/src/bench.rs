@@ -52,7 +52,8 @@ fn non_negative(s: &str) -> Result<f64, String> {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct BenchArgs {
     /// The suites to run, comma-separated: quick (the default, about 6 minutes), emper-echo,
-    /// chat-cpu, chat-room, memory. `--list` describes them.
+    /// chat-cpu, chat-room, memory, search (the file-content search, alone). `--list`
+    /// describes them.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "quick")]
     pub(crate) suite: Vec<Suite>,
 
@@ -124,6 +125,26 @@ pub(crate) struct BenchArgs {
     /// Use the binaries already built instead of building them.
     #[arg(long)]
     pub(crate) no_build: bool,
+
+    /// search: the directory tree to search [default: the generated corpus, written once
+    /// under target/search-corpus/].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) tree: Option<PathBuf>,
+
+    /// search: the generated corpus when no --tree is given: full (about 40,000 files,
+    /// 300 MB) or small (2,000 files, 16 MB, for a quick look).
+    #[arg(long, value_enum, default_value = "full")]
+    pub(crate) corpus: crate::search_suite::CorpusSize,
+
+    /// search: the byte string to count in a --tree (the generated corpus plants its own,
+    /// io_uring).
+    #[arg(long, default_value = "io_uring", value_name = "STR")]
+    pub(crate) needle: String,
+
+    /// search: drop the page cache before every run (root only) instead of one untimed
+    /// warm-up pass.
+    #[arg(long)]
+    pub(crate) cold: bool,
 
     /// The cargo profile to build and run (release; dev for quick tests of the harness).
     #[arg(long, default_value = "release", hide = true)]
@@ -252,6 +273,21 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
     if args.list {
         list(&args, &inv);
         return Ok(());
+    }
+    // The search suite runs programs, not servers under loadgen: its own module runs it.
+    if args.suites().contains(&Suite::Search) {
+        if args.suites().len() > 1 {
+            return Err(anyhow::Error::new(crate::Usage(
+                "--suite search runs alone; run the other suites in another `cargo xtask bench`"
+                    .into(),
+            )));
+        }
+        if args.needle.is_empty() {
+            return Err(anyhow::Error::new(crate::Usage(
+                "--needle must not be empty".into(),
+            )));
+        }
+        return crate::search_suite::run(&args, &root, &inv);
     }
     // Before the build: a quota this machine cannot give is a usage error, found at once.
     let quota = args

@@ -1,6 +1,6 @@
 //! `cargo xtask`: the project's own tasks, run with `cargo xtask <task>` (an alias in
 //! `.cargo/config.toml`). This file only parses the command line and dispatches; each task is
-//! a module (`bench`, `compare`, `crash`, `micro`, `report`), and what they share (servers, suites, /proc sampling,
+//! a module (`bench`, `compare`, `crash`, `micro`, `report`; `bench --suite search` hands over to `search_suite`), and what they share (servers, suites, /proc sampling,
 //! statistics, the summary, plots, the report's Markdown) lives in modules of its own.
 #![forbid(unsafe_code)]
 
@@ -20,6 +20,8 @@ mod plots;
 mod procfs;
 mod report;
 mod runner;
+mod search_report;
+mod search_suite;
 mod servers;
 mod stats;
 mod suites;
