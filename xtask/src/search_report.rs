@@ -128,14 +128,15 @@ pub(crate) fn write(out: &Path, run: &SearchRun, meta: &Meta) -> Result<String> 
         ]);
     }
     let mut table = String::new();
+    let interval = match stats::median_interval(&vec![0.0; run.repeat]) {
+        Some(i) => format!(" [{:.0}% interval]", i.level * 100.0),
+        None => String::new(),
+    };
     let _ = writeln!(
         table,
-        "Search, {mode} cache, {} runs a program, {} worker(s) on CPUs {}; seconds, median \
-         [{:.0}% interval]:\n",
-        run.repeat,
-        run.workers,
-        run.cpus,
-        stats::median_interval(&vec![0.0; run.repeat.max(2)]).map_or(0.0, |i| i.level * 100.0)
+        "Search, {mode} cache, {} run(s) a program, {} worker(s) on CPUs {}; seconds, \
+         median{interval}:\n",
+        run.repeat, run.workers, run.cpus,
     );
     cells::table(
         &mut table,

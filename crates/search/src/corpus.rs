@@ -34,7 +34,8 @@ const VERSION: u32 = 1;
 pub struct Spec {
     /// Regular files (symbolic links are extra).
     pub files: usize,
-    /// Total bytes aimed at (the result is within a few percent).
+    /// Total bytes aimed at (text files end on a whole line and planted lines are extra,
+    /// so the result is some percent above).
     pub bytes: u64,
     /// Directories besides the root.
     pub dirs: usize,
