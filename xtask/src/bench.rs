@@ -167,7 +167,7 @@ impl BenchArgs {
     }
 
     /// Runs of each point of `suite`.
-    fn repeats(&self, suite: Suite) -> usize {
+    pub(crate) fn repeats(&self, suite: Suite) -> usize {
         self.repeat.unwrap_or_else(|| suite.default_repeats()) as usize
     }
 
@@ -614,6 +614,21 @@ mod tests {
     }
 
     #[test]
+    fn search_options() {
+        let a = parse(&[
+            "--suite", "search", "--corpus", "small", "--cold", "--tree", "/t",
+        ])
+        .unwrap();
+        assert_eq!(a.suites(), [Suite::Search]);
+        assert_eq!(a.corpus, crate::search_suite::CorpusSize::Small);
+        assert!(a.cold);
+        assert_eq!(a.tree.as_deref(), Some(std::path::Path::new("/t")));
+        assert_eq!(a.needle, "io_uring");
+        assert!(Suite::Search.points(&a.overrides(1)).is_empty());
+        assert!(parse(&["--corpus", "huge"]).is_err());
+    }
+
+    #[test]
     fn defaults() {
         let a = parse(&[]).unwrap();
         assert_eq!(a.suites(), [Suite::Quick]);
@@ -623,6 +638,7 @@ mod tests {
         assert_eq!(a.repeat, None);
         assert_eq!(a.repeats(Suite::Quick), 3);
         assert_eq!(a.repeats(Suite::Memory), 1);
+        assert_eq!(a.repeats(Suite::Search), 15);
         assert_eq!(a.server_cpu_quota, None);
         assert_eq!(a.cargo_profile, "release");
         assert_eq!(a.quiet_wait, 10.0);

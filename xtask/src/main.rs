@@ -44,7 +44,7 @@ struct Cli {
 enum Task {
     /// Build every server and loadgen in release mode, run a benchmark suite, and write
     /// results/<run-id>/ (summary, histograms, plots, report.md).
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     /// Show two result directories side by side, with ratios.
     Compare(compare::CompareArgs),
     /// Kill -9 every chat server during a SAY flood, N times, and count acknowledged
@@ -61,7 +61,7 @@ enum Task {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.task {
-        Task::Bench(args) => bench::run(args),
+        Task::Bench(args) => bench::run(*args),
         Task::Compare(args) => compare::run(&args),
         Task::Crash(args) => crash::run(&args),
         Task::Micro(args) => micro::run(&args),

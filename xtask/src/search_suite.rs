@@ -274,13 +274,13 @@ fn run_once(p: &Program, run: &SearchRun, cpus: &CpuList, round: usize) -> Resul
             Err(e) => m.failure = Some(format!("not a summary line: {e}")),
         }
     }
-    if let (None, Some((what, files_matched, matches))) = (&m.failure, &run.reference) {
-        if (m.files_matched, m.matches) != (*files_matched, *matches) {
-            m.failure = Some(format!(
-                "counts differ: {} files matched, {} matches; {what}: {files_matched}, {matches}",
-                m.files_matched, m.matches
-            ));
-        }
+    if let (None, Some((what, files_matched, matches))) = (&m.failure, &run.reference)
+        && (m.files_matched, m.matches) != (*files_matched, *matches)
+    {
+        m.failure = Some(format!(
+            "counts differ: {} files matched, {} matches; {what}: {files_matched}, {matches}",
+            m.files_matched, m.matches
+        ));
     }
     Ok(m)
 }
@@ -374,7 +374,7 @@ pub(crate) fn run(args: &BenchArgs, root: &Path, inv: &Inventory) -> Result<()> 
     }
     fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let cpus = args.server_cpus.clone();
-    let repeat = args.repeat.map_or(15, |r| r as usize);
+    let repeat = args.repeats(crate::suites::Suite::Search);
     let mut run = SearchRun {
         tree: tree.canonicalize().unwrap_or(tree),
         needle,
@@ -417,15 +417,15 @@ pub(crate) fn run(args: &BenchArgs, root: &Path, inv: &Inventory) -> Result<()> 
         if let Some(f) = &first.failure {
             bail!("ripgrep failed on {}: {f}", run.tree.display());
         }
-        if let Some((_, fm, m)) = &run.reference {
-            if (first.files_matched, first.matches) != (*fm, *m) {
-                bail!(
-                    "ripgrep counts {} files matched and {} matches, the corpus manifest {fm} \
-                     and {m}: the corpus or ripgrep is not what this suite expects",
-                    first.files_matched,
-                    first.matches
-                );
-            }
+        if let Some((_, fm, m)) = &run.reference
+            && (first.files_matched, first.matches) != (*fm, *m)
+        {
+            bail!(
+                "ripgrep counts {} files matched and {} matches, the corpus manifest {fm} \
+                 and {m}: the corpus or ripgrep is not what this suite expects",
+                first.files_matched,
+                first.matches
+            );
         }
         run.reference = Some(("ripgrep".to_owned(), first.files_matched, first.matches));
     }
