@@ -230,6 +230,16 @@ fn list(args: &BenchArgs, inv: &Inventory) {
     let (defaults, _) = inv.defaults();
     println!("Suites (--suite, comma-separated):\n");
     for s in Suite::ALL {
+        if s == Suite::Search {
+            println!(
+                "  {:<11} {} (alone: every search-* program and ripgrep, {} rotated runs each; \
+                 --tree, --corpus, --needle, --cold)",
+                s.name(),
+                s.title(),
+                args.repeats(s)
+            );
+            continue;
+        }
         let points = s.points(&args.overrides(args.workers()));
         let secs: f64 = points.iter().map(Point::estimate_secs).sum::<f64>()
             * args.repeats(s) as f64
@@ -268,6 +278,10 @@ fn list(args: &BenchArgs, inv: &Inventory) {
 
 /// Runs `cargo xtask bench`.
 pub(crate) fn run(args: BenchArgs) -> Result<()> {
+    // Before anything else, so that a user who cannot drop caches learns it at once.
+    if args.cold {
+        crate::search_suite::check_cold()?;
+    }
     let root = crate::project_root();
     let inv = Inventory::discover(&root)?;
     if args.list {

@@ -132,8 +132,8 @@ impl Program {
     }
 }
 
-/// Checks that the page cache can be dropped: root only.
-fn check_cold() -> Result<()> {
+/// Checks that the page cache can be dropped (root only); `bench::run` calls it first.
+pub(crate) fn check_cold() -> Result<()> {
     fs::OpenOptions::new()
         .write(true)
         .open("/proc/sys/vm/drop_caches")
@@ -287,9 +287,6 @@ fn run_once(p: &Program, run: &SearchRun, cpus: &CpuList, round: usize) -> Resul
 
 /// Runs the search suite (it runs alone; `bench::run` hands over to it).
 pub(crate) fn run(args: &BenchArgs, root: &Path, inv: &Inventory) -> Result<()> {
-    if args.cold {
-        check_cold()?;
-    }
     children::install_interrupt_handler()?;
     args.server_cpus.check_allowed("--server-cpus")?;
     let profile = args.cargo_profile.as_str();
