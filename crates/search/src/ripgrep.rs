@@ -45,7 +45,7 @@ pub fn command<P: AsRef<Path>>(needle: &str, threads: usize, roots: &[P]) -> Com
         "--hidden",
         "--no-follow",
     ])
-    .args(["--null", "--no-messages", "--threads"])
+    .args(["--null", "--threads"])
     .arg(threads.to_string())
     .arg("-e")
     .arg(needle)
