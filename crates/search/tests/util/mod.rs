@@ -133,13 +133,18 @@ impl Ran {
 }
 
 /// Runs `cmd` to its end, killing it after [`RUN_TIMEOUT`].
-pub(crate) fn run(mut cmd: Command) -> Ran {
+pub(crate) fn run(cmd: Command) -> Ran {
+    try_run(cmd).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`run`], or why `cmd` could not be started.
+pub(crate) fn try_run(mut cmd: Command) -> Result<Ran, String> {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("starting {cmd:?}: {e}"));
+        .map_err(|e| format!("starting {cmd:?}: {e}"))?;
     // Pipes are read on threads so that a chatty child cannot fill one and block.
     let mut out = child.stdout.take().expect("piped");
     let mut err = child.stderr.take().expect("piped");
@@ -155,9 +160,9 @@ pub(crate) fn run(mut cmd: Command) -> Ran {
     });
     let status =
         wait_bounded(child, RUN_TIMEOUT, &format!("{cmd:?}")).unwrap_or_else(|e| panic!("{e}"));
-    Ran {
+    Ok(Ran {
         code: status.code(),
         stdout: out.join().expect("reader"),
         stderr: err.join().expect("reader"),
-    }
+    })
 }
