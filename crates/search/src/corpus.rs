@@ -1,8 +1,9 @@
 //! The generated corpus: a deterministic tree shaped like a source tree, whose counts are
 //! known by construction.
 //!
-//! The same [`Spec`] always writes the same bytes (a seeded generator, no clock, no
-//! hashing of addresses). Its shape follows what a kernel tree is like: directories a few
+//! The same [`Spec`] writes the same bytes on every run (a seeded generator, no clock, no
+//! hashing of addresses; file sizes go through `f64::powf`, so another libm could round a
+//! size differently, which changes bytes but never the known counts). Its shape follows what a kernel tree is like: directories a few
 //! levels deep with one chain much deeper, mostly small text files with a long tail of
 //! large ones (Pareto sizes), a few empty and a few binary files, hidden files and
 //! directories, a name that is not UTF-8, and symbolic links (to a file and to a directory,
