@@ -112,6 +112,7 @@ pub(crate) fn write(out: &Path, run: &SearchRun, meta: &Meta) -> Result<String> 
     for l in &lines {
         let vs = match (fiber, &l.failure) {
             (_, Some(_)) => "–".into(),
+            (Some(_), None) if l.program == "search-fiber" => "(base)".into(),
             (Some(f), None) => ratio(&f.wall, &l.wall),
             (None, None) => "–".into(),
         };
