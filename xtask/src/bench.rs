@@ -52,7 +52,8 @@ fn non_negative(s: &str) -> Result<f64, String> {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct BenchArgs {
     /// The suites to run, comma-separated: quick (the default, about 6 minutes), emper-echo,
-    /// chat-cpu, chat-room, memory. `--list` describes them.
+    /// chat-cpu, chat-room, memory, search (the file-content search, alone). `--list`
+    /// describes them.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "quick")]
     pub(crate) suite: Vec<Suite>,
 
@@ -125,6 +126,26 @@ pub(crate) struct BenchArgs {
     #[arg(long)]
     pub(crate) no_build: bool,
 
+    /// search: the directory tree to search [default: the generated corpus, written once
+    /// under target/search-corpus/].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) tree: Option<PathBuf>,
+
+    /// search: the generated corpus when no --tree is given: full (about 40,000 files,
+    /// 300 MB) or small (2,000 files, 16 MB, for a quick look).
+    #[arg(long, value_enum, default_value = "full")]
+    pub(crate) corpus: crate::search_suite::CorpusSize,
+
+    /// search: the byte string to count in a --tree (the generated corpus plants its own,
+    /// io_uring).
+    #[arg(long, default_value = "io_uring", value_name = "STR")]
+    pub(crate) needle: String,
+
+    /// search: drop the page cache before every run (root only) instead of one untimed
+    /// warm-up pass.
+    #[arg(long)]
+    pub(crate) cold: bool,
+
     /// The cargo profile to build and run (release; dev for quick tests of the harness).
     #[arg(long, default_value = "release", hide = true)]
     pub(crate) cargo_profile: String,
@@ -146,7 +167,7 @@ impl BenchArgs {
     }
 
     /// Runs of each point of `suite`.
-    fn repeats(&self, suite: Suite) -> usize {
+    pub(crate) fn repeats(&self, suite: Suite) -> usize {
         self.repeat.unwrap_or_else(|| suite.default_repeats()) as usize
     }
 
@@ -209,6 +230,16 @@ fn list(args: &BenchArgs, inv: &Inventory) {
     let (defaults, _) = inv.defaults();
     println!("Suites (--suite, comma-separated):\n");
     for s in Suite::ALL {
+        if s == Suite::Search {
+            println!(
+                "  {:<11} {} (alone: every search-* program and ripgrep, {} rotated runs each; \
+                 --tree, --corpus, --needle, --cold)",
+                s.name(),
+                s.title(),
+                args.repeats(s)
+            );
+            continue;
+        }
         let points = s.points(&args.overrides(args.workers()));
         let secs: f64 = points.iter().map(Point::estimate_secs).sum::<f64>()
             * args.repeats(s) as f64
@@ -247,11 +278,30 @@ fn list(args: &BenchArgs, inv: &Inventory) {
 
 /// Runs `cargo xtask bench`.
 pub(crate) fn run(args: BenchArgs) -> Result<()> {
+    // Before anything else, so that a user who cannot drop caches learns it at once.
+    if args.cold {
+        crate::search_suite::check_cold()?;
+    }
     let root = crate::project_root();
     let inv = Inventory::discover(&root)?;
     if args.list {
         list(&args, &inv);
         return Ok(());
+    }
+    // The search suite runs programs, not servers under loadgen: its own module runs it.
+    if args.suites().contains(&Suite::Search) {
+        if args.suites().len() > 1 {
+            return Err(anyhow::Error::new(crate::Usage(
+                "--suite search runs alone; run the other suites in another `cargo xtask bench`"
+                    .into(),
+            )));
+        }
+        if args.needle.is_empty() {
+            return Err(anyhow::Error::new(crate::Usage(
+                "--needle must not be empty".into(),
+            )));
+        }
+        return crate::search_suite::run(&args, &root, &inv);
     }
     // Before the build: a quota this machine cannot give is a usage error, found at once.
     let quota = args
@@ -578,6 +628,21 @@ mod tests {
     }
 
     #[test]
+    fn search_options() {
+        let a = parse(&[
+            "--suite", "search", "--corpus", "small", "--cold", "--tree", "/t",
+        ])
+        .unwrap();
+        assert_eq!(a.suites(), [Suite::Search]);
+        assert_eq!(a.corpus, crate::search_suite::CorpusSize::Small);
+        assert!(a.cold);
+        assert_eq!(a.tree.as_deref(), Some(std::path::Path::new("/t")));
+        assert_eq!(a.needle, "io_uring");
+        assert!(Suite::Search.points(&a.overrides(1)).is_empty());
+        assert!(parse(&["--corpus", "huge"]).is_err());
+    }
+
+    #[test]
     fn defaults() {
         let a = parse(&[]).unwrap();
         assert_eq!(a.suites(), [Suite::Quick]);
@@ -587,6 +652,7 @@ mod tests {
         assert_eq!(a.repeat, None);
         assert_eq!(a.repeats(Suite::Quick), 3);
         assert_eq!(a.repeats(Suite::Memory), 1);
+        assert_eq!(a.repeats(Suite::Search), 15);
         assert_eq!(a.server_cpu_quota, None);
         assert_eq!(a.cargo_profile, "release");
         assert_eq!(a.quiet_wait, 10.0);

@@ -412,6 +412,8 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
                     ),
                 )?;
             }
+            // Drawn by the `search` module from its own runs.
+            Suite::Search => {}
         }
     }
     Ok(out)

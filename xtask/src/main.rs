@@ -1,6 +1,6 @@
 //! `cargo xtask`: the project's own tasks, run with `cargo xtask <task>` (an alias in
 //! `.cargo/config.toml`). This file only parses the command line and dispatches; each task is
-//! a module (`bench`, `compare`, `crash`, `micro`, `report`), and what they share (servers, suites, /proc sampling,
+//! a module (`bench`, `compare`, `crash`, `micro`, `report`; `bench --suite search` hands over to `search_suite`), and what they share (servers, suites, /proc sampling,
 //! statistics, the summary, plots, the report's Markdown) lives in modules of its own.
 #![forbid(unsafe_code)]
 
@@ -20,6 +20,8 @@ mod plots;
 mod procfs;
 mod report;
 mod runner;
+mod search_report;
+mod search_suite;
 mod servers;
 mod stats;
 mod suites;
@@ -42,7 +44,7 @@ struct Cli {
 enum Task {
     /// Build every server and loadgen in release mode, run a benchmark suite, and write
     /// results/<run-id>/ (summary, histograms, plots, report.md).
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     /// Show two result directories side by side, with ratios.
     Compare(compare::CompareArgs),
     /// Kill -9 every chat server during a SAY flood, N times, and count acknowledged
@@ -59,7 +61,7 @@ enum Task {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.task {
-        Task::Bench(args) => bench::run(args),
+        Task::Bench(args) => bench::run(*args),
         Task::Compare(args) => compare::run(&args),
         Task::Crash(args) => crash::run(&args),
         Task::Micro(args) => micro::run(&args),

@@ -30,15 +30,19 @@ pub(crate) enum Suite {
     ChatRoom,
     /// Memory per idle connection at 1,000 and 10,000 connections.
     Memory,
+    /// The io_uring paper's file-content search (Figure 9): every search program and
+    /// ripgrep on one tree, 15 rotated runs each; runs alone, by the `search` module.
+    Search,
 }
 
 impl Suite {
-    pub(crate) const ALL: [Suite; 5] = [
+    pub(crate) const ALL: [Suite; 6] = [
         Suite::Quick,
         Suite::EmperEcho,
         Suite::ChatCpu,
         Suite::ChatRoom,
         Suite::Memory,
+        Suite::Search,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -48,6 +52,7 @@ impl Suite {
             Suite::ChatCpu => "chat-cpu",
             Suite::ChatRoom => "chat-room",
             Suite::Memory => "memory",
+            Suite::Search => "search",
         }
     }
 
@@ -58,6 +63,7 @@ impl Suite {
             Suite::ChatCpu => "Chat ingest CPU as in the C-versus-Go paper",
             Suite::ChatRoom => "Chat room fan-out",
             Suite::Memory => "Memory per idle connection",
+            Suite::Search => "File-content search as in the io_uring (EMPER) paper's Figure 9",
         }
     }
 
@@ -70,6 +76,8 @@ impl Suite {
             Suite::EmperEcho | Suite::ChatRoom => 10.0,
             Suite::ChatCpu => 60.0,
             Suite::Memory => 3.0,
+            // A search is timed whole, not in a window.
+            Suite::Search => 0.0,
         }
     }
 
@@ -88,6 +96,7 @@ impl Suite {
             Suite::ChatCpu => vec![1, 2, 4, 8, 16, 32, 64],
             Suite::ChatRoom => vec![1000],
             Suite::Memory => vec![1000, 10_000],
+            Suite::Search => vec![],
         }
     }
 
@@ -96,6 +105,8 @@ impl Suite {
     pub(crate) fn default_repeats(self) -> u32 {
         match self {
             Suite::Quick => 3,
+            // The paper's count.
+            Suite::Search => 15,
             _ => 1,
         }
     }
@@ -387,6 +398,8 @@ impl Suite {
                     ));
                 }
             }
+            // No loadgen points: the `search` module runs the programs itself.
+            Suite::Search => {}
         }
         out
     }

@@ -20,6 +20,7 @@ pub struct OpenOptions {
     create_new: bool,
     truncate: bool,
     mode: u32,
+    custom: i32,
 }
 
 impl Default for OpenOptions {
@@ -39,6 +40,7 @@ impl OpenOptions {
             create_new: false,
             truncate: false,
             mode: 0o666,
+            custom: 0,
         }
     }
 
@@ -84,6 +86,15 @@ impl OpenOptions {
         self
     }
 
+    /// Extra `open(2)` flags or'ed in, like std's `OpenOptionsExt::custom_flags`: a file
+    /// search opens with `O_NOFOLLOW | O_NONBLOCK` so that a link is not followed and a
+    /// FIFO does not block. The access mode bits are ignored (they come from `read` and
+    /// `write`).
+    pub fn custom_flags(mut self, flags: i32) -> OpenOptions {
+        self.custom = flags & !libc::O_ACCMODE;
+        self
+    }
+
     fn flags(&self) -> io::Result<i32> {
         let access = match (self.read, self.write || self.append) {
             (true, false) => libc::O_RDONLY,
@@ -96,7 +107,7 @@ impl OpenOptions {
                 ));
             }
         };
-        let mut flags = access;
+        let mut flags = access | self.custom;
         if self.append {
             flags |= libc::O_APPEND;
         }

@@ -112,6 +112,8 @@ pub(crate) fn render(input: &Input<'_>) -> String {
             Suite::ChatCpu => chat::cpu_section(&mut out, &rows),
             Suite::ChatRoom => chat::room_section(&mut out, &rows),
             Suite::Memory => memory::section(&mut out, &rows),
+            // Written by the `search` module; it has no loadgen rows.
+            Suite::Search => {}
         }
         for p in input.plots.iter().filter(|p| p.suite == suite.name()) {
             let _ = writeln!(out, "![{}]({})\n", p.caption, p.file);

@@ -1,0 +1,137 @@
+//! The walk's rules, the same for every runtime: what is searched, how a file is opened,
+//! and the read loop of the blocking programs.
+//!
+//! - A directory entry's type comes from the directory listing (`d_type`, with an `lstat`
+//!   only where the file system does not fill it in), so a symbolic link is seen as a link
+//!   and never followed: a link loop cannot trap the walk, and a linked file is not
+//!   searched twice (ripgrep's `--no-follow`).
+//! - Only regular files are opened, and with `O_NOFOLLOW | O_NONBLOCK`: should an entry be
+//!   replaced by a link or a FIFO between the listing and the open, the open fails or
+//!   returns at once instead of following it or blocking for a writer that never comes.
+//! - Everything else (FIFOs, sockets, devices) is skipped, not counted.
+
+use std::fs::FileType;
+use std::io;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+
+use crate::matcher::{Matcher, Scan};
+
+/// What the walk does with an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Descend.
+    Dir,
+    /// Search.
+    File,
+    /// Leave alone: a symbolic link, a FIFO, a socket, a device.
+    Skip,
+}
+
+impl Kind {
+    /// The kind of an entry of type `t` (not followed).
+    pub fn of(t: FileType) -> Kind {
+        if t.is_dir() {
+            Kind::Dir
+        } else if t.is_file() {
+            Kind::File
+        } else {
+            debug_assert!(
+                t.is_symlink()
+                    || t.is_fifo()
+                    || t.is_socket()
+                    || t.is_block_device()
+                    || t.is_char_device()
+            );
+            Kind::Skip
+        }
+    }
+}
+
+/// Files a worker of an asynchronous program (Tokio, tokio-uring, fibers, goroutines)
+/// keeps open and in flight at once: enough to keep the kernel busy, few enough to stay far
+/// from the default limit of 1024 descriptors. A thread per worker has one.
+pub const FILES_IN_FLIGHT_PER_WORKER: usize = 64;
+
+/// Where a walk starts: each root as given, followed if it is a link (as ripgrep does with
+/// the paths on its command line), searched if it is a file, walked if a directory.
+pub fn root_kind(path: &std::path::Path) -> io::Result<Kind> {
+    std::fs::metadata(path).map(|m| Kind::of(m.file_type()))
+}
+
+/// Flags added to a read-only open of a file to search (see the module's doc).
+pub const OPEN_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK;
+
+/// std's options for opening a file to search.
+pub fn open_options() -> std::fs::OpenOptions {
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true).custom_flags(OPEN_FLAGS);
+    o
+}
+
+/// Reads a file to its end through `read` (a blocking read of at most `buf.len()` bytes,
+/// `Ok(0)` at the end) and counts the needle; returns the scan for its bytes and matches.
+pub fn scan_blocking<'m>(
+    matcher: &'m Matcher,
+    buf: &mut [u8],
+    mut read: impl FnMut(&mut [u8]) -> io::Result<usize>,
+) -> io::Result<Scan<'m>> {
+    let mut scan = matcher.scan();
+    loop {
+        match read(buf) {
+            Ok(0) => return Ok(scan),
+            Ok(n) => scan.feed(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn kinds_and_a_fifo_open_that_does_not_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&fifo, &link).unwrap();
+        std::fs::write(dir.path().join("f"), b"x").unwrap();
+        let kind = |name: &str| {
+            Kind::of(
+                std::fs::symlink_metadata(dir.path().join(name))
+                    .unwrap()
+                    .file_type(),
+            )
+        };
+        assert_eq!(kind("fifo"), Kind::Skip);
+        assert_eq!(kind("link"), Kind::Skip);
+        assert_eq!(kind("f"), Kind::File);
+        assert_eq!(
+            Kind::of(std::fs::symlink_metadata(dir.path()).unwrap().file_type()),
+            Kind::Dir
+        );
+        // Even opened by mistake, a FIFO with no writer returns at once, and a link fails.
+        let mut f = open_options().open(&fifo).unwrap();
+        assert_eq!(f.read(&mut [0u8; 8]).unwrap(), 0);
+        assert!(open_options().open(&link).is_err());
+    }
+
+    #[test]
+    fn the_blocking_loop_counts_across_reads() {
+        let m = Matcher::new(b"abc").unwrap();
+        let data = b"xxabcxxabcab";
+        let mut at = 0;
+        let mut buf = [0u8; 3];
+        let scan = scan_blocking(&m, &mut buf, |b| {
+            let n = b.len().min(data.len() - at);
+            b[..n].copy_from_slice(&data[at..at + n]);
+            at += n;
+            Ok(n)
+        })
+        .unwrap();
+        assert_eq!((scan.bytes(), scan.matches()), (12, 2));
+    }
+}

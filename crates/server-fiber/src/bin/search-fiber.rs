@@ -1,0 +1,147 @@
+//! search-fiber: the file-content search on the fiber runtime, the paper's design: blocking
+//! code whose file operations are io_uring operations on the worker's ring.
+//!
+//! A fiber per directory lists it and hands its files to reader fibers through a bounded
+//! channel, spawning a fiber per subdirectory; `FILES_IN_FLIGHT_PER_WORKER` reader fibers
+//! per worker (placed on each worker in turn) open (`IORING_OP_OPENAT`), read in `--chunk`
+//! byte reads (`IORING_OP_READ`) and close (`IORING_OP_CLOSE`) through the ring, parking
+//! only their fiber while the kernel works; the worker runs the others and submits the whole
+//! batch of SQEs at once.
+//!
+//! Directory listing has no io_uring operation (there is no `getdents` opcode), so a
+//! directory fiber lists with std's `read_dir`, a blocking `getdents64` on its worker, as
+//! the paper's EMPER program does; a directory is listed in one or a few system calls. The
+//! entry's type comes from the listing's `d_type`, so no `statx` is needed; a file is read
+//! to its end, so its size is not needed either.
+
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use fiber::sync::{Receiver, Sender, channel};
+use search::cli::Config;
+use search::tally::Tally;
+use search::walk::{self, FILES_IN_FLIGHT_PER_WORKER, Kind};
+
+const NAME: &str = "search-fiber";
+
+/// Lists `dir`, sending its files to the readers and spawning a fiber per subdirectory.
+/// Every directory fiber holds a sender; the readers stop when the last one is dropped.
+fn walk_dir(dir: PathBuf, files: Sender<PathBuf>, tally: Arc<Tally>) {
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) => return tally.error(&dir, "cannot list", e),
+    };
+    for entry in entries {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => return tally.error(&dir, "cannot list", e),
+        };
+        match entry.file_type().map(Kind::of) {
+            Ok(Kind::Dir) => {
+                let (files, tally) = (files.clone(), Arc::clone(&tally));
+                let path = entry.path();
+                // Detached: the fiber's sender is what the readers wait for.
+                drop(fiber::spawn(move || walk_dir(path, files, tally)));
+            }
+            Ok(Kind::File) => {
+                if files.send(entry.path()).is_err() {
+                    // Every reader is gone: the runtime is shutting down.
+                    return;
+                }
+            }
+            Ok(Kind::Skip) => {}
+            Err(e) => tally.error(&entry.path(), "cannot stat", e),
+        }
+    }
+}
+
+fn search_file(path: &PathBuf, config: &Config, buf: &mut [u8], tally: &Tally) {
+    let file = match fiber::fs::File::options()
+        .read(true)
+        .custom_flags(walk::OPEN_FLAGS)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) => return tally.error(path, "cannot open", e),
+    };
+    let mut offset = 0u64;
+    let scanned = walk::scan_blocking(&config.matcher, buf, |b| {
+        let n = file.read_at(b, offset)?;
+        offset += n as u64;
+        Ok(n)
+    });
+    match scanned {
+        Ok(scan) => tally.file(scan.bytes(), scan.matches()),
+        Err(e) => tally.error(path, "cannot read", e),
+    }
+    if let Err(e) = file.close() {
+        tally.error(path, "cannot close", e);
+    }
+}
+
+fn reader(files: Receiver<PathBuf>, config: Arc<Config>, tally: Arc<Tally>) {
+    let mut buf = vec![0u8; config.chunk];
+    while let Ok(path) = files.recv() {
+        search_file(&path, &config, &mut buf, &tally);
+    }
+}
+
+fn main() {
+    let config = Arc::new(search::cli::parse_or_exit(NAME));
+    let mut builder = fiber::Runtime::builder()
+        .workers(config.workers)
+        .thread_name(NAME);
+    if !config.cpus.is_empty() {
+        builder = builder.cpus(config.cpus.clone());
+    }
+    let rt = match builder.build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{NAME}: cannot start the fiber runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let tally = Arc::new(Tally::new());
+    let handle = rt.handle();
+    let (cfg, t) = (Arc::clone(&config), Arc::clone(&tally));
+    let start = Instant::now();
+    let walked = rt.block_on(move || {
+        let readers_per_worker = FILES_IN_FLIGHT_PER_WORKER;
+        let (files, queued) = channel::<PathBuf>(readers_per_worker * cfg.workers);
+        let readers: Vec<_> = (0..readers_per_worker * cfg.workers)
+            .map(|i| {
+                let (queued, cfg, t) = (queued.clone(), Arc::clone(&cfg), Arc::clone(&t));
+                handle.spawn_on(i, move || reader(queued, cfg, t))
+            })
+            .collect();
+        drop(queued);
+        for root in &cfg.roots {
+            match walk::root_kind(root) {
+                Ok(Kind::Dir) => {
+                    let (files, t, root) = (files.clone(), Arc::clone(&t), root.clone());
+                    drop(fiber::spawn(move || walk_dir(root, files, t)));
+                }
+                Ok(Kind::File) => {
+                    if files.send(root.clone()).is_err() {
+                        break;
+                    }
+                }
+                Ok(Kind::Skip) => {}
+                Err(e) => t.error(root, "cannot stat", e),
+            }
+        }
+        drop(files);
+        readers.into_iter().all(|r| r.join().is_ok())
+    });
+    let elapsed = start.elapsed();
+    match walked {
+        Ok(true) => println!("{}", tally.summary(elapsed).to_line()),
+        Ok(false) | Err(_) => {
+            eprintln!("{NAME}: a fiber of the search failed");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! search-tokio-uring: the file-content search on tokio-uring, one runtime (and ring) per
+//! worker thread, files read with io_uring.
+//!
+//! The workers share one queue of work items (a directory to list, a file to search) and
+//! each runs `FILES_IN_FLIGHT_PER_WORKER` tasks that take items from it: a file is opened,
+//! read in `--chunk` byte reads and closed through the worker's ring
+//! (`tokio_uring::fs::File`), so a worker has many reads in flight at once. tokio-uring has
+//! no directory listing (io_uring has no `getdents`), so a task lists a directory with
+//! std's blocking `read_dir` on its worker, as search-fiber does.
+
+#![forbid(unsafe_code)]
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use search::cli::Config;
+use search::tally::Tally;
+use search::walk::{self, FILES_IN_FLIGHT_PER_WORKER, Kind};
+use std::os::unix::fs::OpenOptionsExt;
+use tokio::sync::Notify;
+
+const NAME: &str = "search-tokio-uring";
+
+/// A unit of work.
+#[derive(Debug)]
+enum Item {
+    Dir(PathBuf),
+    File(PathBuf),
+}
+
+/// Items not yet taken, and how many taken items are still being worked on (which may add
+/// more); empty with none in progress means the walk is over. `Notify` wakes tasks of every
+/// worker's runtime alike.
+#[derive(Debug, Default)]
+struct Queue {
+    state: Mutex<(VecDeque<Item>, usize)>,
+    more: Notify,
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, (VecDeque<Item>, usize)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next item, or `None` when the walk is over.
+    async fn take(&self) -> Option<Item> {
+        loop {
+            // Registered before looking, so that a notification between the look and the
+            // wait is not lost.
+            let notified = self.more.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut s = self.lock();
+                if let Some(item) = s.0.pop_front() {
+                    s.1 += 1;
+                    return Some(item);
+                }
+                if s.1 == 0 {
+                    return None;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// Ends one taken item, queueing what it found.
+    fn finish(&self, found: Vec<Item>) {
+        let mut s = self.lock();
+        s.1 -= 1;
+        let wake = !found.is_empty() || s.1 == 0;
+        s.0.extend(found);
+        drop(s);
+        if wake {
+            self.more.notify_waiters();
+        }
+    }
+}
+
+fn list(dir: &PathBuf, tally: &Tally, found: &mut Vec<Item>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => return tally.error(dir, "cannot list", e),
+    };
+    for entry in entries {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => return tally.error(dir, "cannot list", e),
+        };
+        match entry.file_type().map(Kind::of) {
+            Ok(Kind::Dir) => found.push(Item::Dir(entry.path())),
+            Ok(Kind::File) => found.push(Item::File(entry.path())),
+            Ok(Kind::Skip) => {}
+            Err(e) => tally.error(&entry.path(), "cannot stat", e),
+        }
+    }
+}
+
+/// Searches one file; gives the buffer back for the next.
+async fn search_file(path: &PathBuf, config: &Config, mut buf: Vec<u8>, tally: &Tally) -> Vec<u8> {
+    let file = match tokio_uring::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(walk::OPEN_FLAGS)
+        .open(path)
+        .await
+    {
+        Ok(f) => f,
+        Err(e) => {
+            tally.error(path, "cannot open", e);
+            return buf;
+        }
+    };
+    let mut scan = config.matcher.scan();
+    let mut offset = 0u64;
+    loop {
+        buf.clear();
+        let (read, back) = file.read_at(buf, offset).await;
+        buf = back;
+        match read {
+            Ok(0) => {
+                tally.file(scan.bytes(), scan.matches());
+                break;
+            }
+            Ok(n) => {
+                scan.feed(&buf[..n]);
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                tally.error(path, "cannot read", e);
+                break;
+            }
+        }
+    }
+    if let Err(e) = file.close().await {
+        tally.error(path, "cannot close", e);
+    }
+    buf
+}
+
+async fn task(config: Arc<Config>, queue: Arc<Queue>, tally: Arc<Tally>) {
+    let mut buf = Vec::with_capacity(config.chunk);
+    let mut found = Vec::new();
+    while let Some(item) = queue.take().await {
+        match &item {
+            Item::Dir(dir) => list(dir, &tally, &mut found),
+            Item::File(path) => buf = search_file(path, &config, buf, &tally).await,
+        }
+        queue.finish(std::mem::take(&mut found));
+    }
+}
+
+fn worker(index: usize, config: Arc<Config>, queue: Arc<Queue>, tally: Arc<Tally>) {
+    if let Err(e) = config.pin(index) {
+        eprintln!("{NAME}: worker {index}: {e}");
+    }
+    tokio_uring::start(async move {
+        let tasks: Vec<_> = (0..FILES_IN_FLIGHT_PER_WORKER)
+            .map(|_| {
+                tokio_uring::spawn(task(
+                    Arc::clone(&config),
+                    Arc::clone(&queue),
+                    Arc::clone(&tally),
+                ))
+            })
+            .collect();
+        for t in tasks {
+            if t.await.is_err() {
+                eprintln!("{NAME}: a task of worker {index} panicked");
+                std::process::exit(1);
+            }
+        }
+    });
+}
+
+fn main() {
+    let config = Arc::new(search::cli::parse_or_exit(NAME));
+    let queue = Arc::new(Queue::default());
+    let tally = Arc::new(Tally::new());
+    let start = Instant::now();
+    for root in &config.roots {
+        match walk::root_kind(root) {
+            Ok(Kind::Dir) => queue.lock().0.push_back(Item::Dir(root.clone())),
+            Ok(Kind::File) => queue.lock().0.push_back(Item::File(root.clone())),
+            Ok(Kind::Skip) => {}
+            Err(e) => tally.error(root, "cannot stat", e),
+        }
+    }
+    let mut threads = Vec::new();
+    for index in 0..config.workers {
+        let (config, queue, tally) = (Arc::clone(&config), Arc::clone(&queue), Arc::clone(&tally));
+        let spawned = std::thread::Builder::new()
+            .name(format!("{NAME}-{index}"))
+            .spawn(move || worker(index, config, queue, tally));
+        match spawned {
+            Ok(t) => threads.push(t),
+            Err(e) => {
+                eprintln!("{NAME}: cannot start worker thread {index}: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+    for t in threads {
+        if t.join().is_err() {
+            eprintln!("{NAME}: a worker thread panicked (is io_uring available?)");
+            std::process::exit(1);
+        }
+    }
+    println!("{}", tally.summary(start.elapsed()).to_line());
+}
