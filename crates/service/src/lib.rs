@@ -54,4 +54,5 @@ pub mod counters;
 pub mod echo;
 pub mod hub;
 pub mod log;
+pub mod outbox;
 pub mod session;
