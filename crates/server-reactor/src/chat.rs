@@ -197,9 +197,9 @@ impl Chat {
                 self.wbuf.extend(&self.out);
                 self.out.clear();
             } else {
-                // Rare: only when the client is behind. The Vec goes with the
-                // bytes; `out` starts a new one.
-                self.mailbox.push_own(std::mem::take(&mut self.out));
+                // Rare: only when the client is behind. The bytes are copied
+                // and `out` keeps its memory.
+                self.mailbox.push_own(&mut self.out);
             }
         }
         match flow {

@@ -2,10 +2,11 @@
 //! every other thread reaches it.
 //!
 //! The hub calls [`Subscriber::offer`] with the room locked, on the thread of
-//! whichever reactor served the `SAY`. The offer appends the shared line (an
-//! `Arc`, never a copy) to this queue under the mailbox's own short lock and,
-//! if the owning reactor has not already been told, tells it through its
-//! [`Remote`]. The owning reactor later moves queued lines into the
+//! whichever reactor served the `SAY`. The offer copies the line into this
+//! queue's byte buffer (`service::outbox::OutQueue`, the rule every server
+//! shares) under the mailbox's own short lock and, if the queue was empty (so
+//! the owning reactor has not already been told), tells it through its
+//! [`Remote`]. The owning reactor later moves what is queued into the
 //! connection's write buffer, as far as the socket keeps up.
 //!
 //! Cut-off without blocking: the offer compares the live bytes still queued
@@ -14,15 +15,15 @@
 //! subscriber, and the owning reactor closes the socket at its next turn. The
 //! sender never waits for the slow client, and neither does any reactor.
 //!
-//! Lines reach this queue only when the write buffer is full (the owner moves
-//! them out as long as it holds less than [`crate::chat::OUT_HIGH`] bytes), so
-//! what is queued here is exactly what a slow client has not made room for.
+//! Lines stay in this queue only while the write buffer is full (the owner
+//! moves them out as long as it holds less than [`crate::chat::OUT_HIGH`]
+//! bytes), so what stays queued here is what a slow client has not made room for.
 
-use std::collections::VecDeque;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use service::hub::{ConnId, Line, Subscriber};
+use service::outbox::{Offered, OutQueue};
 
 use crate::outbuf::OutBuf;
 use crate::remote::Remote;
@@ -39,45 +40,33 @@ struct Inner {
     /// The connection's slab key in its reactor, and its hub id.
     key: usize,
     conn: ConnId,
-    max_pending: usize,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct State {
-    queue: VecDeque<Chunk>,
-    /// # Invariant
-    /// The sum of the lengths of the `Chunk::Live` entries of `queue`.
-    live: usize,
-    /// # Invariant
-    /// True while the owner has been told about this mailbox and has not yet
-    /// emptied it: further lines need not tell it again.
-    notified: bool,
-    /// No more offers are taken (the connection is closing, or was cut).
-    closed: bool,
-    /// Closed because live lines passed `max_pending`.
-    cut: bool,
+    /// The queued bytes and the slow-subscriber rule over them. Lines queued
+    /// while it was not empty need not tell the owner: it was told when the
+    /// first came, and has not emptied it since.
+    queue: OutQueue,
+    /// The buffer the queue's bytes are swapped into on their way to the
+    /// write buffer, kept between drains.
+    spare: Vec<u8>,
     /// The outcome of the group commit's sync that the connection's `ACK` waits
     /// for (`--fsync always`), put here by the commit thread.
     synced: Option<io::Result<()>>,
 }
 
-#[derive(Debug)]
-enum Chunk {
-    /// Bytes the connection caused itself: the seam of a `JOIN`, or a reply
-    /// produced while live lines were still queued ahead of it.
-    Own(Vec<u8>),
-    /// A `MSG` another connection caused.
-    Live(Line),
-}
-
 impl Mailbox {
     pub(crate) fn new(owner: Arc<Remote>, key: usize, conn: ConnId, max_pending: usize) -> Self {
         Mailbox(Arc::new(Inner {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                queue: OutQueue::new(max_pending),
+                spare: Vec::new(),
+                synced: None,
+            }),
             owner,
             key,
             conn,
-            max_pending,
         }))
     }
 
@@ -86,37 +75,28 @@ impl Mailbox {
         self.0.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Moves queued chunks, in order, into `out` while it holds fewer than
+    /// Moves everything queued, in order, into `out` if it holds fewer than
     /// `high` bytes. Returns whether the mailbox is now empty.
     pub(crate) fn drain_into(&self, out: &mut OutBuf, high: usize) -> bool {
         let mut st = self.lock();
-        while out.len() < high {
-            let Some(chunk) = st.queue.pop_front() else {
-                break;
-            };
-            match chunk {
-                Chunk::Own(bytes) => out.extend(&bytes),
-                Chunk::Live(line) => {
-                    st.live -= line.len();
-                    out.extend(&line);
-                }
+        let State { queue, spare, .. } = &mut *st;
+        if out.len() < high {
+            if let Some(taken) = queue.take(spare) {
+                // In the write buffer, the bytes are no longer this queue's:
+                // the owner writes them as the socket allows.
+                out.append(spare);
+                queue.sent(taken, spare);
             }
         }
-        let empty = st.queue.is_empty();
-        // Still holding lines means the socket is behind: the owner comes back
-        // when it turns writable, so new lines need not tell it.
-        st.notified = !empty;
-        empty
+        queue.is_empty()
     }
 
-    /// Queues bytes the connection caused itself behind what is queued.
-    /// Never refused while the connection is open: this is not live output,
-    /// and the owner stops reading commands until the client catches up.
-    pub(crate) fn push_own(&self, bytes: Vec<u8>) {
-        let mut st = self.lock();
-        if !st.closed && !bytes.is_empty() {
-            st.queue.push_back(Chunk::Own(bytes));
-        }
+    /// Queues bytes the connection caused itself behind what is queued, and
+    /// clears `out`. Never refused while the connection is open: this is not
+    /// live output, and the owner stops reading commands until the client
+    /// catches up.
+    pub(crate) fn push_own(&self, out: &mut Vec<u8>) {
+        self.lock().queue.push_own(out);
     }
 
     /// Called on the group-commit thread when the sync a `SAY` of this
@@ -139,12 +119,12 @@ impl Mailbox {
     /// Takes no more offers; what is queued stays, to be written before the
     /// connection closes.
     pub(crate) fn close(&self) {
-        self.lock().closed = true;
+        self.lock().queue.close();
     }
 
     /// Whether the connection was cut off as a slow subscriber.
     pub(crate) fn is_cut(&self) -> bool {
-        self.lock().cut
+        self.lock().queue.is_cut()
     }
 
     fn tell_owner(&self) {
@@ -155,39 +135,25 @@ impl Mailbox {
 impl Subscriber for Mailbox {
     fn offer(&self, line: &Line) -> bool {
         let mut st = self.lock();
-        if st.closed {
-            return false;
-        }
-        if st.live + line.len() > self.0.max_pending {
-            st.cut = true;
-            st.closed = true;
-            st.queue = VecDeque::new();
-            st.live = 0;
-            drop(st);
+        let was_empty = st.queue.is_empty();
+        let offered = st.queue.offer(line);
+        drop(st);
+        match offered {
+            Offered::Queued if was_empty => self.tell_owner(),
+            Offered::Queued | Offered::Refused => {}
             // Always tell: the owner may be waiting for a writable socket that
             // never comes, and must close it now.
-            self.tell_owner();
-            return false;
+            Offered::Cut => self.tell_owner(),
         }
-        st.live += line.len();
-        st.queue.push_back(Chunk::Live(Line::clone(line)));
-        let tell = !std::mem::replace(&mut st.notified, true);
-        drop(st);
-        if tell {
-            self.tell_owner();
-        }
-        true
+        offered == Offered::Queued
     }
 
     fn push_seam(&self, lines: Vec<u8>) {
         let mut st = self.lock();
-        if st.closed || lines.is_empty() {
-            return;
-        }
-        st.queue.push_back(Chunk::Own(lines));
-        let tell = !std::mem::replace(&mut st.notified, true);
+        let was_empty = st.queue.is_empty();
+        let queued = st.queue.push_seam(lines);
         drop(st);
-        if tell {
+        if queued && was_empty {
             self.tell_owner();
         }
     }
@@ -235,17 +201,21 @@ mod tests {
     #[test]
     fn a_full_write_buffer_leaves_lines_queued_in_order() {
         let (mb, remote, _poll) = mailbox(1 << 20);
+        let mut out = OutBuf::default();
+        out.extend(b"x");
         mb.push_seam(b"JOINED r 1\n".to_vec());
         assert!(mb.offer(&line("MSG r 1 a x\n")));
-        mb.push_own(b"ACK r 2\n".to_vec());
-        let mut out = OutBuf::default();
-        assert!(!mb.drain_into(&mut out, 1), "one chunk fits under the mark");
-        assert_eq!(out.pending(), b"JOINED r 1\n");
-        take_mail(&remote);
+        mb.push_own(&mut b"ACK r 2\n".to_vec());
+        assert!(
+            !mb.drain_into(&mut out, 1),
+            "the write buffer is at the mark"
+        );
+        assert_eq!(take_mail(&remote), [(5, 50)], "told once, for the seam");
         // Not emptied: the owner will come back when the socket drains.
         assert!(mb.offer(&line("MSG r 3 a y\n")));
         assert!(take_mail(&remote).is_empty());
-        assert!(mb.drain_into(&mut out, 1024));
+        out.consume(1);
+        assert!(mb.drain_into(&mut out, 1));
         assert_eq!(
             out.pending(),
             b"JOINED r 1\nMSG r 1 a x\nACK r 2\nMSG r 3 a y\n"
@@ -253,12 +223,11 @@ mod tests {
     }
 
     #[test]
-    fn live_lines_past_the_limit_cut_the_subscriber_but_own_bytes_do_not() {
+    fn a_cut_tells_the_owner_and_drops_the_queue() {
         let (mb, remote, _poll) = mailbox(24);
-        mb.push_own(vec![b'x'; 100]);
+        mb.push_own(&mut vec![b'x'; 100]);
         assert!(mb.offer(&line("MSG r 1 a 12345\n")));
-        take_mail(&remote);
-        assert!(!mb.is_cut());
+        assert!(take_mail(&remote).is_empty(), "own bytes were queued first");
         assert!(!mb.offer(&line("MSG r 2 a 12345\n")), "16 + 16 > 24");
         assert!(mb.is_cut());
         assert_eq!(

@@ -239,7 +239,10 @@ mod tests {
         assert!(q.push_seam(b"JOINED q 1\n".to_vec()));
         let mut own = b"PONG t\n".to_vec();
         assert!(q.push_own(&mut own));
-        assert!(own.is_empty(), "own output is moved out of the caller's buffer");
+        assert!(
+            own.is_empty(),
+            "own output is moved out of the caller's buffer"
+        );
         assert_eq!(write_all(&mut q), b"OK\nMSG r 1 a x\nJOINED q 1\nPONG t\n");
         assert!(q.is_empty() && q.take(&mut Vec::new()).is_none());
     }
@@ -263,7 +266,11 @@ mod tests {
         let done = q.take(&mut batch).unwrap();
         assert_eq!(q.offer(b"01234567\n"), Offered::Queued, "11 + 9 = 20 fits");
         q.sent(done, &mut batch);
-        assert_eq!(q.offer(b"0123456789\n"), Offered::Queued, "the first was sent");
+        assert_eq!(
+            q.offer(b"0123456789\n"),
+            Offered::Queued,
+            "the first was sent"
+        );
         assert!(!q.is_cut());
         assert_eq!(q.offer(b"x\n"), Offered::Cut, "9 + 11 + 2 > 20");
         assert!(q.is_cut() && q.is_closed());
@@ -278,8 +285,16 @@ mod tests {
         let mut q = OutQueue::new(20);
         assert!(q.push_own(&mut vec![b'x'; 100]));
         assert!(q.push_seam(vec![b'y'; 100]));
-        assert_eq!(q.offer(b"MSG r 1 anon 0123\n"), Offered::Queued, "18 live bytes");
-        assert_eq!(q.offer(b"MSG r 1 anon 0123\n"), Offered::Cut, "36 live bytes");
+        assert_eq!(
+            q.offer(b"MSG r 1 anon 0123\n"),
+            Offered::Queued,
+            "18 live bytes"
+        );
+        assert_eq!(
+            q.offer(b"MSG r 1 anon 0123\n"),
+            Offered::Cut,
+            "36 live bytes"
+        );
     }
 
     #[test]
