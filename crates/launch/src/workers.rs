@@ -157,10 +157,7 @@ impl<T: Send + 'static> Workers<T> {
         });
         open_gate(&gate, verdict.is_ok());
         match verdict {
-            Ok(()) => Ok(Workers {
-                threads,
-                finished,
-            }),
+            Ok(()) => Ok(Workers { threads, finished }),
             Err(e) => {
                 // Every thread has reported or is about to find the gate shut;
                 // one stuck in its setup is left behind rather than waited for.
@@ -263,7 +260,11 @@ mod tests {
         let (stop, stopped) = mpsc::channel::<()>();
         let stopped = Mutex::new(Some(stopped));
         let workers = Workers::start("t", vec![0, 1], Placement::Anywhere, move |i, _| {
-            let wait = if i == 1 { stopped.lock().unwrap().take() } else { None };
+            let wait = if i == 1 {
+                stopped.lock().unwrap().take()
+            } else {
+                None
+            };
             Ok(move || {
                 if let Some(wait) = wait {
                     let _ = wait.recv_timeout(Duration::from_secs(10));

@@ -80,13 +80,16 @@ impl Mailbox {
     pub(crate) fn drain_into(&self, out: &mut OutBuf, high: usize) -> bool {
         let mut st = self.lock();
         let State { queue, spare, .. } = &mut *st;
-        if out.len() < high {
-            if let Some(taken) = queue.take(spare) {
-                // In the write buffer, the bytes are no longer this queue's:
-                // the owner writes them as the socket allows.
-                out.append(spare);
-                queue.sent(taken, spare);
-            }
+        let taken = if out.len() < high {
+            queue.take(spare)
+        } else {
+            None
+        };
+        if let Some(taken) = taken {
+            // In the write buffer, the bytes are no longer this queue's: the
+            // owner writes them as the socket allows.
+            out.append(spare);
+            queue.sent(taken, spare);
         }
         queue.is_empty()
     }
