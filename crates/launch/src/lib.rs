@@ -4,7 +4,8 @@
 //! SIGINT and SIGTERM ([`Shutdown`]), the counters line printed at exit
 //! ([`Counters`]), one-line errors with exit status 2 ([`run`]), and the listening
 //! sockets with their backlog ([`bind`], [`bind_group`]), and the rooms of `--proto
-//! chat` from start to clean stop ([`open_rooms`], [`finish`]), and the group of
+//! chat` from start to clean stop ([`open_rooms`], [`finish`]), what a server
+//! serves as one value its connections share ([`Service`]), and the group of
 //! pinned worker threads that must all be up before READY ([`workers`]).
 //!
 //! It is not a runtime: it accepts nothing, and the only threads it starts are
@@ -31,6 +32,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod app;
 mod cli;
 mod listen;
 
@@ -43,6 +45,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 
+pub use app::{App, Service};
 pub use cli::{CommonArgs, FsyncMode, Proto};
 pub use cpus::CpuList;
 pub use listen::{BACKLOG, bind, bind_group};

@@ -15,12 +15,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use launch::workers::{Placement, Workers};
-use launch::{CommonArgs, Counters, CpuList, FsyncMode, Proto, Shutdown};
-use service::echo::EchoConfig;
+use launch::{App, CommonArgs, Counters, CpuList, Shutdown};
 use tokio::sync::watch;
 use tokio_uring::net::{TcpListener, TcpStream};
 
-use crate::chat::{self, Rooms};
+use crate::chat;
+use crate::outbox::Outbox;
 use crate::{NAME, echo};
 
 /// Submission-queue entries per ring (the completion queue gets twice as many):
@@ -30,18 +30,8 @@ const RING_ENTRIES: u32 = 1024;
 /// How long the stop waits for the workers' runtimes to come down.
 const STOP_GRACE: Duration = Duration::from_secs(4);
 
-/// What every connection task of the server shares, across all runtimes.
-#[derive(Debug)]
-pub(crate) struct Service {
-    app: App,
-    counters: Arc<Counters>,
-}
-
-#[derive(Debug)]
-enum App {
-    Echo(EchoConfig),
-    Chat(Arc<Rooms>),
-}
+/// What every connection task of the server shares.
+pub(crate) type Service = launch::Service<Outbox>;
 
 pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::install()?;
@@ -59,33 +49,7 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     launch::announce_ready(addr)?;
     shutdown.wait();
     workers.stop();
-    service.finish()
-}
-
-impl Service {
-    fn open(args: &CommonArgs) -> anyhow::Result<Self> {
-        let app = match args.proto {
-            Proto::Echo => App::Echo(args.echo()),
-            Proto::Chat => App::Chat(Arc::new(Rooms {
-                hub: launch::open_rooms(args)?.context("chat without rooms")?,
-                max_pending: args.max_pending,
-                offload: args.fsync == FsyncMode::Always,
-            })),
-        };
-        Ok(Service {
-            app,
-            counters: Arc::default(),
-        })
-    }
-
-    /// After the workers stopped: flush the rooms and print the counters.
-    fn finish(&self) -> anyhow::Result<()> {
-        let rooms = match &self.app {
-            App::Chat(rooms) => Some(&rooms.hub),
-            App::Echo(_) => None,
-        };
-        launch::finish(NAME, rooms, &self.counters)
-    }
+    service.finish(NAME)
 }
 
 /// Started workers, and how to tell them to stop.

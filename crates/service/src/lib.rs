@@ -54,5 +54,6 @@ pub mod counters;
 pub mod echo;
 pub mod hub;
 pub mod log;
+pub mod offload;
 pub mod outbox;
 pub mod session;
