@@ -48,7 +48,7 @@ use anyhow::Context;
 pub use app::{App, Service};
 pub use cli::{CommonArgs, FsyncMode, Proto};
 pub use cpus::CpuList;
-pub use listen::{BACKLOG, bind, bind_group};
+pub use listen::{ACCEPT_BACKOFF, BACKLOG, accept_failed, bind, bind_group};
 pub use service::counters::{Counters, Snapshot};
 pub use signals::Shutdown;
 

@@ -112,10 +112,9 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
                 tokio_uring::spawn(connection(stream, Arc::clone(&service)));
             }
             Err(e) => {
-                // EMFILE and friends: the connection stays in the backlog, so
-                // back off instead of spinning on it.
-                eprintln!("{NAME}: accept failed: {e}; retrying in 100 ms");
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                if let Some(pause) = launch::accept_failed(NAME, &e) {
+                    tokio::time::sleep(pause).await;
+                }
             }
         }
     }
