@@ -20,7 +20,8 @@
 //! ```
 //!
 //! `--workers N` reactors, each a thread with its own `mio::Poll`, pinned to
-//! `--cpus` (worker i on the i-th CPU of the list).
+//! `--cpus` (worker i on the i-th CPU of the list) and started by
+//! `launch::workers`, the worker group srv-tokio and srv-tokio-uring use too.
 //!
 //! # Spreading connections: `--accept handoff` (default) or `reuseport`
 //!
@@ -78,14 +79,15 @@
 //!
 //! A subscriber is a [`Mailbox`]: the connection's queue plus the
 //! `Remote` (inbox and `mio::Waker`) of the reactor that owns the connection.
-//! An offer appends the line under the mailbox's lock and, the first time
-//! since the owner last emptied the mailbox, puts the connection's key in the
+//! An offer copies the line into the mailbox's byte buffer under its lock and,
+//! the first time since the owner last emptied the mailbox, puts the connection's key in the
 //! owner's inbox and wakes it; a burst of lines to one reactor costs one
 //! eventfd write, and a sender on the owner's own thread writes none. The
 //! owner, woken, gives the connection a turn: mail moves into its write buffer
 //! as long as the buffer is under 64 KiB, and goes out.
 //!
-//! A slow subscriber is one whose queued live lines pass `--max-pending`. The
+//! A slow subscriber is one whose queued live lines pass `--max-pending`: the
+//! rule is `service::outbox::OutQueue`'s, the same in every server. The
 //! offer that would pass it drops the queue, marks the mailbox cut and
 //! refuses; the hub forgets the subscriber, the owner is told, and its next
 //! turn closes the socket. Nobody waits: not the sender, not the room, not

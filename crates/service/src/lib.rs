@@ -1,6 +1,8 @@
 //! What every ringside server serves, free of any runtime: the durable room log
 //! ([`log`]) and its group commit ([`commit`]), the in-process room hub that fans messages out to subscribers ([`hub`]),
-//! one chat connection's protocol state ([`session`]), the echo loop and the chat
+//! one chat connection's protocol state ([`session`]), the outbound queue's state and
+//! slow-subscriber rule that every server's outbox wraps ([`outbox`]), the hub calls of
+//! async runtimes, inline or on a blocking pool ([`offload`]), the echo loop and the chat
 //! connection for blocking runtimes ([`echo`], [`blocking`]), the busy-wait that models request processing ([`compute`]),
 //! and the counters every server prints at exit ([`counters`]).
 //!
