@@ -86,8 +86,8 @@ impl<T: Send + 'static> Workers<T> {
     /// that cannot leave its thread is built there), which returns the
     /// worker's body. Returns once every worker is pinned and set up, with the
     /// bodies running; if any worker fails (or takes longer than
-    /// [`START_TIMEOUT`]), no body runs, the threads are joined, and the first
-    /// error is returned.
+    /// [`START_TIMEOUT`]), no body runs (each thread ends once its setup is
+    /// done, dropping what it set up) and the first error is returned.
     pub fn start<I, B>(
         name: &str,
         items: Vec<I>,
@@ -159,8 +159,8 @@ impl<T: Send + 'static> Workers<T> {
         match verdict {
             Ok(()) => Ok(Workers { threads, finished }),
             Err(e) => {
-                // Every thread has reported or is about to find the gate shut;
-                // one stuck in its setup is left behind rather than waited for.
+                // Every thread finds the gate shut once its setup is done; one
+                // stuck in its setup is left behind rather than waited for.
                 drop(threads);
                 Err(e)
             }

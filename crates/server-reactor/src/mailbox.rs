@@ -15,15 +15,17 @@
 //! subscriber, and the owning reactor closes the socket at its next turn. The
 //! sender never waits for the slow client, and neither does any reactor.
 //!
-//! Lines stay in this queue only while the write buffer is full (the owner
-//! moves them out as long as it holds less than [`crate::chat::OUT_HIGH`]
-//! bytes), so what stays queued here is what a slow client has not made room for.
+//! The owner moves everything queued into the connection's write buffer each
+//! time that buffer is empty, so lines stay here only while the socket is
+//! behind. Moved lines still count against `--max-pending` until they are
+//! written, as in every server: a slow client's limit covers what it has not
+//! read, wherever the bytes wait.
 
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use service::hub::{ConnId, Line, Subscriber};
-use service::outbox::{Offered, OutQueue};
+use service::outbox::{Batch, Offered, OutQueue};
 
 use crate::outbuf::OutBuf;
 use crate::remote::Remote;
@@ -51,6 +53,8 @@ struct State {
     /// The buffer the queue's bytes are swapped into on their way to the
     /// write buffer, kept between drains.
     spare: Vec<u8>,
+    /// The batch in the owner's write buffer, not yet all written.
+    in_flight: Option<Batch>,
     /// The outcome of the group commit's sync that the connection's `ACK` waits
     /// for (`--fsync always`), put here by the commit thread.
     synced: Option<io::Result<()>>,
@@ -62,6 +66,7 @@ impl Mailbox {
             state: Mutex::new(State {
                 queue: OutQueue::new(max_pending),
                 spare: Vec::new(),
+                in_flight: None,
                 synced: None,
             }),
             owner,
@@ -75,21 +80,29 @@ impl Mailbox {
         self.0.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Moves everything queued, in order, into `out` if it holds fewer than
-    /// `high` bytes. Returns whether the mailbox is now empty.
-    pub(crate) fn drain_into(&self, out: &mut OutBuf, high: usize) -> bool {
+    /// Moves everything queued, in order, into `out` if it is empty (by a
+    /// swap, so nothing is copied). Returns whether the mailbox is now empty.
+    ///
+    /// What was moved stays pending (its live lines count against
+    /// `--max-pending`) until it is written: an empty `out` says the previous
+    /// batch was, so it is settled here first. The owner calls this after every
+    /// write, so a written batch never counts for long.
+    pub(crate) fn drain_into(&self, out: &mut OutBuf) -> bool {
         let mut st = self.lock();
-        let State { queue, spare, .. } = &mut *st;
-        let taken = if out.len() < high {
-            queue.take(spare)
-        } else {
-            None
-        };
-        if let Some(taken) = taken {
-            // In the write buffer, the bytes are no longer this queue's: the
-            // owner writes them as the socket allows.
-            out.append(spare);
-            queue.sent(taken, spare);
+        let State {
+            queue,
+            spare,
+            in_flight,
+            ..
+        } = &mut *st;
+        if out.is_empty() {
+            if let Some(written) = in_flight.take() {
+                queue.sent(written, spare);
+            }
+            if let Some(taken) = queue.take(spare) {
+                out.append(spare);
+                *in_flight = Some(taken);
+            }
         }
         queue.is_empty()
     }
@@ -195,7 +208,7 @@ mod tests {
         assert!(mb.offer(&line("MSG r 2 a y\n")));
         assert_eq!(take_mail(&remote), [(5, 50)]);
         let mut out = OutBuf::default();
-        assert!(mb.drain_into(&mut out, 1024));
+        assert!(mb.drain_into(&mut out));
         assert_eq!(out.pending(), b"MSG r 1 a x\nMSG r 2 a y\n");
         assert!(mb.offer(&line("MSG r 3 a z\n")));
         assert_eq!(take_mail(&remote), [(5, 50)]);
@@ -209,19 +222,38 @@ mod tests {
         mb.push_seam(b"JOINED r 1\n".to_vec());
         assert!(mb.offer(&line("MSG r 1 a x\n")));
         mb.push_own(&mut b"ACK r 2\n".to_vec());
-        assert!(
-            !mb.drain_into(&mut out, 1),
-            "the write buffer is at the mark"
-        );
+        assert!(!mb.drain_into(&mut out), "the write buffer is not empty");
         assert_eq!(take_mail(&remote), [(5, 50)], "told once, for the seam");
         // Not emptied: the owner will come back when the socket drains.
         assert!(mb.offer(&line("MSG r 3 a y\n")));
         assert!(take_mail(&remote).is_empty());
         out.consume(1);
-        assert!(mb.drain_into(&mut out, 1));
+        assert!(mb.drain_into(&mut out));
         assert_eq!(
             out.pending(),
             b"JOINED r 1\nMSG r 1 a x\nACK r 2\nMSG r 3 a y\n"
+        );
+    }
+
+    #[test]
+    fn moved_lines_count_until_the_write_buffer_is_written() {
+        let (mb, _remote, _poll) = mailbox(24);
+        assert!(mb.offer(&line("MSG r 1 a 12345\n")));
+        let mut out = OutBuf::default();
+        assert!(mb.drain_into(&mut out));
+        assert!(
+            !mb.offer(&line("MSG r 2 a 12345\n")),
+            "16 unwritten + 16 > 24"
+        );
+        let (mb, _remote, _poll) = mailbox(24);
+        assert!(mb.offer(&line("MSG r 1 a 12345\n")));
+        let mut out = OutBuf::default();
+        assert!(mb.drain_into(&mut out));
+        out.consume(out.len());
+        assert!(mb.drain_into(&mut out), "settles the written batch");
+        assert!(
+            mb.offer(&line("MSG r 2 a 12345\n")),
+            "16 written, 16 pending"
         );
     }
 
@@ -250,7 +282,7 @@ mod tests {
         assert!(!mb.offer(&line("MSG r 2 a x\n")));
         assert!(!mb.is_cut());
         let mut out = OutBuf::default();
-        assert!(mb.drain_into(&mut out, 1024));
+        assert!(mb.drain_into(&mut out));
         assert_eq!(out.pending(), b"MSG r 1 a x\n");
     }
 }
