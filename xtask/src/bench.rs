@@ -316,8 +316,8 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         })
         .transpose()?;
     children::install_interrupt_handler()?;
-    args.server_cpus.check_allowed("--server-cpus")?;
-    args.client_cpus.check_allowed("--client-cpus")?;
+    cpus::check_allowed(&args.server_cpus, "--server-cpus")?;
+    cpus::check_allowed(&args.client_cpus, "--client-cpus")?;
     if args.server_cpus.overlaps(&args.client_cpus) {
         eprintln!(
             "warning: the server (CPUs {}) and loadgen (CPUs {}) share a CPU: they will \
@@ -646,8 +646,8 @@ mod tests {
     fn defaults() {
         let a = parse(&[]).unwrap();
         assert_eq!(a.suites(), [Suite::Quick]);
-        assert_eq!(a.server_cpus, CpuList::single(1));
-        assert_eq!(a.client_cpus, CpuList::single(0));
+        assert_eq!(a.server_cpus, CpuList::one(1));
+        assert_eq!(a.client_cpus, CpuList::one(0));
         assert_eq!(a.workers(), 1);
         assert_eq!(a.repeat, None);
         assert_eq!(a.repeats(Suite::Quick), 3);

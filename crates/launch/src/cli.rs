@@ -29,8 +29,8 @@ pub struct CommonArgs {
     #[arg(long)]
     pub workers: Option<NonZeroUsize>,
 
-    /// CPUs to pin the workers to, as a list like `1`, `1,3` or `0-3`. Worker i
-    /// runs on the i-th CPU of the list, round robin.
+    /// CPUs to pin the workers to, as a list like `1`, `1,3` or `0-3` (each CPU
+    /// once, no spaces). Worker i runs on the i-th CPU of the list, round robin.
     #[arg(long)]
     pub cpus: Option<CpuList>,
 

@@ -4,9 +4,12 @@
 //! SIGINT and SIGTERM ([`Shutdown`]), the counters line printed at exit
 //! ([`Counters`]), one-line errors with exit status 2 ([`run`]), and the listening
 //! sockets with their backlog ([`bind`], [`bind_group`]), and the rooms of `--proto
-//! chat` from start to clean stop ([`open_rooms`], [`finish`]).
+//! chat` from start to clean stop ([`open_rooms`], [`finish`]), what a server
+//! serves as one value its connections share ([`Service`]), and the group of
+//! pinned worker threads that must all be up before READY ([`workers`]).
 //!
-//! It is not a runtime: it accepts nothing and spawns no threads.
+//! It is not a runtime: it accepts nothing, and the only threads it starts are
+//! the workers a server asks [`workers::Workers`] for.
 //!
 //! ```no_run
 //! use clap::Parser;
@@ -29,20 +32,23 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod app;
 mod cli;
 mod listen;
 
 pub mod cpus;
 mod signals;
+pub mod workers;
 
 use std::io::Write;
 use std::net::SocketAddr;
 
 use anyhow::Context;
 
+pub use app::{App, Service};
 pub use cli::{CommonArgs, FsyncMode, Proto};
 pub use cpus::CpuList;
-pub use listen::{BACKLOG, bind, bind_group};
+pub use listen::{ACCEPT_BACKOFF, BACKLOG, accept_failed, bind, bind_group};
 pub use service::counters::{Counters, Snapshot};
 pub use signals::Shutdown;
 

@@ -4,10 +4,12 @@
 //! clients connecting at once are all accepted, whichever server they meet.
 //!
 //! The sockets are left blocking, as std leaves them; a server that polls them
-//! sets them non-blocking itself.
+//! sets them non-blocking itself. What a server does when `accept` fails is
+//! decided here too ([`accept_failed`]), so every server backs off alike.
 
-use std::io;
+use std::io::{self, ErrorKind};
 use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
 
 use anyhow::Context;
 use socket2::{Domain, Socket, Type};
@@ -17,6 +19,28 @@ use socket2::{Domain, Socket, Type};
 /// retransmission for a second or more. The kernel caps it at
 /// `net.core.somaxconn` (4096 by default since Linux 5.4).
 pub const BACKLOG: i32 = 4096;
+
+/// How long a server stops accepting after an accept error that would recur at
+/// once (EMFILE, ENFILE, ENOBUFS, ENOMEM): the connection stays in the backlog
+/// and the listener stays readable, so retrying at once would spin.
+pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// What a server does after `accept` failed with `e` (other than `WouldBlock`,
+/// which is its runtime's business): `None` to accept again at once (a signal,
+/// or a client that gave up before it was accepted), or a pause of
+/// [`ACCEPT_BACKOFF`], which this reports on stderr as `name`.
+pub fn accept_failed(name: &str, e: &io::Error) -> Option<Duration> {
+    match e.kind() {
+        ErrorKind::Interrupted | ErrorKind::ConnectionAborted => None,
+        _ => {
+            eprintln!(
+                "{name}: accept failed: {e}; retrying in {} ms",
+                ACCEPT_BACKOFF.as_millis()
+            );
+            Some(ACCEPT_BACKOFF)
+        }
+    }
+}
 
 /// Binds one listening TCP socket with an error that names the address.
 ///
@@ -69,6 +93,16 @@ fn listener(addr: SocketAddr, reuse_port: bool) -> io::Result<TcpListener> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_errors_that_recur_at_once_back_off() {
+        for kind in [ErrorKind::Interrupted, ErrorKind::ConnectionAborted] {
+            assert_eq!(accept_failed("t", &kind.into()), None, "{kind:?}");
+        }
+        // EMFILE: the process is out of descriptors.
+        let emfile = io::Error::from_raw_os_error(24);
+        assert_eq!(accept_failed("t", &emfile), Some(ACCEPT_BACKOFF));
+    }
 
     #[test]
     fn a_group_shares_one_resolved_port() {

@@ -15,7 +15,6 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{ChatConfig, ChatProfile, Config, Stop, Workload};
 use crate::error::Error;
-use crate::sys::parse_cpu_list;
 
 /// A latency-correct load generator for the ringside servers.
 #[derive(Debug, Parser)]
@@ -183,7 +182,10 @@ impl Cli {
         cfg.rate = common.rate;
         cfg.threads = common.threads;
         if let Some(list) = &common.cpus {
-            cfg.cpus = parse_cpu_list(list).map_err(|e| Error::Config(format!("--cpus: {e}")))?;
+            let cpus: cpulist::CpuList = list
+                .parse()
+                .map_err(|e| Error::Config(format!("--cpus: {e}")))?;
+            cfg.cpus = cpus.as_slice().to_vec();
         }
         cfg.stall = Duration::from_millis(common.stall_ms);
         cfg.reply_timeout = secs("reply-timeout", common.reply_timeout)?;

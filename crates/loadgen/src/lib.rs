@@ -43,4 +43,3 @@ pub use error::Error;
 pub use hist::{Histograms, Percentiles};
 pub use run::run;
 pub use summary::{Errors, Summary};
-pub use sys::parse_cpu_list;

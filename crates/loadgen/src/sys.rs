@@ -41,33 +41,6 @@ pub(crate) fn pin(cpus: &[usize]) -> io::Result<()> {
     set_affinity(&set)
 }
 
-/// Parses a CPU list as `taskset -c` takes it: `0`, `0,2`, `1-3`, `0,4-5`.
-pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
-    let mut cpus = Vec::new();
-    for part in s.split(',') {
-        let part = part.trim();
-        let num = |x: &str| {
-            x.trim()
-                .parse::<usize>()
-                .map_err(|_| format!("bad CPU number {x:?} in CPU list {s:?}"))
-        };
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (num(a)?, num(b)?);
-                if a > b {
-                    return Err(format!("bad CPU range {part:?} in CPU list {s:?}"));
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(num(part)?),
-        }
-    }
-    if cpus.len() > CpuSet::count() {
-        return Err(format!("CPU list {s:?} names more CPUs than exist"));
-    }
-    Ok(cpus)
-}
-
 /// What became of the file-descriptor limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct NofileLimit {
@@ -171,16 +144,6 @@ impl CpuTicks {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpu_list("0"), Ok(vec![0]));
-        assert_eq!(parse_cpu_list("0,2"), Ok(vec![0, 2]));
-        assert_eq!(parse_cpu_list("1-3,7"), Ok(vec![1, 2, 3, 7]));
-        assert!(parse_cpu_list("3-1").is_err());
-        assert!(parse_cpu_list("a").is_err());
-        assert!(parse_cpu_list("").is_err());
-    }
 
     #[test]
     fn proc_stat_busy_fraction() {

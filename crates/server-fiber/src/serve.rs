@@ -40,10 +40,6 @@ type FiberOutbox = Outbox<FiberWakeup>;
 /// not park, and so holds its worker until its message is done.
 const STOP_GRACE: Duration = Duration::from_secs(2);
 
-/// How long the accept loop backs off after an error such as EMFILE, which leaves the
-/// connection in the backlog.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
-
 /// The fiber runtime's options, passed straight to `fiber::Builder`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct RuntimeArgs {
@@ -250,14 +246,10 @@ fn accept_loop(listener: &TcpListener, conns: &Arc<Conns>) {
                 drop(fiber::spawn(move || conns.serve(stream, guard)));
             }
             Err(_) if stopping() => return,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted
-                ) => {}
             Err(e) => {
-                eprintln!("{NAME}: accept failed: {e}; retrying in 100 ms");
-                fiber::sleep(ACCEPT_BACKOFF);
+                if let Some(pause) = launch::accept_failed(NAME, &e) {
+                    fiber::sleep(pause);
+                }
             }
         }
     }

@@ -11,12 +11,6 @@ use mio::{Events, Interest, Poll, Token};
 
 use crate::remote::Remote;
 
-/// How long to leave a listener alone after `accept` failed for a reason that
-/// does not go away by itself at once (EMFILE, ENFILE, ENOBUFS): the
-/// connection stays in the backlog and the listener stays readable, so trying
-/// again at once would only spin.
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
-
 /// A non-blocking listener with the edge-triggered readiness the loop keeps
 /// for it.
 #[derive(Debug)]
@@ -68,19 +62,11 @@ impl Listener {
             match self.socket.accept() {
                 Ok((stream, _)) => return Some(stream),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => self.ready = false,
-                // The client gave up before we got to it: the next one.
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        ErrorKind::Interrupted | ErrorKind::ConnectionAborted
-                    ) => {}
                 Err(e) => {
-                    eprintln!(
-                        "srv-reactor: accept failed: {e}; retrying in {} ms",
-                        ACCEPT_RETRY.as_millis()
-                    );
-                    self.ready = false;
-                    self.retry_at = Some(Instant::now() + ACCEPT_RETRY);
+                    if let Some(pause) = launch::accept_failed("srv-reactor", &e) {
+                        self.ready = false;
+                        self.retry_at = Some(Instant::now() + pause);
+                    }
                 }
             }
         }

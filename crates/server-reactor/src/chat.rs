@@ -4,14 +4,14 @@
 //! they run out, within a budget of lines and bytes.
 //!
 //! ```text
-//!   other reactors ─offer─► Mailbox ─┐ (while the write buffer is under OUT_HIGH)
+//!   other reactors ─offer─► Mailbox ─┐ (whenever the write buffer is empty)
 //!   Session::handle_line ──► out ────┴─► OutBuf ──write──► socket
 //! ```
 //!
 //! The ordering rule of `service::session`: before the bytes a line produced
 //! (`out`) join the write buffer, whatever the mailbox holds goes first; if the
-//! mailbox cannot be emptied (the write buffer is full), `out` is queued in
-//! the mailbox behind it. Replies, replay and live lines therefore leave in
+//! mailbox cannot be emptied (the write buffer still holds bytes), `out` is
+//! queued in the mailbox behind it. Replies, replay and live lines therefore leave in
 //! the order they were produced.
 //!
 //! Backpressure on the connection's own output (replies, replay): while the
@@ -34,7 +34,7 @@ use crate::mailbox::Mailbox;
 use crate::reactor::Totals;
 
 /// The write buffer's high-water mark: at or above it the connection's
-/// commands wait, and mail stays in the mailbox.
+/// commands wait.
 pub(crate) const OUT_HIGH: usize = proto::echo::MAX_PENDING;
 
 /// Lines (or replay batches) one turn may handle before the others get theirs.
@@ -176,7 +176,7 @@ impl Chat {
     /// with more to do.
     fn pump(&mut self, io: &mut Io, totals: &mut Totals, rounds: &mut usize) -> io::Result<bool> {
         loop {
-            self.mailbox.drain_into(&mut self.wbuf, OUT_HIGH);
+            self.mailbox.drain_into(&mut self.wbuf);
             if self.wbuf.is_empty() || !io.writable {
                 return Ok(true);
             }
@@ -193,13 +193,13 @@ impl Chat {
     /// Emits what the line produced, in order, and follows the session's flow.
     fn after(&mut self, flow: Flow) {
         if !self.out.is_empty() {
-            if self.mailbox.drain_into(&mut self.wbuf, OUT_HIGH) {
+            if self.mailbox.drain_into(&mut self.wbuf) {
                 self.wbuf.extend(&self.out);
                 self.out.clear();
             } else {
-                // Rare: only when the client is behind. The Vec goes with the
-                // bytes; `out` starts a new one.
-                self.mailbox.push_own(std::mem::take(&mut self.out));
+                // Rare: only when the client is behind. The bytes are copied
+                // and `out` keeps its memory.
+                self.mailbox.push_own(&mut self.out);
             }
         }
         match flow {

@@ -20,7 +20,8 @@
 //! ```
 //!
 //! `--workers N` reactors, each a thread with its own `mio::Poll`, pinned to
-//! `--cpus` (worker i on the i-th CPU of the list).
+//! `--cpus` (worker i on the i-th CPU of the list) and started by
+//! `launch::workers`, the worker group srv-tokio and srv-tokio-uring use too.
 //!
 //! # Spreading connections: `--accept handoff` (default) or `reuseport`
 //!
@@ -78,14 +79,15 @@
 //!
 //! A subscriber is a [`Mailbox`]: the connection's queue plus the
 //! `Remote` (inbox and `mio::Waker`) of the reactor that owns the connection.
-//! An offer appends the line under the mailbox's lock and, the first time
-//! since the owner last emptied the mailbox, puts the connection's key in the
+//! An offer copies the line into the mailbox's byte buffer under its lock and,
+//! the first time since the owner last emptied the mailbox, puts the connection's key in the
 //! owner's inbox and wakes it; a burst of lines to one reactor costs one
 //! eventfd write, and a sender on the owner's own thread writes none. The
 //! owner, woken, gives the connection a turn: mail moves into its write buffer
 //! as long as the buffer is under 64 KiB, and goes out.
 //!
-//! A slow subscriber is one whose queued live lines pass `--max-pending`. The
+//! A slow subscriber is one whose queued live lines pass `--max-pending`: the
+//! rule is `service::outbox::OutQueue`'s, the same in every server. The
 //! offer that would pass it drops the queue, marks the mailbox cut and
 //! refuses; the hub forgets the subscriber, the owner is told, and its next
 //! turn closes the socket. Nobody waits: not the sender, not the room, not
@@ -143,10 +145,11 @@ mod reactor;
 mod remote;
 
 use std::net::SocketAddr;
-use std::sync::{Arc, mpsc};
-use std::thread::JoinHandle;
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
+use launch::workers::{Placement, Workers};
 use launch::{CommonArgs, CpuList};
 use service::counters::{Counters, Snapshot};
 use service::echo::EchoConfig;
@@ -157,6 +160,10 @@ pub use mailbox::Mailbox;
 use crate::accept::Acceptor;
 use crate::reactor::{Reactor, Service, Totals};
 use crate::remote::Remote;
+
+/// How long the stop waits for a reactor (or the acceptor) to come back; one
+/// closes its connections and returns at once when told.
+const STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// How connections are spread across the reactors (see the crate docs).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -204,8 +211,8 @@ impl Config {
 #[derive(Debug)]
 pub struct Reactors {
     addr: SocketAddr,
-    reactors: Vec<(Arc<Remote>, JoinHandle<std::io::Result<Totals>>)>,
-    acceptor: Option<(Arc<Remote>, JoinHandle<std::io::Result<()>>)>,
+    reactors: (Vec<Arc<Remote>>, Workers<std::io::Result<Totals>>),
+    acceptor: Option<(Arc<Remote>, Workers<std::io::Result<()>>)>,
 }
 
 impl Reactors {
@@ -247,28 +254,28 @@ impl Reactors {
             }
             None => None,
         };
-        // Last the threads; if one cannot start, stop those that did.
+        // Last the threads, which run only once every one of them is pinned.
+        let remotes = reactors.iter().map(Reactor::remote).collect();
+        let placement = Placement::one_per_worker(config.cpus.as_ref());
+        let reactors = Workers::start("reactor", reactors, placement, |_, reactor: Reactor| {
+            Ok(move || reactor.run())
+        })?;
         let mut started = Reactors {
             addr,
-            reactors: Vec::with_capacity(workers),
+            reactors: (remotes, reactors),
             acceptor: None,
         };
-        for (i, reactor) in reactors.into_iter().enumerate() {
-            let remote = reactor.remote();
-            let pin = config.cpus.as_ref().map(|c| Pin::One(c.for_worker(i)));
-            match spawn(format!("reactor-{i}"), pin, move || reactor.run()) {
-                Ok(h) => started.reactors.push((remote, h)),
-                Err(e) => {
-                    started.stop();
-                    return Err(e);
-                }
-            }
-        }
         if let Some(acceptor) = acceptor {
             let remote = acceptor.remote();
-            let pin = config.cpus.clone().map(Pin::Set);
-            match spawn("acceptor".to_owned(), pin, move || acceptor.run()) {
-                Ok(h) => started.acceptor = Some((remote, h)),
+            // The acceptor may run on any CPU of the list.
+            let placement = config
+                .cpus
+                .clone()
+                .map_or(Placement::Anywhere, Placement::Within);
+            match Workers::start("acceptor", vec![acceptor], placement, |_, a: Acceptor| {
+                Ok(move || a.run())
+            }) {
+                Ok(thread) => started.acceptor = Some((remote, thread)),
                 Err(e) => {
                     started.stop();
                     return Err(e);
@@ -284,26 +291,33 @@ impl Reactors {
     }
 
     /// Stops accepting, then stops every reactor (their connections close)
-    /// and waits for them; returns what they counted. A thread that failed is
-    /// reported on stderr and counted in `errors`.
+    /// and waits for them, a bounded time; returns what they counted. A thread
+    /// that failed, or did not stop in time, is reported on stderr and counted
+    /// in `errors`.
     pub fn stop(self) -> Snapshot {
         let total = Counters::default();
-        if let Some((remote, handle)) = self.acceptor {
+        if let Some((remote, thread)) = self.acceptor {
             remote.stop();
-            match handle.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => failed(&total, "the acceptor", &e),
-                Err(_) => failed(&total, "the acceptor", &"panicked"),
+            if let Some(joined) = thread.join(STOP_GRACE).pop() {
+                match joined {
+                    Some(Ok(Ok(()))) => {}
+                    Some(Ok(Err(e))) => failed(&total, "the acceptor", &e),
+                    Some(Err(_)) => failed(&total, "the acceptor", &"panicked"),
+                    None => failed(&total, "the acceptor", &"did not stop"),
+                }
             }
         }
-        for (remote, _) in &self.reactors {
+        let (remotes, reactors) = self.reactors;
+        for remote in &remotes {
             remote.stop();
         }
-        for (i, (_, handle)) in self.reactors.into_iter().enumerate() {
-            match handle.join() {
-                Ok(Ok(totals)) => total.absorb(&totals.snapshot()),
-                Ok(Err(e)) => failed(&total, &format!("reactor {i}"), &e),
-                Err(_) => failed(&total, &format!("reactor {i}"), &"panicked"),
+        for (i, joined) in reactors.join(STOP_GRACE).into_iter().enumerate() {
+            let who = || format!("reactor {i}");
+            match joined {
+                Some(Ok(Ok(totals))) => total.absorb(&totals.snapshot()),
+                Some(Ok(Err(e))) => failed(&total, &who(), &e),
+                Some(Err(_)) => failed(&total, &who(), &"panicked"),
+                None => failed(&total, &who(), &"did not stop"),
             }
         }
         total.snapshot()
@@ -313,49 +327,4 @@ impl Reactors {
 fn failed(total: &Counters, who: &str, e: &dyn std::fmt::Display) {
     eprintln!("srv-reactor: {who} failed: {e}");
     Counters::add(&total.errors, 1);
-}
-
-/// Where a thread runs.
-enum Pin {
-    One(usize),
-    Set(CpuList),
-}
-
-/// Spawns a named thread, pinned first if asked; returns once it is pinned,
-/// so a bad CPU is an error before READY, not a line after it.
-fn spawn<T: Send + 'static>(
-    name: String,
-    pin: Option<Pin>,
-    body: impl FnOnce() -> std::io::Result<T> + Send + 'static,
-) -> anyhow::Result<JoinHandle<std::io::Result<T>>> {
-    let (tx, rx) = mpsc::sync_channel::<anyhow::Result<()>>(1);
-    let handle = std::thread::Builder::new()
-        .name(name.clone())
-        .spawn(move || {
-            let pinned = match &pin {
-                None => Ok(()),
-                Some(Pin::One(cpu)) => launch::cpus::pin_current_thread(*cpu),
-                Some(Pin::Set(cpus)) => launch::cpus::pin_current_thread_to(cpus),
-            };
-            let ok = pinned.is_ok();
-            // The receiver waits for this line; if it is gone, so is the server.
-            let _ = tx.send(pinned);
-            if ok {
-                body()
-            } else {
-                Err(std::io::Error::other("not pinned"))
-            }
-        })
-        .with_context(|| format!("cannot start thread {name}"))?;
-    match rx.recv() {
-        Ok(Ok(())) => Ok(handle),
-        Ok(Err(e)) => {
-            let _ = handle.join();
-            Err(e.context(format!("pinning thread {name}")))
-        }
-        Err(_) => {
-            let _ = handle.join();
-            anyhow::bail!("thread {name} died before it started")
-        }
-    }
 }

@@ -2,10 +2,11 @@
 //! every other thread reaches it.
 //!
 //! The hub calls [`Subscriber::offer`] with the room locked, on the thread of
-//! whichever reactor served the `SAY`. The offer appends the shared line (an
-//! `Arc`, never a copy) to this queue under the mailbox's own short lock and,
-//! if the owning reactor has not already been told, tells it through its
-//! [`Remote`]. The owning reactor later moves queued lines into the
+//! whichever reactor served the `SAY`. The offer copies the line into this
+//! queue's byte buffer (`service::outbox::OutQueue`, the rule every server
+//! shares) under the mailbox's own short lock and, if the queue was empty (so
+//! the owning reactor has not already been told), tells it through its
+//! [`Remote`]. The owning reactor later moves what is queued into the
 //! connection's write buffer, as far as the socket keeps up.
 //!
 //! Cut-off without blocking: the offer compares the live bytes still queued
@@ -14,15 +15,17 @@
 //! subscriber, and the owning reactor closes the socket at its next turn. The
 //! sender never waits for the slow client, and neither does any reactor.
 //!
-//! Lines reach this queue only when the write buffer is full (the owner moves
-//! them out as long as it holds less than [`crate::chat::OUT_HIGH`] bytes), so
-//! what is queued here is exactly what a slow client has not made room for.
+//! The owner moves everything queued into the connection's write buffer each
+//! time that buffer is empty, so lines stay here only while the socket is
+//! behind. Moved lines still count against `--max-pending` until they are
+//! written, as in every server: a slow client's limit covers what it has not
+//! read, wherever the bytes wait.
 
-use std::collections::VecDeque;
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use service::hub::{ConnId, Line, Subscriber};
+use service::outbox::{Batch, Offered, OutQueue};
 
 use crate::outbuf::OutBuf;
 use crate::remote::Remote;
@@ -39,45 +42,36 @@ struct Inner {
     /// The connection's slab key in its reactor, and its hub id.
     key: usize,
     conn: ConnId,
-    max_pending: usize,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct State {
-    queue: VecDeque<Chunk>,
-    /// # Invariant
-    /// The sum of the lengths of the `Chunk::Live` entries of `queue`.
-    live: usize,
-    /// # Invariant
-    /// True while the owner has been told about this mailbox and has not yet
-    /// emptied it: further lines need not tell it again.
-    notified: bool,
-    /// No more offers are taken (the connection is closing, or was cut).
-    closed: bool,
-    /// Closed because live lines passed `max_pending`.
-    cut: bool,
+    /// The queued bytes and the slow-subscriber rule over them. Lines queued
+    /// while it was not empty need not tell the owner: it was told when the
+    /// first came, and has not emptied it since.
+    queue: OutQueue,
+    /// The buffer the queue's bytes are swapped into on their way to the
+    /// write buffer, kept between drains.
+    spare: Vec<u8>,
+    /// The batch in the owner's write buffer, not yet all written.
+    in_flight: Option<Batch>,
     /// The outcome of the group commit's sync that the connection's `ACK` waits
     /// for (`--fsync always`), put here by the commit thread.
     synced: Option<io::Result<()>>,
 }
 
-#[derive(Debug)]
-enum Chunk {
-    /// Bytes the connection caused itself: the seam of a `JOIN`, or a reply
-    /// produced while live lines were still queued ahead of it.
-    Own(Vec<u8>),
-    /// A `MSG` another connection caused.
-    Live(Line),
-}
-
 impl Mailbox {
     pub(crate) fn new(owner: Arc<Remote>, key: usize, conn: ConnId, max_pending: usize) -> Self {
         Mailbox(Arc::new(Inner {
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                queue: OutQueue::new(max_pending),
+                spare: Vec::new(),
+                in_flight: None,
+                synced: None,
+            }),
             owner,
             key,
             conn,
-            max_pending,
         }))
     }
 
@@ -86,37 +80,39 @@ impl Mailbox {
         self.0.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Moves queued chunks, in order, into `out` while it holds fewer than
-    /// `high` bytes. Returns whether the mailbox is now empty.
-    pub(crate) fn drain_into(&self, out: &mut OutBuf, high: usize) -> bool {
+    /// Moves everything queued, in order, into `out` if it is empty (by a
+    /// swap, so nothing is copied). Returns whether the mailbox is now empty.
+    ///
+    /// What was moved stays pending (its live lines count against
+    /// `--max-pending`) until it is written: an empty `out` says the previous
+    /// batch was, so it is settled here first. The owner calls this after every
+    /// write, so a written batch never counts for long.
+    pub(crate) fn drain_into(&self, out: &mut OutBuf) -> bool {
         let mut st = self.lock();
-        while out.len() < high {
-            let Some(chunk) = st.queue.pop_front() else {
-                break;
-            };
-            match chunk {
-                Chunk::Own(bytes) => out.extend(&bytes),
-                Chunk::Live(line) => {
-                    st.live -= line.len();
-                    out.extend(&line);
-                }
+        let State {
+            queue,
+            spare,
+            in_flight,
+            ..
+        } = &mut *st;
+        if out.is_empty() {
+            if let Some(written) = in_flight.take() {
+                queue.sent(written, spare);
+            }
+            if let Some(taken) = queue.take(spare) {
+                out.append(spare);
+                *in_flight = Some(taken);
             }
         }
-        let empty = st.queue.is_empty();
-        // Still holding lines means the socket is behind: the owner comes back
-        // when it turns writable, so new lines need not tell it.
-        st.notified = !empty;
-        empty
+        queue.is_empty()
     }
 
-    /// Queues bytes the connection caused itself behind what is queued.
-    /// Never refused while the connection is open: this is not live output,
-    /// and the owner stops reading commands until the client catches up.
-    pub(crate) fn push_own(&self, bytes: Vec<u8>) {
-        let mut st = self.lock();
-        if !st.closed && !bytes.is_empty() {
-            st.queue.push_back(Chunk::Own(bytes));
-        }
+    /// Queues bytes the connection caused itself behind what is queued, and
+    /// clears `out`. Never refused while the connection is open: this is not
+    /// live output, and the owner stops reading commands until the client
+    /// catches up.
+    pub(crate) fn push_own(&self, out: &mut Vec<u8>) {
+        self.lock().queue.push_own(out);
     }
 
     /// Called on the group-commit thread when the sync a `SAY` of this
@@ -139,12 +135,12 @@ impl Mailbox {
     /// Takes no more offers; what is queued stays, to be written before the
     /// connection closes.
     pub(crate) fn close(&self) {
-        self.lock().closed = true;
+        self.lock().queue.close();
     }
 
     /// Whether the connection was cut off as a slow subscriber.
     pub(crate) fn is_cut(&self) -> bool {
-        self.lock().cut
+        self.lock().queue.is_cut()
     }
 
     fn tell_owner(&self) {
@@ -155,39 +151,25 @@ impl Mailbox {
 impl Subscriber for Mailbox {
     fn offer(&self, line: &Line) -> bool {
         let mut st = self.lock();
-        if st.closed {
-            return false;
-        }
-        if st.live + line.len() > self.0.max_pending {
-            st.cut = true;
-            st.closed = true;
-            st.queue = VecDeque::new();
-            st.live = 0;
-            drop(st);
+        let was_empty = st.queue.is_empty();
+        let offered = st.queue.offer(line);
+        drop(st);
+        match offered {
+            Offered::Queued if was_empty => self.tell_owner(),
+            Offered::Queued | Offered::Refused => {}
             // Always tell: the owner may be waiting for a writable socket that
             // never comes, and must close it now.
-            self.tell_owner();
-            return false;
+            Offered::Cut => self.tell_owner(),
         }
-        st.live += line.len();
-        st.queue.push_back(Chunk::Live(Line::clone(line)));
-        let tell = !std::mem::replace(&mut st.notified, true);
-        drop(st);
-        if tell {
-            self.tell_owner();
-        }
-        true
+        offered == Offered::Queued
     }
 
     fn push_seam(&self, lines: Vec<u8>) {
         let mut st = self.lock();
-        if st.closed || lines.is_empty() {
-            return;
-        }
-        st.queue.push_back(Chunk::Own(lines));
-        let tell = !std::mem::replace(&mut st.notified, true);
+        let was_empty = st.queue.is_empty();
+        let queued = st.queue.push_seam(lines);
         drop(st);
-        if tell {
+        if queued && was_empty {
             self.tell_owner();
         }
     }
@@ -226,7 +208,7 @@ mod tests {
         assert!(mb.offer(&line("MSG r 2 a y\n")));
         assert_eq!(take_mail(&remote), [(5, 50)]);
         let mut out = OutBuf::default();
-        assert!(mb.drain_into(&mut out, 1024));
+        assert!(mb.drain_into(&mut out));
         assert_eq!(out.pending(), b"MSG r 1 a x\nMSG r 2 a y\n");
         assert!(mb.offer(&line("MSG r 3 a z\n")));
         assert_eq!(take_mail(&remote), [(5, 50)]);
@@ -235,17 +217,18 @@ mod tests {
     #[test]
     fn a_full_write_buffer_leaves_lines_queued_in_order() {
         let (mb, remote, _poll) = mailbox(1 << 20);
+        let mut out = OutBuf::default();
+        out.extend(b"x");
         mb.push_seam(b"JOINED r 1\n".to_vec());
         assert!(mb.offer(&line("MSG r 1 a x\n")));
-        mb.push_own(b"ACK r 2\n".to_vec());
-        let mut out = OutBuf::default();
-        assert!(!mb.drain_into(&mut out, 1), "one chunk fits under the mark");
-        assert_eq!(out.pending(), b"JOINED r 1\n");
-        take_mail(&remote);
+        mb.push_own(&mut b"ACK r 2\n".to_vec());
+        assert!(!mb.drain_into(&mut out), "the write buffer is not empty");
+        assert_eq!(take_mail(&remote), [(5, 50)], "told once, for the seam");
         // Not emptied: the owner will come back when the socket drains.
         assert!(mb.offer(&line("MSG r 3 a y\n")));
         assert!(take_mail(&remote).is_empty());
-        assert!(mb.drain_into(&mut out, 1024));
+        out.consume(1);
+        assert!(mb.drain_into(&mut out));
         assert_eq!(
             out.pending(),
             b"JOINED r 1\nMSG r 1 a x\nACK r 2\nMSG r 3 a y\n"
@@ -253,12 +236,33 @@ mod tests {
     }
 
     #[test]
-    fn live_lines_past_the_limit_cut_the_subscriber_but_own_bytes_do_not() {
-        let (mb, remote, _poll) = mailbox(24);
-        mb.push_own(vec![b'x'; 100]);
+    fn moved_lines_count_until_the_write_buffer_is_written() {
+        let (mb, _remote, _poll) = mailbox(24);
         assert!(mb.offer(&line("MSG r 1 a 12345\n")));
-        take_mail(&remote);
-        assert!(!mb.is_cut());
+        let mut out = OutBuf::default();
+        assert!(mb.drain_into(&mut out));
+        assert!(
+            !mb.offer(&line("MSG r 2 a 12345\n")),
+            "16 unwritten + 16 > 24"
+        );
+        let (mb, _remote, _poll) = mailbox(24);
+        assert!(mb.offer(&line("MSG r 1 a 12345\n")));
+        let mut out = OutBuf::default();
+        assert!(mb.drain_into(&mut out));
+        out.consume(out.len());
+        assert!(mb.drain_into(&mut out), "settles the written batch");
+        assert!(
+            mb.offer(&line("MSG r 2 a 12345\n")),
+            "16 written, 16 pending"
+        );
+    }
+
+    #[test]
+    fn a_cut_tells_the_owner_and_drops_the_queue() {
+        let (mb, remote, _poll) = mailbox(24);
+        mb.push_own(&mut vec![b'x'; 100]);
+        assert!(mb.offer(&line("MSG r 1 a 12345\n")));
+        assert!(take_mail(&remote).is_empty(), "own bytes were queued first");
         assert!(!mb.offer(&line("MSG r 2 a 12345\n")), "16 + 16 > 24");
         assert!(mb.is_cut());
         assert_eq!(
@@ -278,7 +282,7 @@ mod tests {
         assert!(!mb.offer(&line("MSG r 2 a x\n")));
         assert!(!mb.is_cut());
         let mut out = OutBuf::default();
-        assert!(mb.drain_into(&mut out, 1024));
+        assert!(mb.drain_into(&mut out));
         assert_eq!(out.pending(), b"MSG r 1 a x\n");
     }
 }

@@ -38,6 +38,18 @@ impl OutBuf {
         self.buf.extend_from_slice(bytes);
     }
 
+    /// Moves `bytes` behind what is pending, leaving `bytes` empty. Into an
+    /// empty buffer the two are swapped, so nothing is copied.
+    pub(crate) fn append(&mut self, bytes: &mut Vec<u8>) {
+        if self.is_empty() {
+            std::mem::swap(&mut self.buf, bytes);
+            bytes.clear();
+        } else {
+            self.extend(bytes);
+            bytes.clear();
+        }
+    }
+
     /// Records that the first `n` pending bytes were written.
     pub(crate) fn consume(&mut self, n: usize) {
         debug_assert!(n <= self.len());
@@ -70,5 +82,22 @@ mod tests {
         out.consume(3);
         assert!(out.is_empty());
         assert_eq!(out.buf.len(), 0);
+    }
+
+    #[test]
+    fn appending_to_an_empty_buffer_swaps_and_otherwise_copies() {
+        let mut out = OutBuf::default();
+        let mut bytes = b"abc".to_vec();
+        let ptr = bytes.as_ptr();
+        out.append(&mut bytes);
+        assert!(bytes.is_empty());
+        assert_eq!((out.pending(), out.buf.as_ptr()), (&b"abc"[..], ptr));
+        let mut more = b"de".to_vec();
+        out.append(&mut more);
+        assert!(
+            more.is_empty() && more.capacity() >= 2,
+            "the caller keeps its memory"
+        );
+        assert_eq!(out.pending(), b"abcde");
     }
 }

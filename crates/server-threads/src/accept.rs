@@ -45,13 +45,13 @@ pub(crate) fn accept_until_stop(
                 continue;
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                // EMFILE and friends: the connection stays in the backlog and
-                // the listener stays readable, so back off instead of spinning.
-                eprintln!("srv-threads: accept failed: {e}; retrying in 100 ms");
-                let mut fds = [PollFd::new(shutdown.as_fd(), PollFlags::POLLIN)];
-                let _ = poll(&mut fds, PollTimeout::from(100u16));
+                if let Some(pause) = launch::accept_failed("srv-threads", &e) {
+                    // Wait out the pause, unless a stop comes first.
+                    let ms = u16::try_from(pause.as_millis()).unwrap_or(u16::MAX);
+                    let mut fds = [PollFd::new(shutdown.as_fd(), PollFlags::POLLIN)];
+                    let _ = poll(&mut fds, PollTimeout::from(ms));
+                }
                 continue;
             }
         }

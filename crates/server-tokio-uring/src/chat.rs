@@ -26,23 +26,29 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use launch::Counters;
-use proto::chat::{ChatError, LineBuffer, MAX_LINE};
+use proto::chat::{LineBuffer, MAX_LINE};
 use proto::echo::READ_BUF;
-use service::hub::Hub;
-use service::session::{Flow, Session};
+use service::offload::{BlockingPool, HubCalls, Job, Op};
+use service::session::Flow;
 use tokio_uring::net::TcpStream;
 
 use crate::outbox::{Next, Outbox};
 
 /// The rooms every chat connection of the server shares, across all runtimes.
-#[derive(Debug)]
-pub(crate) struct Rooms {
-    pub(crate) hub: Hub<Outbox>,
-    /// `--max-pending`: the live output a subscriber may have queued.
-    pub(crate) max_pending: usize,
-    /// Run hub calls on the runtime's blocking pool instead of inline: set with
-    /// `--fsync always` (the crate docs say why).
-    pub(crate) offload: bool,
+pub(crate) type Rooms = service::offload::Rooms<Outbox>;
+
+/// A connection's hub calls: inline, or on the runtime's blocking pool with
+/// `--fsync always` (the crate docs say why).
+type Calls = HubCalls<Outbox, Pool>;
+
+/// The blocking pool of the Tokio runtime under tokio-uring.
+#[derive(Debug, Clone, Copy)]
+struct Pool;
+
+impl BlockingPool for Pool {
+    async fn run<R: Send + 'static>(&self, job: impl Job<R>) -> Option<R> {
+        tokio::task::spawn_blocking(job).await.ok()
+    }
 }
 
 /// Serves one chat connection until the client leaves, a line is too long, the
@@ -60,7 +66,7 @@ pub(crate) async fn serve(
         outbox.clone(),
         Arc::clone(counters),
     ));
-    let mut calls = HubCalls::new(rooms, &outbox);
+    let mut calls = Calls::new(rooms, &outbox, Pool);
     let read = read_commands(&stream, &mut calls, &outbox, counters).await;
     let left = calls.call(Op::Close, &mut Vec::new()).await;
     outbox.reader_done();
@@ -77,7 +83,7 @@ pub(crate) async fn serve(
 /// queued (waiting for room when the client is behind).
 async fn read_commands(
     stream: &TcpStream,
-    calls: &mut HubCalls,
+    calls: &mut Calls,
     outbox: &Outbox,
     counters: &Counters,
 ) -> io::Result<()> {
@@ -162,153 +168,4 @@ async fn write_out(
     outbox.writer_done();
     let _ = stream.shutdown(Shutdown::Both);
     result
-}
-
-/// A call on the hub through the connection's session.
-#[derive(Debug)]
-enum Op<'a> {
-    Line(Result<&'a [u8], ChatError>),
-    ReplayMore,
-    Close,
-}
-
-/// [`Op`] with the line held in [`Calls::line`], to move to another thread.
-#[derive(Debug)]
-enum OwnedOp {
-    Line(Result<(), ChatError>),
-    ReplayMore,
-    Close,
-}
-
-/// What a hub call touches besides the hub: kept together so that, with
-/// `--fsync always`, it can move to the blocking pool and back.
-#[derive(Debug)]
-struct Calls {
-    session: Session,
-    /// The session's replies, swapped out to the caller after every call.
-    out: Vec<u8>,
-    /// The line being handled, when it has to travel.
-    line: Vec<u8>,
-}
-
-/// Makes hub calls inline or on the blocking pool, as [`Rooms::offload`] says.
-#[derive(Debug)]
-struct HubCalls {
-    rooms: Arc<Rooms>,
-    outbox: Outbox,
-    /// `None` only if a call on the blocking pool panicked.
-    calls: Option<Calls>,
-}
-
-impl HubCalls {
-    fn new(rooms: &Arc<Rooms>, outbox: &Outbox) -> Self {
-        HubCalls {
-            rooms: Arc::clone(rooms),
-            outbox: outbox.clone(),
-            calls: Some(Calls {
-                session: Session::new(&rooms.hub),
-                out: Vec::new(),
-                line: Vec::new(),
-            }),
-        }
-    }
-
-    /// Runs `op`; the replies it produced end up in `out`, which must be empty
-    /// (the two buffers are swapped, so neither is reallocated). A `SAY` under
-    /// `--fsync always` returns once its `ACK` (produced after the group
-    /// commit's sync) is in `out`.
-    async fn call(&mut self, op: Op<'_>, out: &mut Vec<u8>) -> io::Result<Flow> {
-        let flow = self.call_once(op, out).await?;
-        if flow != Flow::Syncing {
-            return Ok(flow);
-        }
-        let lost = || io::Error::other("a hub call panicked; the session is gone");
-        let calls = self.calls.as_mut().ok_or_else(lost)?;
-        await_sync(&mut calls.session, out).await;
-        Ok(Flow::Continue)
-    }
-
-    async fn call_once(&mut self, op: Op<'_>, out: &mut Vec<u8>) -> io::Result<Flow> {
-        let lost = || io::Error::other("a hub call panicked; the session is gone");
-        let calls = if self.rooms.offload {
-            let mut calls = self.calls.take().ok_or_else(lost)?;
-            let owned = match op {
-                Op::Line(line) => OwnedOp::Line(line.map(|line| {
-                    calls.line.clear();
-                    calls.line.extend_from_slice(line);
-                })),
-                Op::ReplayMore => OwnedOp::ReplayMore,
-                Op::Close => OwnedOp::Close,
-            };
-            let (rooms, outbox) = (Arc::clone(&self.rooms), self.outbox.clone());
-            let (calls, flow) = tokio::task::spawn_blocking(move || {
-                let flow = calls.run_owned(owned, &rooms.hub, &outbox);
-                (calls, flow)
-            })
-            .await
-            .map_err(|_| lost())?;
-            let calls = self.calls.insert(calls);
-            std::mem::swap(out, &mut calls.out);
-            return Ok(flow);
-        } else {
-            self.calls.as_mut().ok_or_else(lost)?
-        };
-        let flow = run(
-            &mut calls.session,
-            &mut calls.out,
-            op,
-            &self.rooms.hub,
-            &self.outbox,
-        );
-        std::mem::swap(out, &mut calls.out);
-        Ok(flow)
-    }
-}
-
-impl Calls {
-    fn run_owned(&mut self, op: OwnedOp, hub: &Hub<Outbox>, outbox: &Outbox) -> Flow {
-        let Calls { session, out, line } = self;
-        let op = match op {
-            OwnedOp::Line(result) => Op::Line(result.map(|()| line.as_slice())),
-            OwnedOp::ReplayMore => Op::ReplayMore,
-            OwnedOp::Close => Op::Close,
-        };
-        run(session, out, op, hub, outbox)
-    }
-}
-
-/// After [`Flow::Syncing`]: waits for the group commit's sync of the `SAY`
-/// (`--fsync always`; the sync runs on the commit thread and this task yields,
-/// so the runtime serves every other connection meanwhile), then puts the
-/// `ACK`, or the error, in `out`.
-async fn await_sync(session: &mut Session, out: &mut Vec<u8>) {
-    let result = match session.take_pending() {
-        Some(pending) => {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            pending.on_done(move |result| {
-                let _ = tx.send(result);
-            });
-            rx.await
-                .unwrap_or_else(|_| Err(io::Error::other("the commit thread is gone")))
-        }
-        None => Err(io::Error::other("no sync to wait for")),
-    };
-    session.synced(result, out);
-}
-
-fn run(
-    session: &mut Session,
-    out: &mut Vec<u8>,
-    op: Op<'_>,
-    hub: &Hub<Outbox>,
-    outbox: &Outbox,
-) -> Flow {
-    match op {
-        Op::Line(line) => session.handle_line(line, hub, outbox, out),
-        Op::ReplayMore => session.replay_more(hub, outbox, out),
-        Op::Close => {
-            session.close(hub);
-            Flow::Close
-        }
-    }
 }

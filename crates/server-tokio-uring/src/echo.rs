@@ -6,8 +6,7 @@
 use std::io;
 
 use launch::Counters;
-use proto::echo::READ_BUF;
-use service::echo::EchoConfig;
+use service::echo::{EchoConfig, Held};
 use tokio_uring::buf::BoundedBuf;
 use tokio_uring::net::TcpStream;
 
@@ -22,43 +21,33 @@ pub(crate) async fn serve(
     config: &EchoConfig,
     counters: &Counters,
 ) -> io::Result<()> {
-    // Room for a held partial message plus a full read, as in
-    // `service::echo::serve_blocking`. Its length stays the full size: the views
-    // below say which part each operation uses.
-    let mut buf = vec![0u8; READ_BUF + config.msg_size.get()];
-    let mut cutter = config.cutter();
-    // Bytes at the front of `buf` held back as an incomplete message.
-    let mut held = 0;
+    // The buffer's length stays the full size: the views below say which part
+    // each operation uses.
+    let mut held = Held::new(config);
+    let mut buf = held.buffer();
     loop {
-        let (read, view) = stream.read(buf.slice(held..)).await;
+        let (read, view) = stream.read(buf.slice(held.read_at()..)).await;
         buf = view.into_inner();
         let n = read?;
         if n == 0 {
             break;
         }
         Counters::add(&counters.bytes_in, n as u64);
-        let filled = held + n;
-        let ready = match &mut cutter {
-            None => filled,
-            Some(c) => {
-                config.spin_for(c.feed(n));
-                filled - c.partial_len()
-            }
-        };
+        let ready = held.received(n);
         if ready > 0 {
             let (written, view) = stream.write_all(buf.slice(..ready)).await;
             buf = view.into_inner();
             written?;
             Counters::add(&counters.bytes_out, ready as u64);
         }
-        buf.copy_within(ready..filled, 0);
-        held = filled - ready;
+        held.written(&mut buf);
     }
     // EOF: a trailing partial message is echoed as it is, without a spin.
-    if held > 0 {
-        let (written, _) = stream.write_all(buf.slice(..held)).await;
+    let rest = held.held();
+    if rest > 0 {
+        let (written, _) = stream.write_all(buf.slice(..rest)).await;
         written?;
-        Counters::add(&counters.bytes_out, held as u64);
+        Counters::add(&counters.bytes_out, rest as u64);
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `srv-tokio-uring`: the tokio-uring server, written the way that crate is
-//! meant to be used: one `tokio_uring` runtime per worker thread (pinned with
-//! `--cpus`, worker i to `cpus.for_worker(i)`), each with its own listener on the
+//! meant to be used: one `tokio_uring` runtime per worker thread (started by
+//! `launch::workers`, pinned with `--cpus`, worker i to `cpus.for_worker(i)`), each with its own listener on the
 //! same address through `SO_REUSEPORT`, so the kernel spreads the connections and
 //! each connection lives on one ring for its whole life. A task per connection
 //! (two for chat), owned buffers handed to the ring and back.
@@ -25,7 +25,9 @@
 //! `Subscriber` is its [`outbox::Outbox`], which another worker's `SAY` can fill
 //! and wake through `tokio::sync::Notify` (Tokio's wakers cross threads; the
 //! worker wakes from its epoll wait, where the ring's own fd is registered too). A reader
-//! task and a writer task share the socket; `chat.rs` says why two.
+//! task and a writer task share the socket; `chat.rs` says why two. The queue's
+//! buffer and slow-subscriber rule are `service::outbox::OutQueue`, and the hub
+//! calls go through `service::offload::HubCalls`, both shared with srv-tokio.
 //!
 //! Hub calls do blocking file I/O (`write(2)` of a small record for a `SAY`,
 //! `pread(2)` for replay; the hub owns those files, so they cannot go through

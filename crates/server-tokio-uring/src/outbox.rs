@@ -16,51 +16,28 @@
 //! `--max-pending`, and passing it cuts the connection off; the connection's own
 //! output (replies, replay) makes the reader wait for room instead (more than
 //! `--max-pending` queued in all), which stops reading the client: backpressure.
+//! The buffer and that rule are `service::outbox::OutQueue`, which every server
+//! shares; this module adds the lock and the two tasks' `Notify`s.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use service::hub::{Line, Subscriber};
+use service::outbox::{Batch, Offered, OutQueue};
 use tokio::sync::Notify;
 
-/// A batch buffer this big or bigger is not kept for reuse: a connection that
-/// fell behind once should not hold a megabyte for the rest of its life.
-const KEEP_CAPACITY: usize = proto::echo::MAX_PENDING;
-
-/// A handle to one connection's outbound queue; clones share it.
+/// A handle to one connection's outbound queue; clones share it. The rule is
+/// [`OutQueue`]'s; this adds the wake-ups of the two tasks.
 #[derive(Debug, Clone)]
 pub(crate) struct Outbox(Arc<Inner>);
 
 #[derive(Debug)]
 struct Inner {
-    state: Mutex<State>,
+    /// Closed once the reader is done, the writer stopped, or a cut.
+    queue: Mutex<OutQueue>,
     /// Wakes the writer: something was queued, the reader is done, or a cut.
     to_writer: Notify,
     /// Wakes the reader: the writer made room, or stopped.
     to_reader: Notify,
-    max_pending: usize,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    /// What the client has yet to be sent, in the order it was produced.
-    buf: Vec<u8>,
-    /// # Invariant
-    /// The bytes of live lines in `buf`.
-    buf_live: usize,
-    /// # Invariant
-    /// `buf_live` plus the live bytes of the batch being written.
-    live: usize,
-    /// # Invariant
-    /// `buf.len()` plus the length of the batch being written.
-    queued: usize,
-    /// Offers are refused: the reader is done, the writer stopped, or a cut.
-    closed: bool,
-    /// The reader handed over its last bytes; the writer ends once `buf` is empty.
-    reader_done: bool,
-    /// The writer stopped (write error, or a cut); queuing is pointless.
-    writer_done: bool,
-    /// The connection was cut off as a slow subscriber.
-    cut: bool,
 }
 
 /// What the writer does next.
@@ -76,50 +53,37 @@ pub(crate) enum Next {
     Cut,
 }
 
-/// The accounting of a batch taken out to be written.
-#[derive(Debug)]
-pub(crate) struct Batch {
-    len: usize,
-    live: usize,
-}
-
 impl Outbox {
     pub(crate) fn new(max_pending: usize) -> Self {
         Outbox(Arc::new(Inner {
-            state: Mutex::new(State::default()),
+            queue: Mutex::new(OutQueue::new(max_pending)),
             to_writer: Notify::new(),
             to_reader: Notify::new(),
-            max_pending,
         }))
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, OutQueue> {
         // Every critical section leaves the counts consistent, so the state a
         // panicking holder left is usable.
-        self.0.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Queues the reader's own output (copied, and `out` cleared, keeping its
     /// allocation), first waiting while the queue is too full to take it.
-    /// Returns false if the writer has stopped: the connection is over.
+    /// Returns false if the queue is closed (the writer stopped, or a cut):
+    /// the connection is over.
     pub(crate) async fn push_own(&self, out: &mut Vec<u8>) -> bool {
         loop {
             {
-                let mut st = self.lock();
-                if st.writer_done {
-                    out.clear();
-                    return false;
-                }
+                let mut q = self.lock();
                 if out.is_empty() {
-                    return true;
+                    return !q.is_closed();
                 }
-                if st.queued == 0 || st.queued + out.len() <= self.0.max_pending {
-                    st.buf.extend_from_slice(out);
-                    st.queued += out.len();
-                    drop(st);
-                    out.clear();
+                if q.has_room(out.len()) {
+                    let queued = q.push_own(out);
+                    drop(q);
                     self.0.to_writer.notify_one();
-                    return true;
+                    return queued;
                 }
             }
             // A permit stored by a `sent` after the unlock above is kept.
@@ -130,28 +94,19 @@ impl Outbox {
     /// The reader will queue nothing more: refuse offers, and let the writer end
     /// once it has written what is queued.
     pub(crate) fn reader_done(&self) {
-        let mut st = self.lock();
-        st.reader_done = true;
-        st.closed = true;
-        drop(st);
+        self.lock().close();
         self.0.to_writer.notify_one();
     }
 
     /// The writer's next step; with [`Next::Write`], `batch` (empty on entry)
     /// holds the bytes to write.
     pub(crate) fn next(&self, batch: &mut Vec<u8>) -> Next {
-        debug_assert!(batch.is_empty());
-        let mut st = self.lock();
-        if st.cut {
+        let mut q = self.lock();
+        if q.is_cut() {
             Next::Cut
-        } else if !st.buf.is_empty() {
-            std::mem::swap(&mut st.buf, batch);
-            let live = std::mem::take(&mut st.buf_live);
-            Next::Write(Batch {
-                len: batch.len(),
-                live,
-            })
-        } else if st.reader_done {
+        } else if let Some(taken) = q.take(batch) {
+            Next::Write(taken)
+        } else if q.is_closed() {
             Next::Done
         } else {
             Next::Wait
@@ -166,75 +121,47 @@ impl Outbox {
     /// The batch was written: its bytes are no longer pending. Clears `batch`
     /// for reuse and wakes a reader waiting for room.
     pub(crate) fn sent(&self, done: Batch, batch: &mut Vec<u8>) {
-        let mut st = self.lock();
-        st.live -= done.live;
-        st.queued -= done.len;
-        drop(st);
-        batch.clear();
-        if batch.capacity() > KEEP_CAPACITY {
-            batch.shrink_to(proto::echo::READ_BUF);
-        }
+        self.lock().sent(done, batch);
         self.0.to_reader.notify_one();
     }
 
     /// The writer stopped (it could not write, or the connection was cut): the
     /// reader's next `push_own` says so.
     pub(crate) fn writer_done(&self) {
-        let mut st = self.lock();
-        st.writer_done = true;
-        st.closed = true;
-        st.buf = Vec::new();
-        drop(st);
+        let mut q = self.lock();
+        q.close();
+        q.drop_queued();
+        drop(q);
         self.0.to_reader.notify_one();
     }
 
     /// Whether the connection was cut off as a slow subscriber.
     pub(crate) fn is_cut(&self) -> bool {
-        self.lock().cut
+        self.lock().is_cut()
     }
 }
 
 impl Subscriber for Outbox {
     fn offer(&self, line: &Line) -> bool {
-        let mut st = self.lock();
-        if st.closed {
-            return false;
-        }
-        if st.live + line.len() > self.0.max_pending {
-            st.cut = true;
-            st.closed = true;
-            drop(st);
+        let offered = self.lock().offer(line);
+        if offered != Offered::Refused {
             self.0.to_writer.notify_one();
-            return false;
         }
-        st.buf.extend_from_slice(line);
-        st.buf_live += line.len();
-        st.live += line.len();
-        st.queued += line.len();
-        drop(st);
-        self.0.to_writer.notify_one();
-        true
+        offered == Offered::Queued
     }
 
     fn push_seam(&self, lines: Vec<u8>) {
-        let mut st = self.lock();
-        if st.closed || lines.is_empty() {
-            return;
+        if self.lock().push_seam(lines) {
+            self.0.to_writer.notify_one();
         }
-        st.queued += lines.len();
-        if st.buf.is_empty() {
-            // Take the seam's allocation instead of copying it.
-            st.buf = lines;
-        } else {
-            st.buf.extend_from_slice(&lines);
-        }
-        drop(st);
-        self.0.to_writer.notify_one();
     }
 }
 
 #[cfg(test)]
 mod tests {
+    //! The rule itself is `service::outbox`'s to test; these check the writer's
+    //! steps and the reader's wait.
+
     use super::*;
 
     fn line(s: &str) -> Line {
@@ -249,39 +176,30 @@ mod tests {
     }
 
     #[test]
-    fn everything_comes_out_in_order_then_done() {
+    fn the_writer_writes_waits_and_ends_once_the_reader_is_done() {
         block_on(async {
             let outbox = Outbox::new(1 << 20);
+            let mut batch = Vec::new();
+            assert!(matches!(outbox.next(&mut batch), Next::Wait));
             assert!(outbox.push_own(&mut b"OK\n".to_vec()).await);
             assert!(outbox.offer(&line("MSG r 1 a x\n")));
-            outbox.push_seam(b"JOINED q 1\n".to_vec());
-            assert!(outbox.push_own(&mut b"PONG t\n".to_vec()).await);
             outbox.reader_done();
             assert!(!outbox.offer(&line("MSG r 2 a y\n")), "closed");
-            let mut batch = Vec::new();
             let Next::Write(done) = outbox.next(&mut batch) else {
                 panic!("expected a batch");
             };
-            assert_eq!(batch, b"OK\nMSG r 1 a x\nJOINED q 1\nPONG t\n");
+            assert_eq!(batch, b"OK\nMSG r 1 a x\n");
             outbox.sent(done, &mut batch);
             assert!(matches!(outbox.next(&mut batch), Next::Done));
         });
     }
 
     #[test]
-    fn live_bytes_past_the_limit_cut() {
-        let outbox = Outbox::new(20);
-        assert!(outbox.offer(&line("0123456789\n")));
-        let mut batch = Vec::new();
-        let Next::Write(done) = outbox.next(&mut batch) else {
-            panic!("expected a batch");
-        };
-        assert!(outbox.offer(&line("01234567\n")), "11 + 9 = 20 fits");
-        outbox.sent(done, &mut batch);
-        assert!(outbox.offer(&line("0123456789\n")));
-        assert!(!outbox.offer(&line("x\n")), "9 + 11 + 2 > 20");
+    fn a_cut_stops_the_writer() {
+        let outbox = Outbox::new(4);
+        assert!(!outbox.offer(&line("MSG r 1 a x\n")));
         assert!(outbox.is_cut());
-        assert!(matches!(outbox.next(&mut batch), Next::Cut));
+        assert!(matches!(outbox.next(&mut Vec::new()), Next::Cut));
     }
 
     #[test]

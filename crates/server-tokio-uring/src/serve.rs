@@ -11,41 +11,27 @@
 
 use std::net::TcpListener as StdListener;
 use std::sync::Arc;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
-use launch::cpus::pin_current_thread;
-use launch::{CommonArgs, Counters, CpuList, FsyncMode, Proto, Shutdown};
-use service::echo::EchoConfig;
+use launch::workers::{Placement, Workers};
+use launch::{App, CommonArgs, Counters, CpuList, Shutdown};
 use tokio::sync::watch;
 use tokio_uring::net::{TcpListener, TcpStream};
 
-use crate::chat::{self, Rooms};
+use crate::chat;
+use crate::outbox::Outbox;
 use crate::{NAME, echo};
 
 /// Submission-queue entries per ring (the completion queue gets twice as many):
 /// a thousand connections each keep a read in flight.
 const RING_ENTRIES: u32 = 1024;
 
-/// How long a worker may take to start before the server gives up.
-const START_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// How long the stop waits for the workers' runtimes to come down.
 const STOP_GRACE: Duration = Duration::from_secs(4);
 
-/// What every connection task of the server shares, across all runtimes.
-#[derive(Debug)]
-pub(crate) struct Service {
-    app: App,
-    counters: Arc<Counters>,
-}
-
-#[derive(Debug)]
-enum App {
-    Echo(EchoConfig),
-    Chat(Arc<Rooms>),
-}
+/// What every connection task of the server shares.
+pub(crate) type Service = launch::Service<Outbox>;
 
 pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::install()?;
@@ -63,142 +49,54 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     launch::announce_ready(addr)?;
     shutdown.wait();
     workers.stop();
-    service.finish()
+    service.finish(NAME)
 }
 
-impl Service {
-    fn open(args: &CommonArgs) -> anyhow::Result<Self> {
-        let app = match args.proto {
-            Proto::Echo => App::Echo(args.echo()),
-            Proto::Chat => App::Chat(Arc::new(Rooms {
-                hub: launch::open_rooms(args)?.context("chat without rooms")?,
-                max_pending: args.max_pending,
-                offload: args.fsync == FsyncMode::Always,
-            })),
-        };
-        Ok(Service {
-            app,
-            counters: Arc::default(),
-        })
-    }
-
-    /// After the workers stopped: flush the rooms and print the counters.
-    fn finish(&self) -> anyhow::Result<()> {
-        let rooms = match &self.app {
-            App::Chat(rooms) => Some(&rooms.hub),
-            App::Echo(_) => None,
-        };
-        launch::finish(NAME, rooms, &self.counters)
-    }
-}
-
-/// The started workers.
+/// Started workers, and how to tell them to stop.
 #[derive(Debug)]
-struct Workers {
+struct Running {
     stop: watch::Sender<bool>,
-    done: mpsc::Receiver<()>,
-    threads: usize,
+    workers: Workers<()>,
 }
 
-/// Starts a worker thread per listener and waits until each has its runtime.
+/// Starts a worker thread per listener (pinned, with its own ring) and returns
+/// once every one has its runtime.
 fn start(
     listeners: Vec<StdListener>,
     cpus: Option<&CpuList>,
     service: &Arc<Service>,
-) -> anyhow::Result<Workers> {
+) -> anyhow::Result<Running> {
     let (stop, stopped) = watch::channel(false);
-    let (report, started) = mpsc::channel();
-    let (finished, done) = mpsc::channel();
-    let threads = listeners.len();
-    for (index, listener) in listeners.into_iter().enumerate() {
-        let worker = Worker {
-            cpu: cpus.map(|cpus| cpus.for_worker(index)),
-            listener,
-            service: Arc::clone(service),
-            stop: stopped.clone(),
-            finished: finished.clone(),
-        };
-        let report = report.clone();
-        std::thread::Builder::new()
-            .name(format!("{NAME}-{index}"))
-            .spawn(move || worker.run(&report))
-            .context("starting a worker thread")?;
-    }
-    for _ in 0..threads {
-        started
-            .recv_timeout(START_TIMEOUT)
-            .context("a worker thread did not start")??;
-    }
-    Ok(Workers {
-        stop,
-        done,
-        threads,
-    })
+    let service = Arc::clone(service);
+    let placement = Placement::one_per_worker(cpus);
+    let workers = Workers::start(NAME, listeners, placement, move |_, listener| {
+        let mut builder = tokio_uring::builder();
+        builder.entries(RING_ENTRIES);
+        let runtime = tokio_uring::Runtime::new(&builder).context(
+            "cannot set up an io_uring (is it disabled by kernel.io_uring_disabled, \
+             a seccomp filter, or RLIMIT_MEMLOCK?)",
+        )?;
+        let (service, mut stop) = (Arc::clone(&service), stopped.clone());
+        Ok(move || {
+            runtime.block_on(async {
+                let listener = TcpListener::from_std(listener);
+                tokio::select! {
+                    () = accept_loop(listener, service) => {}
+                    _ = stop.wait_for(|&stop| stop) => {}
+                }
+            });
+            // Drops every connection task of this worker and cancels its operations.
+            drop(runtime);
+        })
+    })?;
+    Ok(Running { stop, workers })
 }
 
-impl Workers {
+impl Running {
     /// Tells every worker to stop and waits, a bounded time, until they have.
     fn stop(self) {
         let _ = self.stop.send(true);
-        let deadline = Instant::now() + STOP_GRACE;
-        for _ in 0..self.threads {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if self.done.recv_timeout(left).is_err() {
-                break;
-            }
-        }
-    }
-}
-
-/// One worker thread, before it starts.
-struct Worker {
-    cpu: Option<usize>,
-    listener: StdListener,
-    service: Arc<Service>,
-    stop: watch::Receiver<bool>,
-    finished: mpsc::Sender<()>,
-}
-
-impl Worker {
-    fn run(self, report: &mpsc::Sender<anyhow::Result<()>>) {
-        let Worker {
-            cpu,
-            listener,
-            service,
-            mut stop,
-            finished,
-        } = self;
-        let setup = || -> anyhow::Result<tokio_uring::Runtime> {
-            if let Some(cpu) = cpu {
-                pin_current_thread(cpu)?;
-            }
-            let mut builder = tokio_uring::builder();
-            builder.entries(RING_ENTRIES);
-            tokio_uring::Runtime::new(&builder).context(
-                "cannot set up an io_uring (is it disabled by kernel.io_uring_disabled, \
-                 a seccomp filter, or RLIMIT_MEMLOCK?)",
-            )
-        };
-        let runtime = match setup() {
-            Ok(runtime) => {
-                let _ = report.send(Ok(()));
-                runtime
-            }
-            Err(e) => {
-                let _ = report.send(Err(e));
-                return;
-            }
-        };
-        runtime.block_on(async {
-            let listener = TcpListener::from_std(listener);
-            tokio::select! {
-                () = accept_loop(listener, service) => {}
-                _ = stop.wait_for(|&stop| stop) => {}
-            }
-        });
-        // Drops every connection task of this worker and cancels its operations.
-        drop(runtime);
-        let _ = finished.send(());
+        self.workers.join(STOP_GRACE);
     }
 }
 
@@ -214,10 +112,9 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
                 tokio_uring::spawn(connection(stream, Arc::clone(&service)));
             }
             Err(e) => {
-                // EMFILE and friends: the connection stays in the backlog, so
-                // back off instead of spinning on it.
-                eprintln!("{NAME}: accept failed: {e}; retrying in 100 ms");
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                if let Some(pause) = launch::accept_failed(NAME, &e) {
+                    tokio::time::sleep(pause).await;
+                }
             }
         }
     }

@@ -5,8 +5,7 @@
 use std::io;
 
 use launch::Counters;
-use proto::echo::READ_BUF;
-use service::echo::EchoConfig;
+use service::echo::{EchoConfig, Held};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -21,34 +20,23 @@ pub(crate) async fn serve(
     config: &EchoConfig,
     counters: &Counters,
 ) -> io::Result<()> {
-    // Room for a held partial message plus a full read, as in
-    // `service::echo::serve_blocking`.
-    let mut buf = vec![0u8; READ_BUF + config.msg_size.get()];
-    let mut cutter = config.cutter();
-    // Bytes at the front of `buf` held back as an incomplete message.
-    let mut held = 0;
+    let mut held = Held::new(config);
+    let mut buf = held.buffer();
     loop {
-        let n = stream.read(&mut buf[held..]).await?;
+        let n = stream.read(&mut buf[held.read_at()..]).await?;
         if n == 0 {
             break;
         }
         Counters::add(&counters.bytes_in, n as u64);
-        let filled = held + n;
-        let ready = match &mut cutter {
-            None => filled,
-            Some(c) => {
-                // The handler's work runs here, in the task, holding its worker.
-                config.spin_for(c.feed(n));
-                filled - c.partial_len()
-            }
-        };
+        // With `--compute-us`, the handler's work runs here, in the task,
+        // holding its worker.
+        let ready = held.received(n);
         stream.write_all(&buf[..ready]).await?;
         Counters::add(&counters.bytes_out, ready as u64);
-        buf.copy_within(ready..filled, 0);
-        held = filled - ready;
+        held.written(&mut buf);
     }
     // EOF: a trailing partial message is echoed as it is, without a spin.
-    stream.write_all(&buf[..held]).await?;
-    Counters::add(&counters.bytes_out, held as u64);
+    stream.write_all(&buf[..held.held()]).await?;
+    Counters::add(&counters.bytes_out, held.held() as u64);
     Ok(())
 }

@@ -11,7 +11,9 @@
 //!   connections and a connection never leaves the thread that accepted it
 //!   (the "thread-per-core" shape).
 //!
-//! With `--cpus`, the worker threads are pinned, worker i to `cpus.for_worker(i)`.
+//! With `--cpus`, the worker threads are pinned, worker i to `cpus.for_worker(i)`
+//! (per-core: by `launch::workers`, the worker group srv-tokio-uring and
+//! srv-reactor start theirs with too).
 //! In the multi flavor Tokio names no worker in `on_thread_start`, so an atomic
 //! counter hands out the indices; Tokio starts its worker threads eagerly in
 //! `Builder::build`, and `main` waits until all of them are pinned before it
@@ -34,7 +36,8 @@
 //! `select!`s between the socket and its [`outbox::Outbox`], the connection's
 //! `Subscriber` for the shared `service::hub::Hub`. Why that queue is a mutex over
 //! one byte buffer plus a `Notify`, rather than a `tokio::sync` channel, is in
-//! `outbox.rs`. Replies go into the same buffer, behind whatever live lines it
+//! `outbox.rs`; the buffer and the slow-subscriber rule are
+//! `service::outbox::OutQueue`, the same in every server. Replies go into the same buffer, behind whatever live lines it
 //! already holds, so the session's ordering rule holds; the task writes all that
 //! is queued before it reads the next command, which is the backpressure of own
 //! output that docs/protocol-notes.md asks for.
@@ -50,9 +53,11 @@
 //! task. With `--fsync always` the `fdatasync(2)` is not made in the task at
 //! all: the hub's group commit (`service::commit`) syncs on a thread of its own,
 //! one sync for every append since the last, and the task awaits the outcome
-//! (a oneshot channel) before it queues the `ACK`, while the workers serve every
-//! other connection. Hub calls still go to `spawn_blocking` with `--fsync
-//! always`, as they did when each append synced inline under the room's lock;
+//! (a one-shot slot the commit thread fills) before it queues the `ACK`, while
+//! the workers serve every other connection. Hub calls still go to
+//! `spawn_blocking` with `--fsync always`, as they did when each append synced
+//! inline under the room's lock (the offload is `service::offload::HubCalls`,
+//! shared with srv-tokio-uring; this crate supplies only `spawn_blocking`);
 //! now that the lock is held for a `write(2)` only, running them inline would
 //! do as well (a follow-up, to be measured with `examples/hub_offload.rs`).
 //! (`block_in_place` would avoid moving the session but is not allowed in a

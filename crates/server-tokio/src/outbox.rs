@@ -24,98 +24,62 @@
 //! session's ordering rule asks for. Own output does not count against
 //! `--max-pending`: the task stops reading while it has anything to write, which
 //! is the backpressure docs/protocol-notes.md describes.
+//!
+//! The buffer and its accounting are `service::outbox::OutQueue`, the rule every
+//! server shares; this module adds the lock and the task's `Notify`.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use service::hub::{Line, Subscriber};
+use service::outbox::{Batch, Offered, OutQueue};
 use tokio::sync::Notify;
 
-/// A batch this big or bigger is not kept for reuse: a connection that fell
-/// behind once should not hold a megabyte for the rest of its life.
-const KEEP_CAPACITY: usize = proto::echo::MAX_PENDING;
-
-/// A handle to one connection's outbound queue; clones share it.
+/// A handle to one connection's outbound queue; clones share it. The rule is
+/// [`OutQueue`]'s; this adds the task's wake-up.
 #[derive(Debug, Clone)]
 pub(crate) struct Outbox(Arc<Inner>);
 
 #[derive(Debug)]
 struct Inner {
-    state: Mutex<State>,
+    queue: Mutex<OutQueue>,
     /// Woken when live lines or a seam are queued, or the connection is cut.
     wake: Notify,
-    max_pending: usize,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    /// What the client has yet to be sent, in the order it was produced.
-    buf: Vec<u8>,
-    /// # Invariant
-    /// The bytes of live lines in `buf`.
-    buf_live: usize,
-    /// # Invariant
-    /// `buf_live` plus the live bytes of the batch being written: the pending
-    /// live output that `--max-pending` limits.
-    live: usize,
-    /// The connection is gone or going; offers are refused.
-    closed: bool,
-    /// The connection was cut off as a slow subscriber.
-    cut: bool,
-}
-
-/// Bytes taken out of the outbox to be written; hand it back to
-/// [`Outbox::sent`] once they are.
-#[derive(Debug)]
-pub(crate) struct Batch {
-    live: usize,
 }
 
 impl Outbox {
     pub(crate) fn new(max_pending: usize) -> Self {
         Outbox(Arc::new(Inner {
-            state: Mutex::new(State::default()),
+            queue: Mutex::new(OutQueue::new(max_pending)),
             wake: Notify::new(),
-            max_pending,
         }))
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, OutQueue> {
         // Every critical section leaves the counts consistent, so the state a
         // panicking holder left is usable.
-        self.0.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Queues the connection's own output behind what is already queued, and
     /// clears `out` (keeping its allocation). The connection's task is the one
-    /// writer, so nobody needs waking.
+    /// writer, and it writes everything queued before it reads again, so it
+    /// never waits for room and nobody needs waking.
     pub(crate) fn push_own(&self, out: &mut Vec<u8>) {
         if !out.is_empty() {
-            self.lock().buf.extend_from_slice(out);
-            out.clear();
+            self.lock().push_own(out);
         }
     }
 
     /// Swaps everything queued into `batch` (which must be empty); `None` if
     /// nothing is queued.
     pub(crate) fn take(&self, batch: &mut Vec<u8>) -> Option<Batch> {
-        debug_assert!(batch.is_empty());
-        let mut st = self.lock();
-        if st.buf.is_empty() {
-            return None;
-        }
-        std::mem::swap(&mut st.buf, batch);
-        let live = std::mem::take(&mut st.buf_live);
-        Some(Batch { live })
+        self.lock().take(batch)
     }
 
     /// The batch was written: its live bytes are no longer pending. Clears
     /// `batch` for reuse.
     pub(crate) fn sent(&self, done: Batch, batch: &mut Vec<u8>) {
-        self.lock().live -= done.live;
-        batch.clear();
-        if batch.capacity() > KEEP_CAPACITY {
-            batch.shrink_to(proto::echo::READ_BUF);
-        }
+        self.lock().sent(done, batch);
     }
 
     /// Waits until something was queued by others, or the connection was cut.
@@ -126,57 +90,39 @@ impl Outbox {
 
     /// Whether the connection was cut off as a slow subscriber.
     pub(crate) fn is_cut(&self) -> bool {
-        self.lock().cut
+        self.lock().is_cut()
     }
 
     /// The connection is ending: refuse further offers and drop what is queued.
     pub(crate) fn close(&self) {
-        let mut st = self.lock();
-        st.closed = true;
-        st.buf = Vec::new();
+        let mut q = self.lock();
+        q.close();
+        q.drop_queued();
     }
 }
 
 impl Subscriber for Outbox {
     fn offer(&self, line: &Line) -> bool {
-        let mut st = self.lock();
-        if st.closed {
-            return false;
-        }
-        if st.live + line.len() > self.0.max_pending {
-            st.cut = true;
-            st.closed = true;
-            st.buf = Vec::new();
-            drop(st);
+        let offered = self.lock().offer(line);
+        if offered != Offered::Refused {
             self.0.wake.notify_one();
-            return false;
         }
-        st.buf.extend_from_slice(line);
-        st.buf_live += line.len();
-        st.live += line.len();
-        drop(st);
-        self.0.wake.notify_one();
-        true
+        offered == Offered::Queued
     }
 
     fn push_seam(&self, lines: Vec<u8>) {
-        let mut st = self.lock();
-        if st.closed || lines.is_empty() {
-            return;
+        if self.lock().push_seam(lines) {
+            self.0.wake.notify_one();
         }
-        if st.buf.is_empty() {
-            // Take the seam's allocation instead of copying it.
-            st.buf = lines;
-        } else {
-            st.buf.extend_from_slice(&lines);
-        }
-        drop(st);
-        self.0.wake.notify_one();
     }
 }
 
 #[cfg(test)]
 mod tests {
+    //! The rule itself is `service::outbox`'s to test; these check the wrapping.
+
+    use std::time::Duration;
+
     use super::*;
 
     fn line(s: &str) -> Line {
@@ -184,51 +130,9 @@ mod tests {
     }
 
     #[test]
-    fn everything_comes_out_in_the_order_it_went_in() {
-        let outbox = Outbox::new(1 << 20);
-        let mut own = b"OK\n".to_vec();
-        outbox.push_own(&mut own);
-        assert!(own.is_empty());
-        assert!(outbox.offer(&line("MSG r 1 a x\n")));
-        outbox.push_seam(b"JOINED q 1\n".to_vec());
-        let mut own = b"PONG t\n".to_vec();
-        outbox.push_own(&mut own);
-        let mut batch = Vec::new();
-        let done = outbox.take(&mut batch).unwrap();
-        assert_eq!(batch, b"OK\nMSG r 1 a x\nJOINED q 1\nPONG t\n");
-        outbox.sent(done, &mut batch);
-        assert!(batch.is_empty());
-        assert!(outbox.take(&mut batch).is_none());
-    }
-
-    #[test]
-    fn live_bytes_past_the_limit_cut_and_own_bytes_do_not_count() {
-        let outbox = Outbox::new(20);
-        let mut own = vec![b'x'; 100];
-        outbox.push_own(&mut own);
-        assert!(outbox.offer(&line("0123456789\n")));
-        let mut batch = Vec::new();
-        // Taken but not yet written: still pending.
-        let done = outbox.take(&mut batch).unwrap();
-        assert!(outbox.offer(&line("01234567\n")), "11 + 9 = 20 fits");
-        assert!(!outbox.is_cut());
-        outbox.sent(done, &mut batch);
-        assert!(
-            outbox.offer(&line("0123456789\n")),
-            "the first line was sent"
-        );
-        assert!(!outbox.offer(&line("x\n")), "9 + 11 + 2 > 20");
-        assert!(outbox.is_cut());
-        assert!(!outbox.offer(&line("\n")), "a cut outbox stays closed");
-        assert!(
-            outbox.take(&mut batch).is_none(),
-            "a cut drops what is queued"
-        );
-    }
-
-    #[test]
-    fn a_closed_outbox_refuses_offers() {
+    fn a_closed_outbox_refuses_offers_and_drops_its_queue() {
         let outbox = Outbox::new(100);
+        outbox.push_own(&mut b"OK\n".to_vec());
         outbox.close();
         assert!(!outbox.offer(&line("MSG r 1 a x\n")));
         outbox.push_seam(b"JOINED r 2\n".to_vec());
@@ -240,8 +144,18 @@ mod tests {
     async fn an_offer_wakes_the_task_even_if_it_was_busy() {
         let outbox = Outbox::new(100);
         assert!(outbox.offer(&line("MSG r 1 a x\n")));
-        tokio::time::timeout(std::time::Duration::from_secs(5), outbox.notified())
+        tokio::time::timeout(Duration::from_secs(5), outbox.notified())
             .await
             .expect("the permit was kept");
+    }
+
+    #[tokio::test]
+    async fn a_cut_wakes_the_task() {
+        let outbox = Outbox::new(4);
+        assert!(!outbox.offer(&line("MSG r 1 a x\n")));
+        tokio::time::timeout(Duration::from_secs(5), outbox.notified())
+            .await
+            .expect("the cut left a permit");
+        assert!(outbox.is_cut());
     }
 }

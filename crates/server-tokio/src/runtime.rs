@@ -6,20 +6,18 @@ use std::net::TcpListener as StdListener;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use launch::CpuList;
 use launch::cpus::{pin_current_thread, pin_current_thread_to};
+use launch::workers::{Placement, START_TIMEOUT, Workers};
 use tokio::net::TcpListener;
 use tokio::runtime::{Builder, Runtime};
 use tokio::sync::watch;
 
 use crate::NAME;
 use crate::serve::{Service, accept_loop};
-
-/// How long a worker may take to start before the server gives up.
-const START_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long the stop waits for tasks on the blocking pool (an append waiting
 /// for the disk) before it goes on without them.
@@ -31,8 +29,7 @@ pub(crate) enum Running {
     Multi(Runtime),
     PerCore {
         stop: watch::Sender<bool>,
-        done: mpsc::Receiver<()>,
-        threads: usize,
+        workers: Workers<()>,
     },
 }
 
@@ -80,7 +77,7 @@ pub(crate) fn multi(
     Ok(Running::Multi(runtime))
 }
 
-/// The per-core flavor: a thread per listener, each running its own
+/// The per-core flavor: a worker thread per listener, each running its own
 /// current-thread runtime and accept loop.
 pub(crate) fn per_core(
     listeners: Vec<StdListener>,
@@ -88,92 +85,34 @@ pub(crate) fn per_core(
     service: &Arc<Service>,
 ) -> anyhow::Result<Running> {
     let (stop, stopped) = watch::channel(false);
-    let (report, started) = mpsc::channel();
-    let (finished, done) = mpsc::channel();
-    let threads = listeners.len();
-    for (i, listener) in listeners.into_iter().enumerate() {
-        let worker = Worker {
-            cpus: cpus.cloned(),
-            index: i,
-            listener,
-            service: Arc::clone(service),
-            stop: stopped.clone(),
-            finished: finished.clone(),
-        };
-        let report = report.clone();
-        std::thread::Builder::new()
-            .name(format!("{NAME}-{i}"))
-            .spawn(move || worker.run(&report))
-            .context("starting a worker thread")?;
-    }
-    for _ in 0..threads {
-        started
-            .recv_timeout(START_TIMEOUT)
-            .context("a worker thread did not start")??;
-    }
-    Ok(Running::PerCore {
-        stop,
-        done,
-        threads,
-    })
-}
-
-/// One per-core worker thread, before it starts.
-struct Worker {
-    cpus: Option<CpuList>,
-    index: usize,
-    listener: StdListener,
-    service: Arc<Service>,
-    stop: watch::Receiver<bool>,
-    finished: mpsc::Sender<()>,
-}
-
-impl Worker {
-    fn run(self, report: &mpsc::Sender<anyhow::Result<()>>) {
-        let Worker {
-            cpus,
-            index,
-            listener,
-            service,
-            mut stop,
-            finished,
-        } = self;
-        let setup = || -> anyhow::Result<(Runtime, TcpListener)> {
-            let mut builder = Builder::new_current_thread();
-            builder.enable_all();
-            if let Some(cpus) = cpus {
-                pin_current_thread(cpus.for_worker(index))?;
-                // The only threads this runtime starts are its blocking pool's.
-                builder.on_thread_start(move || {
-                    if let Err(e) = pin_current_thread_to(&cpus) {
-                        eprintln!("{NAME}: warning: {e:#}");
-                    }
-                });
-            }
-            let runtime = builder.build().context("starting a Tokio runtime")?;
-            let listener = register(&runtime, listener)?;
-            Ok((runtime, listener))
-        };
-        let (runtime, listener) = match setup() {
-            Ok(ready) => {
-                let _ = report.send(Ok(()));
-                ready
-            }
-            Err(e) => {
-                let _ = report.send(Err(e));
-                return;
-            }
-        };
-        runtime.block_on(async {
-            tokio::select! {
-                () = accept_loop(listener, service) => {}
-                _ = stop.wait_for(|&stop| stop) => {}
-            }
-        });
-        // Drops every connection task of this worker.
-        runtime.shutdown_timeout(STOP_GRACE);
-        let _ = finished.send(());
-    }
+    let (service, pool_cpus) = (Arc::clone(service), cpus.cloned());
+    let placement = Placement::one_per_worker(cpus);
+    let workers = Workers::start(NAME, listeners, placement, move |_, listener| {
+        let mut builder = Builder::new_current_thread();
+        builder.enable_all();
+        if let Some(cpus) = pool_cpus.clone() {
+            // The only threads this runtime starts are its blocking pool's.
+            builder.on_thread_start(move || {
+                if let Err(e) = pin_current_thread_to(&cpus) {
+                    eprintln!("{NAME}: warning: {e:#}");
+                }
+            });
+        }
+        let runtime = builder.build().context("starting a Tokio runtime")?;
+        let listener = register(&runtime, listener)?;
+        let (service, mut stop) = (Arc::clone(&service), stopped.clone());
+        Ok(move || {
+            runtime.block_on(async {
+                tokio::select! {
+                    () = accept_loop(listener, service) => {}
+                    _ = stop.wait_for(|&stop| stop) => {}
+                }
+            });
+            // Drops every connection task of this worker.
+            runtime.shutdown_timeout(STOP_GRACE);
+        })
+    })?;
+    Ok(Running::PerCore { stop, workers })
 }
 
 impl Running {
@@ -182,19 +121,9 @@ impl Running {
     pub(crate) fn stop(self) {
         match self {
             Running::Multi(runtime) => runtime.shutdown_timeout(STOP_GRACE),
-            Running::PerCore {
-                stop,
-                done,
-                threads,
-            } => {
+            Running::PerCore { stop, workers } => {
                 let _ = stop.send(true);
-                let deadline = Instant::now() + 2 * STOP_GRACE;
-                for _ in 0..threads {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if done.recv_timeout(left).is_err() {
-                        break;
-                    }
-                }
+                workers.join(2 * STOP_GRACE);
             }
         }
     }

@@ -8,28 +8,17 @@
 //! print the counters, and return.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
-use launch::{CommonArgs, Counters, FsyncMode, Proto, Shutdown};
-use service::echo::EchoConfig;
+use launch::{App, CommonArgs, Counters, Shutdown};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::chat::{self, Rooms};
+use crate::chat;
+use crate::outbox::Outbox;
 use crate::{Flavor, NAME, echo, runtime};
 
 /// What every connection task of the server shares.
-#[derive(Debug)]
-pub(crate) struct Service {
-    app: App,
-    counters: Counters,
-}
-
-#[derive(Debug)]
-enum App {
-    Echo(EchoConfig),
-    Chat(Arc<Rooms>),
-}
+pub(crate) type Service = launch::Service<Outbox>;
 
 pub(crate) fn serve(args: &CommonArgs, flavor: Flavor) -> anyhow::Result<()> {
     let shutdown = Shutdown::install()?;
@@ -60,33 +49,7 @@ pub(crate) fn serve(args: &CommonArgs, flavor: Flavor) -> anyhow::Result<()> {
     launch::announce_ready(addr)?;
     shutdown.wait();
     running.stop();
-    service.finish()
-}
-
-impl Service {
-    fn open(args: &CommonArgs) -> anyhow::Result<Self> {
-        let app = match args.proto {
-            Proto::Echo => App::Echo(args.echo()),
-            Proto::Chat => App::Chat(Arc::new(Rooms {
-                hub: launch::open_rooms(args)?.context("chat without rooms")?,
-                max_pending: args.max_pending,
-                offload: args.fsync == FsyncMode::Always,
-            })),
-        };
-        Ok(Service {
-            app,
-            counters: Counters::default(),
-        })
-    }
-
-    /// After the runtimes stopped: flush the rooms and print the counters.
-    fn finish(&self) -> anyhow::Result<()> {
-        let rooms = match &self.app {
-            App::Chat(rooms) => Some(&rooms.hub),
-            App::Echo(_) => None,
-        };
-        launch::finish(NAME, rooms, &self.counters)
-    }
+    service.finish(NAME)
 }
 
 /// Accepts connections for as long as the runtime runs it, a task each.
@@ -100,10 +63,9 @@ pub(crate) async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
                 tokio::spawn(connection(stream, Arc::clone(&service)));
             }
             Err(e) => {
-                // EMFILE and friends: the connection stays in the backlog, so
-                // back off instead of spinning on it.
-                eprintln!("{NAME}: accept failed: {e}; retrying in 100 ms");
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                if let Some(pause) = launch::accept_failed(NAME, &e) {
+                    tokio::time::sleep(pause).await;
+                }
             }
         }
     }

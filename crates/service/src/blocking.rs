@@ -9,12 +9,12 @@
 //! [`crate::session`]): the reader and the room hub put lines in, the writer
 //! takes them out and writes them to the socket in order.
 //!
-//! Two limits, as docs/protocol-notes.md says: live `MSG` lines that other
-//! connections cause count against `--max-pending`, and passing it cuts the
-//! subscriber off; output the connection causes itself (replies, replay) makes
-//! its reader wait for room instead, which is plain TCP backpressure.
+//! Two limits, as docs/protocol-notes.md says and [`crate::outbox`] decides:
+//! live `MSG` lines that other connections cause count against `--max-pending`,
+//! and passing it cuts the subscriber off; output the connection causes itself
+//! (replies, replay) makes its reader wait for room instead, which is plain TCP
+//! backpressure.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::io::{self, ErrorKind, Read, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -23,6 +23,7 @@ use proto::chat::{LineBuffer, MAX_LINE};
 
 use crate::counters::Counters;
 use crate::hub::{Hub, Line, Subscriber};
+use crate::outbox::{Offered, OutQueue};
 use crate::session::{Flow, Session};
 
 /// How a blocked reader or writer of an [`Outbox`] waits: a wake-up flag that
@@ -58,7 +59,8 @@ impl Wakeup for ThreadWakeup {
     }
 }
 
-/// A handle to one connection's outbound queue; clones share it.
+/// A handle to one connection's outbound queue; clones share it. The rule is
+/// [`OutQueue`]'s; this adds only how a thread or a fiber waits for it.
 pub struct Outbox<W: Wakeup>(Arc<Inner<W>>);
 
 impl<W: Wakeup> Clone for Outbox<W> {
@@ -69,54 +71,19 @@ impl<W: Wakeup> Clone for Outbox<W> {
 
 impl<W: Wakeup> fmt::Debug for Outbox<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.lock();
-        f.debug_struct("Outbox")
-            .field("queued", &st.queued)
-            .field("queued_live", &st.queued_live)
-            .field("closed", &st.closed)
-            .field("cut", &st.cut)
-            .finish()
+        f.debug_tuple("Outbox").field(&*self.lock()).finish()
     }
 }
 
 struct Inner<W> {
     /// Held only for queue operations, never while waiting or writing.
-    state: Mutex<State>,
+    queue: Mutex<OutQueue>,
     /// Woken when there is something to write, or the outbox closed.
     readable: W,
     /// Woken when the writer made room, or the outbox closed.
     writable: W,
     /// Shuts the socket down when the connection is cut, to wake its reader.
     on_cut: Box<dyn Fn() + Send + Sync>,
-    max_pending: usize,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    queue: VecDeque<Chunk>,
-    /// # Invariant
-    /// The sum of the lengths of the chunks in `queue`.
-    queued: usize,
-    /// # Invariant
-    /// The sum of the lengths of the `Chunk::Live` chunks in `queue`.
-    queued_live: usize,
-    closed: bool,
-    cut: bool,
-}
-
-#[derive(Debug)]
-enum Chunk {
-    Own(Vec<u8>),
-    Live(Line),
-}
-
-impl Chunk {
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Chunk::Own(v) => v,
-            Chunk::Live(l) => l,
-        }
-    }
 }
 
 impl<W: Wakeup> Outbox<W> {
@@ -124,17 +91,16 @@ impl<W: Wakeup> Outbox<W> {
     /// `on_cut` shuts the connection's socket down when that limit is passed.
     pub fn new(max_pending: usize, on_cut: impl Fn() + Send + Sync + 'static) -> Self {
         Outbox(Arc::new(Inner {
-            state: Mutex::new(State::default()),
+            queue: Mutex::new(OutQueue::new(max_pending)),
             readable: W::default(),
             writable: W::default(),
             on_cut: Box::new(on_cut),
-            max_pending,
         }))
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, OutQueue> {
         // A panic elsewhere while holding the lock leaves consistent counts.
-        self.0.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.queue.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Moves the bytes of `out` into the queue, first waiting while the queue
@@ -144,132 +110,92 @@ impl<W: Wakeup> Outbox<W> {
         if out.is_empty() {
             return !self.is_closed();
         }
-        let mut st = self.lock();
-        while !st.closed && st.queued > 0 && st.queued + out.len() > self.0.max_pending {
-            drop(st);
+        let mut q = self.lock();
+        while !q.has_room(out.len()) {
+            drop(q);
             self.0.writable.wait();
-            st = self.lock();
+            q = self.lock();
         }
-        if st.closed {
-            out.clear();
-            return false;
+        let queued = q.push_own(out);
+        drop(q);
+        if queued {
+            self.0.readable.wake();
         }
-        st.queued += out.len();
-        st.queue.push_back(Chunk::Own(std::mem::take(out)));
-        drop(st);
-        self.0.readable.wake();
-        true
+        queued
     }
 
     /// No more input: the writer sends what is queued, then stops.
     pub fn close(&self) {
-        self.lock().closed = true;
+        self.lock().close();
         self.0.readable.wake();
         self.0.writable.wake();
     }
 
     /// Whether the outbox takes no more lines.
     pub fn is_closed(&self) -> bool {
-        self.lock().closed
+        self.lock().is_closed()
     }
 
     /// Whether the connection was cut off as a slow subscriber.
     pub fn was_cut(&self) -> bool {
-        self.lock().cut
+        self.lock().is_cut()
     }
 
-    /// The writer thread's loop: writes everything queued, in order, until the
-    /// outbox is closed and empty (or cut), counting the bytes it writes.
+    /// The writer's loop: writes everything queued, in order, one batch (all
+    /// that was queued) per `write_all`, until the outbox is closed and empty
+    /// (or cut), counting the bytes it writes.
     pub fn drain_into(&self, out: &mut impl Write, counters: &Counters) -> io::Result<()> {
-        let mut batch = VecDeque::new();
-        let mut buf = Vec::with_capacity(proto::echo::READ_BUF);
+        let mut batch = Vec::with_capacity(proto::echo::READ_BUF);
         loop {
-            let mut st = self.lock();
-            while st.queue.is_empty() && !st.closed {
-                drop(st);
+            let mut q = self.lock();
+            let taken = loop {
+                if q.is_cut() {
+                    return Ok(());
+                }
+                if let Some(taken) = q.take(&mut batch) {
+                    break taken;
+                }
+                if q.is_closed() {
+                    return Ok(());
+                }
+                drop(q);
                 self.0.readable.wait();
-                st = self.lock();
+                q = self.lock();
+            };
+            drop(q);
+            if let Err(e) = out.write_all(&batch) {
+                // The client is gone: wake the reader, which may wait for room.
+                self.close();
+                return Err(e);
             }
-            if st.cut || st.queue.is_empty() {
-                return Ok(());
-            }
-            std::mem::swap(&mut batch, &mut st.queue);
-            drop(st);
-
-            // Small lines go out together in one write.
-            let (mut total, mut live) = (0, 0);
-            for chunk in batch.drain(..) {
-                let bytes = chunk.bytes();
-                total += bytes.len();
-                if let Chunk::Live(_) = chunk {
-                    live += bytes.len();
-                }
-                if buf.len() + bytes.len() > buf.capacity() {
-                    self.write(out, &buf)?;
-                    buf.clear();
-                }
-                if bytes.len() >= buf.capacity() {
-                    self.write(out, bytes)?;
-                } else {
-                    buf.extend_from_slice(bytes);
-                }
-            }
-            self.write(out, &buf)?;
-            buf.clear();
-            Counters::add(&counters.bytes_out, total as u64);
-
-            let mut st = self.lock();
-            st.queued -= total;
-            st.queued_live -= live;
-            drop(st);
+            Counters::add(&counters.bytes_out, batch.len() as u64);
+            self.lock().sent(taken, &mut batch);
             self.0.writable.wake();
         }
-    }
-
-    fn write(&self, out: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
-        let result = out.write_all(bytes);
-        if result.is_err() {
-            // The client is gone: wake the reader, which may wait for room.
-            self.close();
-        }
-        result
     }
 }
 
 impl<W: Wakeup> Subscriber for Outbox<W> {
     fn offer(&self, line: &Line) -> bool {
-        let mut st = self.lock();
-        if st.closed {
-            return false;
+        let offered = self.lock().offer(line);
+        match offered {
+            Offered::Queued => self.0.readable.wake(),
+            Offered::Refused => {}
+            Offered::Cut => {
+                // Wake the reader (blocked in read) and the writer (maybe
+                // blocked in write to a client that does not read).
+                (self.0.on_cut)();
+                self.0.readable.wake();
+                self.0.writable.wake();
+            }
         }
-        if st.queued_live + line.len() > self.0.max_pending {
-            st.cut = true;
-            st.closed = true;
-            drop(st);
-            // Wake the reader (blocked in read) and the writer (maybe blocked
-            // in write to a client that does not read).
-            (self.0.on_cut)();
-            self.0.readable.wake();
-            self.0.writable.wake();
-            return false;
-        }
-        st.queued += line.len();
-        st.queued_live += line.len();
-        st.queue.push_back(Chunk::Live(Line::clone(line)));
-        drop(st);
-        self.0.readable.wake();
-        true
+        offered == Offered::Queued
     }
 
     fn push_seam(&self, lines: Vec<u8>) {
-        let mut st = self.lock();
-        if st.closed || lines.is_empty() {
-            return;
+        if self.lock().push_seam(lines) {
+            self.0.readable.wake();
         }
-        st.queued += lines.len();
-        st.queue.push_back(Chunk::Own(lines));
-        drop(st);
-        self.0.readable.wake();
     }
 }
 

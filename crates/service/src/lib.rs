@@ -1,7 +1,9 @@
 //! What every ringside server serves, free of any runtime: the durable room log
 //! ([`log`]) and its group commit ([`commit`]), the in-process room hub that fans messages out to subscribers ([`hub`]),
 //! one chat connection's protocol state ([`session`]; [`file_session`] where connections
-//! share no memory and meet in the room files alone), the echo loop and the chat
+//! share no memory and meet in the room files alone), the outbound queue's state and
+//! slow-subscriber rule that every server's outbox wraps ([`outbox`]), the hub calls of
+//! async runtimes, inline or on a blocking pool ([`offload`]), the echo loop and the chat
 //! connection for blocking runtimes ([`echo`], [`blocking`]), the busy-wait that models request processing ([`compute`]),
 //! and the counters every server prints at exit ([`counters`]).
 //!
@@ -56,4 +58,6 @@ pub mod echo;
 pub mod file_session;
 pub mod hub;
 pub mod log;
+pub mod offload;
+pub mod outbox;
 pub mod session;
