@@ -288,7 +288,7 @@ fn run_once(p: &Program, run: &SearchRun, cpus: &CpuList, round: usize) -> Resul
 /// Runs the search suite (it runs alone; `bench::run` hands over to it).
 pub(crate) fn run(args: &BenchArgs, root: &Path, inv: &Inventory) -> Result<()> {
     children::install_interrupt_handler()?;
-    args.server_cpus.check_allowed("--server-cpus")?;
+    cpus::check_allowed(&args.server_cpus, "--server-cpus")?;
     let profile = args.cargo_profile.as_str();
     let mut not_run = Vec::new();
     let go_missing = if args.no_build {
