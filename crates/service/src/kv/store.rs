@@ -6,8 +6,9 @@
 //! workers meet on the same lock about once in 64 commands, and then wait that long;
 //! one global lock would make every command of every worker pass through one cache line,
 //! and a lock-free map is not in the project's dependencies. The one-owner design of the
-//! Go article (one thread owns the map, connections send it commands) is the other
-//! variant the servers offer (`--kv-owner`), measured beside this one.
+//! Go article (one thread owns the map, connections send it commands) is the variant
+//! srv-fiber and srv-go offer with `--kv-owner`, to be measured beside this one; its owner
+//! uses this same store, whose locks it then never contends for.
 //!
 //! Expiry is lazy: a key whose `EX`/`PX` time has passed is removed when a command
 //! touches it (and by `DBSIZE`, which sweeps every shard), never by a timer. Redis also
