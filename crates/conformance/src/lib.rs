@@ -81,7 +81,7 @@ macro_rules! server_list {
         $crate::$callback! { $args
             threads: "srv-threads" ["--mode", "thread"] []
                 bench "threads", true, "an OS thread per connection, blocking I/O",
-            threads_process: "srv-threads" ["--mode", "process"] []
+            threads_process: "srv-threads" ["--mode", "process"] [NoKv]
                 bench "threads-process", true,
                 "a forked process per connection (the C server of the C-versus-Go paper)",
             reactor: "srv-reactor" [] []

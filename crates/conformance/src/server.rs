@@ -72,6 +72,9 @@ pub enum Limit {
     /// (`conns=`, `msgs=`, no count of cut subscribers) and words its one-line errors its
     /// own way (`srv-go: cannot listen on …`, without `error:`).
     NotLaunch,
+    /// Serves no `--proto kv` (srv-threads `--mode process`: its processes share no
+    /// store, so it refuses kv with exit status 2).
+    NoKv,
 }
 
 /// What a check needs of a server beyond plain echo and the common command line.
@@ -84,6 +87,8 @@ pub enum Need {
     /// The stop line of `service::counters` (`accepted=… bytes_out=… messages=…
     /// cut_subscribers=…`), which a check reads to see what the server counted.
     Counters,
+    /// `--proto kv`.
+    Kv,
 }
 
 impl std::fmt::Display for Need {
@@ -92,6 +97,7 @@ impl std::fmt::Display for Need {
             Need::Chat => "--proto chat",
             Need::Compute => "--compute-us",
             Need::Counters => "the service counters on its stop line",
+            Need::Kv => "--proto kv",
         })
     }
 }
@@ -117,6 +123,10 @@ impl ServerSpec {
         match need {
             Need::Chat | Need::Compute => !self.limits.contains(&Limit::EchoOnly),
             Need::Counters => !self.limits.contains(&Limit::NotLaunch),
+            Need::Kv => !self
+                .limits
+                .iter()
+                .any(|l| matches!(l, Limit::EchoOnly | Limit::NoKv)),
         }
     }
 

@@ -1,5 +1,5 @@
 //! What a server serves, opened from the common command line: echo with its
-//! [`EchoConfig`], or chat with its [`Rooms`], beside the counters every
+//! [`EchoConfig`], chat with its [`Rooms`], or kv with its [`Kv`] store, beside the counters every
 //! connection adds to. Servers that keep connection state in async tasks
 //! (srv-tokio, srv-tokio-uring) share one [`Service`] across their tasks and
 //! dispatch each connection on [`App`].
@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use service::echo::EchoConfig;
 use service::hub::Subscriber;
+use service::kv::Store;
 use service::offload::Rooms;
 
 use crate::{CommonArgs, Counters, FsyncMode, Proto};
@@ -30,6 +31,20 @@ pub enum App<S: Subscriber> {
     /// `--proto chat`; with `--fsync always`, hub calls go to the runtime's
     /// blocking pool ([`Rooms::offload`]).
     Chat(Arc<Rooms<S>>),
+    /// `--proto kv`.
+    Kv(Kv),
+}
+
+/// What the connections of `--proto kv` share: the one store of every worker, and the
+/// pending output at which a connection stops being read (`--max-pending`, at most
+/// 64 KiB).
+#[derive(Debug)]
+pub struct Kv {
+    /// The keys and values.
+    pub store: Store,
+    /// A connection whose unsent replies reach this many bytes is not read until they
+    /// are sent.
+    pub limit: usize,
 }
 
 impl<S: Subscriber> Service<S> {
@@ -42,6 +57,10 @@ impl<S: Subscriber> Service<S> {
                 max_pending: args.max_pending,
                 offload: args.fsync == FsyncMode::Always,
             })),
+            Proto::Kv => App::Kv(Kv {
+                store: Store::new(),
+                limit: args.kv_max_pending(),
+            }),
         };
         Ok(Service {
             app,
@@ -54,7 +73,7 @@ impl<S: Subscriber> Service<S> {
     pub fn finish(&self, name: &str) -> anyhow::Result<()> {
         let rooms = match &self.app {
             App::Chat(rooms) => Some(&rooms.hub),
-            App::Echo(_) => None,
+            App::Echo(_) | App::Kv(_) => None,
         };
         crate::finish(name, rooms, &self.counters)
     }

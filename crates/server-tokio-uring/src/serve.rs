@@ -20,6 +20,7 @@ use tokio::sync::watch;
 use tokio_uring::net::{TcpListener, TcpStream};
 
 use crate::chat;
+use crate::kv;
 use crate::outbox::Outbox;
 use crate::{NAME, echo};
 
@@ -125,6 +126,7 @@ async fn connection(stream: TcpStream, service: Arc<Service>) {
     let result = match &service.app {
         App::Echo(config) => echo::serve(&stream, config, counters).await,
         App::Chat(rooms) => chat::serve(stream, rooms, counters).await,
+        App::Kv(store) => kv::serve(&stream, store, counters).await,
     };
     if result.is_err() {
         Counters::add(&counters.errors, 1);

@@ -5,6 +5,7 @@
 //! slow-subscriber rule that every server's outbox wraps ([`outbox`]), the hub calls of
 //! async runtimes, inline or on a blocking pool ([`offload`]), the echo loop and the chat
 //! connection for blocking runtimes ([`echo`], [`blocking`]), the busy-wait that models request processing ([`compute`]),
+//! the key-value store and connection of `--proto kv` ([`kv`]),
 //! and the counters every server prints at exit ([`counters`]).
 //!
 //! This crate does no networking and owns one thread only (the group commit of
@@ -57,6 +58,7 @@ pub mod counters;
 pub mod echo;
 pub mod file_session;
 pub mod hub;
+pub mod kv;
 pub mod log;
 pub mod offload;
 pub mod outbox;
