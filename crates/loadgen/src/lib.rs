@@ -9,7 +9,7 @@
 //! client was the bottleneck says so.
 //!
 //! It is not a general HTTP or RESP benchmark: it speaks the echo and chat protocols of
-//! `PROTOCOL.md`, nothing else.
+//! `PROTOCOL.md`, and of RESP (Redis's protocol) the `GET` and `SET` of the kv workload.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -31,13 +31,14 @@ mod config;
 mod echo;
 mod error;
 pub mod hist;
+mod kv;
 mod run;
 mod schedule;
 mod summary;
 mod sys;
 mod worker;
 
-pub use config::{ChatConfig, ChatProfile, Config, Stop, Workload};
+pub use config::{ChatConfig, ChatProfile, Config, KvConfig, Stop, Workload};
 pub use error::Error;
 pub use hist::{Histograms, Percentiles};
 pub use run::run;
