@@ -18,6 +18,7 @@ use crate::figures;
 use crate::markdown;
 use crate::meta::{self, Meta};
 use crate::procfs;
+use crate::redis;
 use crate::runner::{self, Failure, Measured, Placement, RunFiles};
 use crate::servers::{Inventory, Variant};
 use crate::suites::{self, Overrides, Point, Suite};
@@ -162,11 +163,23 @@ impl BenchArgs {
     }
 }
 
-/// The points of the run, suite after suite.
+/// The points of the run, suite after suite. kv's redis-benchmark points are left out where
+/// redis-benchmark is not installed (`run` says so).
 fn points(args: &BenchArgs) -> Vec<Point> {
+    let no_benchmark = args.suites().contains(&Suite::Kv) && redis::missing_benchmark().is_some();
     args.suites()
         .into_iter()
         .flat_map(|s| s.points(&args.overrides(args.workers())))
+        .filter(|p| {
+            !(no_benchmark
+                && matches!(
+                    p.workload,
+                    suites::Workload::Kv {
+                        driver: suites::KvDriver::RedisBenchmark,
+                        ..
+                    }
+                ))
+        })
         .collect()
 }
 
@@ -276,10 +289,25 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         );
     }
 
-    let (variants, skipped) = match &args.servers {
+    let (mut variants, mut skipped) = match &args.servers {
         Some(list) => (inv.select(list)?, Vec::new()),
         None => inv.defaults(),
     };
+    if args.suites().contains(&Suite::Kv) {
+        // kv measures every server beside redis-server itself, driven by redis-benchmark
+        // too; what is missing is said, and the rest runs.
+        if args.servers.is_none() {
+            match redis::missing_server() {
+                None => variants.push(redis::variant()),
+                Some(why) => skipped.push(format!("redis: {why}")),
+            }
+        }
+        if let Some(why) = redis::missing_benchmark() {
+            skipped.push(format!(
+                "kv's redis-benchmark points: {why}; the loadgen points run"
+            ));
+        }
+    }
     for s in &skipped {
         eprintln!("not running {s}");
     }
@@ -291,6 +319,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         for bin in variants
             .iter()
             .map(|v| v.binary.as_str())
+            .filter(|b| *b != redis::SERVER)
             .chain(["loadgen"])
         {
             let path = inv.binary_path(bin, profile);

@@ -29,6 +29,7 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
     let sub = match point.workload {
         Workload::Echo { .. } | Workload::Idle => "echo",
         Workload::ChatIngest { .. } | Workload::ChatRoom { .. } => "chat",
+        Workload::Kv { .. } => "kv",
     };
     push("--addr", addr.to_string());
     push("--conns", point.conns.to_string());
@@ -37,6 +38,12 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
         Workload::Idle => push("--msg-size", "16".into()),
         Workload::ChatIngest { .. } | Workload::ChatRoom { .. } => {
             push("--msg-size", crate::suites::CHAT_LINE.to_string());
+        }
+        Workload::Kv { get, pipeline, .. } => {
+            push("--value-size", crate::suites::KV_VALUE_SIZE.to_string());
+            push("--keys", crate::suites::KV_KEYS.to_string());
+            push("--get-ratio", if get { "1" } else { "0" }.into());
+            push("--depth", pipeline.to_string());
         }
     }
     match point.stop {
@@ -71,7 +78,7 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
             push("--profile", "room".into());
             push("--room-size", room_size.to_string());
         }
-        Workload::Echo { .. } | Workload::Idle => {}
+        Workload::Echo { .. } | Workload::Idle | Workload::Kv { .. } => {}
     }
     let mut all = vec![sub.to_string()];
     all.extend(a);

@@ -126,6 +126,14 @@ impl Variant {
     /// Whether the server serves `workload`: an echo-only one (srv-floor) runs plain echo
     /// and idle points only, never chat or echo with `--compute-us`.
     pub(crate) fn serves(&self, workload: Workload) -> bool {
+        // redis-server serves kv only; srv-threads' process mode refuses kv, since processes
+        // share no map.
+        if self.binary == crate::redis::SERVER {
+            return workload.proto() == "kv";
+        }
+        if workload.proto() == "kv" && self.flags.windows(2).any(|w| w == ["--mode", "process"]) {
+            return false;
+        }
         let echo_only = KNOWN.iter().any(|k| k.binary == self.binary && k.echo_only);
         !echo_only || (workload.proto() == "echo" && workload.compute_us() == 0)
     }
@@ -192,6 +200,9 @@ impl Inventory {
 
     /// Why `binary` cannot be built here, or `None` when it can.
     pub(crate) fn missing(&self, binary: &str) -> Option<String> {
+        if binary == crate::redis::SERVER {
+            return crate::redis::missing_server();
+        }
         if binary == "srv-go" {
             return match (&self.go_dir, &self.go_version) {
                 (None, _) => Some("peers/go is not in this checkout".into()),
@@ -213,6 +224,7 @@ impl Inventory {
                 names.push(name.to_string());
             }
         }
+        names.push(crate::redis::NAME.to_string());
         names
     }
 
@@ -226,8 +238,9 @@ impl Inventory {
                 Some(why) => skipped.push(format!("{}: {why}", k.name)),
             }
         }
+        // redis joins the defaults of the kv suite only (see bench).
         for name in self.names() {
-            if !KNOWN.iter().any(|k| k.name == name) {
+            if !KNOWN.iter().any(|k| k.name == name) && name != crate::redis::NAME {
                 run.push(self.parse(&name).expect("a discovered name parses"));
             }
         }
@@ -238,7 +251,12 @@ impl Inventory {
     pub(crate) fn parse(&self, spec: &str) -> Result<Variant> {
         let mut parts = spec.split('+');
         let base = parts.next().unwrap_or_default();
-        let mut v = if let Some(k) = KNOWN.iter().find(|k| k.name == base) {
+        let mut v = if base == crate::redis::NAME {
+            if spec != base {
+                bail!("`{spec}`: redis takes no +flags (xtask starts it with persistence off)");
+            }
+            return Ok(crate::redis::variant());
+        } else if let Some(k) = KNOWN.iter().find(|k| k.name == base) {
             known_variant(k, spec)
         } else if self.packages.contains_key(&format!("srv-{base}")) {
             Variant {

@@ -8,6 +8,7 @@
 //! | `chat-cpu`   | the C-versus-Go paper's Figure 3: chat ingest at 1 Mbit/s per conn     |
 //! | `chat-room`  | fan-out delivery latency and completeness, rooms of 2 to 1000          |
 //! | `memory`     | memory per idle connection at 1,000 and 10,000 conns                   |
+//! | `kv`         | RESP GET and SET at 1, 50, 1000 conns, pipeline 1 and 16, beside Redis |
 
 use clap::ValueEnum;
 use serde::Serialize;
@@ -30,15 +31,19 @@ pub(crate) enum Suite {
     ChatRoom,
     /// Memory per idle connection at 1,000 and 10,000 connections.
     Memory,
+    /// The Redis subset: GET and SET at 1, 50 and 1000 connections, pipeline 1 and 16,
+    /// driven by redis-benchmark and by loadgen, every server beside redis-server itself.
+    Kv,
 }
 
 impl Suite {
-    pub(crate) const ALL: [Suite; 5] = [
+    pub(crate) const ALL: [Suite; 6] = [
         Suite::Quick,
         Suite::EmperEcho,
         Suite::ChatCpu,
         Suite::ChatRoom,
         Suite::Memory,
+        Suite::Kv,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -48,6 +53,7 @@ impl Suite {
             Suite::ChatCpu => "chat-cpu",
             Suite::ChatRoom => "chat-room",
             Suite::Memory => "memory",
+            Suite::Kv => "kv",
         }
     }
 
@@ -58,6 +64,7 @@ impl Suite {
             Suite::ChatCpu => "Chat ingest CPU as in the C-versus-Go paper",
             Suite::ChatRoom => "Chat room fan-out",
             Suite::Memory => "Memory per idle connection",
+            Suite::Kv => "A Redis subset, GET and SET, beside redis-server",
         }
     }
 
@@ -70,12 +77,14 @@ impl Suite {
             Suite::EmperEcho | Suite::ChatRoom => 10.0,
             Suite::ChatCpu => 60.0,
             Suite::Memory => 3.0,
+            // 24 points a server: short ones, as quick's.
+            Suite::Kv => 1.5,
         }
     }
 
     fn default_warmup(self) -> f64 {
         match self {
-            Suite::Quick => 0.5,
+            Suite::Quick | Suite::Kv => 0.5,
             Suite::ChatCpu => 2.0,
             _ => 1.0,
         }
@@ -88,6 +97,8 @@ impl Suite {
             Suite::ChatCpu => vec![1, 2, 4, 8, 16, 32, 64],
             Suite::ChatRoom => vec![1000],
             Suite::Memory => vec![1000, 10_000],
+            // The article's redis-benchmark default (50) and the two ends.
+            Suite::Kv => vec![1, 50, 1000],
         }
     }
 
@@ -124,6 +135,32 @@ pub(crate) enum Workload {
     ChatRoom { room_size: usize },
     /// Echo connections that are open and all but silent.
     Idle,
+    /// RESP `GET`s (`get`) or `SET`s of [`KV_VALUE_SIZE`]-byte values over [`KV_KEYS`] keys,
+    /// `pipeline` in flight per connection, sent by `driver`.
+    Kv {
+        get: bool,
+        pipeline: usize,
+        driver: KvDriver,
+    },
+}
+
+/// Who sends the kv requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum KvDriver {
+    /// loadgen kv: latency from its histograms, every reply checked.
+    Loadgen,
+    /// redis-benchmark `--csv`: the client nobody here wrote, as the article ran it.
+    RedisBenchmark,
+}
+
+impl KvDriver {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            KvDriver::Loadgen => "loadgen",
+            KvDriver::RedisBenchmark => "redis-benchmark",
+        }
+    }
 }
 
 impl Workload {
@@ -132,6 +169,7 @@ impl Workload {
         match self {
             Workload::Echo { .. } | Workload::Idle => "echo",
             Workload::ChatIngest { .. } | Workload::ChatRoom { .. } => "chat",
+            Workload::Kv { .. } => "kv",
         }
     }
 
@@ -227,6 +265,12 @@ const ROOM_SIZES: [usize; 4] = [2, 10, 100, 1000];
 pub(crate) const CHAT_BYTE_RATE: f64 = 125_000.0;
 /// Bytes of each chat `SAY` line loadgen sends, newline included.
 pub(crate) const CHAT_LINE: usize = 64;
+/// The kv key space: redis-benchmark's `-r 100000`, as the anchor ran it.
+pub(crate) const KV_KEYS: u64 = 100_000;
+/// The kv value size, for both drivers (`-d 32`): room for loadgen's check of every value.
+pub(crate) const KV_VALUE_SIZE: usize = 32;
+/// The kv pipeline depths: none, and redis-benchmark's `-P 16` of the anchor.
+pub(crate) const KV_PIPELINES: [usize; 2] = [1, 16];
 
 /// `1 conn`, `10 conns`.
 fn conns_label(c: usize) -> String {
@@ -369,6 +413,36 @@ impl Suite {
                             Load::Open { rate },
                             Stop::Duration(duration),
                         ));
+                    }
+                }
+            }
+            Suite::Kv => {
+                for driver in [KvDriver::RedisBenchmark, KvDriver::Loadgen] {
+                    for pipeline in KV_PIPELINES {
+                        for get in [false, true] {
+                            let op = if get { "get" } else { "set" };
+                            let series = format!("{}-{op}-p{pipeline}", driver.name());
+                            for &c in &conns {
+                                out.push(point(
+                                    &series,
+                                    format!("{series}-c{c}"),
+                                    format!(
+                                        "{} {}, -P {pipeline}, {}",
+                                        op.to_uppercase(),
+                                        conns_label(c),
+                                        driver.name()
+                                    ),
+                                    c,
+                                    Workload::Kv {
+                                        get,
+                                        pipeline,
+                                        driver,
+                                    },
+                                    Load::Closed,
+                                    Stop::Duration(duration),
+                                ));
+                            }
+                        }
                     }
                 }
             }
@@ -515,6 +589,35 @@ mod tests {
             m.iter().map(|p| p.conns).collect::<Vec<_>>(),
             [1000, 10_000]
         );
+    }
+
+    #[test]
+    fn kv_crosses_drivers_pipelines_ops_and_conns() {
+        let p = Suite::Kv.points(&o());
+        assert_eq!(p.len(), 2 * 2 * 2 * 3);
+        let ids: std::collections::HashSet<&str> = p.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids.len(), p.len());
+        assert!(p.iter().all(|p| p.workload.proto() == "kv"));
+        let first = &p[0];
+        assert_eq!(first.series, "redis-benchmark-set-p1");
+        assert_eq!(first.label, "SET 1 conn, -P 1, redis-benchmark");
+        assert_eq!(
+            first.workload,
+            Workload::Kv {
+                get: false,
+                pipeline: 1,
+                driver: KvDriver::RedisBenchmark
+            }
+        );
+        assert!(p.iter().any(|p| p.id == "loadgen-get-p16-c1000"));
+        // A quick look: two connection counts and short points.
+        let quick = Suite::Kv.points(&Overrides {
+            conns: Some(vec![1, 50]),
+            duration: Some(0.5),
+            ..o()
+        });
+        assert_eq!(quick.len(), 16);
+        assert!(quick.iter().all(|p| p.stop == Stop::Duration(0.5)));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 mod chat;
 mod emper;
 mod glance;
+mod kv;
 mod memory;
 mod quick;
 
@@ -112,6 +113,7 @@ pub(crate) fn render(input: &Input<'_>) -> String {
             Suite::ChatCpu => chat::cpu_section(&mut out, &rows),
             Suite::ChatRoom => chat::room_section(&mut out, &rows),
             Suite::Memory => memory::section(&mut out, &rows),
+            Suite::Kv => kv::section(&mut out, &rows),
         }
         for p in input.plots.iter().filter(|p| p.suite == suite.name()) {
             let _ = writeln!(out, "![{}]({})\n", p.caption, p.file);
