@@ -14,6 +14,10 @@
 //!   [`chat::Reply`] (server to client), each with `parse` and `encode`, the exact `ERR`
 //!   reasons in [`chat::ChatError`], and [`chat::LineBuffer`], which splits a byte
 //!   stream into lines under a length limit without copying or allocating per line.
+//! - [`resp`]: RESP2, the Redis protocol of `--proto kv`: [`resp::RequestBuffer`] cuts
+//!   a client's bytes into requests (arrays of bulk strings and inline commands) with
+//!   redis-server 7's limits and `Protocol error` texts, the `encode_*` functions write
+//!   replies, and [`resp::parse_reply`] reads them on the client side.
 //!
 //! What it is not: it performs no I/O, owns no sockets, knows no runtime, and keeps no
 //! chat state. Whether a connection has already joined a room, what the next seq of a
@@ -54,3 +58,4 @@
 
 pub mod chat;
 pub mod echo;
+pub mod resp;

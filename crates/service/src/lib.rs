@@ -2,6 +2,7 @@
 //! ([`log`]) and its group commit ([`commit`]), the in-process room hub that fans messages out to subscribers ([`hub`]),
 //! one chat connection's protocol state ([`session`]), the echo loop and the chat
 //! connection for blocking runtimes ([`echo`], [`blocking`]), the busy-wait that models request processing ([`compute`]),
+//! the key-value store and connection of `--proto kv` ([`kv`]),
 //! and the counters every server prints at exit ([`counters`]).
 //!
 //! This crate does no networking and owns one thread only (the group commit of
@@ -53,5 +54,6 @@ pub mod compute;
 pub mod counters;
 pub mod echo;
 pub mod hub;
+pub mod kv;
 pub mod log;
 pub mod session;
