@@ -22,10 +22,14 @@
 //! key space is preloaded before the clock starts whenever the mix has `GET`s, so a null reply
 //! (the key is missing) is a fault too. A `SET` must be answered `+OK`; an error reply is the
 //! server's fault, anything else a corrupt reply.
+//!
+//! Requests are written and replies read by `proto::resp`, the codec every server uses.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
+
+use proto::resp::{self, Reply};
 
 use crate::error::{Error, Fault};
 
@@ -33,8 +37,6 @@ use crate::error::{Error, Fault};
 pub(crate) const MIN_VALUE_SIZE: usize = 16;
 /// Far above any value size the servers are measured with; keeps buffers bounded.
 pub(crate) const MAX_VALUE_SIZE: usize = 1 << 20;
-/// Key indexes are written as twelve digits, as redis-benchmark writes `__rand_int__`.
-const KEY_DIGITS: usize = 12;
 /// Largest key space: an index must fit the value's `u32` field.
 pub(crate) const MAX_KEYS: u64 = u32::MAX as u64;
 /// SETs the preload keeps in flight on its one connection.
@@ -81,32 +83,29 @@ impl Mix {
 }
 
 /// Appends the RESP array of a `GET` or `SET` to `out`; a `SET`'s value is written by
-/// `writer` as its message `seq`.
-pub(crate) fn encode(op: Op, writer: u32, seq: u64, value_size: usize, out: &mut Vec<u8>) {
-    if op.get {
-        out.extend_from_slice(b"*2\r\n$3\r\nGET\r\n");
-    } else {
-        out.extend_from_slice(b"*3\r\n$3\r\nSET\r\n");
-    }
+/// `writer` as its message `seq`, built in `scratch`.
+pub(crate) fn encode(
+    op: Op,
+    writer: u32,
+    seq: u64,
+    value_size: usize,
+    scratch: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) {
     // `key:` and twelve digits: 16 bytes.
-    out.extend_from_slice(b"$16\r\nkey:");
-    let mut digits = [b'0'; KEY_DIGITS];
+    let mut key = *b"key:000000000000";
     let mut k = op.key;
-    for d in digits.iter_mut().rev() {
+    for d in key[4..].iter_mut().rev() {
         *d = b'0' + (k % 10) as u8;
         k /= 10;
     }
-    out.extend_from_slice(&digits);
-    out.extend_from_slice(b"\r\n");
-    if !op.get {
-        out.push(b'$');
-        // Bounded by MAX_VALUE_SIZE: seven digits at most.
-        out.extend_from_slice(value_size.to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
-        let at = out.len();
-        out.resize(at + value_size, 0);
-        write_value(op.key, writer, seq, &mut out[at..]);
-        out.extend_from_slice(b"\r\n");
+    if op.get {
+        resp::encode_request(out, &[&b"GET"[..], &key]);
+    } else {
+        scratch.clear();
+        scratch.resize(value_size, 0);
+        write_value(op.key, writer, seq, scratch);
+        resp::encode_request(out, &[&b"SET"[..], &key, scratch]);
     }
 }
 
@@ -147,90 +146,12 @@ pub(crate) fn valid_value(value: &[u8], key: u32, writers: u32, value_size: usiz
         .all(|chunk| chunk == &word[..chunk.len()])
 }
 
-/// One RESP reply, as far as the kv workload needs to tell replies apart.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Reply<'a> {
-    /// `+...`
-    Simple(&'a [u8]),
-    /// `-...`
-    Error(&'a [u8]),
-    /// `$n` and its bytes; `None` for the null bulk `$-1`.
-    Bulk(Option<&'a [u8]>),
-    /// Any other well-formed type (`:`, `*`, `_`, ...): never a valid answer to GET or SET.
-    Other,
-}
-
-/// Parses the reply at the start of `buf`: `Ok(None)` when more bytes are needed, else the
-/// reply and its length. A value longer than `max_bulk` is refused before it is buffered.
-pub(crate) fn parse_reply(buf: &[u8], max_bulk: usize) -> Result<Option<(Reply<'_>, usize)>, ()> {
-    let Some(&kind) = buf.first() else {
-        return Ok(None);
-    };
-    // A header line is short; a server that sends a long one without a newline is wrong.
-    let Some(nl) = memchr_nl(&buf[1..buf.len().min(1 + 64 * 1024)]) else {
-        return if buf.len() > 64 * 1024 {
-            Err(())
-        } else {
-            Ok(None)
-        };
-    };
-    let end = 1 + nl;
-    if end < 2 || buf[end - 1] != b'\r' {
-        return Err(());
-    }
-    let line = &buf[1..end - 1];
-    let after = end + 1;
-    match kind {
-        b'+' => Ok(Some((Reply::Simple(line), after))),
-        b'-' => Ok(Some((Reply::Error(line), after))),
-        b'$' => {
-            if line == b"-1" {
-                return Ok(Some((Reply::Bulk(None), after)));
-            }
-            let n = parse_len(line).filter(|&n| n <= max_bulk).ok_or(())?;
-            if buf.len() < after + n + 2 {
-                return Ok(None);
-            }
-            if &buf[after + n..after + n + 2] != b"\r\n" {
-                return Err(());
-            }
-            Ok(Some((
-                Reply::Bulk(Some(&buf[after..after + n])),
-                after + n + 2,
-            )))
-        }
-        b':' | b'_' | b'#' | b',' => Ok(Some((Reply::Other, after))),
-        // Arrays and other aggregates never answer GET or SET; their elements are not
-        // parsed, since the connection is given up at once.
-        b'*' | b'%' | b'~' | b'>' => Ok(Some((Reply::Other, after))),
-        _ => Err(()),
-    }
-}
-
-fn memchr_nl(b: &[u8]) -> Option<usize> {
-    b.iter().position(|&c| c == b'\n')
-}
-
-fn parse_len(digits: &[u8]) -> Option<usize> {
-    if digits.is_empty() || digits.len() > 10 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    digits.iter().try_fold(0usize, |n, &d| {
-        n.checked_mul(10)?.checked_add(usize::from(d - b'0'))
-    })
-}
-
 /// How a reply to `op` is judged.
-pub(crate) fn check(
-    reply: &Reply<'_>,
-    op: Op,
-    writers: u32,
-    value_size: usize,
-) -> Result<(), Fault> {
+pub(crate) fn check(reply: &Reply, op: Op, writers: u32, value_size: usize) -> Result<(), Fault> {
     match (reply, op.get) {
         (Reply::Error(_), _) => Err(Fault::ServerError),
-        (Reply::Simple(b"OK"), false) => Ok(()),
-        (Reply::Bulk(Some(v)), true) if valid_value(v, op.key, writers, value_size) => Ok(()),
+        (Reply::Simple(s), false) if s == b"OK" => Ok(()),
+        (Reply::Bulk(v), true) if valid_value(v, op.key, writers, value_size) => Ok(()),
         _ => Err(Fault::Corrupt),
     }
 }
@@ -241,14 +162,19 @@ pub(crate) struct Partial {
     buf: Vec<u8>,
 }
 
+/// Bytes beyond the value a valid reply may take (`$`, the length, two CRLFs).
+const REPLY_OVERHEAD: usize = 32;
+
 impl Partial {
     /// Hands every whole reply of the stream (what came before, then `data`) to `each`, and
     /// keeps the bytes of a reply still incomplete. Stops at the first error `each` returns.
+    /// An incomplete reply longer than any valid one (a bulk of `max_bulk` bytes) is a
+    /// corrupt stream: the buffer stays bounded whatever the server announces.
     pub(crate) fn feed(
         &mut self,
         data: &[u8],
         max_bulk: usize,
-        mut each: impl FnMut(&Reply<'_>) -> Result<(), Fault>,
+        mut each: impl FnMut(&Reply) -> Result<(), Fault>,
     ) -> Result<(), Fault> {
         // Most reads hold whole replies: parse them in place and copy only a torn tail.
         let owned;
@@ -260,9 +186,12 @@ impl Partial {
             &owned
         };
         // Bounded: each pass consumes a reply.
-        while let Some((reply, used)) = parse_reply(rest, max_bulk).map_err(|()| Fault::Corrupt)? {
+        while let Some((reply, used)) = resp::parse_reply(rest).map_err(|_| Fault::Corrupt)? {
             each(&reply)?;
             rest = &rest[used..];
+        }
+        if rest.len() > max_bulk + REPLY_OVERHEAD {
+            return Err(Fault::Corrupt);
         }
         let mut keep = std::mem::take(&mut self.buf);
         keep.clear();
@@ -298,6 +227,7 @@ pub(crate) fn preload(
     };
     setup(&stream).map_err(|e| fail(format!("setting up the connection: {e}")))?;
     let mut out = Vec::new();
+    let mut scratch = Vec::new();
     let mut rx = vec![0u8; 64 * 1024];
     let mut partial = Partial::default();
     let mut next = 0u64;
@@ -310,7 +240,7 @@ pub(crate) fn preload(
                 get: false,
                 key: k as u32,
             };
-            encode(op, writer, k, value_size, &mut out);
+            encode(op, writer, k, value_size, &mut scratch, &mut out);
         }
         stream
             .write_all(&out)
@@ -326,7 +256,7 @@ pub(crate) fn preload(
             let mut first_bad = None;
             let fed = partial.feed(&rx[..n], MAX_VALUE_SIZE, |reply| {
                 answered += 1;
-                if *reply == Reply::Simple(b"OK") {
+                if matches!(reply, Reply::Simple(s) if s == b"OK") {
                     Ok(())
                 } else {
                     first_bad = Some(describe(reply));
@@ -346,14 +276,15 @@ pub(crate) fn preload(
 }
 
 /// A reply as a person reads it, for error messages.
-fn describe(reply: &Reply<'_>) -> String {
+fn describe(reply: &Reply) -> String {
     let text = |b: &[u8]| String::from_utf8_lossy(&b[..b.len().min(80)]).into_owned();
     match reply {
         Reply::Simple(s) => format!("+{}", text(s)),
         Reply::Error(e) => format!("-{}", text(e)),
-        Reply::Bulk(None) => "a null bulk".into(),
-        Reply::Bulk(Some(b)) => format!("a bulk of {} bytes", b.len()),
-        Reply::Other => "a reply of another type".into(),
+        Reply::Null => "a null bulk".into(),
+        Reply::Bulk(b) => format!("a bulk of {} bytes", b.len()),
+        Reply::Integer(n) => format!(":{n}"),
+        Reply::Array(_) | Reply::NullArray => "an array".into(),
     }
 }
 
@@ -363,8 +294,8 @@ mod tests {
 
     #[test]
     fn requests_are_resp_arrays_with_fixed_size_keys() {
-        let mut out = Vec::new();
-        encode(Op { get: true, key: 42 }, 0, 0, 16, &mut out);
+        let (mut out, mut scratch) = (Vec::new(), Vec::new());
+        encode(Op { get: true, key: 42 }, 0, 0, 16, &mut scratch, &mut out);
         assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000042\r\n");
         out.clear();
         encode(
@@ -375,6 +306,7 @@ mod tests {
             3,
             7,
             20,
+            &mut scratch,
             &mut out,
         );
         let head = b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000099999\r\n$20\r\n";
@@ -425,36 +357,32 @@ mod tests {
     }
 
     #[test]
-    fn replies_parse_whole_and_wait_when_torn() {
+    fn torn_replies_are_kept_and_a_runaway_one_is_cut() {
         let stream = b"+OK\r\n$5\r\nhello\r\n$-1\r\n-ERR no\r\n:12\r\n";
-        let mut got = Vec::new();
-        let mut rest = &stream[..];
-        while let Some((r, n)) = parse_reply(rest, 100).unwrap() {
-            got.push(format!("{r:?}"));
-            rest = &rest[n..];
-        }
-        assert!(rest.is_empty());
-        assert_eq!(got.len(), 5);
         for cut in 0..stream.len() {
             let mut p = Partial::default();
             let mut n = 0;
-            p.feed(&stream[..cut], 100, |_| {
-                n += 1;
-                Ok(())
-            })
-            .unwrap();
-            p.feed(&stream[cut..], 100, |_| {
-                n += 1;
-                Ok(())
-            })
-            .unwrap();
+            for part in [&stream[..cut], &stream[cut..]] {
+                p.feed(part, 100, |_| {
+                    n += 1;
+                    Ok(())
+                })
+                .unwrap();
+            }
             assert_eq!(n, 5, "cut at {cut}");
         }
-        assert!(parse_reply(b"$5\r\nhelloXX", 100).is_err());
-        assert!(parse_reply(b"$500\r\n", 100).is_err(), "over the bound");
-        assert!(parse_reply(b"?x\r\n", 100).is_err());
-        assert!(parse_reply(b"+OK\n", 100).is_err());
-        assert_eq!(parse_reply(b"$5\r\nhel", 100), Ok(None));
+        let mut p = Partial::default();
+        assert_eq!(p.feed(b"?x\r\n", 100, |_| Ok(())), Err(Fault::Corrupt));
+        // A bulk announced longer than any value: refused once its bytes pass the bound.
+        let mut p = Partial::default();
+        assert_eq!(p.feed(b"$100000\r\n", 100, |_| Ok(())), Ok(()));
+        assert_eq!(p.feed(&[b'x'; 200], 100, |_| Ok(())), Err(Fault::Corrupt));
+        // The first error of `each` ends the feed.
+        let mut p = Partial::default();
+        assert_eq!(
+            p.feed(b"+OK\r\n+OK\r\n", 100, |_| Err(Fault::ServerError)),
+            Err(Fault::ServerError)
+        );
     }
 
     #[test]
@@ -463,23 +391,22 @@ mod tests {
         let set = Op { get: false, key: 1 };
         let mut v = vec![0; 32];
         write_value(1, 0, 3, &mut v);
-        assert_eq!(check(&Reply::Bulk(Some(&v)), get, 4, 32), Ok(()));
-        assert_eq!(check(&Reply::Simple(b"OK"), set, 4, 32), Ok(()));
+        let ok = Reply::Simple(b"OK".to_vec());
+        assert_eq!(check(&Reply::Bulk(v.clone()), get, 4, 32), Ok(()));
+        assert_eq!(check(&ok, set, 4, 32), Ok(()));
         assert_eq!(
-            check(&Reply::Bulk(None), get, 4, 32),
+            check(&Reply::Null, get, 4, 32),
             Err(Fault::Corrupt),
             "the key space is preloaded"
         );
+        assert_eq!(check(&ok, get, 4, 32), Err(Fault::Corrupt));
+        assert_eq!(check(&Reply::Integer(1), set, 4, 32), Err(Fault::Corrupt));
         assert_eq!(
-            check(&Reply::Simple(b"OK"), get, 4, 32),
-            Err(Fault::Corrupt)
-        );
-        assert_eq!(
-            check(&Reply::Error(b"ERR x"), set, 4, 32),
+            check(&Reply::Error(b"ERR x".to_vec()), set, 4, 32),
             Err(Fault::ServerError)
         );
         assert_eq!(
-            check(&Reply::Bulk(Some(&v)), Op { get: true, key: 2 }, 4, 32),
+            check(&Reply::Bulk(v), Op { get: true, key: 2 }, 4, 32),
             Err(Fault::Corrupt)
         );
     }

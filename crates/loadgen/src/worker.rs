@@ -931,6 +931,7 @@ impl<'p> Worker<'p> {
                     conn.id,
                     seq,
                     cfg.msg_size,
+                    &mut self.scratch,
                     &mut self.tx,
                 ),
             }
