@@ -53,13 +53,13 @@ fn non_negative(s: &str) -> Result<f64, String> {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct BenchArgs {
     /// The suites to run, comma-separated: quick (the default, about 6 minutes), emper-echo,
-    /// chat-cpu, chat-room, memory. `--list` describes them.
+    /// chat-cpu, chat-room, memory, kv. `--list` describes them.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "quick")]
     pub(crate) suite: Vec<Suite>,
 
     /// The servers, comma-separated: a name plus runtime flags, as in
     /// `threads,tokio-per-core,fiber+completer`. Default: one of each server this checkout
-    /// can build. `--list` names them.
+    /// can build, and for kv also `redis` (redis-server, when installed). `--list` names them.
     #[arg(long, value_name = "LIST")]
     pub(crate) servers: Option<String>,
 
@@ -69,7 +69,7 @@ pub(crate) struct BenchArgs {
     pub(crate) conns: Option<ConnList>,
 
     /// Seconds of each point's measured window, replacing the suite's (quick 1.25, emper-echo
-    /// 10, chat-cpu 60, chat-room 10, memory 3). For emper-echo it also replaces the paper's
+    /// 10, chat-cpu 60, chat-room 10, memory 3, kv 1.5). For emper-echo it also replaces the paper's
     /// 2500 echoes per connection.
     #[arg(long, value_name = "SECS", value_parser = positive)]
     pub(crate) duration: Option<f64>,
