@@ -94,6 +94,8 @@ pub(crate) fn start_server(
         .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
         // Thousands of clients, as the other servers take them.
         .args(["--maxclients", "20000", "--tcp-backlog", "4096"])
+        // Its log on stderr, where the harness keeps a server's last words.
+        .args(["--logfile", "/dev/stderr"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
