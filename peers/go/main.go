@@ -1,12 +1,12 @@
 // Command srv-go is ringside's goroutine-per-connection reference server: the
-// idiomatic Go server that the papers measure against, serving the echo and
-// chat protocols of PROTOCOL.md with the standard library alone.
+// idiomatic Go server that the papers measure against, serving the echo, chat
+// and kv protocols of PROTOCOL.md with the standard library alone.
 //
 // Usage:
 //
-//	srv-go --proto echo|chat [--addr 127.0.0.1:0] [--workers N] [--cpus LIST]
+//	srv-go --proto echo|chat|kv [--addr 127.0.0.1:0] [--workers N] [--cpus LIST]
 //	       [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always]
-//	       [--max-pending BYTES]
+//	       [--max-pending BYTES] [--kv-owner]
 //
 // It prints "READY <addr>" on stdout once it accepts connections. SIGINT and
 // SIGTERM stop it: it stops accepting, flushes the room logs, prints one line
@@ -41,7 +41,7 @@ const (
 	defaultAddr     = "127.0.0.1:0"
 	exitBadUsage    = 2
 	progName        = "srv-go"
-	usageLine       = "usage: srv-go --proto echo|chat [--addr 127.0.0.1:0] [--workers N] [--cpus LIST] [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always] [--max-pending BYTES]"
+	usageLine       = "usage: srv-go --proto echo|chat|kv [--addr 127.0.0.1:0] [--workers N] [--cpus LIST] [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always] [--max-pending BYTES] [--kv-owner]"
 	maxComputeMicro = 10_000_000 // 10 s of spin per message is already absurd
 )
 
@@ -50,6 +50,7 @@ type protocol int
 const (
 	protoEcho protocol = iota
 	protoChat
+	protoKV
 )
 
 // config is the parsed command line.
@@ -63,6 +64,7 @@ type config struct {
 	data       string
 	fsync      bool
 	maxPending int
+	kvOwner    bool
 }
 
 // stats are the counters printed at exit. They are updated with atomic adds
@@ -140,6 +142,8 @@ func run(args []string) int {
 			return fail(err)
 		}
 		serve = chat.serve
+	case protoKV:
+		serve = newKVServer(min(cfg.maxPending, echoMaxPending), cfg.kvOwner).serve
 	}
 
 	// os.Stdout is not buffered in Go: the line is out once Fprintf returns.
@@ -210,7 +214,7 @@ func parseArgs(args []string) (config, error) {
 	cfg := config{}
 	fs := flag.NewFlagSet(progName, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported once, on one line, by run
-	proto := fs.String("proto", "", "echo or chat")
+	proto := fs.String("proto", "", "echo, chat or kv")
 	fs.StringVar(&cfg.addr, "addr", defaultAddr, "address to listen on")
 	workers := fs.String("workers", "", "GOMAXPROCS (default: the CPUs it may use)")
 	cpus := fs.String("cpus", "", "CPUs to pin the process to, e.g. 1,3 or 0-3")
@@ -218,7 +222,8 @@ func parseArgs(args []string) (config, error) {
 	msgSize := fs.String("msg-size", strconv.Itoa(defaultMsgSize), "echo message size in bytes")
 	fs.StringVar(&cfg.data, "data", "", "directory of the chat room logs")
 	fsync := fs.String("fsync", "never", "never or always")
-	maxPending := fs.String("max-pending", strconv.Itoa(defaultPending), "bytes of live output queued per chat connection")
+	maxPending := fs.String("max-pending", strconv.Itoa(defaultPending), "bytes of live output queued per chat connection (kv: pending replies, at most 64 KiB)")
+	fs.BoolVar(&cfg.kvOwner, "kv-owner", false, "kv: one goroutine owns the store, connections send it their requests")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err
@@ -234,10 +239,12 @@ func parseArgs(args []string) (config, error) {
 		cfg.proto = protoEcho
 	case "chat":
 		cfg.proto = protoChat
+	case "kv":
+		cfg.proto = protoKV
 	case "":
-		return cfg, usagef("--proto is required (echo or chat)")
+		return cfg, usagef("--proto is required (echo, chat or kv)")
 	default:
-		return cfg, usagef("--proto %q: expected echo or chat", *proto)
+		return cfg, usagef("--proto %q: expected echo, chat or kv", *proto)
 	}
 	var err error
 	if *workers != "" {

@@ -14,8 +14,9 @@ use crate::cpus::CpuList;
 /// The flags every ringside server accepts, with the same names and meanings.
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {
-    /// The protocol to serve: `echo` (a byte stream sent back as it comes) or
-    /// `chat` (the line protocol with durable rooms). See PROTOCOL.md.
+    /// The protocol to serve: `echo` (a byte stream sent back as it comes),
+    /// `chat` (the line protocol with durable rooms) or `kv` (a Redis subset over
+    /// RESP2, for redis-cli and redis-benchmark). See PROTOCOL.md.
     #[arg(long, value_enum)]
     pub proto: Proto,
 
@@ -58,9 +59,11 @@ pub struct CommonArgs {
     #[arg(long, value_enum, default_value_t = FsyncMode::Never)]
     pub fsync: FsyncMode,
 
-    /// Chat only: a subscriber whose queued output passes this many bytes is
-    /// disconnected (it can reconnect and catch up with JOIN). Suffixes K, M
-    /// and G multiply by 1024, 1024² and 1024³.
+    /// Chat: a subscriber whose queued output passes this many bytes is
+    /// disconnected (it can reconnect and catch up with JOIN). Kv: a connection
+    /// whose pending replies reach 64 KiB, or this when it is smaller, is not read
+    /// from until it reads them. Suffixes K, M and G multiply by 1024, 1024² and
+    /// 1024³.
     #[arg(long, default_value = "1M", value_parser = parse_bytes, value_name = "BYTES")]
     pub max_pending: usize,
 }
@@ -80,6 +83,12 @@ impl CommonArgs {
         (self.compute_us > 0).then(|| Duration::from_micros(self.compute_us))
     }
 
+    /// Kv: the pending output at which a connection is no longer read from, 64 KiB
+    /// (PROTOCOL.md's limit) or --max-pending when that is smaller.
+    pub fn kv_max_pending(&self) -> usize {
+        self.max_pending.min(proto::echo::MAX_PENDING)
+    }
+
     /// The echo service's settings: --compute-us and --msg-size.
     pub fn echo(&self) -> service::echo::EchoConfig {
         service::echo::EchoConfig {
@@ -96,6 +105,8 @@ pub enum Proto {
     Echo,
     /// The chat line protocol with durable rooms.
     Chat,
+    /// A Redis subset over RESP2 (`service::kv`).
+    Kv,
 }
 
 /// When an appended chat message counts as stored.
@@ -190,6 +201,10 @@ mod tests {
     fn bad_values_are_errors() {
         assert!(parse(&[]).is_err(), "--proto is required");
         assert!(parse(&["--proto", "nope"]).is_err());
+        let kv = parse(&["--proto", "kv"]).unwrap();
+        assert_eq!(kv.kv_max_pending(), 64 * 1024);
+        let kv = parse(&["--proto", "kv", "--max-pending", "4K"]).unwrap();
+        assert_eq!(kv.kv_max_pending(), 4096);
         assert!(parse(&["--proto", "echo", "--workers", "0"]).is_err());
         assert!(parse(&["--proto", "echo", "--msg-size", "0"]).is_err());
         assert!(parse(&["--proto", "echo", "--msg-size", "65537"]).is_err());

@@ -5,6 +5,7 @@
 // One function may be unsafe: the opt-in to work stealing (`serve::allow_migration`).
 #![deny(unsafe_code)]
 
+mod kv;
 mod serve;
 mod wakeup;
 
@@ -19,10 +20,13 @@ struct Cli {
 
     #[command(flatten)]
     runtime: serve::RuntimeArgs,
+
+    #[command(flatten)]
+    kv: kv::KvArgs,
 }
 
 const NAME: &str = "srv-fiber";
 
 fn main() {
-    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common, &cli.runtime))
+    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common, &cli.runtime, &cli.kv))
 }

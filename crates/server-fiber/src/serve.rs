@@ -1,4 +1,5 @@
-//! The server: runtime options, the accept loop, and the two connection handlers.
+//! The server: runtime options, the accept loop, and the connection handlers (kv's in
+//! `kv.rs`).
 //!
 //! Echo is [`serve_blocking`] over a fiber `TcpStream`; chat is a reader fiber running
 //! [`read_commands`] and a writer fiber draining the connection's [`Outbox`], the same
@@ -30,6 +31,7 @@ use service::echo::{EchoConfig, serve_blocking};
 use service::hub::Hub;
 
 use crate::NAME;
+use crate::kv::{Kv, KvArgs};
 use crate::wakeup::FiberWakeup;
 
 /// A chat connection's outbox, for connections that are fibers.
@@ -165,12 +167,17 @@ fn parse_size(s: &str) -> Result<usize, String> {
 #[derive(Debug)]
 struct Conns {
     hub: Option<Arc<Hub<FiberOutbox>>>,
+    kv: Option<Arc<Kv>>,
     echo: EchoConfig,
     max_pending: usize,
     counters: Arc<Counters>,
 }
 
-pub(crate) fn serve(common: &CommonArgs, rt_args: &RuntimeArgs) -> anyhow::Result<()> {
+pub(crate) fn serve(
+    common: &CommonArgs,
+    rt_args: &RuntimeArgs,
+    kv_args: &KvArgs,
+) -> anyhow::Result<()> {
     let shutdown = Shutdown::install()?;
     let hub = launch::open_rooms::<FiberOutbox>(common)?.map(Arc::new);
     let workers = common.worker_count();
@@ -195,6 +202,7 @@ pub(crate) fn serve(common: &CommonArgs, rt_args: &RuntimeArgs) -> anyhow::Resul
     let counters = Arc::new(Counters::default());
     let conns = Arc::new(Conns {
         hub: hub.clone(),
+        kv: Kv::start(common, kv_args, &handle),
         echo: common.echo(),
         max_pending: common.max_pending,
         counters: Arc::clone(&counters),
@@ -291,9 +299,10 @@ impl Drop for Closing {
 
 impl Conns {
     fn serve(&self, stream: TcpStream, mut closing: Closing) {
-        let result = match &self.hub {
-            None => serve_blocking(stream.reader(), &stream, &self.echo, &self.counters),
-            Some(hub) => serve_chat(stream, hub, self.max_pending, &self.counters),
+        let result = match (&self.kv, &self.hub) {
+            (Some(kv), _) => kv.serve(&stream, &self.counters),
+            (None, None) => serve_blocking(stream.reader(), &stream, &self.echo, &self.counters),
+            (None, Some(hub)) => serve_chat(stream, hub, self.max_pending, &self.counters),
         };
         // I/O cancelled by a stop is not the connection's failure.
         if result.is_err() && !stopping() {

@@ -4,6 +4,7 @@
 use crate::chat::Chat;
 use crate::echo::Echo;
 use crate::io::Io;
+use crate::kv::Kv;
 
 /// What a connection wants after a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +29,7 @@ pub(crate) struct Conn {
 pub(crate) enum Kind {
     Echo(Echo),
     Chat(Chat),
+    Kv(Kv),
 }
 
 impl Conn {
@@ -36,6 +38,7 @@ impl Conn {
         match &self.kind {
             Kind::Echo(e) => e.has_output(),
             Kind::Chat(c) => c.has_output(),
+            Kind::Kv(k) => k.has_output(),
         }
     }
 }

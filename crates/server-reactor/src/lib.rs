@@ -137,6 +137,7 @@ mod chat;
 mod conn;
 mod echo;
 mod io;
+mod kv;
 mod mailbox;
 mod outbuf;
 mod reactor;
@@ -213,7 +214,6 @@ impl Reactors {
     /// all of them run, so that the caller may announce READY. Serves chat
     /// with `hub`, echo without.
     pub fn start(config: &Config, hub: Option<Arc<Hub<Mailbox>>>) -> anyhow::Result<Self> {
-        let workers = config.workers.max(1);
         let service = match hub {
             Some(hub) => Service::Chat {
                 hub,
@@ -221,6 +221,21 @@ impl Reactors {
             },
             None => Service::Echo(config.echo),
         };
+        Self::start_serving(config, service)
+    }
+
+    /// As [`Reactors::start`], serving `--proto kv` from `store`, which every reactor
+    /// shares; a connection is not read while `limit` bytes of its replies are pending.
+    pub fn start_kv(
+        config: &Config,
+        store: Arc<service::kv::Store>,
+        limit: usize,
+    ) -> anyhow::Result<Self> {
+        Self::start_serving(config, Service::Kv { store, limit })
+    }
+
+    fn start_serving(config: &Config, service: Service) -> anyhow::Result<Self> {
+        let workers = config.workers.max(1);
         // Bind first: a port in use fails before any thread exists.
         let (addr, shared, mut own) = match config.accept {
             AcceptMode::Handoff => {

@@ -30,7 +30,14 @@ fn main() {
     launch::run::<Cli>(NAME, |cli| {
         let shutdown = Shutdown::install()?;
         let hub = launch::open_rooms::<Mailbox>(&cli.common)?.map(Arc::new);
-        let reactors = Reactors::start(&Config::from_args(&cli.common, cli.accept), hub.clone())?;
+        let config = Config::from_args(&cli.common, cli.accept);
+        let reactors = match cli.common.proto {
+            launch::Proto::Kv => {
+                let store = Arc::new(service::kv::Store::new());
+                Reactors::start_kv(&config, store, cli.common.kv_max_pending())?
+            }
+            _ => Reactors::start(&config, hub.clone())?,
+        };
         launch::announce_ready(reactors.local_addr())?;
         shutdown.wait();
 

@@ -38,6 +38,7 @@ use crate::chat::Chat;
 use crate::conn::{Conn, Kind, Turn};
 use crate::echo::Echo;
 use crate::io::Io;
+use crate::kv::Kv;
 use crate::mailbox::Mailbox;
 use crate::remote::{Inbox, Remote};
 
@@ -61,6 +62,11 @@ pub(crate) enum Service {
     Chat {
         hub: Arc<Hub<Mailbox>>,
         max_pending: usize,
+    },
+    /// The store every reactor shares, and the per-connection output limit.
+    Kv {
+        store: Arc<service::kv::Store>,
+        limit: usize,
     },
 }
 
@@ -241,6 +247,7 @@ impl Reactor {
                     Mailbox::new(Arc::clone(&self.remote), key, session.conn(), *max_pending);
                 Kind::Chat(Chat::new(Arc::clone(hub), session, mailbox))
             }
+            Service::Kv { store, limit } => Kind::Kv(Kv::new(Arc::clone(store), *limit)),
         };
         entry.insert(Conn {
             io: Io::new(stream),
@@ -262,6 +269,7 @@ impl Reactor {
             let turn = match &mut conn.kind {
                 Kind::Echo(echo) => echo.turn(&mut conn.io, &mut self.totals),
                 Kind::Chat(chat) => chat.turn(&mut conn.io, &mut self.totals),
+                Kind::Kv(kv) => kv.turn(&mut conn.io, &mut self.totals),
             };
             let turn = turn.and_then(|turn| {
                 let pending = conn.has_output();

@@ -5,6 +5,7 @@
 
 mod accept;
 mod fork;
+mod kv;
 mod process_mode;
 mod thread_mode;
 
@@ -36,6 +37,7 @@ const NAME: &str = "srv-threads";
 
 fn main() {
     launch::run::<Cli>(NAME, |cli| match cli.mode {
+        Mode::Thread if cli.common.proto == launch::Proto::Kv => kv::serve(&cli.common),
         Mode::Thread => thread_mode::serve(&cli.common),
         Mode::Process => process_mode::serve(&cli.common),
     })

@@ -66,6 +66,11 @@ struct ChildConfig {
 }
 
 pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.proto != Proto::Kv,
+        "--proto kv needs --mode thread: forked processes share no memory, so each \
+         would hold a key-value store of its own"
+    );
     let shutdown = Shutdown::for_signals(&SIGNALS)?;
     if let Some(cpus) = &args.cpus {
         launch::cpus::pin_current_thread_to(cpus)?;
@@ -74,7 +79,7 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     // is the only process touching the files.
     let temp;
     let data = match (&args.data, args.proto) {
-        (_, Proto::Echo) => PathBuf::new(),
+        (_, Proto::Echo | Proto::Kv) => PathBuf::new(),
         (Some(dir), Proto::Chat) => dir.clone(),
         (None, Proto::Chat) => {
             temp = tempfile::Builder::new()
@@ -214,6 +219,8 @@ fn child_main(stream: TcpStream, config: &ChildConfig) -> ! {
             serve_blocking(buffered(&stream), &stream, &config.echo, counters).map_err(Into::into)
         }
         Proto::Chat => recv::serve(stream, config),
+        // `serve` refuses kv before it forks.
+        Proto::Kv => Err(anyhow::anyhow!("--proto kv is not served in process mode")),
     };
     if let Err(e) = result {
         if !is_disconnect(&e) {

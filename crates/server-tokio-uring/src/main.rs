@@ -42,6 +42,7 @@
 
 mod chat;
 mod echo;
+mod kv;
 mod outbox;
 mod serve;
 

@@ -22,6 +22,7 @@ use tokio::sync::watch;
 use tokio_uring::net::{TcpListener, TcpStream};
 
 use crate::chat::{self, Rooms};
+use crate::kv::{self, Kv};
 use crate::{NAME, echo};
 
 /// Submission-queue entries per ring (the completion queue gets twice as many):
@@ -45,6 +46,7 @@ pub(crate) struct Service {
 enum App {
     Echo(EchoConfig),
     Chat(Arc<Rooms>),
+    Kv(Kv),
 }
 
 pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
@@ -75,6 +77,10 @@ impl Service {
                 max_pending: args.max_pending,
                 offload: args.fsync == FsyncMode::Always,
             })),
+            Proto::Kv => App::Kv(Kv {
+                store: service::kv::Store::new(),
+                limit: args.kv_max_pending(),
+            }),
         };
         Ok(Service {
             app,
@@ -86,7 +92,7 @@ impl Service {
     fn finish(&self) -> anyhow::Result<()> {
         let rooms = match &self.app {
             App::Chat(rooms) => Some(&rooms.hub),
-            App::Echo(_) => None,
+            App::Echo(_) | App::Kv(_) => None,
         };
         launch::finish(NAME, rooms, &self.counters)
     }
@@ -228,6 +234,7 @@ async fn connection(stream: TcpStream, service: Arc<Service>) {
     let result = match &service.app {
         App::Echo(config) => echo::serve(&stream, config, counters).await,
         App::Chat(rooms) => chat::serve(stream, rooms, counters).await,
+        App::Kv(store) => kv::serve(&stream, store, counters).await,
     };
     if result.is_err() {
         Counters::add(&counters.errors, 1);

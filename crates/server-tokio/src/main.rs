@@ -66,6 +66,7 @@
 
 mod chat;
 mod echo;
+mod kv;
 mod outbox;
 mod runtime;
 mod serve;

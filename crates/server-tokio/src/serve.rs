@@ -1,5 +1,5 @@
 //! What both flavors share: the order of start and stop, the accept loop, and
-//! the dispatch of a connection to echo or chat.
+//! the dispatch of a connection to echo, chat or kv.
 //!
 //! Start: block the stop signals, pin `main` to the `--cpus` list, open the rooms,
 //! bind every listener, start and pin the workers, then print READY. Any failure
@@ -16,6 +16,7 @@ use service::echo::EchoConfig;
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::chat::{self, Rooms};
+use crate::kv::{self, Kv};
 use crate::{Flavor, NAME, echo, runtime};
 
 /// What every connection task of the server shares.
@@ -29,6 +30,7 @@ pub(crate) struct Service {
 enum App {
     Echo(EchoConfig),
     Chat(Arc<Rooms>),
+    Kv(Kv),
 }
 
 pub(crate) fn serve(args: &CommonArgs, flavor: Flavor) -> anyhow::Result<()> {
@@ -72,6 +74,10 @@ impl Service {
                 max_pending: args.max_pending,
                 offload: args.fsync == FsyncMode::Always,
             })),
+            Proto::Kv => App::Kv(Kv {
+                store: service::kv::Store::new(),
+                limit: args.kv_max_pending(),
+            }),
         };
         Ok(Service {
             app,
@@ -83,7 +89,7 @@ impl Service {
     fn finish(&self) -> anyhow::Result<()> {
         let rooms = match &self.app {
             App::Chat(rooms) => Some(&rooms.hub),
-            App::Echo(_) => None,
+            App::Echo(_) | App::Kv(_) => None,
         };
         launch::finish(NAME, rooms, &self.counters)
     }
@@ -114,6 +120,7 @@ async fn connection(mut stream: TcpStream, service: Arc<Service>) {
     let result = match &service.app {
         App::Echo(config) => echo::serve(&mut stream, config, counters).await,
         App::Chat(rooms) => chat::serve(&mut stream, rooms, counters).await,
+        App::Kv(store) => kv::serve(&mut stream, store, counters).await,
     };
     if result.is_err() {
         Counters::add(&counters.errors, 1);

@@ -201,6 +201,10 @@ fn connection_commands_and_errors() {
         ),
         (&[b"CONFIG", b"GET", b"nosuch"], b"*0\r\n"),
         (
+            &[b"CONFIG", b"GET", b"appendonly", b"save", b"SAVE"],
+            b"*4\r\n$10\r\nappendonly\r\n$2\r\nno\r\n$4\r\nsave\r\n$0\r\n\r\n",
+        ),
+        (
             &[b"COMMAND", b"FOO"],
             b"-ERR unknown subcommand 'FOO'. Try COMMAND HELP.\r\n",
         ),

@@ -1,0 +1,56 @@
+//! The kv connection on tokio-uring: one owned read buffer handed to the ring for
+//! each `read`, every request of a read executed with [`service::kv::Connection`],
+//! and the replies handed to the ring in one `write_all`. The output buffer goes to
+//! the ring and comes back, so neither buffer is allocated per request.
+
+use std::io;
+
+use launch::Counters;
+use proto::echo::READ_BUF;
+use service::kv::{Connection, Flow, Store};
+use tokio_uring::buf::BoundedBuf;
+use tokio_uring::net::TcpStream;
+
+/// What every kv connection shares, across all runtimes.
+#[derive(Debug)]
+pub(crate) struct Kv {
+    pub(crate) store: Store,
+    /// Pending output at which a connection stops being read (`--max-pending`, at
+    /// most 64 KiB).
+    pub(crate) limit: usize,
+}
+
+/// Serves `stream` until the peer closes it or a request ends it. No read is
+/// submitted while a write is in flight, so a peer that does not read stops this
+/// connection's reads, with at most the limit and one reply held.
+pub(crate) async fn serve(stream: &TcpStream, kv: &Kv, counters: &Counters) -> io::Result<()> {
+    let mut buf = vec![0u8; READ_BUF];
+    let mut conn = Connection::new();
+    let mut out = Vec::new();
+    loop {
+        let (read, view) = stream.read(buf.slice(..)).await;
+        buf = view.into_inner();
+        let n = read?;
+        if n == 0 {
+            return Ok(());
+        }
+        Counters::add(&counters.bytes_in, n as u64);
+        conn.feed(&buf[..n]);
+        loop {
+            let flow = conn.execute(&kv.store, &mut out, kv.limit);
+            if !out.is_empty() {
+                let len = out.len();
+                let (written, back) = stream.write_all(out).await;
+                out = back;
+                written?;
+                Counters::add(&counters.bytes_out, len as u64);
+                out.clear();
+            }
+            match flow {
+                Flow::NeedInput => break,
+                Flow::OutputFull => continue,
+                Flow::Close => return Ok(()),
+            }
+        }
+    }
+}
