@@ -202,10 +202,18 @@ impl fmt::Display for Summary {
             Some(r) => format!("open loop at {r} msg/s, depth {}", self.depth),
             None => format!("closed loop, depth {}", self.depth),
         };
+        let sizes = match (self.get_ratio, self.keys) {
+            (Some(g), Some(k)) => format!(
+                "{}-byte values, {:.0}% GET over {k} keys",
+                self.msg_size,
+                g * 100.0
+            ),
+            _ => format!("{}-byte messages", self.msg_size),
+        };
         writeln!(
             f,
-            "{what} against {}: {}/{} connections, {} thread(s) {pinned}, {shape}, {}-byte messages",
-            self.addr, self.connected, self.conns, self.threads, self.msg_size
+            "{what} against {}: {}/{} connections, {} thread(s) {pinned}, {shape}, {sizes}",
+            self.addr, self.connected, self.conns, self.threads
         )?;
         writeln!(
             f,
