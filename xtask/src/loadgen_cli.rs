@@ -233,6 +233,35 @@ mod tests {
     }
 
     #[test]
+    fn kv_points_become_loadgen_kv() {
+        let points = crate::suites::Suite::Kv.points(&crate::suites::Overrides::default());
+        let p = points
+            .iter()
+            .find(|p| p.id == "loadgen-set-p16-c50")
+            .unwrap();
+        let f = Path::new("f");
+        let files = Files {
+            json: f,
+            hist: f,
+            hgrm: f,
+            interval_log: f,
+        };
+        let a = args(p, "127.0.0.1:9", &CpuList::single(0), &files);
+        assert_eq!(a[0], "kv");
+        let line = a.join(" ");
+        for want in [
+            "--conns 50",
+            "--value-size 32",
+            "--keys 100000",
+            "--get-ratio 0",
+            "--depth 16",
+        ] {
+            assert!(line.contains(want), "{want} not in {line}");
+        }
+        assert!(!line.contains("--msg-size"), "{line}");
+    }
+
+    #[test]
     fn finds_the_window_start() {
         let log = "#[Logged with loadgen 0.0.0]\n#[Histogram log format version 1.3]\n\
                    #[StartTime: 1700000000.250 (seconds since epoch)]\n";

@@ -439,6 +439,28 @@ mod tests {
     }
 
     #[test]
+    fn redis_serves_kv_only_and_process_mode_no_kv() {
+        let kv = Workload::Kv {
+            get: true,
+            pipeline: 1,
+            driver: KvDriver::Loadgen,
+        };
+        let echo = Workload::Echo {
+            msg_size: 16,
+            compute_us: 0,
+        };
+        let redis = variant();
+        assert!(redis.serves(kv) && !redis.serves(echo));
+        let process = Variant {
+            name: "threads-process".into(),
+            binary: "srv-threads".into(),
+            flags: vec!["--mode".into(), "process".into()],
+            about: String::new(),
+        };
+        assert!(!process.serves(kv) && process.serves(echo));
+    }
+
+    #[test]
     fn benchmark_args_follow_the_point() {
         let points = Suite::Kv.points(&Overrides {
             workers: 1,
