@@ -190,7 +190,8 @@ fn redis_server_passes_every_check() {
 }
 
 /// Starts a ringside server binary of `target/debug` with `--proto kv`, or says why not: it
-/// is not built, or it does not serve kv (yet).
+/// is not built (srv-go: `go build -o target/debug/srv-go .` in peers/go, as xtask does), or
+/// it does not serve kv.
 fn ringside(binary: &str) -> Option<Server> {
     let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../target/debug")
@@ -238,6 +239,7 @@ fn ringside_servers_that_serve_kv_pass_every_check() {
         "srv-tokio",
         "srv-tokio-uring",
         "srv-fiber",
+        "srv-go",
     ] {
         let Some(srv) = ringside(binary) else {
             continue;
