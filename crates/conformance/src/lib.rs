@@ -69,7 +69,7 @@ macro_rules! server_list {
     ($callback:ident ! $args:tt) => {
         $crate::$callback! { $args
             threads: "srv-threads" [],
-            threads_process: "srv-threads" ["--mode", "process"],
+            threads_process: "srv-threads" ["--mode", "process"] [NoKv],
             reactor: "srv-reactor" [],
             reactor_reuseport: "srv-reactor" ["--accept", "reuseport"],
             go: "srv-go" [],

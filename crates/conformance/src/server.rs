@@ -54,6 +54,9 @@ pub enum Limit {
     EchoOnly,
     /// Runs only where io_uring is allowed: skipped with a message elsewhere.
     IoUring,
+    /// Serves no `--proto kv` (srv-threads `--mode process`: its processes share no
+    /// store, so it refuses kv with exit status 2).
+    NoKv,
 }
 
 /// What a check needs of a server beyond plain echo and the common command line.
@@ -63,6 +66,8 @@ pub enum Need {
     Chat,
     /// `--compute-us`.
     Compute,
+    /// `--proto kv`.
+    Kv,
 }
 
 impl std::fmt::Display for Need {
@@ -70,6 +75,7 @@ impl std::fmt::Display for Need {
         f.write_str(match self {
             Need::Chat => "--proto chat",
             Need::Compute => "--compute-us",
+            Need::Kv => "--proto kv",
         })
     }
 }
@@ -94,6 +100,10 @@ impl ServerSpec {
     pub fn serves(&self, need: Need) -> bool {
         match need {
             Need::Chat | Need::Compute => !self.limits.contains(&Limit::EchoOnly),
+            Need::Kv => !self
+                .limits
+                .iter()
+                .any(|l| matches!(l, Limit::EchoOnly | Limit::NoKv)),
         }
     }
 
