@@ -3,7 +3,7 @@
 //! loadgen. Both are optional programs: where one is missing the suite says so, with the
 //! install command, and runs what it can.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -134,6 +134,43 @@ pub(crate) fn start_server(
             )));
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Asks redis-server to exit (`SHUTDOWN NOSAVE`) and waits up to 2 s for it to close the
+/// connection; does nothing for other servers. The harness blocks SIGTERM (it reads its stop
+/// signals from a signalfd) and children inherit the blocked mask: the ringside servers read
+/// theirs from a signalfd too, but redis-server, which installs handlers, would never see the
+/// SIGTERM of a stop and be killed after the grace period.
+pub(crate) fn shutdown_if_redis(variant: &Variant, addr: &str) {
+    if variant.binary != SERVER {
+        return;
+    }
+    let Ok(addr) = addr.parse::<SocketAddr>() else {
+        return;
+    };
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
+        return;
+    };
+    let timeout = Some(Duration::from_secs(2));
+    if s.set_write_timeout(timeout).is_err() || s.set_read_timeout(timeout).is_err() {
+        return;
+    }
+    if s.write_all(b"*2\r\n$8\r\nSHUTDOWN\r\n$6\r\nNOSAVE\r\n")
+        .is_err()
+    {
+        return;
+    }
+    // The server closes the connection as it exits; whatever happens, the stop that follows
+    // (SIGTERM, then SIGKILL) ends it.
+    let mut sink = [0u8; 256];
+    let until = Instant::now() + Duration::from_secs(2);
+    // Bounded by the deadline and the read timeout.
+    while Instant::now() < until {
+        match s.read(&mut sink) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
     }
 }
 

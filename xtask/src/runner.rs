@@ -292,6 +292,7 @@ pub(crate) fn run_point(
             .as_ref()
             .zip(stat_before)
             .map(|(g, before)| g.between(before, g.stat()));
+        crate::redis::shutdown_if_redis(variant, &addr);
         let clean = server.stop(STOP_GRACE);
         return measured.map(|mut m| {
             m.throttle = throttle;
@@ -372,6 +373,9 @@ pub(crate) fn run_point(
         .zip(stat_before)
         .map(|(g, before)| g.between(before, g.stat()));
     let died = server.try_wait();
+    if died.is_none() {
+        crate::redis::shutdown_if_redis(variant, &addr);
+    }
     let clean = server.stop(STOP_GRACE);
     if let Some(status) = died {
         return Err(Failure::Died(last_words(status, &mut server)));

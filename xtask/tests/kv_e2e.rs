@@ -63,6 +63,9 @@ fn kv_suite_against_redis_server() {
         assert!(r["throughput_per_sec"].as_f64().unwrap() > 0.0, "{r:#?}");
         assert!(r["cpu_us_per_req"].as_f64().unwrap() > 0.0, "{r:#?}");
         assert!(r["peak_mem_bytes"].as_f64().unwrap() > 0.0, "{r:#?}");
+        // redis-server stops when asked, not at the SIGKILL after the grace period.
+        let notes = r["notes"].to_string();
+        assert!(!notes.contains("did not stop"), "{notes}");
         // loadgen's from its histograms, redis-benchmark's as it reports them.
         assert!(r["p99_us"].as_f64().unwrap() > 0.0, "{r:#?}");
     }
