@@ -23,6 +23,15 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     }
 }
 
+/// The servers that ran kv points: the ones that do not serve kv (srv-floor, srv-threads'
+/// process mode) sit the suite out and have no row here.
+fn kv_servers(rows: &[Row]) -> Vec<String> {
+    servers(rows)
+        .into_iter()
+        .filter(|s| rows.iter().any(|r| &r.server == s && r.repeats > 0))
+        .collect()
+}
+
 /// A row per server at one connection count: requests/s and CPU per request for each
 /// operation and depth, the CPU also as a multiple of redis-server's.
 fn headline(out: &mut String, rows: &[Row], driver: &str, conns: usize) {
@@ -42,7 +51,7 @@ fn headline(out: &mut String, rows: &[Row], driver: &str, conns: usize) {
         OPS.iter()
             .map(|&(op, p)| format!("{} -P {p}: req/s · CPU/req", op.to_uppercase())),
     );
-    let body: Vec<Vec<String>> = servers(rows)
+    let body: Vec<Vec<String>> = kv_servers(rows)
         .into_iter()
         .map(|s| {
             let mut cells = vec![format!("**{s}**")];
@@ -71,6 +80,13 @@ fn headline(out: &mut String, rows: &[Row], driver: &str, conns: usize) {
 }
 
 pub(crate) fn section(out: &mut String, rows: &[Row]) {
+    let ran = kv_servers(rows);
+    let rows: Vec<Row> = rows
+        .iter()
+        .filter(|r| ran.contains(&r.server))
+        .cloned()
+        .collect();
+    let rows = rows.as_slice();
     let _ = writeln!(
         out,
         "RESP `GET` and `SET` of {}-byte values over {} keys (`key:` and 12 digits, as \
@@ -143,7 +159,7 @@ pub(crate) fn section(out: &mut String, rows: &[Row]) {
          (p50 / p95 / p99 / max; it gives no histogram):\n"
     );
     let ms = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |us| format!("{:.3}", us / 1e3));
-    let body: Vec<Vec<String>> = servers(rows)
+    let body: Vec<Vec<String>> = kv_servers(rows)
         .into_iter()
         .map(|s| {
             let mut cells = vec![format!("**{s}**")];
@@ -225,6 +241,7 @@ mod tests {
 
     fn kv_row(server: &str, point: &str, x: f64, tp: f64, cpu: f64) -> Row {
         let mut r = row(server, point, x, tp);
+        r.repeats = 1;
         r.suite = SUITE.into();
         r.series = point
             .rsplit_once("-c")
@@ -241,6 +258,10 @@ mod tests {
             kv_row("fiber", "redis-benchmark-set-p1-c50", 50.0, 80_000.0, 5.0),
             kv_row("fiber", "loadgen-get-p16-c1", 1.0, 50_000.0, 2.0),
         ];
+        let mut sat_out = kv_row("floor-epoll", "redis-benchmark-set-p1-c50", 50.0, 0.0, 0.0);
+        (sat_out.repeats, sat_out.ok, sat_out.throughput_per_sec) = (0, 0, None);
+        let mut rows = rows;
+        rows.push(sat_out);
         let mut out = String::new();
         section(&mut out, &rows);
         assert!(
@@ -248,6 +269,7 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("| **redis** | 70.0k · 10.0 µs |"), "{out}");
+        assert!(!out.contains("| **floor-epoll** | failed"), "{out}");
         assert!(out.contains("| Kqueue | 0.274 |"), "{out}");
         assert!(out.contains("632k and 783k"), "{out}");
         // loadgen has no 50-connection point: no headline of its own, but its pivot.
