@@ -612,7 +612,7 @@ func TestBadArgumentsExit2(t *testing.T) {
 	os.WriteFile(file, nil, 0o644)
 	for _, args := range [][]string{
 		{},
-		{"--proto", "kv"},
+		{"--proto", "redis"},
 		{"--proto"},
 		{"--proto", "echo", "--bogus"},
 		{"--proto", "echo", "stray"},

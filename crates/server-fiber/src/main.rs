@@ -1,4 +1,4 @@
-//! `srv-fiber`: echo and chat on the fiber runtime (`crates/fiber`), a fiber per
+//! `srv-fiber`: echo, chat and kv on the fiber runtime (`crates/fiber`), a fiber per
 //! connection. The connection code is written in blocking style and is the very code
 //! srv-threads runs on OS threads (`service::echo::serve_blocking`,
 //! `service::blocking`): only the runtime differs.

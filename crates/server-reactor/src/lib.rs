@@ -16,7 +16,7 @@
 //!  main ── Shutdown::wait ── stop ─┐
 //!  acceptor (handoff) ─accept─► round robin ─hand_over─► Remote ─Waker─┐
 //!  reactor 0..N-1: mio::Poll ◄─────────────────────────────────────────┘
-//!     slab of Conn { Io, Echo | Chat }, run queue, its own counters
+//!     slab of Conn { Io, Echo | Chat | Kv }, run queue, its own counters
 //! ```
 //!
 //! `--workers N` reactors, each a thread with its own `mio::Poll`, pinned to

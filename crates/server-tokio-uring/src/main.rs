@@ -3,7 +3,8 @@
 //! `--cpus`, worker i to `cpus.for_worker(i)`), each with its own listener on the
 //! same address through `SO_REUSEPORT`, so the kernel spreads the connections and
 //! each connection lives on one ring for its whole life. A task per connection
-//! (two for chat), owned buffers handed to the ring and back.
+//! (two for chat), owned buffers handed to the ring and back (kv, `src/kv.rs`: a
+//! read buffer and a reply buffer per connection, one write per read batch).
 //!
 //! tokio-uring 0.5 brings its own io-uring 0.6 (and socket2 0.4), while the
 //! fiber runtime of this workspace uses io-uring 0.7: two versions of the
