@@ -59,7 +59,8 @@ pub(crate) struct BenchArgs {
 
     /// The servers, comma-separated: a name plus runtime flags, as in
     /// `threads,tokio-per-core,fiber+completer`. Default: one of each server this checkout
-    /// can build, and for kv also `redis` (redis-server, when installed). `--list` names them.
+    /// can build, and for kv also fiber+kv-owner, go+kv-owner and `redis` (redis-server, when
+    /// installed). `--list` names them.
     #[arg(long, value_name = "LIST")]
     pub(crate) servers: Option<String>,
 
@@ -297,6 +298,14 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         // kv measures every server beside redis-server itself, driven by redis-benchmark
         // too; what is missing is said, and the rest runs.
         if args.servers.is_none() {
+            // The article's design beside the shared store: one owner of the map, fed by
+            // every connection over a channel (kv only; see `Variant::serves`).
+            for owner in ["fiber+kv-owner", "go+kv-owner"] {
+                let base = owner.split('+').next().unwrap_or_default();
+                if variants.iter().any(|v| v.name == base) {
+                    variants.push(inv.parse(owner)?);
+                }
+            }
             match redis::missing_server() {
                 None => variants.push(redis::variant()),
                 Some(why) => skipped.push(format!("redis: {why}")),

@@ -481,7 +481,7 @@ mod tests {
     }
 
     #[test]
-    fn redis_serves_kv_only_and_process_mode_no_kv() {
+    fn redis_and_kv_owners_serve_kv_only_and_process_mode_no_kv() {
         let kv = Workload::Kv {
             get: true,
             pipeline: 1,
@@ -500,6 +500,13 @@ mod tests {
             about: String::new(),
         };
         assert!(!process.serves(kv) && process.serves(echo));
+        let owner = Variant {
+            name: "fiber+kv-owner".into(),
+            binary: "srv-fiber".into(),
+            flags: vec!["--kv-owner".into()],
+            about: String::new(),
+        };
+        assert!(owner.serves(kv) && !owner.serves(echo));
     }
 
     #[test]

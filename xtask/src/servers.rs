@@ -134,6 +134,10 @@ impl Variant {
         if workload.proto() == "kv" && self.flags.windows(2).any(|w| w == ["--mode", "process"]) {
             return false;
         }
+        // The one-owner store is a kv design; the flag means nothing elsewhere.
+        if self.flags.iter().any(|f| f == "--kv-owner") {
+            return workload.proto() == "kv";
+        }
         let echo_only = KNOWN.iter().any(|k| k.binary == self.binary && k.echo_only);
         !echo_only || (workload.proto() == "echo" && workload.compute_us() == 0)
     }
