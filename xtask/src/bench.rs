@@ -18,6 +18,7 @@ use crate::figures;
 use crate::markdown;
 use crate::meta::{self, Meta};
 use crate::procfs;
+use crate::redis;
 use crate::runner::{self, Failure, Measured, Placement, RunFiles};
 use crate::servers::{Inventory, Variant};
 use crate::suites::{self, Overrides, Point, Suite};
@@ -52,14 +53,15 @@ fn non_negative(s: &str) -> Result<f64, String> {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct BenchArgs {
     /// The suites to run, comma-separated: quick (the default, about 6 minutes), emper-echo,
-    /// chat-cpu, chat-room, memory, search (the file-content search, alone). `--list`
+    /// chat-cpu, chat-room, memory, kv, search (the file-content search, alone). `--list`
     /// describes them.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "quick")]
     pub(crate) suite: Vec<Suite>,
 
     /// The servers, comma-separated: a name plus runtime flags, as in
     /// `threads,tokio-per-core,fiber+completer`. Default: one of each server this checkout
-    /// can build. `--list` names them.
+    /// can build, and for kv also fiber+kv-owner, go+kv-owner and `redis` (redis-server, when
+    /// installed). `--list` names them.
     #[arg(long, value_name = "LIST")]
     pub(crate) servers: Option<String>,
 
@@ -69,7 +71,7 @@ pub(crate) struct BenchArgs {
     pub(crate) conns: Option<ConnList>,
 
     /// Seconds of each point's measured window, replacing the suite's (quick 1.25, emper-echo
-    /// 10, chat-cpu 60, chat-room 10, memory 3). For emper-echo it also replaces the paper's
+    /// 10, chat-cpu 60, chat-room 10, memory 3, kv 1.5). For emper-echo it also replaces the paper's
     /// 2500 echoes per connection.
     #[arg(long, value_name = "SECS", value_parser = positive)]
     pub(crate) duration: Option<f64>,
@@ -183,11 +185,23 @@ impl BenchArgs {
     }
 }
 
-/// The points of the run, suite after suite.
+/// The points of the run, suite after suite. kv's redis-benchmark points are left out where
+/// redis-benchmark is not installed (`run` says so).
 fn points(args: &BenchArgs) -> Vec<Point> {
+    let no_benchmark = args.suites().contains(&Suite::Kv) && redis::missing_benchmark().is_some();
     args.suites()
         .into_iter()
         .flat_map(|s| s.points(&args.overrides(args.workers())))
+        .filter(|p| {
+            !(no_benchmark
+                && matches!(
+                    p.workload,
+                    suites::Workload::Kv {
+                        driver: suites::KvDriver::RedisBenchmark,
+                        ..
+                    }
+                ))
+        })
         .collect()
 }
 
@@ -326,10 +340,33 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         );
     }
 
-    let (variants, skipped) = match &args.servers {
+    let (mut variants, mut skipped) = match &args.servers {
         Some(list) => (inv.select(list)?, Vec::new()),
         None => inv.defaults(),
     };
+    if args.suites().contains(&Suite::Kv) {
+        // kv measures every server beside redis-server itself, driven by redis-benchmark
+        // too; what is missing is said, and the rest runs.
+        if args.servers.is_none() {
+            // The article's design beside the shared store: one owner of the map, fed by
+            // every connection over a channel (kv only; see `Variant::serves`).
+            for owner in ["fiber+kv-owner", "go+kv-owner"] {
+                let base = owner.split('+').next().unwrap_or_default();
+                if variants.iter().any(|v| v.name == base) {
+                    variants.push(inv.parse(owner)?);
+                }
+            }
+            match redis::missing_server() {
+                None => variants.push(redis::variant()),
+                Some(why) => skipped.push(format!("redis: {why}")),
+            }
+        }
+        if let Some(why) = redis::missing_benchmark() {
+            skipped.push(format!(
+                "kv's redis-benchmark points: {why}; the loadgen points run"
+            ));
+        }
+    }
     for s in &skipped {
         eprintln!("not running {s}");
     }
@@ -341,6 +378,7 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         for bin in variants
             .iter()
             .map(|v| v.binary.as_str())
+            .filter(|b| *b != redis::SERVER)
             .chain(["loadgen"])
         {
             let path = inv.binary_path(bin, profile);

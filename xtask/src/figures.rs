@@ -395,6 +395,48 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
                     ),
                 )?;
             }
+            Suite::Kv => {
+                // One plot a pipeline depth and operation, for the two measures the issue
+                // asks for: requests/s (both clients) and server CPU per request (loadgen's
+                // window is the steadier one).
+                for (op, p) in [("get", 1), ("set", 1), ("get", 16), ("set", 16)] {
+                    let series = format!("loadgen-{op}-p{p}");
+                    let name = op.to_uppercase();
+                    emit(
+                        suite,
+                        &format!("{op}-p{p}-throughput"),
+                        plot(
+                            format!("kv {name}, pipeline {p}: requests/s (loadgen)"),
+                            "connections",
+                            "requests per second",
+                            Scale::Log,
+                            Scale::Linear,
+                            lines_with(
+                                rows,
+                                suite,
+                                &series,
+                                |r| r.x,
+                                |r| r.throughput_per_sec,
+                                tp_ci,
+                            ),
+                            vec![],
+                        ),
+                    )?;
+                    emit(
+                        suite,
+                        &format!("{op}-p{p}-cpu"),
+                        plot(
+                            format!("kv {name}, pipeline {p}: server CPU per request (loadgen)"),
+                            "connections",
+                            "µs of CPU per request (user + system)",
+                            Scale::Log,
+                            Scale::Linear,
+                            lines_with(rows, suite, &series, |r| r.x, |r| r.cpu_us_per_req, cpu_ci),
+                            vec![],
+                        ),
+                    )?;
+                }
+            }
             Suite::Memory => {
                 emit(
                     suite,

@@ -29,6 +29,7 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
     let sub = match point.workload {
         Workload::Echo { .. } | Workload::Idle => "echo",
         Workload::ChatIngest { .. } | Workload::ChatRoom { .. } => "chat",
+        Workload::Kv { .. } => "kv",
     };
     push("--addr", addr.to_string());
     push("--conns", point.conns.to_string());
@@ -37,6 +38,12 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
         Workload::Idle => push("--msg-size", "16".into()),
         Workload::ChatIngest { .. } | Workload::ChatRoom { .. } => {
             push("--msg-size", crate::suites::CHAT_LINE.to_string());
+        }
+        Workload::Kv { get, pipeline, .. } => {
+            push("--value-size", crate::suites::KV_VALUE_SIZE.to_string());
+            push("--keys", crate::suites::KV_KEYS.to_string());
+            push("--get-ratio", if get { "1" } else { "0" }.into());
+            push("--depth", pipeline.to_string());
         }
     }
     match point.stop {
@@ -71,7 +78,7 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
             push("--profile", "room".into());
             push("--room-size", room_size.to_string());
         }
-        Workload::Echo { .. } | Workload::Idle => {}
+        Workload::Echo { .. } | Workload::Idle | Workload::Kv { .. } => {}
     }
     let mut all = vec![sub.to_string()];
     all.extend(a);
@@ -223,6 +230,35 @@ mod tests {
         };
         assert_eq!(grace(&point(1000, 0)), 2.0);
         assert!((grace(&point(10_000, 200)) - 4.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn kv_points_become_loadgen_kv() {
+        let points = crate::suites::Suite::Kv.points(&crate::suites::Overrides::default());
+        let p = points
+            .iter()
+            .find(|p| p.id == "loadgen-set-p16-c50")
+            .unwrap();
+        let f = Path::new("f");
+        let files = Files {
+            json: f,
+            hist: f,
+            hgrm: f,
+            interval_log: f,
+        };
+        let a = args(p, "127.0.0.1:9", &CpuList::one(0), &files);
+        assert_eq!(a[0], "kv");
+        let line = a.join(" ");
+        for want in [
+            "--conns 50",
+            "--value-size 32",
+            "--keys 100000",
+            "--get-ratio 0",
+            "--depth 16",
+        ] {
+            assert!(line.contains(want), "{want} not in {line}");
+        }
+        assert!(!line.contains("--msg-size"), "{line}");
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod meta;
 mod micro;
 mod plots;
 mod procfs;
+mod redis;
 mod report;
 mod runner;
 mod search_report;

@@ -22,7 +22,7 @@ use crate::loadgen_cli;
 use crate::procfs::{Sample, Sampler};
 use crate::servers::Variant;
 use crate::stats;
-use crate::suites::{Point, Stop};
+use crate::suites::{KvDriver, Point, Stop, Workload};
 
 /// The CPU sampling period, as the C-versus-Go paper sampled with top.
 pub(crate) const SAMPLE_PERIOD: Duration = Duration::from_millis(500);
@@ -238,6 +238,10 @@ pub(crate) struct Measured {
     /// How the CPU quota held the server back, when it ran under one.
     #[serde(default)]
     pub(crate) throttle: Option<Throttle>,
+    /// Latency as a client without histograms reports it (redis-benchmark), in µs: p50,
+    /// p95, p99, max.
+    #[serde(default)]
+    pub(crate) driver_latency_us: Option<[f64; 4]>,
 }
 
 /// The files of one run of a point, all under `dir`, named after `stem`.
@@ -277,6 +281,32 @@ pub(crate) fn run_point(
     let (mut server, addr) =
         start_server(point, variant, &bins.server, place, files, group.as_ref())?;
     let stat_before = group.as_ref().map(Group::stat);
+    if let Workload::Kv {
+        driver: KvDriver::RedisBenchmark,
+        ..
+    } = point.workload
+    {
+        let measured =
+            crate::redis::run_benchmark(point, &mut server, &addr, &bins.loadgen, place, files);
+        let throttle: Option<Throttle> = group
+            .as_ref()
+            .zip(stat_before)
+            .map(|(g, before)| g.between(before, g.stat()));
+        crate::redis::shutdown_if_redis(variant, &addr);
+        let clean = server.stop(STOP_GRACE);
+        return measured.map(|mut m| {
+            m.throttle = throttle;
+            m.counters = server.last_stderr_line();
+            if clean.is_none() {
+                m.notes.push(format!(
+                    "{} did not stop within {} s of SIGTERM and was killed",
+                    variant.name,
+                    STOP_GRACE.as_secs()
+                ));
+            }
+            m
+        });
+    }
     let mut sampler = Sampler::new(server.id()).watching(place.server_cpus.as_slice());
     let baseline = sampler
         .sample()
@@ -343,6 +373,9 @@ pub(crate) fn run_point(
         .zip(stat_before)
         .map(|(g, before)| g.between(before, g.stat()));
     let died = server.try_wait();
+    if died.is_none() {
+        crate::redis::shutdown_if_redis(variant, &addr);
+    }
     let clean = server.stop(STOP_GRACE);
     if let Some(status) = died {
         return Err(Failure::Died(last_words(status, &mut server)));
@@ -408,11 +441,12 @@ pub(crate) fn run_point(
         counters: server.last_stderr_line(),
         notes,
         throttle,
+        driver_latency_us: None,
     })
 }
 
 /// How a child ended, and the end of its stderr.
-fn last_words(status: std::process::ExitStatus, proc: &mut Proc) -> String {
+pub(crate) fn last_words(status: std::process::ExitStatus, proc: &mut Proc) -> String {
     let tail = proc.stderr_tail();
     if tail.is_empty() {
         format!("{status}, nothing on stderr")
@@ -430,6 +464,9 @@ fn start_server(
     files: &RunFiles,
     group: Option<&Group>,
 ) -> Result<(Proc, String), Failure> {
+    if variant.binary == crate::redis::SERVER {
+        return crate::redis::start_server(place, files, group);
+    }
     let mut cmd = Command::new(bin);
     cmd.args(["--proto", point.workload.proto(), "--addr", "127.0.0.1:0"])
         .args(["--workers", &place.workers.to_string()])

@@ -28,6 +28,17 @@ struct Known {
     default: bool,
     /// Serves plain echo only (no chat, no `--compute-us`): left out of the other points.
     echo_only: bool,
+    /// Serves `--proto kv`.
+    serves_kv: bool,
+}
+
+impl Known {
+    /// Whether `v` is this entry, perhaps with `+flags` after its own.
+    fn is_base_of(&self, v: &Variant) -> bool {
+        v.binary == self.binary
+            && v.flags.len() >= self.flags.len()
+            && self.flags.iter().zip(&v.flags).all(|(a, b)| a == b)
+    }
 }
 
 /// The known variants: the entries of the conformance suite's one server list that have
@@ -42,6 +53,7 @@ fn known() -> impl Iterator<Item = Known> {
             about: bench.about,
             default: bench.default,
             echo_only: spec.limits.contains(&conformance::Limit::EchoOnly),
+            serves_kv: spec.serves(conformance::Need::Kv),
         })
     })
 }
@@ -61,6 +73,19 @@ impl Variant {
     /// Whether the server serves `workload`: an echo-only one (srv-floor) runs plain echo
     /// and idle points only, never chat or echo with `--compute-us`.
     pub(crate) fn serves(&self, workload: Workload) -> bool {
+        // redis-server serves kv only.
+        if self.binary == crate::redis::SERVER {
+            return workload.proto() == "kv";
+        }
+        // A variant the conformance list says serves no kv (srv-threads' process mode:
+        // its processes share no map).
+        if workload.proto() == "kv" && known().any(|k| k.is_base_of(self) && !k.serves_kv) {
+            return false;
+        }
+        // The one-owner store is a kv design; the flag means nothing elsewhere.
+        if self.flags.iter().any(|f| f == "--kv-owner") {
+            return workload.proto() == "kv";
+        }
         let echo_only = known().any(|k| k.binary == self.binary && k.echo_only);
         !echo_only || (workload.proto() == "echo" && workload.compute_us() == 0)
     }
@@ -127,6 +152,9 @@ impl Inventory {
 
     /// Why `binary` cannot be built here, or `None` when it can.
     pub(crate) fn missing(&self, binary: &str) -> Option<String> {
+        if binary == crate::redis::SERVER {
+            return crate::redis::missing_server();
+        }
         if binary == "srv-go" {
             return match (&self.go_dir, &self.go_version) {
                 (None, _) => Some("peers/go is not in this checkout".into()),
@@ -148,6 +176,7 @@ impl Inventory {
                 names.push(name.to_string());
             }
         }
+        names.push(crate::redis::NAME.to_string());
         names
     }
 
@@ -161,8 +190,9 @@ impl Inventory {
                 Some(why) => skipped.push(format!("{}: {why}", k.name)),
             }
         }
+        // redis joins the defaults of the kv suite only (see bench).
         for name in self.names() {
-            if !known().any(|k| k.name == name) {
+            if !known().any(|k| k.name == name) && name != crate::redis::NAME {
                 run.push(self.parse(&name).expect("a discovered name parses"));
             }
         }
@@ -173,7 +203,12 @@ impl Inventory {
     pub(crate) fn parse(&self, spec: &str) -> Result<Variant> {
         let mut parts = spec.split('+');
         let base = parts.next().unwrap_or_default();
-        let mut v = if let Some(k) = known().find(|k| k.name == base) {
+        let mut v = if base == crate::redis::NAME {
+            if spec != base {
+                bail!("`{spec}`: redis takes no +flags (xtask starts it with persistence off)");
+            }
+            return Ok(crate::redis::variant());
+        } else if let Some(k) = known().find(|k| k.name == base) {
             known_variant(&k, spec)
         } else if self.packages.contains_key(&format!("srv-{base}")) {
             Variant {

@@ -8,6 +8,7 @@
 //! | `chat-cpu`   | the C-versus-Go paper's Figure 3: chat ingest at 1 Mbit/s per conn     |
 //! | `chat-room`  | fan-out delivery latency and completeness, rooms of 2 to 1000          |
 //! | `memory`     | memory per idle connection at 1,000 and 10,000 conns                   |
+//! | `kv`         | RESP GET and SET at 1, 50, 1000 conns, pipeline 1 and 16, beside Redis |
 
 use clap::ValueEnum;
 use serde::Serialize;
@@ -33,16 +34,20 @@ pub(crate) enum Suite {
     /// The io_uring paper's file-content search (Figure 9): every search program and
     /// ripgrep on one tree, 15 rotated runs each; runs alone, by the `search` module.
     Search,
+    /// The Redis subset: GET and SET at 1, 50 and 1000 connections, pipeline 1 and 16,
+    /// driven by redis-benchmark and by loadgen, every server beside redis-server itself.
+    Kv,
 }
 
 impl Suite {
-    pub(crate) const ALL: [Suite; 6] = [
+    pub(crate) const ALL: [Suite; 7] = [
         Suite::Quick,
         Suite::EmperEcho,
         Suite::ChatCpu,
         Suite::ChatRoom,
         Suite::Memory,
         Suite::Search,
+        Suite::Kv,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -53,6 +58,7 @@ impl Suite {
             Suite::ChatRoom => "chat-room",
             Suite::Memory => "memory",
             Suite::Search => "search",
+            Suite::Kv => "kv",
         }
     }
 
@@ -64,6 +70,7 @@ impl Suite {
             Suite::ChatRoom => "Chat room fan-out",
             Suite::Memory => "Memory per idle connection",
             Suite::Search => "File-content search as in the io_uring (EMPER) paper's Figure 9",
+            Suite::Kv => "A Redis subset, GET and SET, beside redis-server",
         }
     }
 
@@ -78,12 +85,14 @@ impl Suite {
             Suite::Memory => 3.0,
             // A search is timed whole, not in a window.
             Suite::Search => 0.0,
+            // 24 points a server: short ones, as quick's.
+            Suite::Kv => 1.5,
         }
     }
 
     fn default_warmup(self) -> f64 {
         match self {
-            Suite::Quick => 0.5,
+            Suite::Quick | Suite::Kv => 0.5,
             Suite::ChatCpu => 2.0,
             _ => 1.0,
         }
@@ -97,6 +106,8 @@ impl Suite {
             Suite::ChatRoom => vec![1000],
             Suite::Memory => vec![1000, 10_000],
             Suite::Search => vec![],
+            // The article's redis-benchmark default (50) and the two ends.
+            Suite::Kv => vec![1, 50, 1000],
         }
     }
 
@@ -135,6 +146,32 @@ pub(crate) enum Workload {
     ChatRoom { room_size: usize },
     /// Echo connections that are open and all but silent.
     Idle,
+    /// RESP `GET`s (`get`) or `SET`s of [`KV_VALUE_SIZE`]-byte values over [`KV_KEYS`] keys,
+    /// `pipeline` in flight per connection, sent by `driver`.
+    Kv {
+        get: bool,
+        pipeline: usize,
+        driver: KvDriver,
+    },
+}
+
+/// Who sends the kv requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum KvDriver {
+    /// loadgen kv: latency from its histograms, every reply checked.
+    Loadgen,
+    /// redis-benchmark `--csv`: the client nobody here wrote, as the article ran it.
+    RedisBenchmark,
+}
+
+impl KvDriver {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            KvDriver::Loadgen => "loadgen",
+            KvDriver::RedisBenchmark => "redis-benchmark",
+        }
+    }
 }
 
 impl Workload {
@@ -143,6 +180,7 @@ impl Workload {
         match self {
             Workload::Echo { .. } | Workload::Idle => "echo",
             Workload::ChatIngest { .. } | Workload::ChatRoom { .. } => "chat",
+            Workload::Kv { .. } => "kv",
         }
     }
 
@@ -238,6 +276,12 @@ const ROOM_SIZES: [usize; 4] = [2, 10, 100, 1000];
 pub(crate) const CHAT_BYTE_RATE: f64 = 125_000.0;
 /// Bytes of each chat `SAY` line loadgen sends, newline included.
 pub(crate) const CHAT_LINE: usize = 64;
+/// The kv key space: redis-benchmark's `-r 100000`, as the anchor ran it.
+pub(crate) const KV_KEYS: u64 = 100_000;
+/// The kv value size, for both drivers (`-d 32`): room for loadgen's check of every value.
+pub(crate) const KV_VALUE_SIZE: usize = 32;
+/// The kv pipeline depths: none, and redis-benchmark's `-P 16` of the anchor.
+pub(crate) const KV_PIPELINES: [usize; 2] = [1, 16];
 
 /// `1 conn`, `10 conns`.
 fn conns_label(c: usize) -> String {
@@ -380,6 +424,36 @@ impl Suite {
                             Load::Open { rate },
                             Stop::Duration(duration),
                         ));
+                    }
+                }
+            }
+            Suite::Kv => {
+                for driver in [KvDriver::RedisBenchmark, KvDriver::Loadgen] {
+                    for pipeline in KV_PIPELINES {
+                        for get in [false, true] {
+                            let op = if get { "get" } else { "set" };
+                            let series = format!("{}-{op}-p{pipeline}", driver.name());
+                            for &c in &conns {
+                                out.push(point(
+                                    &series,
+                                    format!("{series}-c{c}"),
+                                    format!(
+                                        "{} {}, -P {pipeline}, {}",
+                                        op.to_uppercase(),
+                                        conns_label(c),
+                                        driver.name()
+                                    ),
+                                    c,
+                                    Workload::Kv {
+                                        get,
+                                        pipeline,
+                                        driver,
+                                    },
+                                    Load::Closed,
+                                    Stop::Duration(duration),
+                                ));
+                            }
+                        }
                     }
                 }
             }
@@ -528,6 +602,35 @@ mod tests {
             m.iter().map(|p| p.conns).collect::<Vec<_>>(),
             [1000, 10_000]
         );
+    }
+
+    #[test]
+    fn kv_crosses_drivers_pipelines_ops_and_conns() {
+        let p = Suite::Kv.points(&o());
+        assert_eq!(p.len(), 2 * 2 * 2 * 3);
+        let ids: std::collections::HashSet<&str> = p.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids.len(), p.len());
+        assert!(p.iter().all(|p| p.workload.proto() == "kv"));
+        let first = &p[0];
+        assert_eq!(first.series, "redis-benchmark-set-p1");
+        assert_eq!(first.label, "SET 1 conn, -P 1, redis-benchmark");
+        assert_eq!(
+            first.workload,
+            Workload::Kv {
+                get: false,
+                pipeline: 1,
+                driver: KvDriver::RedisBenchmark
+            }
+        );
+        assert!(p.iter().any(|p| p.id == "loadgen-get-p16-c1000"));
+        // A quick look: two connection counts and short points.
+        let quick = Suite::Kv.points(&Overrides {
+            conns: Some(vec![1, 50]),
+            duration: Some(0.5),
+            ..o()
+        });
+        assert_eq!(quick.len(), 16);
+        assert!(quick.iter().all(|p| p.stop == Stop::Duration(0.5)));
     }
 
     #[test]

@@ -348,6 +348,12 @@ pub(crate) fn aggregate(
             row.max_us = Some(p.max);
             row.hist = Some(rel);
         }
+        Ok(_) if ok.iter().any(|m| m.driver_latency_us.is_some()) => {
+            // A client without histograms (redis-benchmark) gives its own percentiles: the
+            // median over the repeats of each.
+            let at = |i: usize| median_of(&ok, |m| m.driver_latency_us.map(|l| l[i]));
+            (row.p50_us, row.p95_us, row.p99_us, row.max_us) = (at(0), at(1), at(2), at(3));
+        }
         Ok(_) => row.notes.push("no latency was recorded".into()),
         Err(e) => row
             .notes

@@ -6,6 +6,7 @@
 //!         [--threads T] [--cpus LIST] [--json FILE] [--hist FILE] [--hgrm FILE]
 //!         [--interval-log FILE]
 //! loadgen chat ... [--profile ingest|room] [--room-size N] [--byte-rate BYTES_PER_SEC]
+//! loadgen kv ... [--get-ratio 0.9] [--keys 100000] [--value-size 32]
 //! ```
 
 use std::path::PathBuf;
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::config::{ChatConfig, ChatProfile, Config, Stop, Workload};
+use crate::config::{ChatConfig, ChatProfile, Config, KvConfig, Stop, Workload};
 use crate::error::Error;
 
 /// A latency-correct load generator for the ringside servers.
@@ -32,6 +33,27 @@ pub enum Command {
     Echo(Common),
     /// Chat: SAY lines at a byte rate (ingest) or in rooms with fan-out (room).
     Chat(ChatArgs),
+    /// Kv: RESP GETs and SETs (a Redis subset), every reply checked against what the store
+    /// must hold; the key space is stored before the clock starts when there are GETs.
+    Kv(KvArgs),
+}
+
+/// Options of the kv workload.
+#[derive(Debug, Args)]
+pub struct KvArgs {
+    /// Options every workload has (--msg-size excepted: kv has --value-size).
+    #[command(flatten)]
+    pub common: Common,
+    /// The share of requests that are GETs, 0 to 1 (1: GET only, 0: SET only).
+    #[arg(long, default_value_t = 0.9)]
+    pub get_ratio: f64,
+    /// Keys key:000000000000 up to key:<KEYS - 1>, as redis-benchmark -r makes them.
+    #[arg(long, default_value_t = 100_000)]
+    pub keys: u64,
+    /// Bytes per value (at least 16: a value carries its key, its writer and a sequence
+    /// number).
+    #[arg(long, default_value_t = 32)]
+    pub value_size: usize,
 }
 
 /// Options of the chat workload.
@@ -153,6 +175,20 @@ impl Cli {
     pub fn config(&self) -> Result<(Config, Outputs), Error> {
         let (common, workload) = match &self.workload {
             Command::Echo(c) => (c, Workload::Echo),
+            Command::Kv(kv) => {
+                if kv.common.msg_size.is_some() {
+                    return Err(Error::Config(
+                        "kv sizes its values with --value-size, not --msg-size".into(),
+                    ));
+                }
+                (
+                    &kv.common,
+                    Workload::Kv(KvConfig {
+                        get_ratio: kv.get_ratio,
+                        keys: kv.keys,
+                    }),
+                )
+            }
             Command::Chat(chat) => (
                 &chat.common,
                 Workload::Chat(ChatConfig {
@@ -168,7 +204,11 @@ impl Cli {
         let mut cfg = match workload {
             Workload::Echo => Config::echo(&common.addr, common.conns),
             Workload::Chat(chat) => Config::chat(&common.addr, common.conns, chat),
+            Workload::Kv(kv) => Config::kv(&common.addr, common.conns, kv),
         };
+        if let Command::Kv(kv) = &self.workload {
+            cfg.msg_size = kv.value_size;
+        }
         if let Some(size) = common.msg_size {
             cfg.msg_size = size;
         }
@@ -305,6 +345,50 @@ mod tests {
                 byte_rate: 125_000.0
             })
         );
+    }
+
+    #[test]
+    fn kv_options() {
+        let (cfg, _) = parse(&[
+            "loadgen",
+            "kv",
+            "--addr",
+            "h:1",
+            "--conns",
+            "50",
+            "--get-ratio",
+            "1",
+            "--keys",
+            "1000",
+            "--value-size",
+            "64",
+            "--depth",
+            "16",
+        ])
+        .unwrap();
+        assert_eq!(
+            cfg.workload,
+            Workload::Kv(KvConfig {
+                get_ratio: 1.0,
+                keys: 1000
+            })
+        );
+        assert_eq!((cfg.msg_size, cfg.depth), (64, 16));
+        let (cfg, _) = parse(&["loadgen", "kv", "--addr", "h:1", "--conns", "1"]).unwrap();
+        assert_eq!(cfg.workload, Workload::Kv(KvConfig::default()));
+        assert_eq!(cfg.msg_size, 32);
+        let base = ["loadgen", "kv", "--addr", "h:1", "--conns", "1"];
+        for extra in [
+            &["--get-ratio", "1.5"][..],
+            &["--get-ratio", "-0.1"],
+            &["--keys", "0"],
+            &["--keys", "5000000000"],
+            &["--value-size", "15"],
+            &["--msg-size", "32"],
+        ] {
+            let args: Vec<&str> = base.iter().chain(extra.iter()).copied().collect();
+            assert!(parse(&args).is_err(), "{args:?} was accepted");
+        }
     }
 
     #[test]

@@ -13,6 +13,29 @@ pub enum Workload {
     Echo,
     /// The chat line protocol.
     Chat(ChatConfig),
+    /// RESP `GET`s and `SET`s of `msg_size`-byte values; every reply checked against what
+    /// the store must hold.
+    Kv(KvConfig),
+}
+
+/// Options of the kv workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KvConfig {
+    /// The share of requests that are `GET`s, 0 to 1; the rest are `SET`s.
+    pub get_ratio: f64,
+    /// Keys `key:000000000000` up to `keys - 1`, each request's chosen uniformly; stored
+    /// before the clock starts when the mix has `GET`s.
+    pub keys: u64,
+}
+
+impl Default for KvConfig {
+    fn default() -> Self {
+        KvConfig {
+            get_ratio: 0.9,
+            // redis-benchmark's `-r 100000`, the article's key space.
+            keys: 100_000,
+        }
+    }
 }
 
 /// The two chat workloads.
@@ -64,7 +87,8 @@ pub struct Config {
     pub addr: String,
     /// Number of connections, all established before the clock starts.
     pub conns: usize,
-    /// Bytes per echo message; for chat, bytes per `SAY` line, newline included.
+    /// Bytes per echo message; for chat, bytes per `SAY` line, newline included; for kv,
+    /// bytes per value.
     pub msg_size: usize,
     /// Messages in flight per connection (closed loop), or at most in flight (open loop).
     pub depth: usize,
@@ -98,6 +122,8 @@ pub struct Config {
 
 /// The echo message size of the paper's benchmark.
 const DEFAULT_MSG_SIZE: usize = 16;
+/// The kv value size: room for the value's header and a filler word to check.
+const DEFAULT_VALUE_SIZE: usize = 32;
 
 impl Config {
     /// An echo run against `addr` with `conns` connections and every other option at its
@@ -129,6 +155,15 @@ impl Config {
         Config {
             workload: Workload::Chat(chat),
             msg_size: 64,
+            ..Config::echo(addr, conns)
+        }
+    }
+
+    /// A kv run; like [`Config::echo`] otherwise, with 32-byte values.
+    pub fn kv(addr: impl Into<String>, conns: usize, kv: KvConfig) -> Config {
+        Config {
+            workload: Workload::Kv(kv),
+            msg_size: DEFAULT_VALUE_SIZE,
             ..Config::echo(addr, conns)
         }
     }
@@ -184,6 +219,30 @@ impl Config {
                         "--msg-size must be at most {} for echo",
                         crate::echo::MAX_MSG_SIZE
                     ));
+                }
+            }
+            Workload::Kv(kv) => {
+                if !(0.0..=1.0).contains(&kv.get_ratio) {
+                    return bad(format!(
+                        "--get-ratio must be between 0 and 1, not {}",
+                        kv.get_ratio
+                    ));
+                }
+                if kv.keys == 0 || kv.keys > crate::kv::MAX_KEYS {
+                    return bad(format!(
+                        "--keys must be 1 to {}, not {}",
+                        crate::kv::MAX_KEYS,
+                        kv.keys
+                    ));
+                }
+                let (min, max) = (crate::kv::MIN_VALUE_SIZE, crate::kv::MAX_VALUE_SIZE);
+                if !(min..=max).contains(&self.msg_size) {
+                    return bad(format!(
+                        "--value-size must be {min} to {max}: each value carries its key, its writer and a sequence number"
+                    ));
+                }
+                if self.conns as u64 >= u64::from(u32::MAX) {
+                    return bad("--conns is too large for kv".into());
                 }
             }
             Workload::Chat(chat) => {

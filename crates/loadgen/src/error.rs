@@ -38,6 +38,15 @@ pub enum Error {
         /// What went wrong, for the first connection that failed.
         reason: String,
     },
+    /// The kv workload could not store its key space before the clock started: the server
+    /// refused `SET` or does not speak RESP.
+    #[error("preloading the keys at {addr} failed: {reason}")]
+    Preload {
+        /// The resolved address.
+        addr: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// The load generator's own machinery failed (poll, timer, thread, affinity).
     #[error("{what}: {source}")]
     Io {
@@ -68,6 +77,7 @@ impl Error {
                 | Error::Resolve { .. }
                 | Error::Unreachable { .. }
                 | Error::Handshake { .. }
+                | Error::Preload { .. }
         )
     }
 }
@@ -85,9 +95,10 @@ pub(crate) enum Fault {
     Reset,
     /// The server closed the connection while replies were still owed.
     Closed,
-    /// A reply differed from what was sent (echo) or could not be parsed (chat).
+    /// A reply differed from what was sent (echo), could not be parsed (chat), or was not
+    /// what the store must hold (kv).
     Corrupt,
-    /// The server answered a chat command with `ERR`.
+    /// The server answered a chat command with `ERR`, or a kv request with a RESP error.
     ServerError,
     /// A chat subscriber saw a gap, a repeat or a reordering in a room's seq.
     Delivery,

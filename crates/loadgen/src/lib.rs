@@ -9,7 +9,7 @@
 //! client was the bottleneck says so.
 //!
 //! It is not a general HTTP or RESP benchmark: it speaks the echo and chat protocols of
-//! `docs/PROTOCOL.md`, nothing else.
+//! `docs/PROTOCOL.md`, and of RESP (Redis's protocol) the `GET` and `SET` of the kv workload.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -31,6 +31,7 @@ mod config;
 mod echo;
 mod error;
 pub mod hist;
+mod kv;
 pub mod peer;
 mod run;
 mod schedule;
@@ -38,7 +39,7 @@ mod summary;
 mod sys;
 mod worker;
 
-pub use config::{ChatConfig, ChatProfile, Config, Stop, Workload};
+pub use config::{ChatConfig, ChatProfile, Config, KvConfig, Stop, Workload};
 pub use error::Error;
 pub use hist::{Histograms, Percentiles};
 pub use run::run;

@@ -94,6 +94,22 @@ fn run_pinned(
     nofile: u64,
     warnings: Vec<String>,
 ) -> Result<Summary, Error> {
+    if let Workload::Kv(kv) = &cfg.workload {
+        // Every GET must find a value; the preload writes as the writer after the last
+        // connection, so that a GET may see its values too.
+        if kv.get_ratio > 0.0 {
+            if cfg.progress && kv.keys >= 100_000 {
+                eprintln!("loadgen: storing {} keys before the clock starts", kv.keys);
+            }
+            crate::kv::preload(
+                addr,
+                kv.keys,
+                cfg.conns as u32,
+                cfg.msg_size,
+                cfg.reply_timeout,
+            )?;
+        }
+    }
     let warm_ns = cfg.warmup.as_nanos() as u64;
     let rate = offered_rate(cfg);
     let rooms = match &cfg.workload {
@@ -354,10 +370,17 @@ fn run_pinned(
     let (workload, profile) = match &cfg.workload {
         Workload::Echo => ("echo", None),
         Workload::Chat(c) => ("chat", Some(c.profile)),
+        Workload::Kv(_) => ("kv", None),
+    };
+    let kv = match &cfg.workload {
+        Workload::Kv(kv) => Some(kv),
+        _ => None,
     };
     Ok(Summary {
         workload: workload.to_owned(),
         profile: profile.map(|p| format!("{p:?}").to_lowercase()),
+        get_ratio: kv.map(|k| k.get_ratio),
+        keys: kv.map(|k| k.keys),
         addr: addr.to_string(),
         conns: cfg.conns,
         connected,

@@ -10,10 +10,14 @@ use crate::hist::{Histograms, Percentiles};
 /// Everything a run measured. Serializes to the `--json` schema; times are microseconds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
-    /// `echo` or `chat`.
+    /// `echo`, `chat` or `kv`.
     pub workload: String,
-    /// The chat profile, `ingest` or `room`; absent for echo.
+    /// The chat profile, `ingest` or `room`; absent for echo and kv.
     pub profile: Option<String>,
+    /// kv: the share of requests that were `GET`s.
+    pub get_ratio: Option<f64>,
+    /// kv: the size of the key space.
+    pub keys: Option<u64>,
     /// The server address, resolved.
     pub addr: String,
     /// Connections asked for.
@@ -24,7 +28,7 @@ pub struct Summary {
     pub threads: usize,
     /// CPUs the workers were pinned to; empty if not pinned.
     pub cpus: Vec<usize>,
-    /// Bytes per message (echo) or per `SAY` line (chat).
+    /// Bytes per message (echo), per `SAY` line (chat) or per value (kv).
     pub msg_size: usize,
     /// Messages in flight per connection, at most.
     pub depth: usize,
@@ -198,10 +202,18 @@ impl fmt::Display for Summary {
             Some(r) => format!("open loop at {r} msg/s, depth {}", self.depth),
             None => format!("closed loop, depth {}", self.depth),
         };
+        let sizes = match (self.get_ratio, self.keys) {
+            (Some(g), Some(k)) => format!(
+                "{}-byte values, {:.0}% GET over {k} keys",
+                self.msg_size,
+                g * 100.0
+            ),
+            _ => format!("{}-byte messages", self.msg_size),
+        };
         writeln!(
             f,
-            "{what} against {}: {}/{} connections, {} thread(s) {pinned}, {shape}, {}-byte messages",
-            self.addr, self.connected, self.conns, self.threads, self.msg_size
+            "{what} against {}: {}/{} connections, {} thread(s) {pinned}, {shape}, {sizes}",
+            self.addr, self.connected, self.conns, self.threads
         )?;
         writeln!(
             f,

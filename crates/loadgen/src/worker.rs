@@ -37,6 +37,7 @@ use crate::config::{ChatProfile, Config, Workload};
 use crate::echo::Expect;
 use crate::error::{Error, Fault, FaultCounts};
 use crate::hist::new_histogram;
+use crate::kv;
 use crate::schedule::{Cursor, Schedule};
 use crate::sys;
 
@@ -296,6 +297,16 @@ enum Codec {
         rx_off: usize,
     },
     Chat(Box<ChatConn>),
+    Kv(Box<KvConn>),
+}
+
+/// The kv side of a connection.
+#[derive(Debug)]
+struct KvConn {
+    /// Replies that arrived in part.
+    partial: kv::Partial,
+    /// Which request each message is.
+    mix: kv::Mix,
 }
 
 /// The chat side of a connection.
@@ -579,7 +590,7 @@ impl<'p> Worker<'p> {
                         let conn = &mut self.conns[i];
                         let joined = match &conn.codec {
                             Codec::Chat(c) => c.member.is_some(),
-                            Codec::Echo { .. } => true,
+                            Codec::Echo { .. } | Codec::Kv(_) => true,
                         };
                         if conn.state == State::Dead {
                             waiting -= 1;
@@ -915,6 +926,14 @@ impl<'p> Worker<'p> {
                     &mut self.scratch,
                     &mut self.tx,
                 ),
+                Codec::Kv(c) => kv::encode(
+                    c.mix.op(conn.id, seq),
+                    conn.id,
+                    seq,
+                    cfg.msg_size,
+                    &mut self.scratch,
+                    &mut self.tx,
+                ),
             }
         }
         self.owed += n;
@@ -1013,6 +1032,14 @@ impl<'p> Worker<'p> {
                             &mut conn.flight,
                             &mut self.rec,
                             &mut self.scratch,
+                            plan,
+                        ),
+                        Codec::Kv(kv) => kv_replies(
+                            conn.id,
+                            kv,
+                            &self.rx[..n],
+                            &mut conn.flight,
+                            &mut self.rec,
                             plan,
                         ),
                     };
@@ -1185,6 +1212,30 @@ fn echo_replies(
     Ok(())
 }
 
+/// Checks the kv replies in `data` against the requests owed, and records every one.
+fn kv_replies(
+    me: u32,
+    kv: &mut KvConn,
+    data: &[u8],
+    flight: &mut Flight,
+    rec: &mut Recorder,
+    plan: &Plan,
+) -> Result<(), Fault> {
+    let value_size = plan.cfg.msg_size;
+    // The preload writes as the writer after the last connection.
+    let writers = plan.cfg.conns as u32;
+    let KvConn { partial, mix } = kv;
+    partial.feed(data, value_size, |reply| {
+        // Bytes nobody asked for are as wrong as wrong bytes.
+        let seq = flight.answered;
+        let slot = flight.oldest().ok_or(Fault::Corrupt)?;
+        kv::check(reply, mix.op(me, seq), writers, value_size)?;
+        flight.pop();
+        rec.reply(slot);
+        Ok(())
+    })
+}
+
 /// Checks the chat lines in `data` and records every `ACK` and `MSG` they hold.
 fn chat_lines(
     me: u32,
@@ -1258,6 +1309,10 @@ fn chat_lines(
 fn codec(plan: &Plan, id: usize) -> Codec {
     match &plan.cfg.workload {
         Workload::Echo => Codec::Echo { rx_off: 0 },
+        Workload::Kv(c) => Codec::Kv(Box::new(KvConn {
+            partial: kv::Partial::default(),
+            mix: kv::Mix::new(c.get_ratio, c.keys),
+        })),
         Workload::Chat(c) => {
             let (room, room_name) = match c.profile {
                 ChatProfile::Ingest => (0, chat::INGEST_ROOM.to_owned()),

@@ -5,6 +5,7 @@
 mod chat;
 mod emper;
 mod glance;
+mod kv;
 mod memory;
 mod quick;
 
@@ -114,6 +115,7 @@ pub(crate) fn render(input: &Input<'_>) -> String {
             Suite::Memory => memory::section(&mut out, &rows),
             // Written by the `search` module; it has no loadgen rows.
             Suite::Search => {}
+            Suite::Kv => kv::section(&mut out, &rows),
         }
         for p in input.plots.iter().filter(|p| p.suite == suite.name()) {
             let _ = writeln!(out, "![{}]({})\n", p.caption, p.file);

@@ -1,11 +1,12 @@
-//! Shared helpers of the loadgen tests: chat peers, correct and deliberately broken (the echo
-//! peers are `loadgen::peer`, which the `peer` example runs too), and a bounded way to run a
-//! load.
+//! Shared helpers of the loadgen tests: chat and kv peers, correct and deliberately broken
+//! (the echo peers are `loadgen::peer`, which the `peer` example runs too), and a bounded
+//! way to run a load.
 //!
 //! Each test binary uses a different subset of these.
 #![allow(dead_code)]
 
 pub(crate) mod chat_peer;
+pub(crate) mod kv_peer;
 
 use std::sync::mpsc;
 use std::thread;
@@ -43,6 +44,15 @@ pub(crate) fn chat_config(
     chat: loadgen::ChatConfig,
 ) -> Config {
     let mut cfg = Config::chat(addr.to_string(), conns, chat);
+    cfg.connect_timeout = Duration::from_secs(5);
+    cfg.reply_timeout = Duration::from_secs(5);
+    cfg.grace = Duration::from_secs(2);
+    cfg
+}
+
+/// A kv config for the tests, like [`echo_config`].
+pub(crate) fn kv_config(addr: std::net::SocketAddr, conns: usize, kv: loadgen::KvConfig) -> Config {
+    let mut cfg = Config::kv(addr.to_string(), conns, kv);
     cfg.connect_timeout = Duration::from_secs(5);
     cfg.reply_timeout = Duration::from_secs(5);
     cfg.grace = Duration::from_secs(2);
