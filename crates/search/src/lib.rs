@@ -12,6 +12,8 @@
 //!   [--chunk BYTES] DIR...`, and worker pinning;
 //! - [`walk`]: the walk's rules (what is searched, how a file is opened so that a FIFO never
 //!   blocks and a symbolic link is never followed, the blocking read loop);
+//! - [`work`]: the shared queue of directories and files of the programs whose workers take
+//!   from one queue, and the listing of a directory;
 //! - [`tally`]: the counters and the one JSON line every program prints;
 //! - [`corpus`]: the deterministic generated tree with known counts;
 //! - [`ripgrep`]: ripgrep as the peer, its command line and its counts.
@@ -35,3 +37,4 @@ pub mod matcher;
 pub mod ripgrep;
 pub mod tally;
 pub mod walk;
+pub mod work;

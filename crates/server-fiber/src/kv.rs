@@ -5,14 +5,14 @@
 //! connection fibers send it over a channel, one read batch at a time, and get back
 //! as one reply batch.
 
-use std::io::{self, BufRead, ErrorKind};
+use std::io;
 use std::sync::Arc;
 
 use clap::Args;
 use fiber::net::TcpStream;
 use fiber::sync::{Receiver, Sender, channel};
 use launch::{CommonArgs, Counters, Proto};
-use service::kv::{Connection, Flow, Store, serve_blocking};
+use service::kv::{Connection, Flow, Store, serve_blocking, serve_blocking_by};
 
 /// Requests batches that may wait for the owner fiber before a sender parks.
 const OWNER_QUEUE: usize = 1024;
@@ -31,9 +31,9 @@ pub(crate) struct KvArgs {
 /// One read batch on its way to the owner: the connection's state (its unexecuted
 /// bytes), the buffer for the replies, and where to send both back.
 struct Job {
-    conn: Box<Connection>,
+    conn: Connection,
     out: Vec<u8>,
-    back: Sender<(Box<Connection>, Vec<u8>, Flow)>,
+    back: Sender<(Connection, Vec<u8>, Flow)>,
 }
 
 /// What every kv connection fiber shares.
@@ -91,45 +91,23 @@ fn own(store: &Store, inbox: &Receiver<Job>, limit: usize) {
     }
 }
 
-/// A connection of `--kv-owner`: reads, sends each read batch to the owner, writes the
-/// replies it gets back. While the write blocks nothing is read, and the owner never
-/// returns more than the limit and one reply at a time.
+/// A connection of `--kv-owner`: the blocking kv loop, each read batch executed by the
+/// owner, which gets the connection's state and reply buffer and sends both back. While
+/// the write blocks nothing is read, and the owner never returns more than the limit and
+/// one reply at a time.
 fn through_owner(stream: &TcpStream, owner: &Sender<Job>, counters: &Counters) -> io::Result<()> {
     let gone = || io::Error::other("the kv owner fiber is gone");
     let (back, replies) = channel(1);
-    let mut reader = stream.reader();
-    let writer = stream;
-    let mut conn = Box::new(Connection::new());
-    let mut out = Vec::new();
-    loop {
-        let data = match reader.fill_buf() {
-            Ok([]) => return Ok(()),
-            Ok(data) => data,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+    serve_blocking_by(stream.reader(), stream, counters, |conn, out| {
+        let job = Job {
+            conn: std::mem::take(conn),
+            out: std::mem::take(out),
+            back: back.clone(),
         };
-        let n = data.len();
-        conn.feed(data);
-        reader.consume(n);
-        Counters::add(&counters.bytes_in, n as u64);
-        loop {
-            let job = Job {
-                conn,
-                out,
-                back: back.clone(),
-            };
-            owner.send(job).map_err(|_| gone())?;
-            let (returned, replies_out, flow) = replies.recv().map_err(|_| gone())?;
-            conn = returned;
-            out = replies_out;
-            writer.write_all(&out)?;
-            Counters::add(&counters.bytes_out, out.len() as u64);
-            out.clear();
-            match flow {
-                Flow::NeedInput => break,
-                Flow::OutputFull => continue,
-                Flow::Close => return writer.flush(),
-            }
-        }
-    }
+        owner.send(job).map_err(|_| gone())?;
+        let (returned, replies_out, flow) = replies.recv().map_err(|_| gone())?;
+        *conn = returned;
+        *out = replies_out;
+        Ok(flow)
+    })
 }

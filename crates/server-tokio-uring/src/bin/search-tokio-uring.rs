@@ -10,38 +10,29 @@
 
 #![forbid(unsafe_code)]
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
 
 use search::cli::Config;
 use search::tally::Tally;
-use search::walk::{self, FILES_IN_FLIGHT_PER_WORKER, Kind};
+use search::walk::{self, FILES_IN_FLIGHT_PER_WORKER};
+use search::work::{Item, Taken, Work, list, run_queue_program};
 use std::os::unix::fs::OpenOptionsExt;
 use tokio::sync::Notify;
 
 const NAME: &str = "search-tokio-uring";
 
-/// A unit of work.
-#[derive(Debug)]
-enum Item {
-    Dir(PathBuf),
-    File(PathBuf),
-}
-
-/// Items not yet taken, and how many taken items are still being worked on (which may add
-/// more); empty with none in progress means the walk is over. `Notify` wakes tasks of every
-/// worker's runtime alike.
+/// The walk's work under a lock, and the tasks waiting for more of it. `Notify` wakes
+/// tasks of every worker's runtime alike.
 #[derive(Debug, Default)]
 struct Queue {
-    state: Mutex<(VecDeque<Item>, usize)>,
+    work: Mutex<Work>,
     more: Notify,
 }
 
 impl Queue {
-    fn lock(&self) -> MutexGuard<'_, (VecDeque<Item>, usize)> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Work> {
+        self.work.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The next item, or `None` when the walk is over.
@@ -52,15 +43,10 @@ impl Queue {
             let notified = self.more.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            {
-                let mut s = self.lock();
-                if let Some(item) = s.0.pop_front() {
-                    s.1 += 1;
-                    return Some(item);
-                }
-                if s.1 == 0 {
-                    return None;
-                }
+            match self.lock().take() {
+                Taken::Item(item) => return Some(item),
+                Taken::Over => return None,
+                Taken::Wait => {}
             }
             notified.await;
         }
@@ -68,32 +54,8 @@ impl Queue {
 
     /// Ends one taken item, queueing what it found.
     fn finish(&self, found: Vec<Item>) {
-        let mut s = self.lock();
-        s.1 -= 1;
-        let wake = !found.is_empty() || s.1 == 0;
-        s.0.extend(found);
-        drop(s);
-        if wake {
+        if self.lock().finish(found) {
             self.more.notify_waiters();
-        }
-    }
-}
-
-fn list(dir: &PathBuf, tally: &Tally, found: &mut Vec<Item>) {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) => return tally.error(dir, "cannot list", e),
-    };
-    for entry in entries {
-        let entry = match entry {
-            Ok(e) => e,
-            Err(e) => return tally.error(dir, "cannot list", e),
-        };
-        match entry.file_type().map(Kind::of) {
-            Ok(Kind::Dir) => found.push(Item::Dir(entry.path())),
-            Ok(Kind::File) => found.push(Item::File(entry.path())),
-            Ok(Kind::Skip) => {}
-            Err(e) => tally.error(&entry.path(), "cannot stat", e),
         }
     }
 }
@@ -176,37 +138,20 @@ fn worker(index: usize, config: Arc<Config>, queue: Arc<Queue>, tally: Arc<Tally
 }
 
 fn main() {
-    let config = Arc::new(search::cli::parse_or_exit(NAME));
-    let queue = Arc::new(Queue::default());
-    let tally = Arc::new(Tally::new());
-    let start = Instant::now();
-    for root in &config.roots {
-        match walk::root_kind(root) {
-            Ok(Kind::Dir) => queue.lock().0.push_back(Item::Dir(root.clone())),
-            Ok(Kind::File) => queue.lock().0.push_back(Item::File(root.clone())),
-            Ok(Kind::Skip) => {}
-            Err(e) => tally.error(root, "cannot stat", e),
-        }
-    }
-    let mut threads = Vec::new();
-    for index in 0..config.workers {
-        let (config, queue, tally) = (Arc::clone(&config), Arc::clone(&queue), Arc::clone(&tally));
-        let spawned = std::thread::Builder::new()
-            .name(format!("{NAME}-{index}"))
-            .spawn(move || worker(index, config, queue, tally));
-        match spawned {
-            Ok(t) => threads.push(t),
-            Err(e) => {
-                eprintln!("{NAME}: cannot start worker thread {index}: {e}");
-                std::process::exit(1);
-            }
-        }
-    }
-    for t in threads {
-        if t.join().is_err() {
-            eprintln!("{NAME}: a worker thread panicked (is io_uring available?)");
-            std::process::exit(1);
-        }
-    }
-    println!("{}", tally.summary(start.elapsed()).to_line());
+    run_queue_program(
+        NAME,
+        " (is io_uring available?)",
+        |work| Queue {
+            work: Mutex::new(work),
+            more: Notify::new(),
+        },
+        |index, config, queue, tally| {
+            worker(
+                index,
+                Arc::clone(config),
+                Arc::clone(queue),
+                Arc::clone(tally),
+            );
+        },
+    );
 }

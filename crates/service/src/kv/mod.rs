@@ -112,11 +112,25 @@ impl Connection {
 /// write blocks (a peer that does not read), nothing more is read, and the output never
 /// holds more than `limit` bytes and one reply.
 pub fn serve_blocking<R: BufRead, W: Write>(
-    mut reader: R,
-    mut writer: W,
+    reader: R,
+    writer: W,
     store: &Store,
     limit: usize,
     counters: &Counters,
+) -> io::Result<()> {
+    serve_blocking_by(reader, writer, counters, |conn, out| {
+        Ok(conn.execute(store, out, limit))
+    })
+}
+
+/// [`serve_blocking`] with the execution of each read batch left to `execute`, which
+/// appends the replies to `out` as [`Connection::execute`] does (srv-fiber's
+/// `--kv-owner` sends both to the fiber that owns the store, and gets them back).
+pub fn serve_blocking_by<R: BufRead, W: Write>(
+    mut reader: R,
+    mut writer: W,
+    counters: &Counters,
+    mut execute: impl FnMut(&mut Connection, &mut Vec<u8>) -> io::Result<Flow>,
 ) -> io::Result<()> {
     let mut conn = Connection::new();
     let mut out = Vec::new();
@@ -132,7 +146,7 @@ pub fn serve_blocking<R: BufRead, W: Write>(
         reader.consume(n);
         Counters::add(&counters.bytes_in, n as u64);
         loop {
-            let flow = conn.execute(store, &mut out, limit);
+            let flow = execute(&mut conn, &mut out)?;
             writer.write_all(&out)?;
             Counters::add(&counters.bytes_out, out.len() as u64);
             out.clear();
