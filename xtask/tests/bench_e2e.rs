@@ -5,12 +5,10 @@
 //! `cargo xtask compare` of the run with itself finds no difference, and that nothing is left
 //! running.
 
+mod util;
+
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
-
-/// Builds may be slow on a busy machine; the sweep itself takes seconds.
-const DEADLINE: Duration = Duration::from_secs(900);
 
 fn still_running_with(arg: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -32,11 +30,14 @@ fn still_running_with(arg: &str) -> Vec<String> {
 
 #[test]
 fn tiny_sweep_of_one_server() {
-    let out = std::env::temp_dir().join(format!("xtask-e2e-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(["bench", "--cargo-profile", "dev", "--servers", "threads"])
-        .args([
+    let out = util::fresh_out("xtask-e2e");
+    util::run_bench(
+        "cargo xtask bench",
+        &[
+            "--cargo-profile",
+            "dev",
+            "--servers",
+            "threads",
             "--conns",
             "10",
             "--duration",
@@ -49,24 +50,9 @@ fn tiny_sweep_of_one_server() {
             "2",
             "--quiet-wait",
             "0",
-        ])
-        .arg("--out")
-        .arg(&out)
-        .spawn()
-        .expect("running the xtask binary");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waiting for the xtask") {
-            break status;
-        }
-        if started.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("cargo xtask bench ran for more than {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert!(status.success(), "cargo xtask bench failed: {status}");
+        ],
+        &out,
+    );
 
     let rows: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();

@@ -2,11 +2,9 @@
 //! (the ringside servers' kv is checked by their own tests), one connection, short points,
 //! both clients. Skipped with a message where redis-server or redis-benchmark is missing.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod util;
 
-/// Builds may be slow on a busy machine; the sweep itself takes seconds.
-const DEADLINE: Duration = Duration::from_secs(900);
+use std::process::{Command, Stdio};
 
 fn installed(program: &str) -> bool {
     Command::new(program)
@@ -25,31 +23,26 @@ fn kv_suite_against_redis_server() {
         );
         return;
     }
-    let out = std::env::temp_dir().join(format!("xtask-kv-e2e-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(["bench", "--cargo-profile", "dev", "--suite", "kv"])
-        .args(["--servers", "redis", "--conns", "1", "--duration", "0.3"])
-        .args(["--warmup", "0", "--quiet-wait", "0"])
-        .arg("--out")
-        .arg(&out)
-        .spawn()
-        .expect("running the xtask binary");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waiting for the xtask") {
-            break status;
-        }
-        if started.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("cargo xtask bench --suite kv ran for more than {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert!(
-        status.success(),
-        "cargo xtask bench --suite kv failed: {status}"
+    let out = util::fresh_out("xtask-kv-e2e");
+    util::run_bench(
+        "cargo xtask bench --suite kv",
+        &[
+            "--cargo-profile",
+            "dev",
+            "--suite",
+            "kv",
+            "--servers",
+            "redis",
+            "--conns",
+            "1",
+            "--duration",
+            "0.3",
+            "--warmup",
+            "0",
+            "--quiet-wait",
+            "0",
+        ],
+        &out,
     );
 
     let rows: Vec<serde_json::Value> =

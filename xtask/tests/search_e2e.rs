@@ -3,38 +3,26 @@
 //! Checks that every program ran and agreed with the reference counts, and that the table,
 //! CSV, JSON and both box plots were written.
 
-use std::process::Command;
-use std::time::{Duration, Instant};
-
-/// Builds may be slow on a busy machine; the runs take seconds.
-const DEADLINE: Duration = Duration::from_secs(900);
+mod util;
 
 #[test]
 fn two_rounds_on_the_small_corpus() {
-    let out = std::env::temp_dir().join(format!("xtask-search-e2e-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(["bench", "--suite", "search", "--cargo-profile", "dev"])
-        .args(["--corpus", "small", "--repeat", "2", "--server-cpus", "0"])
-        .arg("--out")
-        .arg(&out)
-        .spawn()
-        .expect("running the xtask binary");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waiting for the xtask") {
-            break status;
-        }
-        if started.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("cargo xtask bench --suite search ran for more than {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    assert!(
-        status.success(),
-        "cargo xtask bench --suite search failed: {status}"
+    let out = util::fresh_out("xtask-search-e2e");
+    util::run_bench(
+        "cargo xtask bench --suite search",
+        &[
+            "--suite",
+            "search",
+            "--cargo-profile",
+            "dev",
+            "--corpus",
+            "small",
+            "--repeat",
+            "2",
+            "--server-cpus",
+            "0",
+        ],
+        &out,
     );
 
     let run: serde_json::Value =
