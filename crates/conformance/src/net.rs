@@ -75,6 +75,36 @@ pub fn is_timeout(e: &io::Error) -> bool {
 /// The kernel's maximum autotuned send and receive buffers for TCP, in bytes: what a
 /// connection can hold in the kernel before a server has to queue anything itself.
 /// Falls back to 4 MiB and 6 MiB (Linux defaults) if /proc does not say.
+/// Writes to `stream`, whose write timeout the caller set to `stall`, until the server
+/// stops reading it: a write that fails by the timeout, or that takes `stall` or longer,
+/// ends it with `(bytes sent, true)`; `cap` bytes sent or `within` passed end it with
+/// `(bytes sent, false)`. `next(sent, buf)` puts in `buf` what to send after `sent` bytes.
+/// For checks that a client that never reads cannot make a server buffer without bound.
+pub fn flood_until_stalled(
+    mut stream: TcpStream,
+    cap: usize,
+    within: Duration,
+    stall: Duration,
+    mut next: impl FnMut(usize, &mut Vec<u8>),
+) -> io::Result<(usize, bool)> {
+    use std::io::Write;
+    let deadline = Instant::now() + within;
+    let mut buf = Vec::new();
+    let mut sent = 0;
+    while sent < cap && Instant::now() < deadline {
+        next(sent, &mut buf);
+        let began = Instant::now();
+        match stream.write(&buf) {
+            // A write cut short by the timeout stalled as much as one that failed.
+            Ok(n) if began.elapsed() >= stall => return Ok((sent + n, true)),
+            Ok(n) => sent += n,
+            Err(e) if is_timeout(&e) => return Ok((sent, true)),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((sent, false))
+}
+
 pub fn tcp_buffer_max() -> (usize, usize) {
     let max_of = |path: &str, default: usize| {
         fs::read_to_string(path)

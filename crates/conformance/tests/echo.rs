@@ -140,24 +140,19 @@ fn echo_backpressure(target: &Target) -> Result<()> {
     let baseline = server.rss()?;
 
     let seed = 0xB4C6;
-    let mut writer = flood.try_clone()?;
+    let writer = flood.try_clone()?;
     writer.set_write_timeout(Some(STALL))?;
-    let flooded = thread::spawn(move || -> io::Result<(usize, bool)> {
-        let deadline = Instant::now() + Duration::from_secs(8);
-        let mut chunk = vec![0; 64 * 1024];
-        let mut sent = 0;
-        while sent < flood_cap && Instant::now() < deadline {
-            pattern(seed, sent as u64, &mut chunk);
-            let began = Instant::now();
-            match writer.write(&chunk) {
-                // A write cut short by the timeout stalled as much as one that failed.
-                Ok(n) if began.elapsed() >= STALL => return Ok((sent + n, true)),
-                Ok(n) => sent += n,
-                Err(e) if is_timeout(&e) => return Ok((sent, true)),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok((sent, false))
+    let flooded = thread::spawn(move || {
+        net::flood_until_stalled(
+            writer,
+            flood_cap,
+            Duration::from_secs(8),
+            STALL,
+            |sent, chunk| {
+                chunk.resize(64 * 1024, 0);
+                pattern(seed, sent as u64, chunk);
+            },
+        )
     });
     let (sent, stalled) = flooded
         .join()

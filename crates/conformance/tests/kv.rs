@@ -12,10 +12,10 @@ use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
-use conformance::net::{self, Deadline, is_timeout, read_to_close, shutdown_write};
+use conformance::net::{self, Deadline, read_to_close, shutdown_write};
 use conformance::{IO_TIMEOUT, Target};
 use proto::resp::{Reply, encode_request, parse_reply};
 
@@ -469,23 +469,20 @@ fn bounded_memory(target: &Target, args: &[&str]) -> Result<()> {
     let baseline = server.rss()?;
 
     let get = req(&[b"GET", b"bm:k"]);
-    let mut writer = flood.try_clone()?;
+    let writer = flood.try_clone()?;
     writer.set_write_timeout(Some(STALL))?;
     let batch = get.repeat(64 * 1024 / get.len());
-    let flooded = thread::spawn(move || -> io::Result<(usize, bool)> {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut sent = 0;
-        while sent < flood_cap && Instant::now() < deadline {
-            let at = sent % batch.len();
-            let began = Instant::now();
-            match writer.write(&batch[at..]) {
-                Ok(n) if began.elapsed() >= STALL => return Ok((sent + n, true)),
-                Ok(n) => sent += n,
-                Err(e) if is_timeout(&e) => return Ok((sent, true)),
-                Err(e) => return Err(e),
-            }
-        }
-        Ok((sent, false))
+    let flooded = thread::spawn(move || {
+        net::flood_until_stalled(
+            writer,
+            flood_cap,
+            Duration::from_secs(10),
+            STALL,
+            |sent, buf| {
+                buf.clear();
+                buf.extend_from_slice(&batch[sent % batch.len()..]);
+            },
+        )
     });
     let (sent, stalled) = flooded
         .join()

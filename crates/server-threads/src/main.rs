@@ -5,7 +5,6 @@
 
 mod accept;
 mod fork;
-mod kv;
 mod process_mode;
 mod thread_mode;
 
@@ -38,7 +37,6 @@ const NAME: &str = "srv-threads";
 
 fn main() {
     launch::run::<Cli>(NAME, |cli| match cli.mode {
-        Mode::Thread if cli.common.proto == launch::Proto::Kv => kv::serve(&cli.common),
         Mode::Thread => thread_mode::serve(&cli.common),
         Mode::Process => process_mode::serve(&cli.common),
     })

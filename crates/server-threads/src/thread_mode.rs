@@ -1,15 +1,19 @@
 //! `--mode thread`: a thread per connection, blocking std I/O. Echo is one
 //! thread running [`service::echo::serve_blocking`]; chat is a reader thread
 //! running [`service::blocking::read_commands`] and a writer thread draining
-//! the connection's [`Outbox`]: the same code srv-fiber runs on fibers.
+//! the connection's [`Outbox`]; kv is one thread running
+//! [`service::kv::serve_blocking`] against the one store all threads share: the same
+//! code srv-fiber runs on fibers. (Process mode has no kv: forked processes share no
+//! memory, so each would hold a store of its own.)
 
 use std::net::TcpStream;
 use std::sync::Arc;
 
-use launch::{CommonArgs, Counters, Shutdown};
+use launch::{App, CommonArgs, Counters, Service, Shutdown};
 use service::blocking::{Outbox, ThreadWakeup, read_commands};
 use service::echo::{buffered, serve_blocking};
 use service::hub::Hub;
+use service::kv;
 
 use crate::NAME;
 use crate::accept::{AfterSignal, accept_until_stop};
@@ -23,27 +27,35 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
         // Connection threads inherit the mask of the thread that spawns them.
         launch::cpus::pin_current_thread_to(cpus)?;
     }
-    let hub = launch::open_rooms::<ThreadOutbox>(args)?.map(Arc::new);
+    let service = Arc::new(Service::<ThreadOutbox>::open(args)?);
     let listener = launch::bind(args.addr)?;
     launch::announce_ready(listener.local_addr()?)?;
 
-    let counters = Arc::new(Counters::default());
-    let echo = args.echo();
-    let max_pending = args.max_pending;
+    let counters = &service.counters;
     accept_until_stop(
         &listener,
         &shutdown,
         |stream| {
             Counters::add(&counters.accepted, 1);
-            let conn_counters = Arc::clone(&counters);
-            let hub = hub.clone();
+            let service = Arc::clone(&service);
             let spawned = std::thread::Builder::new()
                 .name("conn".into())
                 .spawn(move || {
-                    let counters = conn_counters;
-                    let result = match &hub {
-                        None => serve_blocking(buffered(&stream), &stream, &echo, &counters),
-                        Some(hub) => serve_chat(stream, hub, max_pending, &counters),
+                    let counters = &service.counters;
+                    let result = match &service.app {
+                        App::Echo(echo) => {
+                            serve_blocking(buffered(&stream), &stream, echo, counters)
+                        }
+                        App::Chat(rooms) => {
+                            serve_chat(stream, &rooms.hub, rooms.max_pending, counters)
+                        }
+                        App::Kv(kv) => kv::serve_blocking(
+                            buffered(&stream),
+                            &stream,
+                            &kv.store,
+                            kv.limit,
+                            counters,
+                        ),
                     };
                     if result.is_err() {
                         Counters::add(&counters.errors, 1);
@@ -57,7 +69,7 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
         },
         |_| AfterSignal::Stop,
     )?;
-    launch::finish(NAME, hub.as_deref(), &counters)
+    service.finish(NAME)
 }
 
 /// One chat connection: this thread reads and handles commands; a second
