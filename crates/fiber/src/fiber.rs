@@ -31,6 +31,9 @@ pub(crate) struct Fiber {
     /// The worker the fiber runs on when the runtime pins fibers ([`NO_HOME`] until it
     /// first runs, unless spawned onto a worker): every wake-up queues it there.
     home: AtomicUsize,
+    /// About where the stack pointer was when the fiber last parked (0 before): the wake-up
+    /// prefetches the stack around it.
+    park_sp: AtomicUsize,
 }
 
 /// The home of a fiber that has not run yet.
@@ -59,6 +62,10 @@ impl Fiber {
         self.coro.put(c);
     }
 
+    pub(crate) fn set_park_sp(&self, sp: usize) {
+        self.park_sp.store(sp, Ordering::Relaxed);
+    }
+
     pub(crate) fn slot(&self) -> (usize, usize) {
         self.slot
     }
@@ -80,6 +87,7 @@ impl Fiber {
     /// Makes the fiber runnable if it is parked; remembers the wake-up if it is running.
     pub(crate) fn wake(self: Arc<Self>) {
         if self.state.wake() {
+            coro::prefetch_stack(self.park_sp.load(Ordering::Relaxed));
             worker::schedule(self);
         }
     }
@@ -138,6 +146,7 @@ where
         rt: Arc::clone(rt),
         slot,
         home: AtomicUsize::new(home),
+        park_sp: AtomicUsize::new(0),
     });
     worker::schedule(fiber);
     handle

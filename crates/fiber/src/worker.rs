@@ -287,12 +287,13 @@ impl WorkerCtx {
         };
         self.stats().resumes.inc();
         match outcome {
-            Some(Suspend::Yield) => {
+            Some((Suspend::Yield, _)) => {
                 f.put_coro(coro);
                 f.state.yielded();
                 self.local.push(f);
             }
-            Some(Suspend::Park) => {
+            Some((Suspend::Park, sp)) => {
+                f.set_park_sp(sp);
                 f.put_coro(coro);
                 if f.state.park() {
                     self.local.push(f);

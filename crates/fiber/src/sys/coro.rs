@@ -22,7 +22,7 @@ pub(crate) enum Suspend {
     Park,
 }
 
-type Inner = Coroutine<(), Suspend, (), PooledStack>;
+type Inner = Coroutine<(), (Suspend, usize), (), PooledStack>;
 
 /// A fiber's coroutine, with the address of its `Yielder` once it has started.
 pub(crate) struct FiberCoro {
@@ -93,17 +93,18 @@ impl FiberCoro {
     where
         F: FnOnce() + Send + 'static,
     {
-        let inner = Coroutine::with_stack(stack, move |y: &Yielder<(), Suspend>, ()| {
+        let inner = Coroutine::with_stack(stack, move |y: &Yielder<(), (Suspend, usize)>, ()| {
             swap_yielder(std::ptr::from_ref(y) as usize);
             body();
         });
         FiberCoro { inner, yielder: 0 }
     }
 
-    /// Runs the fiber on this thread until it suspends (`Some(why)`) or returns (`None`).
+    /// Runs the fiber on this thread until it suspends (`Some((why, sp))`, `sp` about where
+    /// its stack pointer stopped, for [`prefetch_stack`]) or returns (`None`).
     ///
     /// A panic escaping the body would propagate here; the runtime's body never lets one out.
-    pub(crate) fn resume(&mut self) -> Option<Suspend> {
+    pub(crate) fn resume(&mut self) -> Option<(Suspend, usize)> {
         let prev = swap_yielder(self.yielder);
         let r = self.inner.resume(());
         // Whenever the coroutine gives the thread back, `YIELDER` holds its `Yielder` (set
@@ -141,8 +142,9 @@ pub(crate) fn suspend(why: Suspend) -> bool {
     // code runs on this thread meanwhile (the worker loop is itself suspended in `resume`), so
     // we are on that coroutine's stack and the `Yielder` outlives this call; [3] the reference
     // is used on this thread only and dropped before returning.
-    let yielder = unsafe { &*(addr as *const Yielder<(), Suspend>) };
-    yielder.suspend(why);
+    let yielder = unsafe { &*(addr as *const Yielder<(), (Suspend, usize)>) };
+    let here = 0u8;
+    yielder.suspend((why, std::ptr::from_ref(&here) as usize));
     true
 }
 
@@ -160,7 +162,7 @@ where
     }
     // SAFETY: as in `suspend`: a non-zero `YIELDER` is the `Yielder` of the coroutine this
     // thread is running, on whose stack we are; the reference does not outlive this call.
-    let yielder = unsafe { &*(addr as *const Yielder<(), Suspend>) };
+    let yielder = unsafe { &*(addr as *const Yielder<(), (Suspend, usize)>) };
     // While `f` runs on the worker's stack, this thread is not "on a fiber": a nested call
     // must not switch to the worker's stack again (it would start at the same stack top and
     // overwrite the frames of this one), and `f` cannot suspend.
@@ -169,6 +171,35 @@ where
     swap_yielder(addr);
     r
 }
+
+/// Asks the CPU to start loading the part of a parked fiber's stack its resume will touch
+/// (the registers the switch saved below `sp`, the frames of the calls above it), so that
+/// the cache misses of a cold stack overlap instead of stalling the resume one by one.
+pub(crate) fn prefetch_stack(sp: usize) {
+    if sp == 0 {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut a = sp.saturating_sub(PREFETCH_BELOW) & !63;
+        while a < sp.saturating_add(PREFETCH_ABOVE) {
+            // SAFETY: a prefetch is a hint: it never faults and changes no memory.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    a as *const i8,
+                )
+            };
+            a += 64;
+        }
+    }
+}
+
+/// How much of a parked stack [`prefetch_stack`] loads: below the recorded address, the
+/// registers the switch saved; above it, the frames the fiber returns through (an echo's
+/// park, 16 lines in all). Measured at 20,000 echoes/s over 1000 connections: 256/768
+/// saved 9% of srv-fiber's CPU per echo, 512/1536 4%, 512/3072 no more than that.
+const PREFETCH_BELOW: usize = 256;
+const PREFETCH_ABOVE: usize = 768;
 
 #[cfg(test)]
 mod tests {
@@ -194,11 +225,11 @@ mod tests {
         }
         let mut co = FiberCoro::new(pool.get().unwrap(), move || deep(10, &l));
         assert!(!on_fiber());
-        assert_eq!(co.resume(), Some(Suspend::Park));
+        assert_eq!(co.resume().map(|r| r.0), Some(Suspend::Park));
         log.lock().unwrap().push(2);
         // Resume on another thread: the coroutine migrates.
         let co = std::thread::spawn(move || {
-            assert_eq!(co.resume(), None);
+            assert_eq!(co.resume().map(|r| r.0), None);
             co
         })
         .join()
@@ -232,7 +263,7 @@ mod tests {
                 suspend(Suspend::Park);
             }
         });
-        assert_eq!(co.resume(), Some(Suspend::Park));
+        assert_eq!(co.resume().map(|r| r.0), Some(Suspend::Park));
         co.teardown();
         assert_eq!(dropped.load(Ordering::SeqCst), 1);
         assert_eq!(pool.counts().in_use, 0);
