@@ -20,7 +20,7 @@ use crate::park::Waker;
 use crate::runtime::{self, STOPPED};
 use crate::stats::Counter;
 use crate::sys::fd::{eventfd, eventfd_signal};
-use crate::sys::op::{Op, Sqe};
+use crate::sys::op::{OpRef, Sqe};
 use crate::sys::ring::{RingOwner, RingSetup};
 
 /// What the runtime shares with its Completer.
@@ -82,7 +82,7 @@ pub(crate) fn spawn(rt: Arc<runtime::Shared>) -> io::Result<thread::JoinHandle<(
     }
 }
 
-fn arm(ring: &RingOwner, fd: &OwnedFd) -> Option<Arc<Op>> {
+fn arm(ring: &RingOwner, fd: &OwnedFd) -> Option<OpRef> {
     let (sqe, op) = Sqe::eventfd_read(fd.as_raw_fd());
     ring.push(sqe).ok().map(|()| op)
 }
@@ -91,7 +91,7 @@ fn run(rt: &runtime::Shared, ring: &RingOwner) {
     let Some(me) = rt.completer.as_ref() else {
         return;
     };
-    let mut watches: Vec<Option<Arc<Op>>> = rt
+    let mut watches: Vec<Option<OpRef>> = rt
         .workers
         .iter()
         .map(|w| w.cq_eventfd.as_ref().and_then(|fd| arm(ring, fd)))

@@ -13,14 +13,14 @@ use std::sync::Arc;
 use crate::park::{self, Parked, Waker};
 use crate::runtime::{Shared, lock};
 use crate::sys::coro;
-use crate::sys::op::{self, Op, Sqe};
+use crate::sys::op::{self, OpRef, Sqe};
 use crate::sys::ring::{RingOwner, RingSetup};
 use crate::worker;
 
 /// An operation that was handed to a ring.
 #[derive(Debug)]
 pub(crate) struct Pushed {
-    pub(crate) op: Arc<Op>,
+    pub(crate) op: OpRef,
     /// The runtime and worker whose ring holds it (`None`: a thread ring, or failed early).
     ring: Option<(Arc<Shared>, usize)>,
 }
@@ -34,7 +34,7 @@ fn shutting_down() -> io::Error {
 }
 
 /// Pushes an operation on the ring of the current worker (or of this thread).
-pub(crate) fn submit((sqe, op): (Sqe, Arc<Op>)) -> io::Result<Pushed> {
+pub(crate) fn submit((sqe, op): (Sqe, OpRef)) -> io::Result<Pushed> {
     if coro::in_teardown() {
         return Err(shutting_down());
     }
@@ -119,7 +119,7 @@ pub(crate) fn wait_data(p: &Pushed) -> io::Result<op::Completion> {
 
 /// Submits an operation and waits for its (single) result; a negative result becomes an
 /// `io::Error`.
-pub(crate) fn run(sqe: (Sqe, Arc<Op>)) -> io::Result<(i32, Arc<Op>)> {
+pub(crate) fn run(sqe: (Sqe, OpRef)) -> io::Result<(i32, OpRef)> {
     let p = submit(sqe)?;
     let (res, _) = wait(&p)?;
     if res < 0 {
@@ -141,7 +141,7 @@ pub(crate) fn cancel(p: &Pushed) {
         }
     }
     let target = &rt.workers[*index];
-    lock(&target.cancels).push(Arc::clone(&p.op));
+    lock(&target.cancels).push(p.op.clone());
     target
         .has_cancels
         .store(true, std::sync::atomic::Ordering::SeqCst);

@@ -96,7 +96,7 @@ impl TcpListener {
                 None => driver::submit(Sqe::accept_multi(self.inner.as_raw_fd()))?,
             };
             let result = driver::wait(&armed);
-            let op = Arc::clone(&armed.op);
+            let op = armed.op.clone();
             // An op that ended and holds no more results is spent (the kernel ends a
             // multishot on an error, a cancel, or a full CQ, even with a connection in its
             // last CQE): the next turn arms a new one.
@@ -175,7 +175,7 @@ enum Data {
     /// A provided buffer the kernel lent (multishot recv).
     Lent(Chunk),
     /// The buffer of a plain recv's own op, read in place.
-    Plain(Arc<op::Op>),
+    Plain(op::OpRef),
 }
 
 impl Data {

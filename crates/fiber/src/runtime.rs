@@ -15,7 +15,7 @@ use crate::fiber::{self, Fiber};
 use crate::join::JoinHandle;
 use crate::stats::{Counter, Stats, WorkerCounters};
 use crate::sys::fd::eventfd_signal;
-use crate::sys::op::{Op, Sqe};
+use crate::sys::op::{OpRef, Sqe};
 use crate::sys::ring::{self, Features, ProbeError, RingSetup, RingShared};
 use crate::sys::stack::{GuardKind, StackPool};
 use crate::{completer, worker};
@@ -438,7 +438,7 @@ pub(crate) struct WorkerShared {
     /// Bumped every time the worker leaves its idle state (only by the worker).
     pub(crate) epoch: AtomicU64,
     /// In-flight ops of this ring that another thread wants cancelled.
-    pub(crate) cancels: Mutex<Vec<Arc<Op>>>,
+    pub(crate) cancels: Mutex<Vec<OpRef>>,
     /// Whether `cancels` may be non-empty: the worker looks at the list only when set.
     pub(crate) has_cancels: std::sync::atomic::AtomicBool,
     /// Fibers pinned to this worker that another thread made runnable.

@@ -25,7 +25,7 @@ use crate::runtime::{DRAINING, RUNNING, STOPPED, Shared, TEARDOWN, lock};
 use crate::stats::WorkerCounters;
 use crate::sys::coro::Suspend;
 use crate::sys::fd::pin_to_cpu;
-use crate::sys::op::{Op, Sqe};
+use crate::sys::op::{OpRef, Sqe};
 use crate::sys::ring::RingOwner;
 
 /// Fibers run per dispatch round before the batch of SQEs is submitted.
@@ -51,7 +51,7 @@ pub(crate) struct WorkerCtx {
     /// The fiber this worker is running now.
     current: RefCell<Option<Arc<Fiber>>>,
     /// The pending read of this worker's eventfd, re-armed when it completes.
-    eventfd_op: RefCell<Option<Arc<Op>>>,
+    eventfd_op: RefCell<Option<OpRef>>,
     rng: Cell<u64>,
     tick: Cell<u32>,
 }

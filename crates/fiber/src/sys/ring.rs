@@ -21,7 +21,7 @@ use io_uring::{IoUring, Probe, opcode, squeue, types};
 
 use super::bufring::{BGID, BufRing};
 use super::cvt;
-use super::op::{self, Op, Reaped, Sqe};
+use super::op::{self, OpRef, Reaped, Sqe};
 use crate::park::Waker;
 
 /// Ring setup options, as the runtime builder passes them down.
@@ -103,7 +103,7 @@ pub(crate) struct RingShared {
     in_flight: AtomicUsize,
     /// Multishot recvs whose reader fell behind, to be cancelled by the owner (whoever
     /// reaped the CQE that found them so, but only the owner may touch the SQ).
-    throttled: Mutex<Vec<Arc<Op>>>,
+    throttled: Mutex<Vec<OpRef>>,
     /// Whether `throttled` may be non-empty: the owner checks this every round, the lock
     /// only when it is set.
     has_throttled: AtomicBool,
@@ -230,7 +230,7 @@ impl RingShared {
 
 impl Drop for RingShared {
     fn drop(&mut self) {
-        // Release what already completed; an op still in flight keeps its memory (its `Arc`
+        // Release what already completed; an op still in flight keeps its memory (its reference
         // stays in the kernel's hands and is leaked), because the kernel may still write it
         // while it tears the ring down asynchronously.
         let _ = self.try_reap(usize::MAX, drop);
@@ -379,7 +379,7 @@ impl RingOwner {
         // SAFETY: [1] this `RingOwner` is the only one for the ring and is `!Send`, so this
         // thread is the only one touching the SQ, and no other `SubmissionQueue` exists (each
         // one is dropped before this function returns); [2] every pointer in the entry points
-        // into memory owned by its op (`op/sqe.rs` builds all entries), and the op's `Arc`, moved
+        // into memory owned by its op (`op/sqe.rs` builds all entries), and the op's reference, moved
         // into `user_data`, keeps that memory alive until the final CQE releases it.
         let pushed = unsafe { self.shared.uring.submission_shared().push(entry) }.is_ok();
         if pushed {

@@ -1,15 +1,18 @@
 //! In-flight io_uring operations and the memory the kernel reads or writes for them.
 //!
-//! An [`Op`] is shared (`Arc`) between the fiber that waits for it and the ring. When its SQE
-//! is pushed, one strong reference goes into the SQE's `user_data` and comes back out of the
-//! final CQE; so the memory of an operation (its buffer, socket address, timespec, path) is
-//! freed only after the kernel is done with it, whatever happens to the fiber or the stream
-//! meanwhile. A fiber reads that memory only after the operation is `Done`, under the op's
-//! lock. Results are copied into the caller's buffer then (or, for a multishot recv, lent from
+//! An [`Op`] lives in a slot of a per-thread slab and is shared ([`OpRef`], a counted
+//! reference) between the fiber that waits for it and the ring. When its SQE is pushed, one
+//! reference goes into the SQE's `user_data` and comes back out of the final CQE; so the
+//! memory of an operation (its buffer, socket address, timespec, path) is freed only after the
+//! kernel is done with it, whatever happens to the fiber or the stream meanwhile. A fiber
+//! reads that memory only after the operation is `Done`, under the op's lock. The lock and the
+//! reference count are one atomic word ([`word`]); no op allocates once its thread's slab is
+//! warm. Results are copied into the caller's buffer then (or, for a multishot recv, lent from
 //! the ring's provided buffers as a `Chunk`): the kernel never writes into memory the caller
 //! could free.
 //!
-//! By concern: this module is the op's state and the decoding of CQEs; [`buf`] the memory an
+//! By concern: this module is the op's state and the decoding of CQEs; [`word`] its lock and
+//! reference count; [`slab`] where ops live and how they are counted; [`buf`] the memory an
 //! op lends the kernel (pooled buffers, boxed values); [`sqe`] the constructors of SQEs and
 //! their ops.
 //!
@@ -18,7 +21,7 @@
 //! ```text
 //!  63                                                   3 2     0
 //! +------------------------------------------------------+-------+
-//! | address of the Op (from Arc::into_raw), 8-aligned    |  tag  |
+//! | address of the Op's slab slot, 64-aligned            |  tag  |
 //! +------------------------------------------------------+-------+
 //!   tag 0b000  an Op: the CQE completes it; the ring's reference is released on the final
 //!              CQE (one without IORING_CQE_F_MORE)
@@ -26,22 +29,25 @@
 //!   tag 0b010  ignored: the sender's own CQE of a MSG_RING, the result of an ASYNC_CANCEL
 //! ```
 
+use std::cell::UnsafeCell;
 use std::collections::VecDeque;
 use std::ffi::CString;
 use std::io;
 use std::net::SocketAddr;
+use std::ops::{Deref, DerefMut};
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-
-use crossbeam_utils::CachePadded;
+use std::sync::Arc;
 
 use io_uring::types;
 
 mod buf;
+mod slab;
 mod sqe;
+mod word;
 
+pub(crate) use slab::{OpRef, live_ops};
 pub(crate) use sqe::Sqe;
+use word::OpWord;
 
 use self::buf::{RawBox, RawBuf};
 use super::bufring::Chunk;
@@ -83,7 +89,7 @@ enum Mem {
     Path(CString),
     /// The target of an ASYNC_CANCEL, kept alive until the cancel's own CQE so that its
     /// address (what the cancel matches) cannot be reused by a new op meanwhile.
-    Hold(#[allow(dead_code)] Arc<Op>),
+    Hold(#[allow(dead_code)] OpRef),
 }
 
 /// What the result of an operation is, for the cleanup of results nobody took.
@@ -223,23 +229,50 @@ impl Results {
     }
 }
 
-// An `Arc<Op>` is allocated and freed for every operation, dozens per dispatch round. Up to
-// 104 bytes (120 with the `Arc` counts), glibc serves it from a fastbin: a LIFO list of
-// recently freed, cache-hot blocks, no coalescing. At 144 bytes it overflowed the 7-entry
-// tcache into the sorted bins: 3% of srv-fiber's CPU in `_int_free` and `unlink_chunk` at
-// 1000 connections, and cold memory for every new op.
-const _: () = assert!(
-    std::mem::size_of::<Op>() <= 104,
-    "keep Op small enough for glibc's fastbins"
-);
-
-/// One io_uring operation, single-shot or multishot.
+/// One io_uring operation, single-shot or multishot. The word and the state come first, in
+/// the slot's first cache line: they are what a completion and a poll touch.
+#[repr(C, align(64))]
 pub(crate) struct Op {
-    state: Mutex<State>,
+    word: OpWord,
+    /// # Invariant
+    ///
+    /// Accessed only by the holder of `word`'s lock (through [`OpGuard`]), or by the last
+    /// owner in `drop`.
+    state: UnsafeCell<State>,
     mem: Mem,
     kind: ResKind,
     /// Runtime-internal (an eventfd read): not counted as user work in flight.
     internal: bool,
+}
+
+// SAFETY: `state` is reached only under the word's lock (see its invariant), which orders
+// every access across threads, so sharing `&Op` is as sound as sharing a `Mutex<State>`;
+// every other field is `Sync`.
+unsafe impl Sync for Op {}
+
+/// The locked state of an op.
+struct OpGuard<'a>(&'a Op);
+
+impl Deref for OpGuard<'_> {
+    type Target = State;
+
+    fn deref(&self) -> &State {
+        // SAFETY: this guard holds the word's lock, so nobody else reaches the state.
+        unsafe { &*self.0.state.get() }
+    }
+}
+
+impl DerefMut for OpGuard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        // SAFETY: as in `deref`, and `&mut self` makes this the one reference.
+        unsafe { &mut *self.0.state.get() }
+    }
+}
+
+impl Drop for OpGuard<'_> {
+    fn drop(&mut self) {
+        self.0.word.unlock();
+    }
 }
 
 impl std::fmt::Debug for Op {
@@ -253,36 +286,10 @@ impl std::fmt::Debug for Op {
     }
 }
 
-/// Ops alive in this process (each owns its kernel-visible memory), counted in per-thread
-/// shards so that counting costs no cache-line bouncing between workers.
-static LIVE: [CachePadded<AtomicIsize>; LIVE_SHARDS] =
-    [const { CachePadded::new(AtomicIsize::new(0)) }; LIVE_SHARDS];
-const LIVE_SHARDS: usize = 32;
-
-thread_local! {
-    static LIVE_SHARD: usize = {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        NEXT.fetch_add(1, Ordering::Relaxed) % LIVE_SHARDS
-    };
-}
-
-fn live_add(n: isize) {
-    let shard = LIVE_SHARD.try_with(|s| *s).unwrap_or(0);
-    LIVE[shard].fetch_add(n, Ordering::Relaxed);
-}
-
-/// Operations alive in the process: in flight in some ring, or completed and not yet
-/// dropped. Zero when nothing is in flight and nobody holds a result; the leak tests use it.
-pub(crate) fn live_ops() -> usize {
-    let sum: isize = LIVE.iter().map(|c| c.load(Ordering::Relaxed)).sum();
-    usize::try_from(sum).unwrap_or(0)
-}
-
 impl Drop for Op {
     fn drop(&mut self) {
-        live_add(-1);
         if self.kind == ResKind::Fd {
-            let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+            let st = self.state.get_mut();
             for &(res, _, _) in st.results.iter() {
                 if res >= 0 {
                     // SAFETY: a non-negative result of accept/openat is a new descriptor the
@@ -295,10 +302,10 @@ impl Drop for Op {
 }
 
 impl Op {
-    fn new(mem: Mem, kind: ResKind, internal: bool) -> Arc<Op> {
-        live_add(1);
-        Arc::new(Op {
-            state: Mutex::new(State {
+    fn alloc(mem: Mem, kind: ResKind, internal: bool) -> OpRef {
+        OpRef::new(Op {
+            word: OpWord::new(),
+            state: UnsafeCell::new(State {
                 phase: Phase::Idle,
                 results: Results::default(),
                 waiter: None,
@@ -310,13 +317,14 @@ impl Op {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> OpGuard<'_> {
+        self.word.lock();
+        OpGuard(self)
     }
 
     /// The `user_data` this op travels under (also what ASYNC_CANCEL matches).
-    pub(crate) fn user_data(self: &Arc<Op>) -> u64 {
-        Arc::as_ptr(self) as u64 | TAG_OP
+    pub(crate) fn user_data(&self) -> u64 {
+        std::ptr::from_ref(self) as u64 | TAG_OP
     }
 
     pub(crate) fn is_internal(&self) -> bool {
@@ -470,7 +478,7 @@ pub(crate) enum Reaped {
         last: bool,
         /// A multishot recv whose unread data passed [`RECV_BACKLOG`]: the ring's owner
         /// must cancel it.
-        throttle: Option<Arc<Op>>,
+        throttle: Option<OpRef>,
     },
     /// A wake-up message arrived.
     Wake,
@@ -490,9 +498,9 @@ pub(crate) unsafe fn decode(user_data: u64, res: i32, flags: u32, data: Option<C
         TAG_OP if user_data != 0 => {
             let ptr = (user_data & !TAG_MASK) as *const Op;
             if !io_uring::cqueue::more(flags) {
-                // SAFETY: the pointer came from `Arc::into_raw` in `Ring::push` and this is
+                // SAFETY: the pointer came from `OpRef::into_raw` in `Ring::push` and this is
                 // its final CQE, so this takes back the reference the ring held, once.
-                let op = unsafe { Arc::from_raw(ptr) };
+                let op = unsafe { OpRef::from_raw(ptr) };
                 let (waiter, _) = op.complete(res, flags, true, data);
                 return Reaped::Op {
                     waiter,
@@ -507,12 +515,10 @@ pub(crate) unsafe fn decode(user_data: u64, res: i32, flags: u32, data: Option<C
             let op = unsafe { &*ptr };
             let (waiter, throttle) = op.complete(res, flags, false, data);
             let throttle = throttle.then(|| {
-                // SAFETY: as above, the op is alive; this takes one more reference, for the
-                // owner's list of ops to cancel.
-                unsafe {
-                    Arc::increment_strong_count(ptr);
-                    Arc::from_raw(ptr)
-                }
+                op.word.add_ref();
+                // SAFETY: as above, the op is alive; `add_ref` made the reference this takes,
+                // for the owner's list of ops to cancel.
+                unsafe { OpRef::from_raw(ptr) }
             });
             Reaped::Op {
                 waiter,
@@ -532,9 +538,9 @@ pub(crate) fn cqe_more(flags: u32) -> bool {
 }
 
 /// Marks an op as pushed and turns it into the `user_data` that carries the ring's reference.
-pub(super) fn into_user_data(op: Arc<Op>) -> u64 {
+pub(super) fn into_user_data(op: OpRef) -> u64 {
     op.lock().phase = Phase::InFlight;
-    Arc::into_raw(op) as u64 | TAG_OP
+    OpRef::into_raw(op) as u64 | TAG_OP
 }
 
 /// Takes back the ring's reference of an op whose SQE could not be pushed.
@@ -542,9 +548,9 @@ pub(super) fn into_user_data(op: Arc<Op>) -> u64 {
 /// # Safety
 ///
 /// `user_data` came from [`into_user_data`] and never reached the kernel.
-pub(super) unsafe fn from_unpushed(user_data: u64) -> Arc<Op> {
+pub(super) unsafe fn from_unpushed(user_data: u64) -> OpRef {
     // SAFETY: forwarded to the caller: the reference was never handed to the kernel.
-    let op = unsafe { Arc::from_raw((user_data & !TAG_MASK) as *const Op) };
+    let op = unsafe { OpRef::from_raw((user_data & !TAG_MASK) as *const Op) };
     op.lock().phase = Phase::Idle;
     op
 }

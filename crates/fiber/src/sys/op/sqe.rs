@@ -5,20 +5,19 @@
 use std::ffi::CString;
 use std::net::SocketAddr;
 use std::os::fd::{IntoRawFd, OwnedFd, RawFd};
-use std::sync::Arc;
 use std::time::Duration;
 
 use io_uring::{opcode, squeue, types};
 
 use super::buf::{RawBox, RawBuf};
-use super::{MAX_IO, Mem, Op, ResKind, TAG_IGNORE, TAG_WAKE};
+use super::{MAX_IO, Mem, Op, OpRef, ResKind, TAG_IGNORE, TAG_WAKE};
 use crate::sys::fd::RawAddr;
 
 /// A prepared SQE and the op it completes, not yet pushed. Only this module builds them, so
 /// every SQE that reaches a ring points into memory its op owns.
 pub(crate) struct Sqe {
     pub(in crate::sys) entry: squeue::Entry,
-    pub(in crate::sys) op: Option<Arc<Op>>,
+    pub(in crate::sys) op: Option<OpRef>,
 }
 
 impl std::fmt::Debug for Sqe {
@@ -32,11 +31,11 @@ fn io_len(n: usize) -> u32 {
 }
 
 impl Sqe {
-    fn with_op(entry: squeue::Entry, op: Arc<Op>) -> (Sqe, Arc<Op>) {
+    fn with_op(entry: squeue::Entry, op: OpRef) -> (Sqe, OpRef) {
         (
             Sqe {
                 entry,
-                op: Some(Arc::clone(&op)),
+                op: Some(op.clone()),
             },
             op,
         )
@@ -50,9 +49,9 @@ impl Sqe {
     }
 
     /// `recv(fd, len)` into a buffer the op owns.
-    pub(crate) fn recv(fd: RawFd, len: usize) -> (Sqe, Arc<Op>) {
+    pub(crate) fn recv(fd: RawFd, len: usize) -> (Sqe, OpRef) {
         let len = io_len(len);
-        let op = Op::new(
+        let op = Op::alloc(
             Mem::Buf(RawBuf::uninit(len as usize)),
             ResKind::Plain,
             false,
@@ -63,20 +62,20 @@ impl Sqe {
 
     /// `send(fd, data)` from a copy the op owns (MSG_NOSIGNAL: a closed peer is an error, not
     /// a signal).
-    pub(crate) fn send(fd: RawFd, data: &[u8]) -> (Sqe, Arc<Op>) {
+    pub(crate) fn send(fd: RawFd, data: &[u8]) -> (Sqe, OpRef) {
         Sqe::send_flags(fd, data, libc::MSG_NOSIGNAL)
     }
 
     /// `send(fd, data, MSG_WAITALL)`: the kernel sends all of `data` (retrying short sends
     /// itself) or fails; a result short of `data.len()` means the connection broke midway.
     /// For write-behind, where the caller was told the bytes were written.
-    pub(crate) fn send_all(fd: RawFd, data: &[u8]) -> (Sqe, Arc<Op>) {
+    pub(crate) fn send_all(fd: RawFd, data: &[u8]) -> (Sqe, OpRef) {
         Sqe::send_flags(fd, data, libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
     }
 
-    fn send_flags(fd: RawFd, data: &[u8], flags: i32) -> (Sqe, Arc<Op>) {
+    fn send_flags(fd: RawFd, data: &[u8], flags: i32) -> (Sqe, OpRef) {
         let data = &data[..data.len().min(MAX_IO)];
-        let op = Op::new(Mem::Buf(RawBuf::from_slice(data)), ResKind::Plain, false);
+        let op = Op::alloc(Mem::Buf(RawBuf::from_slice(data)), ResKind::Plain, false);
         let e = opcode::Send::new(types::Fd(fd), Sqe::buf_ptr(&op), io_len(data.len()))
             .flags(flags)
             .build();
@@ -84,9 +83,9 @@ impl Sqe {
     }
 
     /// `pread(fd, len, offset)`; offset `u64::MAX` reads at the file position.
-    pub(crate) fn read_at(fd: RawFd, len: usize, offset: u64) -> (Sqe, Arc<Op>) {
+    pub(crate) fn read_at(fd: RawFd, len: usize, offset: u64) -> (Sqe, OpRef) {
         let len = io_len(len);
-        let op = Op::new(
+        let op = Op::alloc(
             Mem::Buf(RawBuf::uninit(len as usize)),
             ResKind::Plain,
             false,
@@ -99,9 +98,9 @@ impl Sqe {
 
     /// `pwrite(fd, data, offset)`; offset `u64::MAX` writes at the file position (and appends
     /// on an `O_APPEND` file).
-    pub(crate) fn write_at(fd: RawFd, data: &[u8], offset: u64) -> (Sqe, Arc<Op>) {
+    pub(crate) fn write_at(fd: RawFd, data: &[u8], offset: u64) -> (Sqe, OpRef) {
         let data = &data[..data.len().min(MAX_IO)];
-        let op = Op::new(Mem::Buf(RawBuf::from_slice(data)), ResKind::Plain, false);
+        let op = Op::alloc(Mem::Buf(RawBuf::from_slice(data)), ResKind::Plain, false);
         let e = opcode::Write::new(types::Fd(fd), Sqe::buf_ptr(&op), io_len(data.len()))
             .offset(offset)
             .build();
@@ -109,8 +108,8 @@ impl Sqe {
     }
 
     /// `accept4(fd, SOCK_CLOEXEC)`, recording the peer address.
-    pub(crate) fn accept(fd: RawFd) -> (Sqe, Arc<Op>) {
-        let op = Op::new(Mem::Addr(RawBox::new(RawAddr::empty())), ResKind::Fd, false);
+    pub(crate) fn accept(fd: RawFd) -> (Sqe, OpRef) {
+        let op = Op::alloc(Mem::Addr(RawBox::new(RawAddr::empty())), ResKind::Fd, false);
         let (addr, len) = match &op.mem {
             Mem::Addr(a) => {
                 let p = a.ptr.as_ptr();
@@ -131,8 +130,8 @@ impl Sqe {
     }
 
     /// Multishot `accept4(fd, SOCK_CLOEXEC)`: one CQE per connection until cancelled.
-    pub(crate) fn accept_multi(fd: RawFd) -> (Sqe, Arc<Op>) {
-        let op = Op::new(Mem::None, ResKind::Fd, false);
+    pub(crate) fn accept_multi(fd: RawFd) -> (Sqe, OpRef) {
+        let op = Op::alloc(Mem::None, ResKind::Fd, false);
         let e = opcode::AcceptMulti::new(types::Fd(fd))
             .flags(libc::SOCK_CLOEXEC)
             .build();
@@ -141,15 +140,15 @@ impl Sqe {
 
     /// Multishot `recv(fd)` into buffers the kernel picks from the ring's provided-buffer
     /// group; one CQE per chunk of data until EOF, an error, a cancel, or no free buffer.
-    pub(crate) fn recv_multi(fd: RawFd) -> (Sqe, Arc<Op>) {
-        let op = Op::new(Mem::None, ResKind::Plain, false);
+    pub(crate) fn recv_multi(fd: RawFd) -> (Sqe, OpRef) {
+        let op = Op::alloc(Mem::None, ResKind::Plain, false);
         let e = opcode::RecvMulti::new(types::Fd(fd), crate::sys::bufring::BGID).build();
         Sqe::with_op(e, op)
     }
 
     /// `connect(fd, addr)`.
-    pub(crate) fn connect(fd: RawFd, addr: SocketAddr) -> (Sqe, Arc<Op>) {
-        let op = Op::new(
+    pub(crate) fn connect(fd: RawFd, addr: SocketAddr) -> (Sqe, OpRef) {
+        let op = Op::alloc(
             Mem::Addr(RawBox::new(RawAddr::from_socket_addr(addr))),
             ResKind::Plain,
             false,
@@ -167,11 +166,11 @@ impl Sqe {
     }
 
     /// A relative timeout: completes with `-ETIME` after `dur`.
-    pub(crate) fn timeout(dur: Duration) -> (Sqe, Arc<Op>) {
+    pub(crate) fn timeout(dur: Duration) -> (Sqe, OpRef) {
         let ts = types::Timespec::new()
             .sec(dur.as_secs())
             .nsec(dur.subsec_nanos());
-        let op = Op::new(Mem::Timespec(RawBox::new(ts)), ResKind::Plain, false);
+        let op = Op::alloc(Mem::Timespec(RawBox::new(ts)), ResKind::Plain, false);
         let p = match &op.mem {
             Mem::Timespec(t) => t.ptr.as_ptr().cast_const(),
             _ => std::ptr::null(),
@@ -181,8 +180,8 @@ impl Sqe {
     }
 
     /// `openat(AT_FDCWD, path, flags | O_CLOEXEC, mode)`.
-    pub(crate) fn open(path: CString, flags: i32, mode: u32) -> (Sqe, Arc<Op>) {
-        let op = Op::new(Mem::Path(path), ResKind::Fd, false);
+    pub(crate) fn open(path: CString, flags: i32, mode: u32) -> (Sqe, OpRef) {
+        let op = Op::alloc(Mem::Path(path), ResKind::Fd, false);
         let p = match &op.mem {
             Mem::Path(c) => c.as_ptr(),
             _ => std::ptr::null(),
@@ -195,8 +194,8 @@ impl Sqe {
     }
 
     /// `fsync(fd)`, or `fdatasync` when `data_only`.
-    pub(crate) fn fsync(fd: RawFd, data_only: bool) -> (Sqe, Arc<Op>) {
-        let op = Op::new(Mem::None, ResKind::Plain, false);
+    pub(crate) fn fsync(fd: RawFd, data_only: bool) -> (Sqe, OpRef) {
+        let op = Op::alloc(Mem::None, ResKind::Plain, false);
         let flags = if data_only {
             types::FsyncFlags::DATASYNC
         } else {
@@ -207,15 +206,15 @@ impl Sqe {
     }
 
     /// `close(fd)`; the op takes ownership of the descriptor.
-    pub(crate) fn close(fd: OwnedFd) -> (Sqe, Arc<Op>) {
-        let op = Op::new(Mem::None, ResKind::Plain, false);
+    pub(crate) fn close(fd: OwnedFd) -> (Sqe, OpRef) {
+        let op = Op::alloc(Mem::None, ResKind::Plain, false);
         let e = opcode::Close::new(types::Fd(fd.into_raw_fd())).build();
         Sqe::with_op(e, op)
     }
 
     /// A read of an eventfd's 8-byte counter, internal to the runtime.
-    pub(crate) fn eventfd_read(fd: RawFd) -> (Sqe, Arc<Op>) {
-        let op = Op::new(Mem::Word(RawBox::new(0u64)), ResKind::Plain, true);
+    pub(crate) fn eventfd_read(fd: RawFd) -> (Sqe, OpRef) {
+        let op = Op::alloc(Mem::Word(RawBox::new(0u64)), ResKind::Plain, true);
         let p = match &op.mem {
             Mem::Word(w) => w.ptr.as_ptr().cast::<u8>(),
             _ => std::ptr::null_mut(),
@@ -233,9 +232,9 @@ impl Sqe {
     }
 
     /// Cancels one in-flight op of this ring.
-    pub(crate) fn cancel(target: &Arc<Op>) -> Sqe {
+    pub(crate) fn cancel(target: &OpRef) -> Sqe {
         let ud = target.user_data();
-        let holder = Op::new(Mem::Hold(Arc::clone(target)), ResKind::Plain, true);
+        let holder = Op::alloc(Mem::Hold(target.clone()), ResKind::Plain, true);
         let e = opcode::AsyncCancel::new(ud).build();
         Sqe {
             entry: e,

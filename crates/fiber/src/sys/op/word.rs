@@ -1,0 +1,178 @@
+//! The one atomic word of an operation: the lock of its state (bit 0) and the count of its
+//! references (the bits above).
+//!
+//! An op is shared by at most a handful of owners (the fiber that waits for it, the ring while
+//! it is in flight, a pending cancel, a ring's list of ops to cancel), and its state is locked
+//! only for a few loads and stores, never across a park; so one word does both, and an op
+//! costs no lock object and no second counter. Reference counting follows `Arc` (increments
+//! relaxed, decrements release, an acquire fence before the free); the lock is a spin lock
+//! that yields the thread after a short spin, because the holder never blocks but may be
+//! preempted. The loom model at the end of this file checks both under every interleaving.
+
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicU32, Ordering, fence};
+#[cfg(not(loom))]
+use std::sync::atomic::{AtomicU32, Ordering, fence};
+
+const LOCKED: u32 = 1;
+const ONE_REF: u32 = 2;
+/// Spins before a waiting locker yields its thread.
+const SPINS: u32 = 64;
+
+/// An op's lock and reference count.
+#[derive(Debug)]
+pub(crate) struct OpWord(AtomicU32);
+
+impl OpWord {
+    /// Unlocked, with one reference (the creator's).
+    pub(crate) fn new() -> OpWord {
+        OpWord(AtomicU32::new(ONE_REF))
+    }
+
+    /// Takes the lock, spinning (then yielding the thread) while another holder has it.
+    pub(crate) fn lock(&self) {
+        let mut cur = self.0.load(Ordering::Relaxed);
+        let mut spins = 0;
+        loop {
+            if cur & LOCKED == 0 {
+                match self.0.compare_exchange_weak(
+                    cur,
+                    cur | LOCKED,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return,
+                    Err(now) => {
+                        cur = now;
+                        continue;
+                    }
+                }
+            }
+            spins += 1;
+            pause(spins);
+            cur = self.0.load(Ordering::Relaxed);
+        }
+    }
+
+    /// Releases the lock this caller holds.
+    pub(crate) fn unlock(&self) {
+        self.0.fetch_and(!LOCKED, Ordering::Release);
+    }
+
+    /// Adds a reference; the caller holds one already.
+    pub(crate) fn add_ref(&self) {
+        let old = self.0.fetch_add(ONE_REF, Ordering::Relaxed);
+        // A handful of owners at most: reaching half the range is a leak of references.
+        if old >= u32::MAX / 2 {
+            std::process::abort();
+        }
+    }
+
+    /// Drops a reference. Returns `true` to the caller that dropped the last one, which then
+    /// owns the op alone and frees it.
+    pub(crate) fn release(&self) -> bool {
+        let old = self.0.fetch_sub(ONE_REF, Ordering::Release);
+        if old & !LOCKED != ONE_REF {
+            return false;
+        }
+        // Every other owner's use happened before its release; see them all before freeing.
+        fence(Ordering::Acquire);
+        true
+    }
+}
+
+#[cfg(not(loom))]
+fn pause(spins: u32) {
+    if spins < SPINS {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+#[cfg(loom)]
+fn pause(_spins: u32) {
+    let _ = SPINS;
+    loom::thread::yield_now();
+}
+
+/// The lock and the reference count under every interleaving loom can find.
+///
+/// Run with `RUSTFLAGS="--cfg loom" cargo test -p fiber --lib loom_model --release`.
+#[cfg(all(test, loom))]
+mod loom_model {
+    use loom::cell::UnsafeCell;
+    use loom::sync::Arc;
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+    use loom::thread;
+
+    use super::OpWord;
+
+    /// An op reduced to its word, a counter only the lock holder may touch (loom's cell
+    /// reports any unsynchronised access), and a record of frees.
+    struct Op {
+        word: OpWord,
+        completions: UnsafeCell<u32>,
+    }
+
+    fn complete(op: &Op) {
+        op.word.lock();
+        op.completions.with_mut(|c| unsafe { *c += 1 });
+        op.word.unlock();
+    }
+
+    fn release(op: &Op, freed: &AtomicUsize) {
+        if op.word.release() {
+            // The last owner reads what every other owner wrote.
+            assert_eq!(op.completions.with(|c| unsafe { *c }), 2);
+            freed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn the_lock_excludes_and_the_last_release_frees_once() {
+        loom::model(|| {
+            let op = Arc::new(Op {
+                word: OpWord::new(),
+                completions: UnsafeCell::new(0),
+            });
+            let freed = Arc::new(AtomicUsize::new(0));
+            // The reaper's reference, handed over as the ring hands over its user_data.
+            op.word.add_ref();
+            let reaper = {
+                let (op, freed) = (Arc::clone(&op), Arc::clone(&freed));
+                thread::spawn(move || {
+                    complete(&op);
+                    release(&op, &freed);
+                })
+            };
+            complete(&op);
+            release(&op, &freed);
+            reaper.join().unwrap();
+            assert_eq!(freed.load(Ordering::Relaxed), 1, "freed exactly once");
+        });
+    }
+
+    #[test]
+    fn a_release_while_another_holds_the_lock_keeps_the_lock() {
+        loom::model(|| {
+            let op = Arc::new(Op {
+                word: OpWord::new(),
+                completions: UnsafeCell::new(0),
+            });
+            let freed = Arc::new(AtomicUsize::new(0));
+            op.word.add_ref();
+            op.word.add_ref();
+            let dropper = {
+                let (op, freed) = (Arc::clone(&op), Arc::clone(&freed));
+                thread::spawn(move || release(&op, &freed))
+            };
+            complete(&op);
+            complete(&op);
+            dropper.join().unwrap();
+            release(&op, &freed);
+            release(&op, &freed);
+            assert_eq!(freed.load(Ordering::Relaxed), 1);
+        });
+    }
+}
