@@ -31,9 +31,9 @@ pub(crate) struct Fiber {
     /// The worker the fiber runs on when the runtime pins fibers ([`NO_HOME`] until it
     /// first runs, unless spawned onto a worker): every wake-up queues it there.
     home: AtomicUsize,
-    /// About where the stack pointer was when the fiber last parked (0 before): the wake-up
-    /// prefetches the stack around it.
-    park_sp: AtomicUsize,
+    /// The part of its stack the fiber's next resume touches (`coro::stack_window`; 0 before
+    /// it first parks): the worker that will resume it prefetches it when the fiber is woken.
+    park_window: AtomicUsize,
 }
 
 /// The home of a fiber that has not run yet.
@@ -62,8 +62,14 @@ impl Fiber {
         self.coro.put(c);
     }
 
-    pub(crate) fn set_park_sp(&self, sp: usize) {
-        self.park_sp.store(sp, Ordering::Relaxed);
+    pub(crate) fn set_park_window(&self, window: usize) {
+        self.park_window.store(window, Ordering::Relaxed);
+    }
+
+    /// Starts loading the part of the stack this fiber's next resume touches; only on the
+    /// thread that will resume it (see `coro::prefetch_stack`).
+    pub(crate) fn prefetch_stack(&self) {
+        coro::prefetch_stack(self.park_window.load(Ordering::Relaxed));
     }
 
     pub(crate) fn slot(&self) -> (usize, usize) {
@@ -87,7 +93,6 @@ impl Fiber {
     /// Makes the fiber runnable if it is parked; remembers the wake-up if it is running.
     pub(crate) fn wake(self: Arc<Self>) {
         if self.state.wake() {
-            coro::prefetch_stack(self.park_sp.load(Ordering::Relaxed));
             worker::schedule(self);
         }
     }
@@ -146,7 +151,7 @@ where
         rt: Arc::clone(rt),
         slot,
         home: AtomicUsize::new(home),
-        park_sp: AtomicUsize::new(0),
+        park_window: AtomicUsize::new(0),
     });
     worker::schedule(fiber);
     handle

@@ -115,6 +115,7 @@ fn schedule_here(f: Arc<Fiber>) {
         match c.as_ref() {
             Some(ctx) if Arc::ptr_eq(&ctx.rt, &f.rt) => {
                 if home == NO_HOME || home == ctx.index {
+                    f.prefetch_stack();
                     ctx.push_local(f);
                 } else {
                     ctx.rt.push_remote(home, f, Some(ctx));
@@ -292,8 +293,8 @@ impl WorkerCtx {
                 f.state.yielded();
                 self.local.push(f);
             }
-            Some((Suspend::Park, sp)) => {
-                f.set_park_sp(sp);
+            Some((Suspend::Park, window)) => {
+                f.set_park_window(window);
                 f.put_coro(coro);
                 if f.state.park() {
                     self.local.push(f);

@@ -31,6 +31,8 @@ pub(crate) struct FiberCoro {
     /// coroutine's own stack and so has a fixed address for the coroutine's lifetime; the
     /// body publishes it in `YIELDER` when it starts, and `resume` keeps it from there.
     yielder: usize,
+    /// The top (highest address) of the coroutine's stack.
+    top: usize,
 }
 
 impl std::fmt::Debug for FiberCoro {
@@ -93,15 +95,20 @@ impl FiberCoro {
     where
         F: FnOnce() + Send + 'static,
     {
+        let top = corosensei::stack::Stack::base(&stack).get();
         let inner = Coroutine::with_stack(stack, move |y: &Yielder<(), (Suspend, usize)>, ()| {
             swap_yielder(std::ptr::from_ref(y) as usize);
             body();
         });
-        FiberCoro { inner, yielder: 0 }
+        FiberCoro {
+            inner,
+            yielder: 0,
+            top,
+        }
     }
 
-    /// Runs the fiber on this thread until it suspends (`Some((why, sp))`, `sp` about where
-    /// its stack pointer stopped, for [`prefetch_stack`]) or returns (`None`).
+    /// Runs the fiber on this thread until it suspends (`Some((why, window))`, `window` the
+    /// part of its stack the next resume touches, for [`prefetch_stack`]) or returns (`None`).
     ///
     /// A panic escaping the body would propagate here; the runtime's body never lets one out.
     pub(crate) fn resume(&mut self) -> Option<(Suspend, usize)> {
@@ -111,7 +118,7 @@ impl FiberCoro {
         // by the body on its first run, and restored by `on_worker_stack`).
         self.yielder = swap_yielder(prev);
         match r {
-            CoroutineResult::Yield(s) => Some(s),
+            CoroutineResult::Yield((why, sp)) => Some((why, stack_window(sp, self.top))),
             CoroutineResult::Return(()) => None,
         }
     }
@@ -172,17 +179,33 @@ where
     r
 }
 
-/// Asks the CPU to start loading the part of a parked fiber's stack its resume will touch
-/// (the registers the switch saved below `sp`, the frames of the calls above it), so that
-/// the cache misses of a cold stack overlap instead of stalling the resume one by one.
-pub(crate) fn prefetch_stack(sp: usize) {
-    if sp == 0 {
-        return;
+/// The part of a parked fiber's stack its resume will touch, packed in one word for
+/// [`prefetch_stack`]: the first cache line (64-aligned) and, in the low six bits, the number
+/// of lines. The window is `sp` minus [`PREFETCH_BELOW`] (the registers the switch saved) to
+/// plus [`PREFETCH_ABOVE`] (the frames the fiber returns through), clamped to the page of
+/// `sp` below and to the stack's top above: only pages the fiber has used, which are mapped.
+/// A prefetch into a page that is not (a guard page, or stack never touched) is dropped only
+/// after a page walk, which cost spawn + join 500 ns when the window crossed one.
+pub(crate) fn stack_window(sp: usize, top: usize) -> usize {
+    let page = super::page_size();
+    let lo = sp.saturating_sub(PREFETCH_BELOW).max(sp & !(page - 1)) & !63;
+    let hi = sp.saturating_add(PREFETCH_ABOVE).min(top);
+    if sp == 0 || hi <= lo {
+        return 0;
     }
+    let lines = ((hi - lo).div_ceil(64)).min(63);
+    lo | lines
+}
+
+/// Asks the CPU to start loading a parked fiber's stack window (from [`stack_window`]), so
+/// that the cache misses of a cold stack overlap instead of stalling the resume one by one.
+/// Only for the thread that will resume the fiber: lines prefetched into another core's cache
+/// would have to be taken back from it when the fiber writes its stack.
+pub(crate) fn prefetch_stack(window: usize) {
     #[cfg(target_arch = "x86_64")]
     {
-        let mut a = sp.saturating_sub(PREFETCH_BELOW) & !63;
-        while a < sp.saturating_add(PREFETCH_ABOVE) {
+        let mut a = window & !63;
+        for _ in 0..(window & 63) {
             // SAFETY: a prefetch is a hint: it never faults and changes no memory.
             unsafe {
                 std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
@@ -192,6 +215,8 @@ pub(crate) fn prefetch_stack(sp: usize) {
             a += 64;
         }
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = window;
 }
 
 /// How much of a parked stack [`prefetch_stack`] loads: below the recorded address, the
@@ -237,6 +262,25 @@ mod tests {
         drop(co);
         assert_eq!(*log.lock().unwrap(), vec![1, 2, 3]);
         assert_eq!(pool.counts().in_use, 0);
+    }
+
+    #[test]
+    fn the_prefetch_window_stays_in_used_pages_of_the_stack() {
+        let page = crate::sys::page_size();
+        let top = 16 * page;
+        // Deep in the stack: 256 below, 768 above, 16 lines.
+        let sp = top - 2 * page + 1024;
+        let w = stack_window(sp, top);
+        assert_eq!(w & !63, (sp - 256) & !63);
+        assert_eq!(w & 63, 16);
+        // Just above a page boundary: nothing below the page of `sp`.
+        let sp = top - 4 * page + 64;
+        assert_eq!(stack_window(sp, top) & !63, top - 4 * page);
+        // Near the top: nothing above the stack.
+        let sp = top - 128;
+        let w = stack_window(sp, top);
+        assert!((w & !63) + (w & 63) * 64 <= top);
+        assert_eq!(stack_window(0, top), 0);
     }
 
     #[test]
