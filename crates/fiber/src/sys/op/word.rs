@@ -115,8 +115,21 @@ mod loom_model {
         completions: UnsafeCell<u32>,
     }
 
+    /// An op with `extra` references besides its creator's, and a count of its frees.
+    fn setup(extra: u32) -> (Arc<Op>, Arc<AtomicUsize>) {
+        let op = Op {
+            word: OpWord::new(),
+            completions: UnsafeCell::new(0),
+        };
+        for _ in 0..extra {
+            op.word.add_ref();
+        }
+        (Arc::new(op), Arc::new(AtomicUsize::new(0)))
+    }
+
     fn complete(op: &Op) {
         op.word.lock();
+        // SAFETY: under the lock (which loom checks, through the cell).
         op.completions.with_mut(|c| unsafe { *c += 1 });
         op.word.unlock();
     }
@@ -124,6 +137,7 @@ mod loom_model {
     fn release(op: &Op, freed: &AtomicUsize) {
         if op.word.release() {
             // The last owner reads what every other owner wrote.
+            // SAFETY: the last owner alone holds the op (which loom checks).
             assert_eq!(op.completions.with(|c| unsafe { *c }), 2);
             freed.fetch_add(1, Ordering::Relaxed);
         }
@@ -132,13 +146,9 @@ mod loom_model {
     #[test]
     fn the_lock_excludes_and_the_last_release_frees_once() {
         loom::model(|| {
-            let op = Arc::new(Op {
-                word: OpWord::new(),
-                completions: UnsafeCell::new(0),
-            });
-            let freed = Arc::new(AtomicUsize::new(0));
-            // The reaper's reference, handed over as the ring hands over its user_data.
-            op.word.add_ref();
+            // One more reference: the reaper's, handed over as the ring hands over its
+            // user_data.
+            let (op, freed) = setup(1);
             let reaper = {
                 let (op, freed) = (Arc::clone(&op), Arc::clone(&freed));
                 thread::spawn(move || {
@@ -156,13 +166,7 @@ mod loom_model {
     #[test]
     fn a_release_while_another_holds_the_lock_keeps_the_lock() {
         loom::model(|| {
-            let op = Arc::new(Op {
-                word: OpWord::new(),
-                completions: UnsafeCell::new(0),
-            });
-            let freed = Arc::new(AtomicUsize::new(0));
-            op.word.add_ref();
-            op.word.add_ref();
+            let (op, freed) = setup(2);
             let dropper = {
                 let (op, freed) = (Arc::clone(&op), Arc::clone(&freed));
                 thread::spawn(move || release(&op, &freed))
