@@ -11,7 +11,7 @@ use std::io;
 use std::sync::Arc;
 
 use crate::park::{self, Parked, Waker};
-use crate::runtime::{Shared, lock};
+use crate::runtime::Shared;
 use crate::sys::coro;
 use crate::sys::op::{self, OpRef, Sqe};
 use crate::sys::ring::{RingOwner, RingSetup};
@@ -140,12 +140,5 @@ pub(crate) fn cancel(p: &Pushed) {
             return;
         }
     }
-    let target = &rt.workers[*index];
-    lock(&target.cancels).push(p.op.clone());
-    target
-        .has_cancels
-        .store(true, std::sync::atomic::Ordering::SeqCst);
-    let ctx = worker::current();
-    let from = ctx.as_deref().filter(|c| Arc::ptr_eq(&c.rt, rt));
-    rt.wake_worker(*index, from);
+    rt.request(*index, |r| r.cancels.push(p.op.clone()));
 }

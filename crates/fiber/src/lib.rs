@@ -73,6 +73,7 @@ mod completer;
 mod driver;
 mod error;
 mod fiber;
+mod fixed;
 pub mod fs;
 pub mod io;
 mod join;

@@ -12,6 +12,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use crate::driver::{self, Pushed};
+use crate::fixed::FixedSlot;
 use crate::sync::{Mutex, MutexGuard};
 use crate::sys::bufring::Chunk;
 use crate::sys::fd::{tcp_listen, tcp_socket};
@@ -167,6 +168,8 @@ pub struct TcpStream {
     recv: Mutex<RecvState>,
     /// The write-behind send in flight, and the bytes it must send.
     send: Mutex<Option<(Pushed, usize)>>,
+    /// The socket's slot in a worker's table of fixed files.
+    fixed: FixedSlot,
 }
 
 /// Received bytes the reader has not consumed yet.
@@ -215,7 +218,7 @@ fn multishot_recv_here() -> bool {
 impl RecvState {
     /// The unread received bytes, receiving (and parking) first if there are none; empty at
     /// end of stream.
-    fn fill(&mut self, fd: RawFd) -> io::Result<&[u8]> {
+    fn fill(&mut self, file: &File<'_>) -> io::Result<&[u8]> {
         if self
             .data
             .as_ref()
@@ -225,7 +228,7 @@ impl RecvState {
             self.data = None;
         }
         while self.data.is_none() && !self.eof {
-            self.receive(fd)?;
+            self.receive(file)?;
         }
         Ok(match &self.data {
             Some(d) => &d.bytes()[self.pos..],
@@ -244,13 +247,13 @@ impl RecvState {
 
     /// One completion's worth: sets `data` or `eof`, or returns with neither to be called
     /// again (a multishot that ended and must be re-armed).
-    fn receive(&mut self, fd: RawFd) -> io::Result<()> {
+    fn receive(&mut self, file: &File<'_>) -> io::Result<()> {
         self.pos = 0;
         let armed = match self.armed.take() {
             Some(p) => p,
             None if self.plain_once || !multishot_recv_here() => {
                 self.plain_once = false;
-                let (n, op) = driver::run(Sqe::recv(fd, PLAIN_RECV))?;
+                let (n, op) = driver::run(Sqe::recv(file.target(), PLAIN_RECV))?;
                 if n == 0 {
                     self.eof = true;
                 } else {
@@ -258,7 +261,7 @@ impl RecvState {
                 }
                 return Ok(());
             }
-            None => driver::submit(Sqe::recv_multi(fd))?,
+            None => driver::submit(Sqe::recv_multi(file.target()))?,
         };
         let result = driver::wait_data(&armed);
         let more = matches!(&result, Ok((_, flags, _)) if op::cqe_more(*flags));
@@ -292,8 +295,21 @@ impl RecvState {
 /// park until it is dropped.
 #[derive(Debug)]
 pub struct TcpReader<'a> {
-    fd: RawFd,
+    file: File<'a>,
     state: MutexGuard<'a, RecvState>,
+}
+
+/// A stream's socket, as the SQEs for it name it.
+#[derive(Debug)]
+struct File<'a> {
+    fd: RawFd,
+    fixed: &'a FixedSlot,
+}
+
+impl File<'_> {
+    fn target(&self) -> op::Target {
+        self.fixed.target(self.fd)
+    }
 }
 
 impl Read for TcpReader<'_> {
@@ -301,7 +317,7 @@ impl Read for TcpReader<'_> {
         if buf.is_empty() {
             return Ok(0);
         }
-        let data = self.state.fill(self.fd)?;
+        let data = self.state.fill(&self.file)?;
         let n = data.len().min(buf.len());
         buf[..n].copy_from_slice(&data[..n]);
         self.state.consume(n);
@@ -311,7 +327,7 @@ impl Read for TcpReader<'_> {
 
 impl BufRead for TcpReader<'_> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        self.state.fill(self.fd)
+        self.state.fill(&self.file)
     }
 
     fn consume(&mut self, amt: usize) {
@@ -336,6 +352,13 @@ impl TcpStream {
         self.sock().as_raw_fd()
     }
 
+    fn file(&self) -> File<'_> {
+        File {
+            fd: self.fd(),
+            fixed: &self.fixed,
+        }
+    }
+
     /// Connects, parking until the handshake completes; tries each resolved address.
     pub fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
         each_addr(addr, |a| {
@@ -351,13 +374,14 @@ impl TcpStream {
             inner: Some(inner),
             recv: Mutex::new(RecvState::default()),
             send: Mutex::new(None),
+            fixed: FixedSlot::default(),
         }
     }
 
     /// A buffered reader that lends the received bytes in place (see [`TcpReader`]).
     pub fn reader(&self) -> TcpReader<'_> {
         TcpReader {
-            fd: self.fd(),
+            file: self.file(),
             state: self.recv.lock(),
         }
     }
@@ -377,13 +401,13 @@ impl TcpStream {
             return Ok(0);
         }
         if !crate::park::on_fiber() {
-            let (n, _) = driver::run(Sqe::send(self.fd(), buf))?;
+            let (n, _) = driver::run(Sqe::send(self.fd().into(), buf))?;
             return Ok(usize::try_from(n).unwrap_or(0));
         }
         let mut send = self.send.lock();
         settle(&mut send)?;
         let n = buf.len().min(WRITE_BEHIND);
-        let pushed = driver::submit(Sqe::send_all(self.fd(), &buf[..n]))?;
+        let pushed = driver::submit(Sqe::send_all(self.file().target(), &buf[..n]))?;
         *send = Some((pushed, n));
         Ok(n)
     }
@@ -448,6 +472,8 @@ impl TcpStream {
         let sent = self.flush();
         // Cancels a multishot recv before the descriptor goes.
         drop(std::mem::take(&mut *self.recv.lock()));
+        // The table's reference would keep the socket open past the close.
+        self.fixed.release();
         let closed = match self.inner.take() {
             Some(s) => driver::run(Sqe::close(OwnedFd::from(s))).map(drop),
             None => Ok(()),
@@ -497,8 +523,9 @@ impl Drop for TcpStream {
             }
         }
         // Cancels the multishot recv; the descriptor closes with its last holder (at once
-        // when no op needed it).
+        // when no op needed it), and the socket once the fixed-file slot is emptied too.
         drop(recv);
+        self.fixed.release();
     }
 }
 
@@ -574,6 +601,7 @@ impl From<TcpStream> for std::net::TcpStream {
     fn from(mut s: TcpStream) -> std::net::TcpStream {
         let _ = s.flush();
         drop(std::mem::take(&mut *s.recv.lock()));
+        s.fixed.release();
         match s.inner.take() {
             Some(inner) => inner,
             None => unreachable!("a TcpStream without its socket"),

@@ -196,6 +196,7 @@ pub struct Builder {
     io_stealing: bool,
     multishot_accept: bool,
     multishot_recv: bool,
+    fixed_files: bool,
     stealing: bool,
     name: String,
 }
@@ -213,6 +214,7 @@ impl Default for Builder {
             io_stealing: false,
             multishot_accept: false,
             multishot_recv: false,
+            fixed_files: false,
             stealing: false,
             name: "fiber".to_owned(),
         }
@@ -294,6 +296,16 @@ impl Builder {
         self
     }
 
+    /// Registers each stream's socket in a table of fixed files of the worker that first
+    /// does I/O on it, so that the SQEs that worker pushes for it name a table slot and the
+    /// kernel skips a descriptor lookup (`fget`/`fput`) per operation. Other workers and
+    /// plain threads go on naming the descriptor. Ignored where the kernel refuses a table
+    /// (before 5.19, or a descriptor limit too low).
+    pub fn fixed_files(mut self, on: bool) -> Builder {
+        self.fixed_files = on;
+        self
+    }
+
     /// Lets fibers move between workers: an idle worker steals runnable fibers from a busy
     /// one, and a fiber woken by another worker (a completion it reaped, a channel send)
     /// runs there. This is the EMPER paper's design. Without it (the default) every fiber
@@ -366,6 +378,11 @@ impl Builder {
                 sqpoll_idle_ms: self.ring_flags.sqpoll_idle_ms,
                 provided_bufs: (self.multishot_recv && features.recv_multishot)
                     .then_some((PROVIDED_BUFS, PROVIDED_BUF_SIZE)),
+                fixed_files: if self.fixed_files {
+                    crate::sys::files::table_size()
+                } else {
+                    0
+                },
             },
             // Both reap other workers' rings and must then re-deliver wake-ups they took,
             // which needs MSG_RING (5.18).
@@ -437,13 +454,22 @@ pub(crate) struct WorkerShared {
     pub(crate) notified: std::sync::atomic::AtomicBool,
     /// Bumped every time the worker leaves its idle state (only by the worker).
     pub(crate) epoch: AtomicU64,
-    /// In-flight ops of this ring that another thread wants cancelled.
-    pub(crate) cancels: Mutex<Vec<OpRef>>,
-    /// Whether `cancels` may be non-empty: the worker looks at the list only when set.
-    pub(crate) has_cancels: std::sync::atomic::AtomicBool,
+    /// What other threads ask of this worker's ring.
+    pub(crate) requests: Mutex<Requests>,
+    /// Whether `requests` may hold something: the worker looks at it only when set.
+    pub(crate) has_requests: std::sync::atomic::AtomicBool,
     /// Fibers pinned to this worker that another thread made runnable.
     pub(crate) remote: Injector<Arc<Fiber>>,
     pub(crate) stats: WorkerCounters,
+}
+
+/// Work for a worker's ring that only its owner thread may push.
+#[derive(Debug, Default)]
+pub(crate) struct Requests {
+    /// In-flight ops of the ring to cancel.
+    pub(crate) cancels: Vec<OpRef>,
+    /// Slots of the ring's table of fixed files to empty (their streams were dropped).
+    pub(crate) file_removals: Vec<u32>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -566,6 +592,19 @@ impl Shared {
         // `eventfd_signal` treats as success.
         let _ = eventfd_signal(target.eventfd.as_fd());
         target.stats.wakes_eventfd.inc();
+    }
+
+    /// Asks worker `t` for work on its ring (`add` records it) from another thread, and
+    /// wakes `t` so that it pushes it.
+    pub(crate) fn request(&self, t: usize, add: impl FnOnce(&mut Requests)) {
+        let target = &self.workers[t];
+        add(&mut lock(&target.requests));
+        target.has_requests.store(true, Ordering::SeqCst);
+        let ctx = worker::current();
+        let from = ctx
+            .as_deref()
+            .filter(|c| std::ptr::eq(Arc::as_ptr(&c.rt), self));
+        self.wake_worker(t, from);
     }
 
     /// Queues a fiber pinned to worker `t` from another thread, and wakes `t` if it sleeps.
@@ -732,9 +771,9 @@ impl Runtime {
                 cq_eventfd,
                 sleeping: std::sync::atomic::AtomicBool::new(false),
                 notified: std::sync::atomic::AtomicBool::new(false),
-                has_cancels: std::sync::atomic::AtomicBool::new(false),
+                has_requests: std::sync::atomic::AtomicBool::new(false),
                 epoch: AtomicU64::new(0),
-                cancels: Mutex::new(Vec::new()),
+                requests: Mutex::new(Requests::default()),
                 remote: Injector::new(),
                 stats: WorkerCounters::default(),
             });

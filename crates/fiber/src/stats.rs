@@ -60,6 +60,7 @@ pub(crate) struct WorkerCounters {
     pub(crate) wakes_msg_ring: Counter,
     pub(crate) wakes_eventfd: Counter,
     pub(crate) cq_overflows: LocalCounter,
+    pub(crate) fixed_files: LocalCounter,
 }
 
 impl WorkerCounters {
@@ -76,6 +77,7 @@ impl WorkerCounters {
             wakes_msg_ring: self.wakes_msg_ring.get(),
             wakes_eventfd: self.wakes_eventfd.get(),
             cq_overflows: self.cq_overflows.get(),
+            fixed_files: self.fixed_files.get(),
         }
     }
 }
@@ -107,6 +109,9 @@ pub struct WorkerStats {
     /// Reaping passes that found the CQ overflowed (completions parked on the kernel's
     /// overflow list because the CQ was full): a sign the CQ is too small for the load.
     pub cq_overflows: u64,
+    /// Sockets this worker registered in its ring's table of fixed files
+    /// ([`Builder::fixed_files`](crate::Builder::fixed_files)).
+    pub fixed_files: u64,
 }
 
 impl WorkerStats {
@@ -122,6 +127,7 @@ impl WorkerStats {
         self.wakes_msg_ring += o.wakes_msg_ring;
         self.wakes_eventfd += o.wakes_eventfd;
         self.cq_overflows += o.cq_overflows;
+        self.fixed_files += o.fixed_files;
     }
 }
 
@@ -177,7 +183,7 @@ impl fmt::Display for Stats {
             f,
             "workers={} fibers_spawned={} fibers_live={} resumes={} stolen_fibers={} \
              injector_pops={} ops={} enters={} cqe_own={} cqe_stolen={} cqe_completer={} \
-             sleeps={} wakes_msg_ring={} wakes_eventfd={} cq_overflows={} stacks_in_use={} stacks_carved={} \
+             sleeps={} wakes_msg_ring={} wakes_eventfd={} cq_overflows={} fixed_files={} stacks_in_use={} stacks_carved={} \
              stack_mappings={} guard={} ops_live={}",
             self.workers.len(),
             self.fibers_spawned,
@@ -194,6 +200,7 @@ impl fmt::Display for Stats {
             t.wakes_msg_ring,
             t.wakes_eventfd,
             t.cq_overflows,
+            t.fixed_files,
             self.stacks_in_use,
             self.stacks_carved,
             self.stack_mappings,

@@ -21,7 +21,7 @@ use std::thread;
 use crossbeam_deque::Steal;
 
 use crate::fiber::{Fiber, NO_HOME};
-use crate::runtime::{DRAINING, RUNNING, STOPPED, Shared, TEARDOWN, lock};
+use crate::runtime::{DRAINING, RUNNING, Requests, STOPPED, Shared, TEARDOWN, lock};
 use crate::stats::WorkerCounters;
 use crate::sys::coro::Suspend;
 use crate::sys::fd::pin_to_cpu;
@@ -69,6 +69,11 @@ impl std::fmt::Debug for WorkerCtx {
 #[inline(never)]
 pub(crate) fn current() -> Option<Rc<WorkerCtx>> {
     CTX.with(|c| c.borrow().clone())
+}
+
+/// Runs `f` on the calling thread's worker, if it is one (without cloning its `Rc`).
+pub(crate) fn with_current<R>(f: impl FnOnce(&WorkerCtx) -> R) -> Option<R> {
+    CTX.with(|c| c.borrow().as_deref().map(f))
 }
 
 /// The fiber running on the calling thread, if any.
@@ -237,7 +242,7 @@ impl WorkerCtx {
             if state == STOPPED {
                 break;
             }
-            self.push_remote_cancels();
+            self.push_remote_requests();
             self.run_round();
             // Completions that arrived while the fibers ran (or that the last enter posted).
             let (reaped, wakeups) = self.reap_own();
@@ -445,19 +450,25 @@ impl WorkerCtx {
         }
     }
 
-    fn push_remote_cancels(&self) {
+    fn push_remote_requests(&self) {
         self.ring.cancel_throttled();
         let me = &self.rt.workers[self.index];
-        if !me.has_cancels.load(Ordering::SeqCst) {
+        if !me.has_requests.load(Ordering::SeqCst) {
             return;
         }
-        // Cleared before the list is taken: a cancel pushed after the take sets it again.
-        me.has_cancels.store(false, Ordering::SeqCst);
-        let pending = std::mem::take(&mut *lock(&me.cancels));
-        for op in pending {
+        // Cleared before the requests are taken: one added after the take sets it again.
+        me.has_requests.store(false, Ordering::SeqCst);
+        let Requests {
+            cancels,
+            file_removals,
+        } = std::mem::take(&mut *lock(&me.requests));
+        for op in cancels {
             if !op.is_done() {
                 let _ = self.ring.push(Sqe::cancel(&op));
             }
+        }
+        for slot in file_removals {
+            self.ring.remove_file(slot);
         }
     }
 
@@ -481,7 +492,7 @@ impl WorkerCtx {
             || !rt.workers[self.index].remote.is_empty()
             || !rt.injector.is_empty()
             || rt.stealers.iter().any(|s| !s.is_empty())
-            || rt.workers[self.index].has_cancels.load(Ordering::SeqCst)
+            || rt.workers[self.index].has_requests.load(Ordering::SeqCst)
             || self.ring.shared().has_throttled()
     }
 
@@ -619,7 +630,7 @@ fn quiescent(rt: &Shared) -> bool {
         return false;
     }
     if rt.workers.iter().any(|w| {
-        w.ring.get().is_some_and(|r| r.in_flight() > 0) || w.has_cancels.load(Ordering::SeqCst)
+        w.ring.get().is_some_and(|r| r.in_flight() > 0) || w.has_requests.load(Ordering::SeqCst)
     }) {
         return false;
     }

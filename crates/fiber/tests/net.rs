@@ -412,3 +412,94 @@ fn a_multishot_accept_that_ends_on_a_connection_is_rearmed() {
     assert_eq!(kept.len(), CONNS);
     eprintln!("{}", rt.stats());
 }
+
+fn fixed_files_runtime(workers: usize, multishot: bool) -> fiber::Runtime {
+    fiber::Runtime::builder()
+        .workers(workers)
+        .multishot(multishot)
+        .fixed_files(true)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn echo_with_fixed_files() {
+    require_io_uring!();
+    for multishot in [true, false] {
+        let rt = fixed_files_runtime(2, multishot);
+        echo_roundtrips(&rt, 20, 10);
+        let stats = rt.stats();
+        // Every stream of the echo registers where it first does I/O: 20 servers, 20
+        // clients.
+        assert_eq!(stats.total().fixed_files, 40, "{stats}");
+    }
+}
+
+#[test]
+fn echo_with_fixed_files_and_work_stealing() {
+    require_io_uring!();
+    let b = fiber::Runtime::builder()
+        .workers(2)
+        .multishot(true)
+        .fixed_files(true);
+    // SAFETY: the tests' fibers hold no thread-local references or std mutex guards across
+    // blocking calls.
+    let rt = unsafe { b.work_stealing() }.build().unwrap();
+    // Fibers move between workers: a stream is named by slot on the worker that registered
+    // it and by descriptor on the other.
+    echo_roundtrips(&rt, 20, 20);
+}
+
+/// How the server lets go of a stream registered in its worker's table of fixed files.
+#[derive(Debug, Clone, Copy)]
+enum LetGo {
+    DropOnFiber,
+    Close,
+    IntoStd,
+    DropOnPlainThread,
+}
+
+/// Whichever way a stream with a fixed-file slot goes, its connection ends: the peer reads
+/// EOF (the table's reference to the socket is dropped too).
+#[test]
+fn a_stream_with_a_fixed_file_slot_closes_its_connection_however_it_goes() {
+    require_io_uring!();
+    let rt = fixed_files_runtime(1, true);
+    for how in [
+        LetGo::DropOnFiber,
+        LetGo::Close,
+        LetGo::IntoStd,
+        LetGo::DropOnPlainThread,
+    ] {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = rt.spawn(move || -> std::io::Result<Option<TcpStream>> {
+            let (s, _) = listener.accept()?;
+            let mut buf = [0u8; 16];
+            let n = s.read(&mut buf)?;
+            s.write_all(&buf[..n])?;
+            s.flush()?;
+            match how {
+                LetGo::DropOnFiber => drop(s),
+                LetGo::Close => s.close()?,
+                LetGo::IntoStd => drop(std::net::TcpStream::from(s)),
+                LetGo::DropOnPlainThread => return Ok(Some(s)),
+            }
+            Ok(None)
+        });
+        let mut client = std::net::TcpStream::connect(addr).unwrap();
+        client.set_read_timeout(Some(TIMEOUT)).unwrap();
+        client.write_all(b"ping").unwrap();
+        let mut got = [0u8; 4];
+        client.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"ping");
+        // Dropped here, on the test's thread, for `DropOnPlainThread`.
+        drop(join(server).unwrap());
+        let mut rest = Vec::new();
+        client
+            .read_to_end(&mut rest)
+            .unwrap_or_else(|e| panic!("{how:?}: no EOF: {e}"));
+        assert!(rest.is_empty(), "{how:?}");
+    }
+    assert_eq!(rt.stats().total().fixed_files, 4);
+}

@@ -68,6 +68,12 @@ pub(crate) struct RuntimeArgs {
     #[arg(long)]
     plain_recv: bool,
 
+    /// Register each connection's socket in its worker's table of fixed files, so that
+    /// the worker's SQEs name it by slot and the kernel skips a descriptor lookup per
+    /// operation (true or false).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
+    fixed_files: bool,
+
     /// Usable bytes of each fiber's stack (a guard page is added). Suffixes K and M
     /// multiply by 1024 and 1024²; 16K at least.
     #[arg(long, default_value = "64K", value_parser = parse_size, value_name = "BYTES")]
@@ -111,6 +117,7 @@ impl RuntimeArgs {
             .io_stealing(self.io_stealing)
             .multishot(!self.plain_recv)
             .multishot_accept(true)
+            .fixed_files(self.fixed_files)
             .thread_name("srv-fiber");
         if let Some(cpus) = &common.cpus {
             b = b.cpus(cpus.as_slice().iter().copied());

@@ -21,6 +21,7 @@ use io_uring::{IoUring, Probe, opcode, squeue, types};
 
 use super::bufring::{BGID, BufRing};
 use super::cvt;
+use super::files::FixedFiles;
 use super::op::{self, OpRef, Reaped, Sqe};
 use crate::park::Waker;
 
@@ -38,6 +39,9 @@ pub(crate) struct RingSetup {
     pub(crate) sqpoll_idle_ms: Option<u32>,
     /// A provided-buffer ring for multishot recv: (buffers, bytes each).
     pub(crate) provided_bufs: Option<(u16, usize)>,
+    /// Slots of a table of fixed files (see [`FixedFiles`]); 0: no table. The ring does
+    /// without one where the kernel refuses it.
+    pub(crate) fixed_files: u32,
 }
 
 /// What the running kernel supports, probed once.
@@ -260,6 +264,8 @@ pub(crate) struct RingOwner {
     /// (an `fdget`/`fdput` pair per enter). The table is per thread, so only the thread
     /// that registered may use it: the owner, which `!Send` keeps on it.
     registered: Option<RegisteredRing>,
+    /// The table of fixed files, when the setup asked for one and the kernel took it.
+    files: Option<FixedFiles>,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -320,6 +326,10 @@ impl RingOwner {
             }
             None => None,
         };
+        let files = match setup.fixed_files {
+            0 => None,
+            n => FixedFiles::register(&uring, n).ok(),
+        };
         Ok(RingOwner {
             shared: Arc::new(RingShared {
                 uring,
@@ -335,8 +345,28 @@ impl RingOwner {
             fail_enters: RefCell::new(Vec::new()),
             enters: Cell::new(0),
             registered,
+            files,
             _not_send: PhantomData,
         })
+    }
+
+    /// Registers `fd` in the ring's table of fixed files: its slot, or `None` where there is
+    /// no table, it is full or the kernel refused (the file is then named by descriptor).
+    pub(crate) fn insert_file(&self, fd: RawFd) -> Option<u32> {
+        self.files.as_ref()?.insert(&self.shared.uring, fd)
+    }
+
+    /// Empties a slot [`insert_file`](Self::insert_file) filled, after the SQEs already
+    /// pushed (which may name it) have reached the kernel.
+    pub(crate) fn remove_file(&self, slot: u32) {
+        if let Some(files) = &self.files {
+            let _ = self.push(files.remove(slot));
+        }
+    }
+
+    /// Whether the ring has a table of fixed files.
+    pub(crate) fn has_fixed_files(&self) -> bool {
+        self.files.is_some()
     }
 
     pub(crate) fn shared(&self) -> &Arc<RingShared> {

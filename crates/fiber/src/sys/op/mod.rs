@@ -46,7 +46,7 @@ mod sqe;
 mod word;
 
 pub(crate) use slab::{OpRef, live_ops};
-pub(crate) use sqe::Sqe;
+pub(crate) use sqe::{Sqe, Target};
 use word::OpWord;
 
 use self::buf::{RawBox, RawBuf};

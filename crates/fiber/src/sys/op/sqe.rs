@@ -26,6 +26,38 @@ impl std::fmt::Debug for Sqe {
     }
 }
 
+/// How an SQE names the file it works on: by descriptor, or by its slot in the ring's table
+/// of fixed files (`IOSQE_FIXED_FILE`), which spares the kernel a lookup per operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    Fd(RawFd),
+    Fixed(u32),
+}
+
+impl From<RawFd> for Target {
+    fn from(fd: RawFd) -> Target {
+        Target::Fd(fd)
+    }
+}
+
+/// Builds an entry for either kind of [`Target`]: `$build` is written once and given
+/// `types::Fd` or `types::Fixed` as `$file` (the crate's opcodes take either, by a sealed
+/// trait).
+macro_rules! on_target {
+    ($target:expr, |$file:ident| $build:expr) => {
+        match $target {
+            Target::Fd(fd) => {
+                let $file = types::Fd(fd);
+                $build
+            }
+            Target::Fixed(slot) => {
+                let $file = types::Fixed(slot);
+                $build
+            }
+        }
+    };
+}
+
 fn io_len(n: usize) -> u32 {
     u32::try_from(n.min(MAX_IO)).unwrap_or(u32::MAX)
 }
@@ -49,36 +81,38 @@ impl Sqe {
     }
 
     /// `recv(fd, len)` into a buffer the op owns.
-    pub(crate) fn recv(fd: RawFd, len: usize) -> (Sqe, OpRef) {
+    pub(crate) fn recv(file: Target, len: usize) -> (Sqe, OpRef) {
         let len = io_len(len);
         let op = Op::alloc(
             Mem::Buf(RawBuf::uninit(len as usize)),
             ResKind::Plain,
             false,
         );
-        let e = opcode::Recv::new(types::Fd(fd), Sqe::buf_ptr(&op), len).build();
+        let buf = Sqe::buf_ptr(&op);
+        let e = on_target!(file, |f| opcode::Recv::new(f, buf, len).build());
         Sqe::with_op(e, op)
     }
 
     /// `send(fd, data)` from a copy the op owns (MSG_NOSIGNAL: a closed peer is an error, not
     /// a signal).
-    pub(crate) fn send(fd: RawFd, data: &[u8]) -> (Sqe, OpRef) {
-        Sqe::send_flags(fd, data, libc::MSG_NOSIGNAL)
+    pub(crate) fn send(file: Target, data: &[u8]) -> (Sqe, OpRef) {
+        Sqe::send_flags(file, data, libc::MSG_NOSIGNAL)
     }
 
     /// `send(fd, data, MSG_WAITALL)`: the kernel sends all of `data` (retrying short sends
     /// itself) or fails; a result short of `data.len()` means the connection broke midway.
     /// For write-behind, where the caller was told the bytes were written.
-    pub(crate) fn send_all(fd: RawFd, data: &[u8]) -> (Sqe, OpRef) {
-        Sqe::send_flags(fd, data, libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+    pub(crate) fn send_all(file: Target, data: &[u8]) -> (Sqe, OpRef) {
+        Sqe::send_flags(file, data, libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
     }
 
-    fn send_flags(fd: RawFd, data: &[u8], flags: i32) -> (Sqe, OpRef) {
+    fn send_flags(file: Target, data: &[u8], flags: i32) -> (Sqe, OpRef) {
         let data = &data[..data.len().min(MAX_IO)];
         let op = Op::alloc(Mem::Buf(RawBuf::from_slice(data)), ResKind::Plain, false);
-        let e = opcode::Send::new(types::Fd(fd), Sqe::buf_ptr(&op), io_len(data.len()))
+        let (buf, len) = (Sqe::buf_ptr(&op), io_len(data.len()));
+        let e = on_target!(file, |f| opcode::Send::new(f, buf, len)
             .flags(flags)
-            .build();
+            .build());
         Sqe::with_op(e, op)
     }
 
@@ -140,9 +174,10 @@ impl Sqe {
 
     /// Multishot `recv(fd)` into buffers the kernel picks from the ring's provided-buffer
     /// group; one CQE per chunk of data until EOF, an error, a cancel, or no free buffer.
-    pub(crate) fn recv_multi(fd: RawFd) -> (Sqe, OpRef) {
+    pub(crate) fn recv_multi(file: Target) -> (Sqe, OpRef) {
         let op = Op::alloc(Mem::None, ResKind::Plain, false);
-        let e = opcode::RecvMulti::new(types::Fd(fd), crate::sys::bufring::BGID).build();
+        let group = crate::sys::bufring::BGID;
+        let e = on_target!(file, |f| opcode::RecvMulti::new(f, group).build());
         Sqe::with_op(e, op)
     }
 
@@ -220,6 +255,20 @@ impl Sqe {
             _ => std::ptr::null_mut(),
         };
         let e = opcode::Read::new(types::Fd(fd), p, 8).build();
+        Sqe::with_op(e, op)
+    }
+
+    /// Empties `slot` of the ring's table of fixed files (`IORING_OP_FILES_UPDATE` with the
+    /// descriptor -1), after every SQE pushed before it.
+    pub(crate) fn files_remove(slot: u32) -> (Sqe, OpRef) {
+        // Every bit set: read as the kernel's array of `int`, its first element is -1.
+        let op = Op::alloc(Mem::Word(RawBox::new(u64::MAX)), ResKind::Plain, true);
+        let p = match &op.mem {
+            Mem::Word(w) => w.ptr.as_ptr().cast::<RawFd>().cast_const(),
+            _ => std::ptr::null(),
+        };
+        let offset = i32::try_from(slot).unwrap_or(i32::MAX);
+        let e = opcode::FilesUpdate::new(p, 1).offset(offset).build();
         Sqe::with_op(e, op)
     }
 
