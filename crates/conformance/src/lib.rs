@@ -102,6 +102,7 @@ macro_rules! server_list {
             fiber_stealing: "srv-fiber" ["--io-stealing", "--ring-flags", "none"] [IoUring],
             fiber_work_stealing: "srv-fiber" ["--scheduler", "stealing"] [IoUring],
             fiber_plain_recv: "srv-fiber" ["--plain-recv", "--ring-flags", "coop_taskrun"] [IoUring],
+            fiber_plain_fds: "srv-fiber" ["--fixed-files", "false"] [IoUring],
             go: "srv-go" [] [NotLaunch]
                 bench "go", true, "Go, a goroutine per connection (the papers' reference)",
             floor_epoll: "srv-floor" ["--api", "epoll"] [EchoOnly]

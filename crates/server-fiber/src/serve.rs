@@ -70,8 +70,9 @@ pub(crate) struct RuntimeArgs {
 
     /// Register each connection's socket in its worker's table of fixed files, so that
     /// the worker's SQEs name it by slot and the kernel skips a descriptor lookup per
-    /// operation (true or false).
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "BOOL")]
+    /// operation (true or false). On by default: it takes `fget`/`fput` (1% of srv-fiber's
+    /// CPU at 20,000 echoes/s) out of every send, for one registration per connection.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     fixed_files: bool,
 
     /// Usable bytes of each fiber's stack (a guard page is added). Suffixes K and M
