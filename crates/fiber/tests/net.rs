@@ -503,3 +503,47 @@ fn a_stream_with_a_fixed_file_slot_closes_its_connection_however_it_goes() {
     }
     assert_eq!(rt.stats().total().fixed_files, 4);
 }
+
+/// Streams registered in a worker's table of fixed files outlive their runtime: each one
+/// dropped afterwards closes its connection at once, whatever the others still hold (the
+/// table goes with its worker, not with the last stream).
+#[test]
+fn streams_with_fixed_file_slots_close_one_by_one_after_their_runtime_stopped() {
+    require_io_uring!();
+    let rt = fixed_files_runtime(1, true);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = rt.spawn(move || -> std::io::Result<Vec<TcpStream>> {
+        let mut kept = Vec::new();
+        for _ in 0..2 {
+            let (s, _) = listener.accept()?;
+            let mut buf = [0u8; 16];
+            let n = s.read(&mut buf)?;
+            s.write_all(&buf[..n])?;
+            s.flush()?;
+            kept.push(s);
+        }
+        Ok(kept)
+    });
+    let clients: Vec<_> = (0..2)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(addr).unwrap();
+            c.set_read_timeout(Some(TIMEOUT)).unwrap();
+            c.write_all(b"ping").unwrap();
+            let mut got = [0u8; 4];
+            c.read_exact(&mut got).unwrap();
+            c
+        })
+        .collect();
+    let mut kept = join(server).unwrap();
+    assert_eq!(rt.stats().total().fixed_files, 2);
+    drop(rt);
+    let last = kept.pop();
+    drop(kept);
+    let mut rest = Vec::new();
+    (&clients[0])
+        .read_to_end(&mut rest)
+        .expect("EOF while another stream of the runtime is alive");
+    assert!(rest.is_empty());
+    drop(last);
+}

@@ -704,6 +704,12 @@ impl Drop for RingOwner {
         if let Some(ring) = self.registered.take() {
             ring.unregister(self.shared.fd());
         }
+        if self.files.take().is_some() {
+            // The io_uring instance may outlive its owner (the runtime's shared state keeps
+            // it): its table must not keep the sockets of dropped streams open meanwhile.
+            // Operations in flight keep the files they took.
+            let _ = self.shared.uring.submitter().unregister_files();
+        }
         // Entries that never reached the kernel: take back the references their ops moved
         // into them.
         for entry in self.backlog.get_mut().drain(..) {
