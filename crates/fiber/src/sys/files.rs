@@ -108,7 +108,7 @@ mod tests {
     use std::io::Read;
     use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     use super::super::op::Target;
     use super::super::ring::{RingOwner, RingSetup};
@@ -130,15 +130,6 @@ mod tests {
                 None
             }
         }
-    }
-
-    fn complete(ring: &RingOwner, op: &OpRef) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !op.is_done() && Instant::now() < deadline {
-            ring.wait().unwrap();
-            ring.shared().try_reap(usize::MAX, drop);
-        }
-        assert!(op.is_done(), "the operation never completed");
     }
 
     /// A table of two: both slots carry sends, a third socket finds it full, and an emptied
@@ -166,7 +157,7 @@ mod tests {
         for (slot, pair) in [(a, &pairs[0]), (b, &pairs[1])] {
             let (sqe, op) = Sqe::send(Target::Fixed(slot), b"hi");
             ring.push(sqe).unwrap();
-            complete(&ring, &op);
+            ring.complete(&op);
             let mut got = [0u8; 2];
             (&pair.1).read_exact(&mut got).unwrap();
             assert_eq!(&got, b"hi");
@@ -180,7 +171,7 @@ mod tests {
         );
         let (sqe, op) = Sqe::timeout(Duration::ZERO);
         ring.push(sqe).unwrap();
-        complete(&ring, &op);
+        ring.complete(&op);
         let c = ring.insert_file(pairs[2].0.as_raw_fd());
         assert_eq!(c, Some(a), "the emptied slot is reused");
 

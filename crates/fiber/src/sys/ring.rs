@@ -699,6 +699,19 @@ impl RegisteredRing {
     }
 }
 
+#[cfg(test)]
+impl RingOwner {
+    /// Test helper: submits, waits and reaps until `op` is done (at most 10 s, then fails).
+    pub(crate) fn complete(&self, op: &OpRef) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !op.is_done() && std::time::Instant::now() < deadline {
+            self.wait().unwrap();
+            self.shared().try_reap(usize::MAX, drop);
+        }
+        assert!(op.is_done(), "the operation never completed");
+    }
+}
+
 impl Drop for RingOwner {
     fn drop(&mut self) {
         if let Some(ring) = self.registered.take() {
@@ -797,12 +810,7 @@ mod tests {
             );
             let (sqe, op) = Sqe::timeout(Duration::ZERO);
             ring.push(sqe).unwrap();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while !op.is_done() && Instant::now() < deadline {
-                ring.wait().unwrap();
-                ring.shared().try_reap(usize::MAX, drop);
-            }
-            assert!(op.is_done(), "the timeout never completed");
+            ring.complete(&op);
         }
     }
 
