@@ -25,10 +25,11 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"ringside/srv-go/internal/affinity"
 )
 
 // Sizes every ringside server shares (docs/protocol-notes.md).
@@ -109,7 +110,7 @@ func run(args []string) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 
 	if len(cfg.cpus) > 0 {
-		if err := pinProcess(cfg.cpus); err != nil {
+		if err := affinity.PinProcess(cfg.cpus); err != nil {
 			return fail(fmt.Errorf("--cpus: %w", err))
 		}
 	}
@@ -253,8 +254,8 @@ func parseArgs(args []string) (config, error) {
 		}
 	}
 	if *cpus != "" {
-		if cfg.cpus, err = parseCPUList(*cpus); err != nil {
-			return cfg, err
+		if cfg.cpus, err = affinity.ParseList(*cpus); err != nil {
+			return cfg, usagef("--cpus %v", err)
 		}
 	}
 	if cfg.computeUs, err = intFlag("compute-us", *compute, 0, maxComputeMicro); err != nil {
@@ -288,33 +289,4 @@ func intFlag(name, s string, lo, hi int) (int, error) {
 		return 0, usagef("--%s %q: expected a whole number from %d to %d", name, s, lo, hi)
 	}
 	return n, nil
-}
-
-// parseCPUList parses "1,3" or "0-3,6" into CPU numbers.
-func parseCPUList(s string) ([]int, error) {
-	bad := func() ([]int, error) {
-		return nil, usagef("--cpus %q: expected CPU numbers like 1,3 or 0-3", s)
-	}
-	var cpus []int
-	seen := map[int]bool{}
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 || a >= maxCPU {
-			return bad()
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a || b >= maxCPU {
-				return bad()
-			}
-		}
-		for c := a; c <= b; c++ {
-			if !seen[c] {
-				seen[c] = true
-				cpus = append(cpus, c)
-			}
-		}
-	}
-	return cpus, nil
 }

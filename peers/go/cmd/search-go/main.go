@@ -25,6 +25,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"ringside/srv-go/internal/affinity"
 )
 
 // filesInFlightPerWorker is search::walk::FILES_IN_FLIGHT_PER_WORKER.
@@ -158,11 +160,11 @@ func main() {
 	}
 	n := runtime.NumCPU()
 	if *cpus != "" {
-		list, err := parseCPUs(*cpus)
+		list, err := affinity.ParseList(*cpus)
 		if err != nil {
 			usage("--cpus: %v", err)
 		}
-		if err := pinProcess(list); err != nil {
+		if err := affinity.PinProcess(list); err != nil {
 			usage("--cpus: %v", err)
 		}
 		n = len(list)
