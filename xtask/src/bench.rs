@@ -59,9 +59,11 @@ pub(crate) struct BenchArgs {
     pub(crate) suite: Vec<Suite>,
 
     /// The servers, comma-separated: a name plus runtime flags, as in
-    /// `threads,tokio-per-core,fiber+completer`. Default: one of each server this checkout
-    /// can build, and for kv also fiber+kv-owner, go+kv-owner and `redis` (redis-server, when
-    /// installed). `--list` names them.
+    /// `threads,tokio-per-core,fiber+completer`; `+name=LABEL` names a variant, so that one
+    /// server can run twice (`reactor,reactor+name=again`: an A/A run, where every verdict
+    /// must be `~`). Default: one of each server this checkout can build, and for kv also
+    /// fiber+kv-owner, go+kv-owner and `redis` (redis-server, when installed). `--list`
+    /// names them.
     #[arg(long, value_name = "LIST")]
     pub(crate) servers: Option<String>,
 
@@ -70,21 +72,25 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "LIST")]
     pub(crate) conns: Option<ConnList>,
 
-    /// Seconds of each point's measured window, replacing the suite's (quick 1.25, emper-echo
-    /// 10, chat-cpu 60, chat-room 10, memory 3, kv 1.5). For emper-echo it also replaces the paper's
+    /// Seconds of each point's measured window, replacing the suite's (quick 0.75 at equal load
+    /// and 0.4 closed loop, emper-echo 10, chat-cpu 60, chat-room 10, memory 3, kv 1.5). For emper-echo it also replaces the paper's
     /// 2500 echoes per connection.
     #[arg(long, value_name = "SECS", value_parser = positive)]
     pub(crate) duration: Option<f64>,
 
-    /// Seconds of load before each measured window, not recorded (default 1; quick 0.5,
-    /// chat-cpu 2).
+    /// Seconds of load before each measured window, not recorded (default 1; quick 0.35 at
+    /// equal load and 0.2 closed loop, kv 0.5, chat-cpu 2; at least 1 per 2500 connections).
     #[arg(long, value_name = "SECS", value_parser = non_negative)]
     pub(crate) warmup: Option<f64>,
 
     /// Runs of each point, rotated over the servers (A B C A B C ...) so that a drift of the
-    /// machine spreads over all of them [default: quick 3, the other suites 1]. The summary
-    /// gives medians with an interval, latency from the runs' histograms added together, and
-    /// the report a significance test, which needs 4 or more to find anything.
+    /// machine spreads over all of them [default: quick 5, search 15, the other suites 1].
+    /// The summary gives medians with an interval, latency from the runs' histograms added
+    /// together, and the report a Mann-Whitney test of each server against the cheapest: a
+    /// ratio where p < 0.05, else `~`. The default 5 can show a ratio (least p 0.008; about a
+    /// 3% chance of a false one per cell) for a difference larger than the repeats' spread;
+    /// 3 never can (least p 0.10); more buy smaller differences and narrower intervals
+    /// (at 5 the interval is [min, max], 94% coverage; from 6 an order-statistic 95% one).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub(crate) repeat: Option<u32>,
 
@@ -688,7 +694,7 @@ mod tests {
         assert_eq!(a.client_cpus, CpuList::one(0));
         assert_eq!(a.workers(), 1);
         assert_eq!(a.repeat, None);
-        assert_eq!(a.repeats(Suite::Quick), 3);
+        assert_eq!(a.repeats(Suite::Quick), 5);
         assert_eq!(a.repeats(Suite::Memory), 1);
         assert_eq!(a.repeats(Suite::Search), 15);
         assert_eq!(a.server_cpu_quota, None);

@@ -230,8 +230,10 @@ fn tcp_mem_pages(sockstat: &str) -> Option<u64> {
 }
 
 /// Waits, up to `max`, until `cpus` have been free (no task running) at least `share` of the
-/// last half second each: a point started while another program runs there would measure
-/// both. Returns whether they were.
+/// last quarter second each: a point started while another program runs there would measure
+/// both. Returns whether they were. (A quarter second is 25 ticks of `/proc/stat` at 100 Hz:
+/// enough to see a busy CPU, short enough to spend before each of a quick run's hundreds
+/// of points.)
 pub(crate) fn wait_until_quiet(cpus: &[usize], share: f64, max: std::time::Duration) -> bool {
     use std::time::{Duration, Instant};
     let free = |cpu: usize| {
@@ -246,7 +248,7 @@ pub(crate) fn wait_until_quiet(cpus: &[usize], share: f64, max: std::time::Durat
     loop {
         let before: Vec<u64> = cpus.iter().map(|&c| free(c)).collect();
         let t0 = Instant::now();
-        std::thread::sleep(Duration::from_millis(500));
+        std::thread::sleep(Duration::from_millis(250));
         let secs = t0.elapsed().as_secs_f64();
         let quiet = cpus
             .iter()

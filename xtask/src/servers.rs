@@ -3,7 +3,11 @@
 //! A *variant* is a server binary plus flags, written `NAME[+FLAG[=VALUE]]...`: `threads`,
 //! `tokio-per-core`, `fiber+completer`, `fiber+completer+ring-flags=sqpoll`. Each `+FLAG`
 //! becomes `--FLAG` (and `=VALUE` its value) on the server's command line, so runtime options
-//! can be compared side by side without a table entry for each combination. The known names
+//! can be compared side by side without a table entry for each combination. One pseudo-flag
+//! is the bench's own: `+name=LABEL` passes nothing to the server and names the variant
+//! `LABEL` in the run, so that one binary can run twice under two names
+//! (`--servers reactor,reactor+name=again`: an A/A run, whose every comparison must come out
+//! `~`). The known names
 //! come from the conformance suite's server list (`conformance::server_list!`, the entries
 //! with a `bench` name), so the bench runs what the suite tests; any other `srv-<name>`
 //! binary of the workspace is picked up as `<name>`.
@@ -229,6 +233,10 @@ impl Inventory {
                 Some((n, v)) => (n, Some(v)),
                 None => (flag, None),
             };
+            if name == "name" {
+                v.name = label(spec, value)?;
+                continue;
+            }
             let ok = !name.is_empty()
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
                 && !name.starts_with('-');
@@ -258,8 +266,15 @@ impl Inventory {
             if let Some(why) = self.missing(&v.binary) {
                 bail!("server `{spec}` cannot run here: {why}");
             }
-            if !out.iter().any(|o| o.name == v.name) {
-                out.push(v);
+            match out.iter().find(|o| o.name == v.name) {
+                // The same entry twice runs once.
+                Some(o) if *o == v => {}
+                Some(_) => bail!(
+                    "two --servers entries are named `{}`; give one another name with \
+                     +name=LABEL",
+                    v.name
+                ),
+                None => out.push(v),
             }
         }
         if out.is_empty() {
@@ -393,6 +408,24 @@ pub(crate) fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string())
 }
 
+/// The name `+name=LABEL` gives a variant: a word a file name and a table can carry.
+fn label(spec: &str, value: Option<&str>) -> Result<String> {
+    match value {
+        Some(l)
+            if !l.is_empty()
+                && l.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                && !l.starts_with('.') =>
+        {
+            Ok(l.to_string())
+        }
+        _ => bail!(
+            "`{spec}`: +name takes a label of letters, digits, `-`, `_` and `.` (as in \
+             reactor+name=again)"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -426,6 +459,36 @@ mod tests {
         assert_eq!(i.parse("odd").unwrap().binary, "srv-odd");
         assert!(i.parse("fiber+").is_err());
         assert!(i.parse("fiber+--x").is_err());
+    }
+
+    #[test]
+    fn name_labels_a_variant_and_passes_nothing() {
+        let i = inv();
+        let v = i.parse("fiber+completer+name=again").unwrap();
+        assert_eq!(v.name, "again");
+        assert_eq!(v.binary, "srv-fiber");
+        assert_eq!(v.flags, ["--completer"]);
+        let v = i.select("threads,threads+name=again").unwrap();
+        assert_eq!(
+            v.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(),
+            ["threads", "again"]
+        );
+        assert_eq!(v[0].flags, v[1].flags);
+        for bad in [
+            "threads+name",
+            "threads+name=",
+            "threads+name=a/b",
+            "threads+name=.x",
+        ] {
+            let e = i.parse(bad).unwrap_err().to_string();
+            assert!(e.contains("+name takes a label"), "{bad}: {e}");
+        }
+        // Two different variants under one name would overwrite each other's files.
+        let e = i
+            .select("threads,threads-process+name=threads")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("named `threads`"), "{e}");
     }
 
     #[test]

@@ -236,13 +236,8 @@ pub(crate) fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
     let u = r1 - (n1 * (n1 + 1)) as f64 / 2.0;
     let mean = (n1 * n2) as f64 / 2.0;
     if ties.is_empty() && n1 <= EXACT_MAX && n2 <= EXACT_MAX {
-        let counts = u_counts(n1, n2);
-        let total: f64 = counts.iter().sum();
         // Without ties U is a whole number.
-        let u = u.round() as usize;
-        let le: f64 = counts[..=u].iter().sum();
-        let ge: f64 = counts[u..].iter().sum();
-        return Some((2.0 * le.min(ge) / total).min(1.0));
+        return Some(exact_p(u.round() as usize, &u_counts(n1, n2)));
     }
     let n = (n1 + n2) as f64;
     let tie_term: f64 = ties.iter().map(|&t| (t * t * t - t) as f64).sum::<f64>() / (n * (n - 1.0));
@@ -253,6 +248,38 @@ pub(crate) fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
     }
     let z = ((u - mean).abs() - 0.5).max(0.0) / var.sqrt();
     Some((2.0 * normal_upper_tail(z)).min(1.0))
+}
+
+/// The least p-value [`mann_whitney`] can give for `n1` and `n2` values: that of two samples
+/// that do not overlap at all. `None` when either is empty.
+pub(crate) fn least_p(n1: usize, n2: usize) -> Option<f64> {
+    let low: Vec<f64> = (0..n1).map(|i| i as f64).collect();
+    let high: Vec<f64> = (0..n2).map(|i| (n1 + i) as f64).collect();
+    mann_whitney(&low, &high)
+}
+
+/// How often [`mann_whitney`] gives p < [`ALPHA`] for `n1` and `n2` values of one continuous
+/// distribution: the test's real size (below ALPHA, since U is discrete), the share of the
+/// arrangements of the ranks whose U is significant.
+pub(crate) fn false_positive_rate(n1: usize, n2: usize) -> f64 {
+    if n1 == 0 || n2 == 0 {
+        return 0.0;
+    }
+    let counts = u_counts(n1, n2);
+    let total: f64 = counts.iter().sum();
+    let significant: f64 = (0..counts.len())
+        .filter(|&u| exact_p(u, &counts) < ALPHA)
+        .map(|u| counts[u])
+        .sum();
+    significant / total
+}
+
+/// The two-sided exact p-value of the statistic `u`, given the counts of [`u_counts`].
+fn exact_p(u: usize, counts: &[f64]) -> f64 {
+    let total: f64 = counts.iter().sum();
+    let le: f64 = counts[..=u].iter().sum();
+    let ge: f64 = counts[u..].iter().sum();
+    (2.0 * le.min(ge) / total).min(1.0)
 }
 
 /// The value of a cumulative counter at time `t`, read off samples `(time, value)` sorted by
@@ -511,6 +538,23 @@ mod tests {
         // Symmetric in its arguments.
         assert_eq!(mann_whitney(&y, &x), mann_whitney(&x, &y));
         assert!((normal_upper_tail(1.959_964) - 0.025).abs() < 1e-6);
+    }
+
+    #[test]
+    fn what_the_repeats_can_show() {
+        // 3 a side can never reach 0.05; 4 only without overlap; 5 with two pairs out of order.
+        assert!(close(least_p(3, 3).unwrap(), 0.1));
+        assert!(close(least_p(4, 4).unwrap(), 2.0 / 70.0));
+        assert!(close(least_p(5, 5).unwrap(), 2.0 / 252.0));
+        assert_eq!(least_p(0, 5), None);
+        let two_swapped = mann_whitney(&[1.0, 2.0, 3.0, 4.5, 5.5], &[4.0, 6.0, 7.0, 8.0, 9.0]);
+        assert!(two_swapped.unwrap() < ALPHA, "{two_swapped:?}");
+        // The real size of the test: no false verdicts at 3, and 8 of 252 arrangements
+        // (U <= 2 or U >= 23) at 5 a side.
+        assert_eq!(false_positive_rate(3, 3), 0.0);
+        assert!(close(false_positive_rate(5, 5), 8.0 / 252.0));
+        assert!(false_positive_rate(12, 12) <= ALPHA);
+        assert!(false_positive_rate(12, 12) > 0.04);
     }
 
     #[test]

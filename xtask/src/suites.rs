@@ -19,7 +19,8 @@ use serde::Serialize;
 pub(crate) enum Suite {
     /// Echo 16 B, closed loop at 1, 10, 100, 1000 connections, and two open-loop points (a
     /// rate every server sustains, and one near the slowest one's saturation): CPU per echo
-    /// and latency at equal load; 3 rotated repeats (about 6 min).
+    /// and latency at equal load; 5 rotated repeats, enough for the significance test to
+    /// tell servers apart (about 6 min).
     Quick,
     /// The io_uring paper's echo benchmark (Figures 5 to 8): 1 to 10,000 connections, 2500
     /// echoes each or a bounded duration, without and with 200 µs of work per echo.
@@ -77,9 +78,10 @@ impl Suite {
     /// Seconds of the measured window of each point, unless `--duration` says otherwise.
     fn default_duration(self) -> f64 {
         match self {
-            // Short points, so that 3 rotated repeats fit in about 6 minutes: the repeats,
-            // not long windows, are what give an interval and a test.
-            Suite::Quick => 1.25,
+            // Short points, so that 5 rotated repeats fit in about 6 minutes: the repeats,
+            // not long windows, are what give an interval and a test. This is the open
+            // points' window; the closed ones take `QUICK_CLOSED_SECS`.
+            Suite::Quick => 0.75,
             Suite::EmperEcho | Suite::ChatRoom => 10.0,
             Suite::ChatCpu => 60.0,
             Suite::Memory => 3.0,
@@ -92,7 +94,8 @@ impl Suite {
 
     fn default_warmup(self) -> f64 {
         match self {
-            Suite::Quick | Suite::Kv => 0.5,
+            Suite::Quick => 0.35,
+            Suite::Kv => 0.5,
             Suite::ChatCpu => 2.0,
             _ => 1.0,
         }
@@ -113,9 +116,12 @@ impl Suite {
 
     /// Runs of each point, unless `--repeat` says otherwise: quick's comparisons come with
     /// intervals and a significance test, which need repeats; the papers' long sweeps run once.
+    /// Quick takes 5: the Mann-Whitney test of 3 + 3 repeats cannot go below p = 0.10, of
+    /// 4 + 4 only to 0.029 with no overlap at all, while 5 + 5 reaches 0.008 and still says
+    /// p < 0.05 with two of the 25 pairs out of order.
     pub(crate) fn default_repeats(self) -> u32 {
         match self {
-            Suite::Quick => 3,
+            Suite::Quick => 5,
             // The paper's count.
             Suite::Search => 15,
             _ => 1,
@@ -245,7 +251,9 @@ impl Point {
                 / expected_rate(self.workload.compute_us(), 1))
             .max(0.1),
         };
-        1.0 + self.conns as f64 / 2000.0 + self.warmup + run
+        // Measured on 2 cores: about half a second to start and stop a server and loadgen and
+        // to wait for quiet CPUs, more with thousands of connections to open and close.
+        0.5 + self.conns as f64 / 4000.0 + self.warmup + run
     }
 }
 
@@ -265,6 +273,13 @@ pub(crate) const EMPER_REQUESTS: u64 = 2500;
 /// The paper's work per echo in Figures 6 and 7.
 pub(crate) const EMPER_COMPUTE_US: u64 = 200;
 const DEFAULT_OPEN_RATE: f64 = 20_000.0;
+/// The measured window of quick's closed-loop points, unless `--duration` says otherwise:
+/// shorter than the open points', whose CPU per echo is what the test compares; the closed
+/// points' throughput is shown with its interval only.
+const QUICK_CLOSED_SECS: f64 = 0.4;
+/// Their warmup, unless `--warmup` says otherwise (at least a second per 2500 connections, as
+/// every point's).
+const QUICK_CLOSED_WARMUP: f64 = 0.2;
 /// quick's second open-loop rate, as a multiple of the first: 50,000/s by default, near what
 /// the slowest server (a process per connection) completes at 1000 connections on one core.
 pub(crate) const HIGH_RATE_FACTOR: f64 = 2.5;
@@ -329,16 +344,22 @@ impl Suite {
         let mut out = Vec::new();
         match self {
             Suite::Quick => {
+                let closed = o.duration.unwrap_or(QUICK_CLOSED_SECS);
                 for &c in &conns {
-                    out.push(point(
-                        "closed",
-                        format!("closed-c{c}"),
-                        conns_label(c),
-                        c,
-                        echo16,
-                        Load::Closed,
-                        Stop::Duration(duration),
-                    ));
+                    out.push(Point {
+                        warmup: o
+                            .warmup
+                            .unwrap_or(QUICK_CLOSED_WARMUP.max(c as f64 / 2500.0)),
+                        ..point(
+                            "closed",
+                            format!("closed-c{c}"),
+                            conns_label(c),
+                            c,
+                            echo16,
+                            Load::Closed,
+                            Stop::Duration(closed),
+                        )
+                    });
                 }
                 let c = conns.iter().copied().max().unwrap_or(1000);
                 let low = o.rate.unwrap_or(DEFAULT_OPEN_RATE);
@@ -511,13 +532,17 @@ mod tests {
         assert_eq!(conns, [1, 10, 100, 1000, 1000, 1000]);
         assert_eq!(p[4].load, Load::Open { rate: 20_000.0 });
         assert_eq!(p[5].load, Load::Open { rate: 50_000.0 });
-        assert!(p.iter().all(|p| p.stop == Stop::Duration(1.25)));
+        assert!(p[..4].iter().all(|p| p.stop == Stop::Duration(0.4)));
+        assert!(p[4..].iter().all(|p| p.stop == Stop::Duration(0.75)));
+        assert_eq!(p[0].warmup, 0.2);
+        assert_eq!(p[3].warmup, 0.4);
+        assert_eq!(p[4].warmup, 0.4);
         let ids: std::collections::HashSet<&str> = p.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(ids.len(), p.len());
-        // A whole quick run of seven servers and its 3 repeats stays near six minutes (the
-        // estimate counts a second to start and stop each server, more than it takes).
+        // A whole quick run of the nine default servers and its 5 repeats stays near six
+        // minutes.
         let secs: f64 = p.iter().map(Point::estimate_secs).sum::<f64>()
-            * 7.0
+            * 9.0
             * f64::from(Suite::Quick.default_repeats());
         assert!(secs < 400.0, "{secs}");
     }

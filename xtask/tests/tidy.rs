@@ -1,5 +1,5 @@
 //! ARCHITECTURE.md's invariants that a reading of the source can check, checked: each
-//! server crate depends on its own runtime only (`cargo metadata`, offline), every `.rs`
+//! server crate depends on its own runtime only (`cargo metadata` for the host, offline), every `.rs`
 //! file opens with a `//!` doc (as rust-analyzer's tidy test asks), unsafe code is fenced
 //! where ARCHITECTURE.md says, and no file includes another's by a `path` attribute.
 //!
@@ -135,12 +135,31 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("server-floor", &["io-uring"]),
 ];
 
+/// The host's target triple, as `rustc -vV` names it.
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let out = Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .expect("rustc -vV runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .unwrap_or_else(|| panic!("no `host:` line in rustc -vV:\n{text}"))
+        .to_owned()
+}
+
 /// Package name to the names of its normal (not dev, not build) dependencies, from
-/// `cargo metadata` of the workspace, offline.
+/// `cargo metadata` of the workspace, offline, resolved for the host. Without
+/// `--filter-platform` cargo needs the manifests of every platform's dependencies (the
+/// Windows ones too), which a build on Linux never downloads: on a fresh machine
+/// `--offline` would fail. The servers are built for the host, so its graph is the one
+/// the invariant is about.
 fn dependency_graph() -> BTreeMap<String, BTreeSet<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let out = Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &host_triple()])
         .current_dir(root())
         .output()
         .expect("cargo metadata runs");

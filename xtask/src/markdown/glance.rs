@@ -279,6 +279,19 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
     } else {
         "Each number is a single run (`--repeat 3` or more gives intervals)".into()
     };
+    let least = crate::stats::least_p(repeats, repeats);
+    let power = match least {
+        Some(p) if p >= crate::stats::ALPHA => format!(
+            "with {repeats} repeats a side the least p possible is {p:.3}, so no difference can \
+             be shown: run `--repeat 5` or more for verdicts"
+        ),
+        Some(p) => format!(
+            "with {repeats} repeats a side the least p possible is {p:.3}; where two servers do \
+             not differ, a cell still shows a ratio about {:.0}% of the time",
+            crate::stats::false_positive_rate(repeats, repeats) * 100.0
+        ),
+        None => "a single run cannot be tested".into(),
+    };
     let _ = writeln!(
         out,
         "How to read it: on a small machine one load-generator core costs about as much per \
@@ -286,8 +299,8 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
          generator (†); the server's CPU per echo at a fixed rate, and its throughput under a \
          CPU quota, are what this machine measures about the server itself, so they come \
          first. {over}; *against the cheapest* (or *the most*) shows the ratio only where a \
-         Mann-Whitney test on the repeats gives p < 0.05, else `~` (with 3 repeats a side the \
-         least p possible is 0.10, so run `--repeat 5` for verdicts). *lowest repeat* is the \
+         Mann-Whitney test on the repeats gives p < 0.05, else `~` ({power}). *lowest repeat* \
+         is the \
          steadiest estimate of a cost on a shared host, where noise only adds CPU time. \
          **CPU per echo** is the server's CPU time (user + system, from /proc) over the echoes \
          it served (less is better); **p99** the time within which 99% of echoes came back; \
