@@ -7,6 +7,7 @@
 //!         [--interval-log FILE]
 //! loadgen chat ... [--profile ingest|room] [--room-size N] [--byte-rate BYTES_PER_SEC]
 //! loadgen kv ... [--get-ratio 0.9] [--keys 100000] [--value-size 32]
+//! loadgen agent          (runs from a controller, on stdin and stdout: `loadgen::agent`)
 //! ```
 
 use std::path::PathBuf;
@@ -36,6 +37,9 @@ pub enum Command {
     /// Kv: RESP GETs and SETs (a Redis subset), every reply checked against what the store
     /// must hold; the key space is stored before the clock starts when there are GETs.
     Kv(KvArgs),
+    /// Serve a controller (xtask, over ssh) on stdin and stdout: runs arrive as loadgen
+    /// command lines, results leave as JSON lines (the control protocol of `loadgen::agent`).
+    Agent,
 }
 
 /// Options of the kv workload.
@@ -174,6 +178,11 @@ impl Cli {
     /// The run and the outputs the command line asks for.
     pub fn config(&self) -> Result<(Config, Outputs), Error> {
         let (common, workload) = match &self.workload {
+            Command::Agent => {
+                return Err(Error::Config(
+                    "`loadgen agent` takes its runs on stdin, one control message a line".into(),
+                ));
+            }
             Command::Echo(c) => (c, Workload::Echo),
             Command::Kv(kv) => {
                 if kv.common.msg_size.is_some() {

@@ -58,6 +58,9 @@ pub enum Error {
     /// A worker thread died; this is a bug in loadgen.
     #[error("a loadgen worker thread panicked")]
     WorkerPanicked,
+    /// An agent's controller called the run off, or went away, before its go.
+    #[error("{0}")]
+    CalledOff(String),
 }
 
 impl Error {

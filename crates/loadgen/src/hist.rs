@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer, V2Serializer};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The largest value a histogram tracks: an hour, in nanoseconds. Larger values are recorded
 /// as this one.
@@ -46,7 +46,7 @@ pub fn merge<'a>(parts: impl IntoIterator<Item = &'a Histogram<u64>>) -> Histogr
 }
 
 /// Percentiles in microseconds, as they appear in the JSON summary.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {
     /// Median.
     pub p50: f64,
@@ -107,6 +107,20 @@ pub struct Histograms {
     pub interval: Duration,
     /// Wall-clock time at which the measured window began.
     pub window_start: SystemTime,
+}
+
+impl Default for Histograms {
+    /// Empty histograms, as a summary read back from JSON has (they travel apart).
+    fn default() -> Histograms {
+        Histograms {
+            latency: new_histogram(),
+            service: new_histogram(),
+            delivery: None,
+            intervals: Vec::new(),
+            interval: Duration::from_secs(1),
+            window_start: SystemTime::UNIX_EPOCH,
+        }
+    }
 }
 
 impl Histograms {

@@ -25,11 +25,13 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod agent;
 mod chat;
 pub mod cli;
 mod config;
 mod echo;
 mod error;
+pub mod fleet;
 pub mod hist;
 mod kv;
 pub mod peer;
@@ -42,5 +44,5 @@ mod worker;
 pub use config::{ChatConfig, ChatProfile, Config, KvConfig, Stop, Workload};
 pub use error::Error;
 pub use hist::{Histograms, Percentiles};
-pub use run::run;
+pub use run::{run, run_gated};
 pub use summary::{Errors, Summary};

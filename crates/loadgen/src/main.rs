@@ -14,6 +14,18 @@ use loadgen::cli::{Cli, Outputs};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.workload, loadgen::cli::Command::Agent) {
+        return match loadgen::agent::serve(
+            std::io::BufReader::new(std::io::stdin()),
+            std::io::stdout().lock(),
+        ) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("loadgen agent: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let (cfg, outputs) = match cli.config() {
         Ok(c) => c,
         Err(e) => {

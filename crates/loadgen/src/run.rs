@@ -29,6 +29,17 @@ const PROGRESS_AFTER: Duration = Duration::from_secs(3);
 /// The calling thread coordinates and sleeps; with `cfg.cpus` set it is pinned to those CPUs
 /// for the length of the run (so that it never disturbs the server's) and unpinned after.
 pub fn run(cfg: &Config) -> Result<Summary, Error> {
+    run_gated(cfg, &mut |_| Ok(()))
+}
+
+/// [`run`], with a gate between the two phases: once every connection is up (and before the
+/// warmup's clock starts), `gate` is called with the number that came up; the run goes on
+/// when it returns `Ok`, and ends with its error, every connection closed, when it does not.
+/// A [`crate::agent`] waits there for its fleet's go.
+pub fn run_gated(
+    cfg: &Config,
+    gate: &mut dyn FnMut(usize) -> Result<(), Error>,
+) -> Result<Summary, Error> {
     cfg.validate()?;
     if let Some(pid) = cfg.server_pid {
         sys::process_cpu_ns(pid).map_err(|e| {
@@ -68,7 +79,7 @@ pub fn run(cfg: &Config) -> Result<Summary, Error> {
             .map_err(|e| Error::Config(format!("cannot run on --cpus {:?}: {e}", cfg.cpus)))?;
         Some(saved)
     };
-    let result = run_pinned(cfg, addr, nofile, warnings);
+    let result = run_pinned(cfg, addr, nofile, warnings, gate);
     if let Some(saved) = saved {
         // The caller keeps running on the CPUs it had; failing to restore them leaves it
         // pinned, which is not worth failing a finished run for.
@@ -93,6 +104,7 @@ fn run_pinned(
     addr: SocketAddr,
     nofile: u64,
     warnings: Vec<String>,
+    gate: &mut dyn FnMut(usize) -> Result<(), Error>,
 ) -> Result<Summary, Error> {
     if let Workload::Kv(kv) = &cfg.workload {
         // Every GET must find a value; the preload writes as the writer after the last
@@ -221,6 +233,11 @@ fn run_pinned(
             cfg.conns,
             first_error.map_or_else(String::new, |e| e.to_string())
         );
+    }
+
+    if let Err(e) = gate(connected) {
+        abort(&controls, handles);
+        return Err(e);
     }
 
     // Phase 2: start the clock, watch, collect.

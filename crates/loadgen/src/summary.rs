@@ -2,13 +2,14 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Fault, FaultCounts};
 use crate::hist::{Histograms, Percentiles};
 
-/// Everything a run measured. Serializes to the `--json` schema; times are microseconds.
-#[derive(Debug, Clone, Serialize)]
+/// Everything a run measured. Serializes to the `--json` schema; times are microseconds. An
+/// agent sends it to its fleet the same way (its histograms go beside it, encoded).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     /// `echo`, `chat` or `kv`.
     pub workload: String,
@@ -93,7 +94,7 @@ pub struct Summary {
 }
 
 /// Faults by kind. Connection-level kinds count connections; `unanswered` counts messages.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Errors {
     /// Sum of all the kinds below but `stalled`, which does not end a connection.
     pub total: u64,
@@ -124,6 +125,25 @@ pub struct Errors {
 }
 
 impl Errors {
+    /// The faults of two runs together, as one run of both would have counted them.
+    pub fn plus(&self, o: &Errors) -> Errors {
+        Errors {
+            total: self.total + o.total,
+            connect_refused: self.connect_refused + o.connect_refused,
+            connect_failed: self.connect_failed + o.connect_failed,
+            connect_timeout: self.connect_timeout + o.connect_timeout,
+            reset: self.reset + o.reset,
+            closed: self.closed + o.closed,
+            corrupt: self.corrupt + o.corrupt,
+            server_error: self.server_error + o.server_error,
+            delivery: self.delivery + o.delivery,
+            stalled: self.stalled + o.stalled,
+            timed_out: self.timed_out + o.timed_out,
+            unanswered: self.unanswered + o.unanswered,
+            io: self.io + o.io,
+        }
+    }
+
     pub(crate) fn from_counts(c: &FaultCounts) -> Errors {
         let n = |f: Fault| c[f.index()];
         let mut e = Errors {
