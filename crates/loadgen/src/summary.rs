@@ -10,7 +10,7 @@ use crate::hist::{Histograms, Percentiles};
 /// Everything a run measured. Serializes to the `--json` schema; times are microseconds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
-    /// `echo`, `chat` or `kv`.
+    /// `echo`, `chat`, `kv` or `http`.
     pub workload: String,
     /// The chat profile, `ingest` or `room`; absent for echo and kv.
     pub profile: Option<String>,
@@ -18,6 +18,8 @@ pub struct Summary {
     pub get_ratio: Option<f64>,
     /// kv: the size of the key space.
     pub keys: Option<u64>,
+    /// http: the path requested, `/plaintext` or `/json`.
+    pub path: Option<String>,
     /// The server address, resolved.
     pub addr: String,
     /// Connections asked for.
@@ -208,7 +210,10 @@ impl fmt::Display for Summary {
                 self.msg_size,
                 g * 100.0
             ),
-            _ => format!("{}-byte messages", self.msg_size),
+            _ => match &self.path {
+                Some(path) => format!("GET {path} ({}-byte requests)", self.msg_size),
+                None => format!("{}-byte messages", self.msg_size),
+            },
         };
         writeln!(
             f,
