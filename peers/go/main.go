@@ -1,10 +1,11 @@
 // Command srv-go is ringside's goroutine-per-connection reference server: the
 // idiomatic Go server that the papers measure against, serving the echo, chat
-// and kv protocols of docs/PROTOCOL.md with the standard library alone.
+// and kv protocols of docs/PROTOCOL.md with the standard library alone, and
+// HTTP/1.1 (--proto http) on net/http.
 //
 // Usage:
 //
-//	srv-go --proto echo|chat|kv [--addr 127.0.0.1:0] [--workers N] [--cpus LIST]
+//	srv-go --proto echo|chat|kv|http [--addr 127.0.0.1:0] [--workers N] [--cpus LIST]
 //	       [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always]
 //	       [--max-pending BYTES] [--kv-owner]
 //
@@ -21,6 +22,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
@@ -42,7 +44,7 @@ const (
 	defaultAddr     = "127.0.0.1:0"
 	exitBadUsage    = 2
 	progName        = "srv-go"
-	usageLine       = "usage: srv-go --proto echo|chat|kv [--addr 127.0.0.1:0] [--workers N] [--cpus LIST] [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always] [--max-pending BYTES] [--kv-owner]"
+	usageLine       = "usage: srv-go --proto echo|chat|kv|http [--addr 127.0.0.1:0] [--workers N] [--cpus LIST] [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always] [--max-pending BYTES] [--kv-owner]"
 	maxComputeMicro = 10_000_000 // 10 s of spin per message is already absurd
 )
 
@@ -52,6 +54,7 @@ const (
 	protoEcho protocol = iota
 	protoChat
 	protoKV
+	protoHTTP
 )
 
 // config is the parsed command line.
@@ -132,6 +135,7 @@ func run(args []string) int {
 
 	var serve func(*net.TCPConn)
 	var chat *chatServer
+	var httpSrv *http.Server
 	switch cfg.proto {
 	case protoEcho:
 		e := &echoServer{computeUs: cfg.computeUs, msgSize: cfg.msgSize}
@@ -145,6 +149,8 @@ func run(args []string) int {
 		serve = chat.serve
 	case protoKV:
 		serve = newKVServer(min(cfg.maxPending, echoMaxPending), cfg.kvOwner).serve
+	case protoHTTP:
+		httpSrv = newHTTPServer()
 	}
 
 	// os.Stdout is not buffered in Go: the line is out once Fprintf returns.
@@ -156,10 +162,17 @@ func run(args []string) int {
 		return fail(fmt.Errorf("writing the READY line: %w", err))
 	}
 
-	go acceptLoop(ln, serve)
+	if httpSrv != nil {
+		go httpSrv.Serve(ln)
+	} else {
+		go acceptLoop(ln, serve)
+	}
 
 	<-sigs
 	ln.Close()
+	if httpSrv != nil {
+		httpSrv.Close()
+	}
 	if chat != nil {
 		chat.shutdown()
 	}
@@ -215,7 +228,7 @@ func parseArgs(args []string) (config, error) {
 	cfg := config{}
 	fs := flag.NewFlagSet(progName, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported once, on one line, by run
-	proto := fs.String("proto", "", "echo, chat or kv")
+	proto := fs.String("proto", "", "echo, chat, kv or http")
 	fs.StringVar(&cfg.addr, "addr", defaultAddr, "address to listen on")
 	workers := fs.String("workers", "", "GOMAXPROCS (default: the CPUs it may use)")
 	cpus := fs.String("cpus", "", "CPUs to pin the process to, e.g. 1,3 or 0-3")
@@ -242,10 +255,12 @@ func parseArgs(args []string) (config, error) {
 		cfg.proto = protoChat
 	case "kv":
 		cfg.proto = protoKV
+	case "http":
+		cfg.proto = protoHTTP
 	case "":
-		return cfg, usagef("--proto is required (echo, chat or kv)")
+		return cfg, usagef("--proto is required (echo, chat, kv or http)")
 	default:
-		return cfg, usagef("--proto %q: expected echo, chat or kv", *proto)
+		return cfg, usagef("--proto %q: expected echo, chat, kv or http", *proto)
 	}
 	var err error
 	if *workers != "" {

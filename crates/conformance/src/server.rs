@@ -89,6 +89,8 @@ pub enum Need {
     Counters,
     /// `--proto kv`.
     Kv,
+    /// `--proto http`.
+    Http,
 }
 
 impl std::fmt::Display for Need {
@@ -98,6 +100,7 @@ impl std::fmt::Display for Need {
             Need::Compute => "--compute-us",
             Need::Counters => "the service counters on its stop line",
             Need::Kv => "--proto kv",
+            Need::Http => "--proto http",
         })
     }
 }
@@ -121,7 +124,7 @@ impl ServerSpec {
     /// Whether the server serves what a check needs.
     pub fn serves(&self, need: Need) -> bool {
         match need {
-            Need::Chat | Need::Compute => !self.limits.contains(&Limit::EchoOnly),
+            Need::Chat | Need::Compute | Need::Http => !self.limits.contains(&Limit::EchoOnly),
             Need::Counters => !self.limits.contains(&Limit::NotLaunch),
             Need::Kv => !self
                 .limits

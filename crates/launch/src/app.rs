@@ -1,5 +1,6 @@
 //! What a server serves, opened from the common command line: echo with its
-//! [`EchoConfig`], chat with its [`Rooms`], or kv with its [`Kv`] store, beside the counters every
+//! [`EchoConfig`], chat with its [`Rooms`], kv with its [`Kv`] store, or http with its
+//! limit of pending output, beside the counters every
 //! connection adds to. Servers that keep connection state in async tasks
 //! (srv-tokio, srv-tokio-uring) share one [`Service`] across their tasks and
 //! dispatch each connection on [`App`].
@@ -33,6 +34,9 @@ pub enum App<S: Subscriber> {
     Chat(Arc<Rooms<S>>),
     /// `--proto kv`.
     Kv(Kv),
+    /// `--proto http`: the pending output at which a connection is not read from
+    /// (`--max-pending`, at most 64 KiB), as for kv.
+    Http(usize),
 }
 
 /// What the connections of `--proto kv` share: the one store of every worker, and the
@@ -61,6 +65,7 @@ impl<S: Subscriber> Service<S> {
                 store: Store::new(),
                 limit: args.kv_max_pending(),
             }),
+            Proto::Http => App::Http(args.kv_max_pending()),
         };
         Ok(Service {
             app,
@@ -73,7 +78,7 @@ impl<S: Subscriber> Service<S> {
     pub fn finish(&self, name: &str) -> anyhow::Result<()> {
         let rooms = match &self.app {
             App::Chat(rooms) => Some(&rooms.hub),
-            App::Echo(_) | App::Kv(_) => None,
+            App::Echo(_) | App::Kv(_) | App::Http(_) => None,
         };
         crate::finish(name, rooms, &self.counters)
     }

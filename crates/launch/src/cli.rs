@@ -15,8 +15,9 @@ use crate::cpus::CpuList;
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {
     /// The protocol to serve: `echo` (a byte stream sent back as it comes),
-    /// `chat` (the line protocol with durable rooms) or `kv` (a Redis subset over
-    /// RESP2, for redis-cli and redis-benchmark). See docs/PROTOCOL.md.
+    /// `chat` (the line protocol with durable rooms), `kv` (a Redis subset over
+    /// RESP2, for redis-cli and redis-benchmark) or `http` (HTTP/1.1, TechEmpower's
+    /// `/plaintext` and `/json`, for wrk). See docs/PROTOCOL.md.
     #[arg(long, value_enum)]
     pub proto: Proto,
 
@@ -60,9 +61,9 @@ pub struct CommonArgs {
     pub fsync: FsyncMode,
 
     /// Chat: a subscriber whose queued output passes this many bytes is
-    /// disconnected (it can reconnect and catch up with JOIN). Kv: a connection
-    /// whose pending replies reach 64 KiB, or this when it is smaller, is not read
-    /// from until it reads them. Suffixes K, M and G multiply by 1024, 1024² and
+    /// disconnected (it can reconnect and catch up with JOIN). Kv and http: a
+    /// connection whose pending replies reach 64 KiB, or this when it is smaller, is
+    /// not read from until it reads them. Suffixes K, M and G multiply by 1024, 1024² and
     /// 1024³.
     #[arg(long, default_value = "1M", value_parser = parse_bytes, value_name = "BYTES")]
     pub max_pending: usize,
@@ -83,7 +84,7 @@ impl CommonArgs {
         (self.compute_us > 0).then(|| Duration::from_micros(self.compute_us))
     }
 
-    /// Kv: the pending output at which a connection is no longer read from, 64 KiB
+    /// Kv and http: the pending output at which a connection is no longer read from, 64 KiB
     /// (PROTOCOL.md's limit) or --max-pending when that is smaller.
     pub fn kv_max_pending(&self) -> usize {
         self.max_pending.min(proto::echo::MAX_PENDING)
@@ -107,6 +108,8 @@ pub enum Proto {
     Chat,
     /// A Redis subset over RESP2 (`service::kv`).
     Kv,
+    /// HTTP/1.1, TechEmpower's plaintext and json (`service::http`).
+    Http,
 }
 
 /// When an appended chat message counts as stored.
@@ -204,6 +207,7 @@ mod tests {
         let kv = parse(&["--proto", "kv"]).unwrap();
         assert_eq!(kv.kv_max_pending(), 64 * 1024);
         let kv = parse(&["--proto", "kv", "--max-pending", "4K"]).unwrap();
+        assert_eq!(parse(&["--proto", "http"]).unwrap().proto, Proto::Http);
         assert_eq!(kv.kv_max_pending(), 4096);
         assert!(parse(&["--proto", "echo", "--workers", "0"]).is_err());
         assert!(parse(&["--proto", "echo", "--msg-size", "0"]).is_err());

@@ -86,12 +86,12 @@ pub fn run<C: clap::Parser>(name: &str, serve: impl FnOnce(C) -> anyhow::Result<
 }
 
 /// The rooms of `--proto chat`, recovered from `--data` (a temporary directory when it
-/// is not given), with `--fsync`; `None` for `--proto echo` and `--proto kv`.
+/// is not given), with `--fsync`; `None` for `--proto echo`, `kv` and `http`.
 pub fn open_rooms<S: service::hub::Subscriber>(
     args: &CommonArgs,
 ) -> anyhow::Result<Option<service::hub::Hub<S>>> {
     match args.proto {
-        Proto::Echo | Proto::Kv => Ok(None),
+        Proto::Echo | Proto::Kv | Proto::Http => Ok(None),
         Proto::Chat => service::hub::Hub::open(args.data.as_deref(), args.fsync.into())
             .map(Some)
             .context("opening the room logs"),

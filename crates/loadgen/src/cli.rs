@@ -7,6 +7,7 @@
 //!         [--interval-log FILE]
 //! loadgen chat ... [--profile ingest|room] [--room-size N] [--byte-rate BYTES_PER_SEC]
 //! loadgen kv ... [--get-ratio 0.9] [--keys 100000] [--value-size 32]
+//! loadgen http ... [--path /plaintext|/json]     (--pipeline N is --depth N)
 //! loadgen agent          (runs from a controller, on stdin and stdout: `loadgen::agent`)
 //! ```
 
@@ -17,6 +18,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{ChatConfig, ChatProfile, Config, KvConfig, Stop, Workload};
 use crate::error::Error;
+use crate::http::HttpPath;
 
 /// A latency-correct load generator for the ringside servers.
 #[derive(Debug, Parser)]
@@ -37,9 +39,36 @@ pub enum Command {
     /// Kv: RESP GETs and SETs (a Redis subset), every reply checked against what the store
     /// must hold; the key space is stored before the clock starts when there are GETs.
     Kv(KvArgs),
+    /// Http: `GET /plaintext` or `GET /json` (TechEmpower's tests), pipelined --depth (or
+    /// --pipeline) deep; every response checked: status 200, a Date, the Content-Length and
+    /// the exact body.
+    Http(HttpArgs),
     /// Serve a controller (xtask, over ssh) on stdin and stdout: runs arrive as loadgen
     /// command lines, results leave as JSON lines (the control protocol of `loadgen::agent`).
     Agent,
+}
+
+/// Options of the http workload.
+#[derive(Debug, Args)]
+pub struct HttpArgs {
+    /// Options every workload has (--msg-size excepted: a request is the same bytes every
+    /// time).
+    #[command(flatten)]
+    pub common: Common,
+    /// The path every request asks for.
+    #[arg(long, value_enum, default_value_t = PathArg::Plaintext)]
+    pub path: PathArg,
+}
+
+/// `--path`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PathArg {
+    /// `Hello, World!` as text/plain.
+    #[value(name = "/plaintext", alias = "plaintext")]
+    Plaintext,
+    /// `{"message":"Hello, World!"}` as application/json.
+    #[value(name = "/json", alias = "json")]
+    Json,
 }
 
 /// Options of the kv workload.
@@ -101,8 +130,8 @@ pub struct Common {
     /// or per chat SAY line, newline included [default: 16 for echo, 64 for chat].
     #[arg(long)]
     pub msg_size: Option<usize>,
-    /// Messages in flight per connection.
-    #[arg(long, default_value_t = 1)]
+    /// Messages in flight per connection (requests pipelined, for kv and http).
+    #[arg(long, visible_alias = "pipeline", default_value_t = 1)]
     pub depth: usize,
     /// Measured messages per connection (closed loop: the paper's 2500 echoes).
     #[arg(long, conflicts_with = "duration")]
@@ -198,6 +227,18 @@ impl Cli {
                     }),
                 )
             }
+            Command::Http(http) => {
+                if http.common.msg_size.is_some() {
+                    return Err(Error::Config(
+                        "http requests have a fixed size: no --msg-size".into(),
+                    ));
+                }
+                let path = match http.path {
+                    PathArg::Plaintext => HttpPath::Plaintext,
+                    PathArg::Json => HttpPath::Json,
+                };
+                (&http.common, Workload::Http(path))
+            }
             Command::Chat(chat) => (
                 &chat.common,
                 Workload::Chat(ChatConfig {
@@ -214,6 +255,7 @@ impl Cli {
             Workload::Echo => Config::echo(&common.addr, common.conns),
             Workload::Chat(chat) => Config::chat(&common.addr, common.conns, chat),
             Workload::Kv(kv) => Config::kv(&common.addr, common.conns, kv),
+            Workload::Http(path) => Config::http(&common.addr, common.conns, path),
         };
         if let Command::Kv(kv) = &self.workload {
             cfg.msg_size = kv.value_size;

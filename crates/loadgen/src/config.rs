@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::error::Error;
+use crate::http::HttpPath;
 
 /// The traffic each connection generates.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,6 +17,9 @@ pub enum Workload {
     /// RESP `GET`s and `SET`s of `msg_size`-byte values; every reply checked against what
     /// the store must hold.
     Kv(KvConfig),
+    /// HTTP/1.1 `GET`s of one path, every response checked (status, `Date`,
+    /// `Content-Length`, body).
+    Http(HttpPath),
 }
 
 /// Options of the kv workload.
@@ -168,6 +172,16 @@ impl Config {
         }
     }
 
+    /// An http run of `GET path`; like [`Config::echo`] otherwise. Its message size is the
+    /// request's.
+    pub fn http(addr: impl Into<String>, conns: usize, path: HttpPath) -> Config {
+        Config {
+            workload: Workload::Http(path),
+            msg_size: path.request().len(),
+            ..Config::echo(addr, conns)
+        }
+    }
+
     /// Checks everything that does not need the network.
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::Config(m));
@@ -243,6 +257,11 @@ impl Config {
                 }
                 if self.conns as u64 >= u64::from(u32::MAX) {
                     return bad("--conns is too large for kv".into());
+                }
+            }
+            Workload::Http(path) => {
+                if self.msg_size != path.request().len() {
+                    return bad("http requests have a fixed size: no --msg-size".into());
                 }
             }
             Workload::Chat(chat) => {

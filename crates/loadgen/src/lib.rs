@@ -9,7 +9,8 @@
 //! client was the bottleneck says so.
 //!
 //! It is not a general HTTP or RESP benchmark: it speaks the echo and chat protocols of
-//! `docs/PROTOCOL.md`, and of RESP (Redis's protocol) the `GET` and `SET` of the kv workload.
+//! `docs/PROTOCOL.md`, of RESP (Redis's protocol) the `GET` and `SET` of the kv workload,
+//! and of HTTP/1.1 the `GET /plaintext` and `GET /json` of TechEmpower's tests.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -33,6 +34,7 @@ mod echo;
 mod error;
 pub mod fleet;
 pub mod hist;
+mod http;
 mod kv;
 pub mod peer;
 mod run;
@@ -44,5 +46,6 @@ mod worker;
 pub use config::{ChatConfig, ChatProfile, Config, KvConfig, Stop, Workload};
 pub use error::Error;
 pub use hist::{Histograms, Percentiles};
+pub use http::HttpPath;
 pub use run::{run, run_gated};
 pub use summary::{Errors, Summary};

@@ -388,6 +388,7 @@ fn run_pinned(
         Workload::Echo => ("echo", None),
         Workload::Chat(c) => ("chat", Some(c.profile)),
         Workload::Kv(_) => ("kv", None),
+        Workload::Http(_) => ("http", None),
     };
     let kv = match &cfg.workload {
         Workload::Kv(kv) => Some(kv),
@@ -398,6 +399,10 @@ fn run_pinned(
         profile: profile.map(|p| format!("{p:?}").to_lowercase()),
         get_ratio: kv.map(|k| k.get_ratio),
         keys: kv.map(|k| k.keys),
+        path: match &cfg.workload {
+            Workload::Http(path) => Some(path.as_str().to_owned()),
+            _ => None,
+        },
         addr: addr.to_string(),
         conns: cfg.conns,
         connected,

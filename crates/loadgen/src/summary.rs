@@ -11,7 +11,7 @@ use crate::hist::{Histograms, Percentiles};
 /// agent sends it to its fleet the same way (its histograms go beside it, encoded).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
-    /// `echo`, `chat` or `kv`.
+    /// `echo`, `chat`, `kv` or `http`.
     pub workload: String,
     /// The chat profile, `ingest` or `room`; absent for echo and kv.
     pub profile: Option<String>,
@@ -19,6 +19,8 @@ pub struct Summary {
     pub get_ratio: Option<f64>,
     /// kv: the size of the key space.
     pub keys: Option<u64>,
+    /// http: the path requested, `/plaintext` or `/json`.
+    pub path: Option<String>,
     /// The server address, resolved.
     pub addr: String,
     /// Connections asked for.
@@ -228,7 +230,10 @@ impl fmt::Display for Summary {
                 self.msg_size,
                 g * 100.0
             ),
-            _ => format!("{}-byte messages", self.msg_size),
+            _ => match &self.path {
+                Some(path) => format!("GET {path} ({}-byte requests)", self.msg_size),
+                None => format!("{}-byte messages", self.msg_size),
+            },
         };
         writeln!(
             f,

@@ -37,6 +37,7 @@ use crate::config::{ChatProfile, Config, Workload};
 use crate::echo::Expect;
 use crate::error::{Error, Fault, FaultCounts};
 use crate::hist::new_histogram;
+use crate::http::{self, HttpPath};
 use crate::kv;
 use crate::schedule::{Cursor, Schedule};
 use crate::sys;
@@ -298,6 +299,16 @@ enum Codec {
     },
     Chat(Box<ChatConn>),
     Kv(Box<KvConn>),
+    Http(Box<HttpConn>),
+}
+
+/// The http side of a connection.
+#[derive(Debug)]
+struct HttpConn {
+    /// Responses that arrived in part.
+    partial: http::Partial,
+    /// What every request asks for.
+    path: HttpPath,
 }
 
 /// The kv side of a connection.
@@ -590,7 +601,7 @@ impl<'p> Worker<'p> {
                         let conn = &mut self.conns[i];
                         let joined = match &conn.codec {
                             Codec::Chat(c) => c.member.is_some(),
-                            Codec::Echo { .. } | Codec::Kv(_) => true,
+                            Codec::Echo { .. } | Codec::Kv(_) | Codec::Http(_) => true,
                         };
                         if conn.state == State::Dead {
                             waiting -= 1;
@@ -934,6 +945,7 @@ impl<'p> Worker<'p> {
                     &mut self.scratch,
                     &mut self.tx,
                 ),
+                Codec::Http(c) => self.tx.extend_from_slice(c.path.request()),
             }
         }
         self.owed += n;
@@ -1042,6 +1054,9 @@ impl<'p> Worker<'p> {
                             &mut self.rec,
                             plan,
                         ),
+                        Codec::Http(c) => {
+                            http_responses(c, &self.rx[..n], &mut conn.flight, &mut self.rec)
+                        }
                     };
                     self.owed -= conn.flight.answered - before;
                     conn.idle_since = now;
@@ -1236,6 +1251,21 @@ fn kv_replies(
     })
 }
 
+/// Checks the http responses in `data`, one per request owed, and records every one.
+fn http_responses(
+    http: &mut HttpConn,
+    data: &[u8],
+    flight: &mut Flight,
+    rec: &mut Recorder,
+) -> Result<(), Fault> {
+    http.partial.feed(data, http.path, || {
+        // A response nobody asked for is as wrong as a wrong one.
+        let slot = flight.pop().ok_or(Fault::Corrupt)?;
+        rec.reply(slot);
+        Ok(())
+    })
+}
+
 /// Checks the chat lines in `data` and records every `ACK` and `MSG` they hold.
 fn chat_lines(
     me: u32,
@@ -1309,6 +1339,10 @@ fn chat_lines(
 fn codec(plan: &Plan, id: usize) -> Codec {
     match &plan.cfg.workload {
         Workload::Echo => Codec::Echo { rx_off: 0 },
+        Workload::Http(path) => Codec::Http(Box::new(HttpConn {
+            partial: http::Partial::default(),
+            path: *path,
+        })),
         Workload::Kv(c) => Codec::Kv(Box::new(KvConn {
             partial: kv::Partial::default(),
             mix: kv::Mix::new(c.get_ratio, c.keys),

@@ -18,6 +18,10 @@
 //!   a client's bytes into requests (arrays of bulk strings and inline commands) with
 //!   redis-server 7's limits and `Protocol error` texts, the `encode_*` functions write
 //!   replies, and [`resp::parse_reply`] reads them on the client side.
+//! - [`http`]: HTTP/1.1 as `--proto http` speaks it: [`http::RequestBuffer`] cuts a
+//!   client's bytes into requests with `httparse` (keep-alive, pipelining, bodies
+//!   skipped, the limits and the status each earns), [`http::Head`] writes a response
+//!   head, and [`http::parse_response`] reads one on the client side.
 //!
 //! What it is not: it performs no I/O, owns no sockets, knows no runtime, and keeps no
 //! chat state. Whether a connection has already joined a room, what the next seq of a
@@ -58,4 +62,5 @@
 
 pub mod chat;
 pub mod echo;
+pub mod http;
 pub mod resp;

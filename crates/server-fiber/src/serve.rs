@@ -1,7 +1,8 @@
 //! The server: runtime options, the accept loop, and the connection handlers (kv's in
 //! `kv.rs`).
 //!
-//! Echo is [`serve_blocking`] over a fiber `TcpStream`; chat is a reader fiber running
+//! Echo is [`serve_blocking`] over a fiber `TcpStream`, http
+//! [`service::http::serve_blocking`]; chat is a reader fiber running
 //! [`read_commands`] and a writer fiber draining the connection's [`Outbox`], the same
 //! code srv-threads runs with two OS threads. The runtime is a plug-in here: how a
 //! fiber waits ([`FiberWakeup`]), how a cut connection is shut down, and who spawns.
@@ -25,7 +26,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use fiber::net::{TcpListener, TcpStream};
-use launch::{CommonArgs, Counters, Shutdown};
+use launch::{CommonArgs, Counters, Proto, Shutdown};
 use service::blocking::{Outbox, read_commands};
 use service::echo::{EchoConfig, serve_blocking};
 use service::hub::Hub;
@@ -172,6 +173,8 @@ fn parse_size(s: &str) -> Result<usize, String> {
 struct Conns {
     hub: Option<Arc<Hub<FiberOutbox>>>,
     kv: Option<Arc<Kv>>,
+    /// `--proto http`: the limit of pending output.
+    http: Option<usize>,
     echo: EchoConfig,
     max_pending: usize,
     counters: Arc<Counters>,
@@ -207,6 +210,7 @@ pub(crate) fn serve(
     let conns = Arc::new(Conns {
         hub: hub.clone(),
         kv: Kv::start(common, kv_args, &handle),
+        http: (common.proto == Proto::Http).then(|| common.kv_max_pending()),
         echo: common.echo(),
         max_pending: common.max_pending,
         counters: Arc::clone(&counters),
@@ -299,10 +303,15 @@ impl Drop for Closing {
 
 impl Conns {
     fn serve(&self, stream: TcpStream, mut closing: Closing) {
-        let result = match (&self.kv, &self.hub) {
-            (Some(kv), _) => kv.serve(&stream, &self.counters),
-            (None, None) => serve_blocking(stream.reader(), &stream, &self.echo, &self.counters),
-            (None, Some(hub)) => serve_chat(stream, hub, self.max_pending, &self.counters),
+        let result = match (&self.kv, self.http, &self.hub) {
+            (Some(kv), _, _) => kv.serve(&stream, &self.counters),
+            (None, Some(limit), _) => {
+                service::http::serve_blocking(stream.reader(), &stream, limit, &self.counters)
+            }
+            (None, None, None) => {
+                serve_blocking(stream.reader(), &stream, &self.echo, &self.counters)
+            }
+            (None, None, Some(hub)) => serve_chat(stream, hub, self.max_pending, &self.counters),
         };
         // I/O cancelled by a stop is not the connection's failure.
         if result.is_err() && !stopping() {

@@ -4,7 +4,11 @@
 use crate::chat::Chat;
 use crate::echo::Echo;
 use crate::io::Io;
-use crate::kv::Kv;
+use std::sync::Arc;
+
+use service::kv::{Served, Store};
+
+use crate::exchange::Exchanged;
 
 /// What a connection wants after a turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,7 +33,8 @@ pub(crate) struct Conn {
 pub(crate) enum Kind {
     Echo(Echo),
     Chat(Chat),
-    Kv(Kv),
+    Kv(Exchanged<Served<Arc<Store>>>),
+    Http(Exchanged<service::http::Connection>),
 }
 
 impl Conn {
@@ -39,6 +44,7 @@ impl Conn {
             Kind::Echo(e) => e.has_output(),
             Kind::Chat(c) => c.has_output(),
             Kind::Kv(k) => k.has_output(),
+            Kind::Http(h) => h.has_output(),
         }
     }
 }

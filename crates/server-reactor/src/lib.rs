@@ -16,7 +16,7 @@
 //!  main ── Shutdown::wait ── stop ─┐
 //!  acceptor (handoff) ─accept─► round robin ─hand_over─► Remote ─Waker─┐
 //!  reactor 0..N-1: mio::Poll ◄─────────────────────────────────────────┘
-//!     slab of Conn { Io, Echo | Chat | Kv }, run queue, its own counters
+//!     slab of Conn { Io, Echo | Chat | Kv | Http }, run queue, its own counters
 //! ```
 //!
 //! `--workers N` reactors, each a thread with its own `mio::Poll`, pinned to
@@ -138,8 +138,8 @@ mod accept;
 mod chat;
 mod conn;
 mod echo;
+mod exchange;
 mod io;
-mod kv;
 mod mailbox;
 mod outbuf;
 mod reactor;
@@ -239,6 +239,12 @@ impl Reactors {
         limit: usize,
     ) -> anyhow::Result<Self> {
         Self::start_serving(config, Service::Kv { store, limit })
+    }
+
+    /// As [`Reactors::start`], serving `--proto http`; a connection is not read while
+    /// `limit` bytes of its responses are pending.
+    pub fn start_http(config: &Config, limit: usize) -> anyhow::Result<Self> {
+        Self::start_serving(config, Service::Http { limit })
     }
 
     fn start_serving(config: &Config, service: Service) -> anyhow::Result<Self> {

@@ -36,6 +36,7 @@ fn main() {
                 let store = Arc::new(service::kv::Store::new());
                 Reactors::start_kv(&config, store, cli.common.kv_max_pending())?
             }
+            launch::Proto::Http => Reactors::start_http(&config, cli.common.kv_max_pending())?,
             _ => Reactors::start(&config, hub.clone())?,
         };
         launch::announce_ready(reactors.local_addr())?;

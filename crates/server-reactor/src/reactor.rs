@@ -37,8 +37,8 @@ use crate::accept::Listener;
 use crate::chat::Chat;
 use crate::conn::{Conn, Kind, Turn};
 use crate::echo::Echo;
+use crate::exchange::Exchanged;
 use crate::io::Io;
-use crate::kv::Kv;
 use crate::mailbox::Mailbox;
 use crate::remote::{Inbox, Remote};
 
@@ -66,6 +66,10 @@ pub(crate) enum Service {
     /// The store every reactor shares, and the per-connection output limit.
     Kv {
         store: Arc<service::kv::Store>,
+        limit: usize,
+    },
+    /// The per-connection output limit of http.
+    Http {
         limit: usize,
     },
 }
@@ -247,7 +251,13 @@ impl Reactor {
                     Mailbox::new(Arc::clone(&self.remote), key, session.conn(), *max_pending);
                 Kind::Chat(Chat::new(Arc::clone(hub), session, mailbox))
             }
-            Service::Kv { store, limit } => Kind::Kv(Kv::new(Arc::clone(store), *limit)),
+            Service::Kv { store, limit } => Kind::Kv(Exchanged::new(service::kv::Served::new(
+                Arc::clone(store),
+                *limit,
+            ))),
+            Service::Http { limit } => {
+                Kind::Http(Exchanged::new(service::http::Connection::new(*limit)))
+            }
         };
         entry.insert(Conn {
             io: Io::new(stream),
@@ -270,6 +280,7 @@ impl Reactor {
                 Kind::Echo(echo) => echo.turn(&mut conn.io, &mut self.totals),
                 Kind::Chat(chat) => chat.turn(&mut conn.io, &mut self.totals),
                 Kind::Kv(kv) => kv.turn(&mut conn.io, &mut self.totals),
+                Kind::Http(http) => http.turn(&mut conn.io, &mut self.totals),
             };
             let turn = turn.and_then(|turn| {
                 let pending = conn.has_output();

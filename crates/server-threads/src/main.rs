@@ -22,7 +22,8 @@ struct Cli {
     /// the C server of the papers: a reader that appends to the room files under
     /// flock, and a sender that follows them with inotify). --workers has no
     /// effect in either mode: the kernel schedules the connections. `--proto kv`
-    /// needs `thread`: forked processes would share no store.
+    /// needs `thread`: forked processes would share no store (http, stateless, is
+    /// served in both).
     #[arg(long, value_enum, default_value_t = Mode::Thread)]
     mode: Mode,
 }

@@ -17,8 +17,10 @@
 //! What a line means is `service::file_session`'s to decide (RECV only carries out
 //! its steps), so this mode answers byte for byte as the servers with a hub do.
 //!
-//! Echo needs no rooms: its child is one process running the same blocking echo
-//! loop as thread mode.
+//! Echo and http need no shared state: the child of either is one process running the
+//! same blocking loop as thread mode (`service::echo::serve_blocking`,
+//! `service::http::serve_blocking`). Kv is refused: each process would hold a store of
+//! its own.
 //!
 //! SEND skips the connection's own messages (the protocol sends `MSG` to every
 //! *other* subscriber). RECV announces an append before it takes the lock and
@@ -45,6 +47,7 @@ use nix::unistd::Pid;
 
 use launch::{CommonArgs, Counters, Proto, Shutdown};
 use service::echo::{EchoConfig, buffered, serve_blocking};
+use service::http;
 use service::log::{Fsync, recover_dir};
 
 use crate::NAME;
@@ -62,6 +65,7 @@ struct ChildConfig {
     echo: EchoConfig,
     data: PathBuf,
     fsync: Fsync,
+    /// Chat: the slow-subscriber cut; http: the limit of pending output.
     max_pending: usize,
     counters: &'static Counters,
     /// Descriptors of the parent's that a child closes first thing.
@@ -82,7 +86,7 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     // is the only process touching the files.
     let temp;
     let data = match (&args.data, args.proto) {
-        (_, Proto::Echo | Proto::Kv) => PathBuf::new(),
+        (_, Proto::Echo | Proto::Kv | Proto::Http) => PathBuf::new(),
         (Some(dir), Proto::Chat) => dir.clone(),
         (None, Proto::Chat) => {
             temp = tempfile::Builder::new()
@@ -106,7 +110,10 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
         echo: args.echo(),
         data,
         fsync: args.fsync.into(),
-        max_pending: args.max_pending,
+        max_pending: match args.proto {
+            Proto::Http => args.kv_max_pending(),
+            _ => args.max_pending,
+        },
         counters,
         parent_fds: [listener.as_raw_fd(), shutdown_fd(&shutdown)],
     };
@@ -222,6 +229,10 @@ fn child_main(stream: TcpStream, config: &ChildConfig) -> ! {
             serve_blocking(buffered(&stream), &stream, &config.echo, counters).map_err(Into::into)
         }
         Proto::Chat => recv::serve(stream, config),
+        Proto::Http => {
+            http::serve_blocking(buffered(&stream), &stream, config.max_pending, counters)
+                .map_err(Into::into)
+        }
         // `serve` refuses kv before it forks.
         Proto::Kv => Err(anyhow::anyhow!("--proto kv is not served in process mode")),
     };

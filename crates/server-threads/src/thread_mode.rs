@@ -3,7 +3,8 @@
 //! running [`service::blocking::read_commands`] and a writer thread draining
 //! the connection's [`Outbox`]; kv is one thread running
 //! [`service::kv::serve_blocking`] against the one store all threads share: the same
-//! code srv-fiber runs on fibers. (Process mode has no kv: forked processes share no
+//! code srv-fiber runs on fibers; http likewise runs [`service::http::serve_blocking`].
+//! (Process mode has no kv: forked processes share no
 //! memory, so each would hold a store of its own.)
 
 use std::net::TcpStream;
@@ -13,7 +14,7 @@ use launch::{App, CommonArgs, Counters, Service, Shutdown};
 use service::blocking::{Outbox, ThreadWakeup, read_commands};
 use service::echo::{buffered, serve_blocking};
 use service::hub::Hub;
-use service::kv;
+use service::{http, kv};
 
 use crate::NAME;
 use crate::accept::{AfterSignal, accept_until_stop};
@@ -56,6 +57,9 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
                             kv.limit,
                             counters,
                         ),
+                        App::Http(limit) => {
+                            http::serve_blocking(buffered(&stream), &stream, *limit, counters)
+                        }
                     };
                     if result.is_err() {
                         Counters::add(&counters.errors, 1);

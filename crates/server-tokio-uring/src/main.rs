@@ -3,7 +3,7 @@
 //! `launch::workers`, pinned with `--cpus`, worker i to `cpus.for_worker(i)`), each with its own listener on the
 //! same address through `SO_REUSEPORT`, so the kernel spreads the connections and
 //! each connection lives on one ring for its whole life. A task per connection
-//! (two for chat), owned buffers handed to the ring and back (kv, `src/kv.rs`: a
+//! (two for chat), owned buffers handed to the ring and back (kv and http, `src/exchange.rs`: a
 //! read buffer and a reply buffer per connection, one write per read batch).
 //!
 //! tokio-uring 0.5 brings its own io-uring 0.6 (and socket2 0.4), while the
@@ -45,7 +45,7 @@
 
 mod chat;
 mod echo;
-mod kv;
+mod exchange;
 mod outbox;
 mod serve;
 

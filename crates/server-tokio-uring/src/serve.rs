@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use tokio_uring::net::{TcpListener, TcpStream};
 
 use crate::chat;
-use crate::kv;
+use crate::exchange;
 use crate::outbox::Outbox;
 use crate::{NAME, echo};
 
@@ -126,7 +126,14 @@ async fn connection(stream: TcpStream, service: Arc<Service>) {
     let result = match &service.app {
         App::Echo(config) => echo::serve(&stream, config, counters).await,
         App::Chat(rooms) => chat::serve(stream, rooms, counters).await,
-        App::Kv(store) => kv::serve(&stream, store, counters).await,
+        App::Kv(kv) => {
+            let mut conn = service::kv::Served::new(&kv.store, kv.limit);
+            exchange::serve(&stream, &mut conn, counters).await
+        }
+        App::Http(limit) => {
+            let mut conn = service::http::Connection::new(*limit);
+            exchange::serve(&stream, &mut conn, counters).await
+        }
     };
     if result.is_err() {
         Counters::add(&counters.errors, 1);

@@ -1,5 +1,5 @@
 //! `srv-tokio`: the idiomatic Tokio server, a task per connection, written the way
-//! Tokio's own users write one (echo, chat, and kv in `src/kv.rs`). Two flavors, because that choice is exactly what
+//! Tokio's own users write one (echo, chat, and kv and http in `src/exchange.rs`). Two flavors, because that choice is exactly what
 //! Tokio users argue about:
 //!
 //! - `--flavor multi` (the default): one multi-thread runtime with `--workers`
@@ -71,7 +71,7 @@
 
 mod chat;
 mod echo;
-mod kv;
+mod exchange;
 mod outbox;
 mod runtime;
 mod serve;

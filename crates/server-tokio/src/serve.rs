@@ -1,5 +1,5 @@
 //! What both flavors share: the order of start and stop, the accept loop, and
-//! the dispatch of a connection to echo, chat or kv.
+//! the dispatch of a connection to echo, chat, kv or http.
 //!
 //! Start: block the stop signals, pin `main` to the `--cpus` list, open the rooms,
 //! bind every listener, start and pin the workers, then print READY. Any failure
@@ -14,7 +14,7 @@ use launch::{App, CommonArgs, Counters, Shutdown};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::chat;
-use crate::kv;
+use crate::exchange;
 use crate::outbox::Outbox;
 use crate::{Flavor, NAME, echo, runtime};
 
@@ -77,7 +77,14 @@ async fn connection(mut stream: TcpStream, service: Arc<Service>) {
     let result = match &service.app {
         App::Echo(config) => echo::serve(&mut stream, config, counters).await,
         App::Chat(rooms) => chat::serve(&mut stream, rooms, counters).await,
-        App::Kv(store) => kv::serve(&mut stream, store, counters).await,
+        App::Kv(kv) => {
+            let mut conn = service::kv::Served::new(&kv.store, kv.limit);
+            exchange::serve(&mut stream, &mut conn, counters).await
+        }
+        App::Http(limit) => {
+            let mut conn = service::http::Connection::new(*limit);
+            exchange::serve(&mut stream, &mut conn, counters).await
+        }
     };
     if result.is_err() {
         Counters::add(&counters.errors, 1);

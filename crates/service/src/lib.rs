@@ -5,7 +5,8 @@
 //! slow-subscriber rule that every server's outbox wraps ([`outbox`]), the hub calls of
 //! async runtimes, inline or on a blocking pool ([`offload`]), the echo loop and the chat
 //! connection for blocking runtimes ([`echo`], [`blocking`]), the busy-wait that models request processing ([`compute`]),
-//! the key-value store and connection of `--proto kv` ([`kv`]),
+//! the key-value store and connection of `--proto kv` ([`kv`]), the HTTP service of
+//! `--proto http` ([`http`]), the request-reply loop both share ([`exchange`]),
 //! and the counters every server prints at exit ([`counters`]).
 //!
 //! This crate does no networking and owns one thread only (the group commit of
@@ -56,7 +57,9 @@ pub mod commit;
 pub mod compute;
 pub mod counters;
 pub mod echo;
+pub mod exchange;
 pub mod file_session;
+pub mod http;
 pub mod hub;
 pub mod kv;
 pub mod log;

@@ -1,4 +1,4 @@
-//! Shared helpers of the loadgen tests: chat and kv peers, correct and deliberately broken
+//! Shared helpers of the loadgen tests: chat, kv and http peers, correct and deliberately broken
 //! (the echo peers are `loadgen::peer`, which the `peer` example runs too), and a bounded
 //! way to run a load.
 //!
@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod chat_peer;
+pub(crate) mod http_peer;
 pub(crate) mod kv_peer;
 
 use std::sync::mpsc;

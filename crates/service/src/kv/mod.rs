@@ -26,26 +26,16 @@
 mod command;
 mod store;
 
-use std::io::{self, BufRead, ErrorKind, Write};
+use std::io::{self, BufRead, Write};
+use std::ops::Deref;
 
 use proto::resp::RequestBuffer;
 
 pub use store::{SHARDS, Store};
 
 use crate::counters::Counters;
-
-/// What the server does after [`Connection::execute`], once it has written the output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flow {
-    /// Every complete request has been answered: read more.
-    NeedInput,
-    /// The output reached the limit with requests still buffered: write it, then call
-    /// `execute` again before reading.
-    OutputFull,
-    /// Write the output, then close the connection (`QUIT`, a protocol error, or a
-    /// request Redis drops connections for). Nothing more will be executed.
-    Close,
-}
+pub use crate::exchange::Flow;
+use crate::exchange::{Exchange, Feed};
 
 /// One kv connection's state: the bytes received and not yet executed.
 #[derive(Debug, Default)]
@@ -105,6 +95,47 @@ impl Connection {
     }
 }
 
+impl Feed for Connection {
+    fn feed(&mut self, bytes: &[u8]) {
+        Connection::feed(self, bytes);
+    }
+}
+
+/// A [`Connection`] with the store it runs against and its limit of pending output: the
+/// [`Exchange`] a server's generic request-reply loop drives.
+#[derive(Debug)]
+pub struct Served<S> {
+    /// The connection's state.
+    pub conn: Connection,
+    /// The store (`&Store`, `Arc<Store>`).
+    pub store: S,
+    /// The limit of [`Connection::execute`].
+    pub limit: usize,
+}
+
+impl<S: Deref<Target = Store>> Served<S> {
+    /// A connection that has received nothing yet.
+    pub fn new(store: S, limit: usize) -> Self {
+        Served {
+            conn: Connection::new(),
+            store,
+            limit,
+        }
+    }
+}
+
+impl<S> Feed for Served<S> {
+    fn feed(&mut self, bytes: &[u8]) {
+        self.conn.feed(bytes);
+    }
+}
+
+impl<S: Deref<Target = Store>> Exchange for Served<S> {
+    fn execute(&mut self, out: &mut Vec<u8>) -> Flow {
+        self.conn.execute(&self.store, out, self.limit)
+    }
+}
+
 /// Serves one kv connection over blocking I/O until the peer closes it or a request
 /// ends it, then flushes `writer` and returns (the caller closes the connection).
 ///
@@ -118,46 +149,19 @@ pub fn serve_blocking<R: BufRead, W: Write>(
     limit: usize,
     counters: &Counters,
 ) -> io::Result<()> {
-    serve_blocking_by(reader, writer, counters, |conn, out| {
-        Ok(conn.execute(store, out, limit))
-    })
+    crate::exchange::serve_blocking(reader, writer, &mut Served::new(store, limit), counters)
 }
 
 /// [`serve_blocking`] with the execution of each read batch left to `execute`, which
 /// appends the replies to `out` as [`Connection::execute`] does (srv-fiber's
 /// `--kv-owner` sends both to the fiber that owns the store, and gets them back).
 pub fn serve_blocking_by<R: BufRead, W: Write>(
-    mut reader: R,
-    mut writer: W,
+    reader: R,
+    writer: W,
     counters: &Counters,
-    mut execute: impl FnMut(&mut Connection, &mut Vec<u8>) -> io::Result<Flow>,
+    execute: impl FnMut(&mut Connection, &mut Vec<u8>) -> io::Result<Flow>,
 ) -> io::Result<()> {
-    let mut conn = Connection::new();
-    let mut out = Vec::new();
-    loop {
-        let data = match reader.fill_buf() {
-            Ok([]) => break,
-            Ok(data) => data,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        let n = data.len();
-        conn.feed(data);
-        reader.consume(n);
-        Counters::add(&counters.bytes_in, n as u64);
-        loop {
-            let flow = execute(&mut conn, &mut out)?;
-            writer.write_all(&out)?;
-            Counters::add(&counters.bytes_out, out.len() as u64);
-            out.clear();
-            match flow {
-                Flow::NeedInput => break,
-                Flow::OutputFull => continue,
-                Flow::Close => return writer.flush(),
-            }
-        }
-    }
-    writer.flush()
+    crate::exchange::serve_blocking_by(reader, writer, &mut Connection::new(), counters, execute)
 }
 
 #[cfg(test)]

@@ -1,22 +1,26 @@
-//! The kv connection on tokio-uring: one owned read buffer handed to the ring for
-//! each `read`, every request of a read executed with [`service::kv::Connection`],
-//! and the replies handed to the ring in one `write_all`. The output buffer goes to
-//! the ring and comes back, so neither buffer is allocated per request.
+//! The request-reply connection of kv and http on tokio-uring: one owned read buffer
+//! handed to the ring for each `read`, every request of a read answered with the
+//! protocol's [`Exchange`] (`service::kv::Served`, `service::http::Connection`), and the
+//! replies handed to the ring in one `write_all`. The output buffer goes to the ring and
+//! comes back, so neither buffer is allocated per request.
 
 use std::io;
 
-use launch::{Counters, Kv};
+use launch::Counters;
 use proto::echo::READ_BUF;
-use service::kv::{Connection, Flow};
+use service::exchange::{Exchange, Flow};
 use tokio_uring::buf::BoundedBuf;
 use tokio_uring::net::TcpStream;
 
 /// Serves `stream` until the peer closes it or a request ends it. No read is
 /// submitted while a write is in flight, so a peer that does not read stops this
 /// connection's reads, with at most the limit and one reply held.
-pub(crate) async fn serve(stream: &TcpStream, kv: &Kv, counters: &Counters) -> io::Result<()> {
+pub(crate) async fn serve(
+    stream: &TcpStream,
+    conn: &mut impl Exchange,
+    counters: &Counters,
+) -> io::Result<()> {
     let mut buf = vec![0u8; READ_BUF];
-    let mut conn = Connection::new();
     let mut out = Vec::new();
     loop {
         let (read, view) = stream.read(buf.slice(..)).await;
@@ -28,7 +32,7 @@ pub(crate) async fn serve(stream: &TcpStream, kv: &Kv, counters: &Counters) -> i
         Counters::add(&counters.bytes_in, n as u64);
         conn.feed(&buf[..n]);
         loop {
-            let flow = conn.execute(&kv.store, &mut out, kv.limit);
+            let flow = conn.execute(&mut out);
             if !out.is_empty() {
                 let len = out.len();
                 let (written, back) = stream.write_all(out).await;

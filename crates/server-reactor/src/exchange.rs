@@ -1,20 +1,20 @@
-//! One kv connection as a state machine over its [`Io`]: a turn writes the replies
-//! still pending, and only once they are all out executes the requests received
-//! ([`service::kv::Connection`]) and reads more, so that a read batch gets one reply
-//! batch, written with as few `write` calls as the socket allows.
+//! One kv or http connection as a state machine over its [`Io`]: a turn writes the
+//! replies still pending, and only once they are all out executes the requests received
+//! (the protocol's [`Exchange`]: `service::kv::Served`, `service::http::Connection`) and
+//! reads more, so that a read batch gets one reply batch, written with as few `write`
+//! calls as the socket allows.
 //!
 //! A peer that pipelines and does not read is read from no more: `execute` stops at
 //! the connection's limit of pending output (64 KiB or `--max-pending`), the replies
-//! wait for a writable event, and no read happens before they are out. The store is
+//! wait for a writable event, and no read happens before they are out. The kv store is
 //! the one every reactor shares; a command holds one shard's lock for a map
 //! operation.
 
 use std::cell::RefCell;
 use std::io;
-use std::sync::Arc;
 
 use proto::echo::READ_BUF;
-use service::kv::{Connection, Flow, Store};
+use service::exchange::{Exchange, Flow};
 
 use crate::conn::Turn;
 use crate::echo::TURN_BYTES;
@@ -22,18 +22,16 @@ use crate::io::Io;
 use crate::reactor::Totals;
 
 thread_local! {
-    /// The read buffer of every kv connection of this reactor: a read's bytes are
+    /// The read buffer of every kv and http connection of this reactor: a read's bytes are
     /// copied into the connection's request buffer at once, so one per thread is
     /// enough, and an idle connection holds no read buffer.
     static READ: RefCell<Vec<u8>> = RefCell::new(vec![0; READ_BUF]);
 }
 
-/// The kv state of one connection.
+/// The request-reply state of one connection.
 #[derive(Debug)]
-pub(crate) struct Kv {
-    store: Arc<Store>,
-    limit: usize,
-    conn: Connection,
+pub(crate) struct Exchanged<E> {
+    conn: E,
     /// Replies not yet written, from `sent` on.
     ///
     /// # Invariant
@@ -46,12 +44,10 @@ pub(crate) struct Kv {
     eof: bool,
 }
 
-impl Kv {
-    pub(crate) fn new(store: Arc<Store>, limit: usize) -> Self {
-        Kv {
-            store,
-            limit,
-            conn: Connection::new(),
+impl<E: Exchange> Exchanged<E> {
+    pub(crate) fn new(conn: E) -> Self {
+        Exchanged {
+            conn,
             out: Vec::new(),
             sent: 0,
             closing: false,
@@ -83,7 +79,7 @@ impl Kv {
             if self.closing {
                 return Ok(Turn::Done);
             }
-            match self.conn.execute(&self.store, &mut self.out, self.limit) {
+            match self.conn.execute(&mut self.out) {
                 Flow::Close => {
                     self.closing = true;
                     continue;
