@@ -4,6 +4,8 @@
 //!
 //! The servers are the conformance suite's list, built in the xtask's own profile by
 //! the same harness; srv-go is left out with a message when Go is missing.
+//!
+//! It may call nothing else of xtask: the trials are the conformance crate's.
 
 use anyhow::{Context, Result, bail};
 use clap::Args;

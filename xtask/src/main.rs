@@ -1,34 +1,27 @@
 //! `cargo xtask`: the project's own tasks, run with `cargo xtask <task>` (an alias in
-//! `.cargo/config.toml`). This file only parses the command line and dispatches; each task is
-//! a module (`bench`, `compare`, `crash`, `micro`, `report`; `bench --suite search` hands over to `search_suite`), and what they share (servers, suites, /proc sampling,
-//! statistics, the summary, plots, the report's Markdown) lives in modules of its own.
+//! `.cargo/config.toml`). This file only parses the command line and dispatches.
+//!
+//! A run flows through four layers, each a folder: plan → run → record → report. They are
+//! stacked the other way up, the tasks on top: every `use` points down the stack, and nothing
+//! below reaches up (`tests/tidy.rs` checks it, and that no modules use each other in a
+//! cycle):
+//!
+//! - the tasks: `bench` drives all four layers; `crash` and `micro` run tools of their own;
+//! - `report`: showing a run; `report.md`, the figures and plots, `compare`, and the
+//!   `report` task;
+//! - `record`: keeping it; the run directory, `meta.json`, the summary and its statistics;
+//! - `run`: carrying it out; processes, the load point, sampling, peers and outside clients;
+//! - `plan`: what to run; the suites as data, the servers and their variants, the placement.
 #![forbid(unsafe_code)]
 
 mod bench;
-mod cells;
-mod cgroup;
-mod children;
-mod compare;
-mod cpus;
 mod crash;
-mod figures;
-mod loadgen_cli;
-mod markdown;
-mod meta;
 mod micro;
-mod plots;
-mod procfs;
-mod redis;
+mod plan;
+mod record;
 mod report;
-mod runner;
-mod search_report;
-mod search_suite;
-mod servers;
-mod stats;
-mod suites;
-mod summary;
+mod run;
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -47,7 +40,7 @@ enum Task {
     /// results/<run-id>/ (summary, histograms, plots, report.md).
     Bench(Box<bench::BenchArgs>),
     /// Show two result directories side by side, with ratios.
-    Compare(compare::CompareArgs),
+    Compare(report::compare::CompareArgs),
     /// Kill -9 every chat server during a SAY flood, N times, and count acknowledged
     /// messages lost after the restart (must be 0) and torn tails cut.
     Crash(crash::CrashArgs),
@@ -63,18 +56,18 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.task {
         Task::Bench(args) => bench::run(*args),
-        Task::Compare(args) => compare::run(&args),
+        Task::Compare(args) => report::compare::run(&args),
         Task::Crash(args) => crash::run(&args),
         Task::Micro(args) => micro::run(&args),
         Task::Report(args) => report::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.downcast_ref::<Usage>().is_some() => {
+        Err(e) if e.downcast_ref::<plan::Usage>().is_some() => {
             eprintln!("cargo xtask: {e:#}");
             ExitCode::from(2)
         }
-        Err(e) if children::interrupted() => {
+        Err(e) if run::children::interrupted() => {
             eprintln!("cargo xtask: interrupted: {e:#}");
             ExitCode::from(130)
         }
@@ -83,25 +76,4 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// A request this machine cannot carry out as asked (like a CPU quota where cgroups are not
-/// writable): the task exits with status 2, as for a bad command line.
-#[derive(Debug)]
-pub(crate) struct Usage(pub(crate) String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
-
-/// The workspace root: every path the tasks read or write starts here, whatever the current
-/// directory is.
-pub(crate) fn project_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }

@@ -2,6 +2,8 @@
 //! settings, and `micro.md`, our figures beside the papers' cost tables. The work
 //! is `benches`' own `micro-report` binary; this task only runs it from the
 //! workspace root, so there is one place that knows how.
+//!
+//! It may call the plan layer (`project_root`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -9,7 +11,7 @@ use std::process::Command;
 use anyhow::{Context, bail};
 use clap::Args;
 
-use crate::project_root;
+use crate::plan::project_root;
 
 #[derive(Debug, Args)]
 pub(crate) struct MicroArgs {

@@ -1,7 +1,9 @@
 //! ARCHITECTURE.md's invariants that a reading of the source can check, checked: each
 //! server crate depends on its own runtime only (`cargo metadata` for the host, offline), every `.rs`
 //! file opens with a `//!` doc (as rust-analyzer's tidy test asks), unsafe code is fenced
-//! where ARCHITECTURE.md says, and no file includes another's by a `path` attribute.
+//! where ARCHITECTURE.md says, no file includes another's by a `path` attribute, xtask's
+//! modules import each other in layers and without a cycle, and no xtask file is over
+//! [`MAX_LINES`] long.
 //!
 //! Each check collects every violation and fails with the list, so one run names them
 //! all.
@@ -10,6 +12,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+mod imports;
+
+use imports::{LAYERS, xtask_imports};
 
 /// The workspace root (xtask sits at `<root>/xtask`).
 fn root() -> PathBuf {
@@ -361,4 +367,78 @@ fn unsafe_code_is_fenced_where_the_architecture_says() {
         }
     }
     fail_with("unsafe code outside the fences ARCHITECTURE.md names", &bad);
+}
+
+/// The most lines an xtask file may have: past it, a file holds more than one concern.
+const MAX_LINES: usize = 500;
+
+#[test]
+fn no_xtask_file_is_too_long() {
+    let bad: Vec<String> = rust_files()
+        .into_iter()
+        .filter(|f| f.starts_with("xtask"))
+        .filter_map(|f| {
+            let n = read(&f).lines().count();
+            (n > MAX_LINES).then(|| format!("{}: {n} lines", f.display()))
+        })
+        .collect();
+    fail_with(
+        &format!("xtask files over {MAX_LINES} lines (split them by concern)"),
+        &bad,
+    );
+}
+
+/// A layer's place in [`LAYERS`]; the tasks come after them all.
+fn rank(unit: &str) -> usize {
+    let top = unit.split("::").next().unwrap_or(unit);
+    LAYERS
+        .iter()
+        .position(|l| *l == top)
+        .unwrap_or(LAYERS.len())
+}
+
+#[test]
+fn xtask_modules_use_only_what_is_below_them_and_no_cycle() {
+    let graph = xtask_imports();
+    assert!(
+        graph
+            .get("run::point")
+            .is_some_and(|d| d.contains("run::outcome")),
+        "the import reader found no import of run::outcome in run::point: it is broken"
+    );
+    let mut bad: Vec<String> = Vec::new();
+    for (from, deps) in &graph {
+        for to in deps.iter().filter(|to| rank(to) > rank(from)) {
+            bad.push(format!("{from} uses {to}, which is above it"));
+        }
+    }
+    // A depth-first walk: an edge back to a unit still on the path closes a cycle.
+    fn walk<'a>(
+        g: &'a BTreeMap<String, BTreeSet<String>>,
+        at: &'a str,
+        path: &mut Vec<&'a str>,
+        done: &mut BTreeSet<&'a str>,
+        bad: &mut Vec<String>,
+    ) {
+        if let Some(i) = path.iter().position(|p| *p == at) {
+            bad.push(format!("a cycle: {} -> {at}", path[i..].join(" -> ")));
+            return;
+        }
+        if !done.insert(at) {
+            return;
+        }
+        path.push(at);
+        for next in g.get(at).into_iter().flatten() {
+            walk(g, next, path, done, bad);
+        }
+        path.pop();
+    }
+    let mut done = BTreeSet::new();
+    for from in graph.keys() {
+        walk(&graph, from, &mut Vec::new(), &mut done, &mut bad);
+    }
+    fail_with(
+        "xtask modules that break its layers (plan, run, record, report; see ARCHITECTURE.md)",
+        &bad,
+    );
 }

@@ -1,0 +1,38 @@
+//! `cargo xtask bench --list`: the suites (each says what it is, from its own file in
+//! `plan::suites`) and the servers, with whether each can run here.
+//!
+//! It may call the plan layer.
+
+use super::BenchArgs;
+use crate::plan::servers::Inventory;
+use crate::plan::suites::Suite;
+
+/// Prints what `--list` shows.
+pub(super) fn list(args: &BenchArgs, inv: &Inventory) {
+    let (defaults, _) = inv.defaults();
+    println!("Suites (--suite, comma-separated):\n");
+    for s in Suite::ALL {
+        let points = s.points(&args.overrides(args.workers()));
+        println!("{}", s.list_text(&points, args.repeats(s), defaults.len()));
+    }
+    println!("\nServers (--servers NAME[+FLAG[=VALUE]]..., e.g. fiber+completer):\n");
+    for name in inv.names() {
+        match inv.parse(&name) {
+            Ok(v) => {
+                let state = inv
+                    .missing(&v.binary)
+                    .map_or_else(|| "buildable".to_string(), |why| format!("not here: {why}"));
+                let cmd = std::iter::once(v.binary.clone())
+                    .chain(v.flags.clone())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                println!("  {name:<16} {cmd:<32} {} [{state}]", v.about);
+            }
+            Err(e) => println!("  {name:<16} {e}"),
+        }
+    }
+    match &inv.go_version {
+        Some(v) => println!("\ngo: {v}"),
+        None => println!("\ngo: not on PATH, so srv-go is not built"),
+    }
+}

@@ -1,0 +1,315 @@
+//! `cargo xtask bench`: build the servers and loadgen, run the suites' points against every
+//! server, and write `results/<run-id>/` with the summary, histograms, plots and report.
+//! This file holds the command line and what is decided before the sweep (the servers, the
+//! peers and outside clients that are missing, the build); `sweep` runs the points, `search`
+//! the search suite, `list` is `--list`.
+//!
+//! It may call every layer: plan, run, record and report.
+
+mod list;
+mod search;
+mod sweep;
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use anyhow::{Result, bail};
+use clap::Args;
+
+use crate::plan::Usage;
+use crate::plan::placement::{self, CpuList};
+use crate::plan::servers::Inventory;
+use crate::plan::suites::{self, CorpusSize, Overrides, Suite};
+use crate::run::cgroup::Quota;
+use crate::run::children;
+
+/// A list of connection counts, `1,10,100`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ConnList(pub(crate) Vec<usize>);
+
+impl FromStr for ConnList {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        suites::parse_conns(s).map(ConnList)
+    }
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a positive number")),
+    }
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a number of seconds (0 or more)")),
+    }
+}
+
+/// What `--help` says of `--servers`: the suites that add servers to the default ones say
+/// which.
+fn servers_help() -> String {
+    let extra: Vec<&str> = Suite::ALL
+        .iter()
+        .filter_map(|s| s.default_servers_help())
+        .collect();
+    format!(
+        "The servers, comma-separated: a name plus runtime flags, as in \
+         `threads,tokio-per-core,fiber+completer`; `+name=LABEL` names a variant, so that one \
+         server can run twice (`reactor,reactor+name=again`: an A/A run, where every verdict \
+         must be `~`). Default: one of each server this checkout can build, and {}. `--list` \
+         names them",
+        extra.join(", ")
+    )
+}
+
+/// Options of `cargo xtask bench`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct BenchArgs {
+    /// The suites to run, comma-separated: quick (the default, about 6 minutes), emper-echo,
+    /// chat-cpu, chat-room, memory, kv, search (the file-content search, alone). `--list`
+    /// describes them.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "quick")]
+    pub(crate) suite: Vec<Suite>,
+
+    /// The servers, comma-separated (see `servers_help`).
+    #[arg(long, value_name = "LIST", help = servers_help())]
+    pub(crate) servers: Option<String>,
+
+    /// Connection counts to sweep, replacing the suite's (chat-room: connections dealt into
+    /// rooms; quick: the open-loop point uses the largest).
+    #[arg(long, value_name = "LIST")]
+    pub(crate) conns: Option<ConnList>,
+
+    /// Seconds of each point's measured window, replacing the suite's (quick 0.75 at equal load
+    /// and 0.4 closed loop, emper-echo 10, chat-cpu 60, chat-room 10, memory 3, kv 1.5). For emper-echo it also replaces the paper's
+    /// 2500 echoes per connection.
+    #[arg(long, value_name = "SECS", value_parser = positive)]
+    pub(crate) duration: Option<f64>,
+
+    /// Seconds of load before each measured window, not recorded (default 1; quick 0.35 at
+    /// equal load and 0.2 closed loop, kv 0.5, chat-cpu 2; at least 1 per 2500 connections).
+    #[arg(long, value_name = "SECS", value_parser = non_negative)]
+    pub(crate) warmup: Option<f64>,
+
+    /// Runs of each point, rotated over the servers (A B C A B C ...) so that a drift of the
+    /// machine spreads over all of them [default: quick 5, search 15, the other suites 1].
+    /// The summary gives medians with an interval, latency from the runs' histograms added
+    /// together, and the report a Mann-Whitney test of each server against the cheapest: a
+    /// ratio where p < 0.05, else `~`. The default 5 can show a ratio (least p 0.008; about a
+    /// 3% chance of a false one per cell) for a difference larger than the repeats' spread;
+    /// 3 never can (least p 0.10); more buy smaller differences and narrower intervals
+    /// (at 5 the interval is [min, max], 94% coverage; from 6 an order-statistic 95% one).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub(crate) repeat: Option<u32>,
+
+    /// Run the server in a cgroup with this share of one CPU (0.5: half a CPU, enforced every
+    /// 2 ms), so that one loadgen core outruns it and closed-loop points measure the server's
+    /// capacity under that share. Needs a writable cgroup CPU controller (v1 or v2; root).
+    #[arg(long, value_name = "FRACTION", value_parser = positive)]
+    pub(crate) server_cpu_quota: Option<f64>,
+
+    /// CPUs the server runs on.
+    #[arg(long, default_value = "1", value_name = "LIST")]
+    pub(crate) server_cpus: CpuList,
+
+    /// CPUs loadgen runs on (one loadgen thread per CPU).
+    #[arg(long, default_value = "0", value_name = "LIST")]
+    pub(crate) client_cpus: CpuList,
+
+    /// Server worker threads [default: one per server CPU].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub(crate) workers: Option<u32>,
+
+    /// quick: echoes/s of the open-loop point (default 20000); chat-room: MSG deliveries/s
+    /// (default 5000).
+    #[arg(long, value_name = "PER_SEC", value_parser = positive)]
+    pub(crate) rate: Option<f64>,
+
+    /// The run directory [default: results/<date>-<time>-<commit>].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: Option<PathBuf>,
+
+    /// Describe the suites and the servers, and exit.
+    #[arg(long)]
+    pub(crate) list: bool,
+
+    /// Before each point, wait up to this many seconds for the server's and loadgen's CPUs to
+    /// be idle (90%), so that a point does not measure another program too; 0 does not wait.
+    #[arg(long, default_value_t = 10.0, value_name = "SECS", value_parser = non_negative)]
+    pub(crate) quiet_wait: f64,
+
+    /// Use the binaries already built instead of building them.
+    #[arg(long)]
+    pub(crate) no_build: bool,
+
+    /// search: the directory tree to search [default: the generated corpus, written once
+    /// under target/search-corpus/].
+    #[arg(long, value_name = "DIR")]
+    pub(crate) tree: Option<PathBuf>,
+
+    /// search: the generated corpus when no --tree is given: full (about 40,000 files,
+    /// 300 MB) or small (2,000 files, 16 MB, for a quick look).
+    #[arg(long, value_enum, default_value = "full")]
+    pub(crate) corpus: CorpusSize,
+
+    /// search: the byte string to count in a --tree (the generated corpus plants its own,
+    /// io_uring).
+    #[arg(long, default_value = "io_uring", value_name = "STR")]
+    pub(crate) needle: String,
+
+    /// search: drop the page cache before every run (root only) instead of one untimed
+    /// warm-up pass.
+    #[arg(long)]
+    pub(crate) cold: bool,
+
+    /// The cargo profile to build and run (release; dev for quick tests of the harness).
+    #[arg(long, default_value = "release", hide = true)]
+    pub(crate) cargo_profile: String,
+}
+
+impl BenchArgs {
+    pub(super) fn overrides(&self, workers: usize) -> Overrides {
+        Overrides {
+            conns: self.conns.as_ref().map(|c| c.0.clone()),
+            duration: self.duration,
+            warmup: self.warmup,
+            rate: self.rate,
+            workers,
+        }
+    }
+
+    pub(super) fn workers(&self) -> usize {
+        self.workers.map_or(self.server_cpus.len(), |w| w as usize)
+    }
+
+    /// Runs of each point of `suite`.
+    pub(crate) fn repeats(&self, suite: Suite) -> usize {
+        self.repeat.unwrap_or_else(|| suite.default_repeats()) as usize
+    }
+
+    /// The suites in the order given, without repeats.
+    pub(super) fn suites(&self) -> Vec<Suite> {
+        let mut out: Vec<Suite> = Vec::new();
+        for s in &self.suite {
+            if !out.contains(s) {
+                out.push(*s);
+            }
+        }
+        out
+    }
+}
+
+/// Runs `cargo xtask bench`.
+pub(crate) fn run(args: BenchArgs) -> Result<()> {
+    // Before anything else, so that a user who cannot drop caches learns it at once.
+    if args.cold {
+        crate::run::search::check_cold()?;
+    }
+    let root = crate::plan::project_root();
+    let inv = Inventory::discover(&root)?;
+    if args.list {
+        list::list(&args, &inv);
+        return Ok(());
+    }
+    // The search suite runs programs, not servers under loadgen: it has a flow of its own.
+    if args.suites().contains(&Suite::Search) {
+        if args.suites().len() > 1 {
+            return Err(anyhow::Error::new(Usage(
+                "--suite search runs alone; run the other suites in another `cargo xtask bench`"
+                    .into(),
+            )));
+        }
+        if args.needle.is_empty() {
+            return Err(anyhow::Error::new(Usage(
+                "--needle must not be empty".into(),
+            )));
+        }
+        return search::run(&args, &root, &inv);
+    }
+    // Before the build: a quota this machine cannot give is a usage error, found at once.
+    let quota = args
+        .server_cpu_quota
+        .map(|f| {
+            Quota::new(f).map_err(|why| {
+                anyhow::Error::new(Usage(format!(
+                    "--server-cpu-quota {f}: {why}; run without --server-cpu-quota, or where \
+                     cgroups are writable"
+                )))
+            })
+        })
+        .transpose()?;
+    children::install_interrupt_handler()?;
+    placement::check_allowed(&args.server_cpus, "--server-cpus")?;
+    placement::check_allowed(&args.client_cpus, "--client-cpus")?;
+    if args.server_cpus.overlaps(&args.client_cpus) {
+        eprintln!(
+            "warning: the server (CPUs {}) and loadgen (CPUs {}) share a CPU: they will \
+             measure each other",
+            args.server_cpus, args.client_cpus
+        );
+    }
+
+    let (mut variants, mut skipped) = match &args.servers {
+        Some(list) => (inv.select(list)?, Vec::new()),
+        None => inv.defaults(),
+    };
+    for suite in args.suites() {
+        // A suite's own servers join the defaults (kv's one-owner stores) and so do its peers;
+        // what is missing is said, and the rest runs.
+        if args.servers.is_none() {
+            for extra in suite.extra_servers() {
+                let base = extra.split('+').next().unwrap_or_default();
+                if variants.iter().any(|v| v.name == base) {
+                    variants.push(inv.parse(extra)?);
+                }
+            }
+            for peer in inv.peers.iter().filter(|p| p.suite == suite) {
+                match &peer.missing {
+                    None => variants.push(peer.variant.clone()),
+                    Some(why) => skipped.push(format!("{}: {why}", peer.name)),
+                }
+            }
+        }
+        // The points of an outside client that is not here are left out (`sweep::points`).
+        for client in sweep::missing_clients(&suite.points(&args.overrides(args.workers()))) {
+            skipped.push(format!(
+                "{}'s {} points: {}; the loadgen points run",
+                suite.name(),
+                client.program(),
+                client.missing().unwrap_or_default()
+            ));
+        }
+    }
+    for s in &skipped {
+        eprintln!("not running {s}");
+    }
+    if variants.is_empty() {
+        bail!("no server can be built in this checkout");
+    }
+    let profile = args.cargo_profile.as_str();
+    if args.no_build {
+        for bin in variants
+            .iter()
+            .map(|v| v.binary.as_str())
+            .filter(|b| inv.peer(b).is_none())
+            .chain(["loadgen"])
+        {
+            let path = inv.binary_path(bin, profile);
+            if !path.is_file() {
+                bail!("{} is not built; run without --no-build", path.display());
+            }
+        }
+    } else {
+        inv.build(&root, &variants, profile)?;
+    }
+    if children::interrupted() {
+        bail!("interrupted during the build");
+    }
+    inv.check_flags(&variants, profile)?;
+    sweep::run(&args, &root, &inv, &variants, &skipped, quota)
+}

@@ -1,0 +1,66 @@
+//! `cargo xtask bench --suite search`, which runs alone: the programs found and built and the
+//! tree chosen (`run::search`), the run directory made (`record`), every program timed in
+//! rotation (`run::search`), then `meta.json`, `search.json` and the report (`report::search`).
+//!
+//! It may call every layer.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::BenchArgs;
+use crate::plan::placement;
+use crate::plan::servers::Inventory;
+use crate::plan::suites::Suite;
+use crate::record::meta::{self, Meta};
+use crate::record::run_dir;
+use crate::report;
+use crate::run::children;
+use crate::run::search::{self, SearchRun};
+
+/// Runs the search suite (`bench::run` hands over to it).
+pub(super) fn run(args: &BenchArgs, root: &Path, inv: &Inventory) -> Result<()> {
+    children::install_interrupt_handler()?;
+    placement::check_allowed(&args.server_cpus, "--server-cpus")?;
+    let profile = args.cargo_profile.as_str();
+    let (programs, not_run) = search::programs(root, inv, profile, args.no_build)?;
+    let (tree, manifest, needle) =
+        search::tree(args.tree.as_deref(), args.corpus, &args.needle, inv)?;
+
+    let mut meta = Meta::collect(root, inv.go_version.clone());
+    let out = run_dir::path(args.out.as_deref(), root, &meta.run_id);
+    run_dir::create(&out)?;
+    let cpus = args.server_cpus.clone();
+    let mut run = SearchRun {
+        tree: tree.canonicalize().unwrap_or(tree),
+        needle,
+        cold: args.cold,
+        cpus: cpus.to_string(),
+        workers: args.workers.map_or(cpus.len(), |w| w as usize),
+        repeat: args.repeats(Suite::Search),
+        reference: manifest
+            .as_ref()
+            .map(|m| ("the corpus manifest".to_owned(), m.files_matched, m.matches)),
+        manifest,
+        not_run,
+        measures: Vec::new(),
+    };
+    meta.settings = serde_json::json!({
+        "suites": ["search"],
+        "tree": run.tree,
+        "needle": run.needle,
+        "cold": run.cold,
+        "cpus": run.cpus,
+        "workers": run.workers,
+        "repeat": run.repeat,
+        "cargo_profile": profile,
+    });
+    search::measure_all(&mut run, &programs, &cpus)?;
+    meta.finished = Some(meta::iso8601(std::time::SystemTime::now()));
+    run_dir::write_meta(&out, &meta)?;
+    run_dir::write_json(&out, "search.json", &run)?;
+    let table = report::search::write(&out, &run, &meta)?;
+    println!("{table}");
+    eprintln!("results in {}", out.display());
+    Ok(())
+}

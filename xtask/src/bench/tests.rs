@@ -1,0 +1,171 @@
+//! The command line of `cargo xtask bench` parsed as clap parses it, and the order of its
+//! runs.
+//!
+//! It may call what `bench` may.
+
+use clap::Parser;
+
+use super::sweep::{points, schedule};
+use super::*;
+use crate::plan::servers::Variant;
+
+#[derive(Debug, Parser)]
+struct Cli {
+    #[command(flatten)]
+    bench: BenchArgs,
+}
+
+fn parse(args: &[&str]) -> Result<BenchArgs, clap::Error> {
+    Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied())).map(|c| c.bench)
+}
+
+#[test]
+fn search_options() {
+    let a = parse(&[
+        "--suite", "search", "--corpus", "small", "--cold", "--tree", "/t",
+    ])
+    .unwrap();
+    assert_eq!(a.suites(), [Suite::Search]);
+    assert_eq!(a.corpus, CorpusSize::Small);
+    assert!(a.cold);
+    assert_eq!(a.tree.as_deref(), Some(std::path::Path::new("/t")));
+    assert_eq!(a.needle, "io_uring");
+    assert!(Suite::Search.points(&a.overrides(1)).is_empty());
+    assert!(parse(&["--corpus", "huge"]).is_err());
+}
+
+#[test]
+fn defaults() {
+    let a = parse(&[]).unwrap();
+    assert_eq!(a.suites(), [Suite::Quick]);
+    assert_eq!(a.server_cpus, CpuList::one(1));
+    assert_eq!(a.client_cpus, CpuList::one(0));
+    assert_eq!(a.workers(), 1);
+    assert_eq!(a.repeat, None);
+    assert_eq!(a.repeats(Suite::Quick), 5);
+    assert_eq!(a.repeats(Suite::Memory), 1);
+    assert_eq!(a.repeats(Suite::Search), 15);
+    assert_eq!(a.server_cpu_quota, None);
+    assert_eq!(a.cargo_profile, "release");
+    assert_eq!(a.quiet_wait, 10.0);
+}
+
+#[test]
+fn every_option() {
+    let a = parse(&[
+        "--suite",
+        "emper-echo,chat-cpu,emper-echo",
+        "--servers",
+        "threads,fiber+completer",
+        "--conns",
+        "1,10",
+        "--duration",
+        "2.5",
+        "--warmup",
+        "0",
+        "--repeat",
+        "3",
+        "--server-cpus",
+        "2-3",
+        "--client-cpus",
+        "0,1",
+        "--workers",
+        "4",
+        "--rate",
+        "1000",
+        "--out",
+        "/tmp/x",
+        "--no-build",
+        "--quiet-wait",
+        "0",
+        "--server-cpu-quota",
+        "0.5",
+    ])
+    .unwrap();
+    assert_eq!(a.suites(), [Suite::EmperEcho, Suite::ChatCpu]);
+    assert_eq!(a.servers.as_deref(), Some("threads,fiber+completer"));
+    assert_eq!(a.conns, Some(ConnList(vec![1, 10])));
+    assert_eq!(
+        (a.duration, a.warmup, a.rate),
+        (Some(2.5), Some(0.0), Some(1000.0))
+    );
+    assert_eq!(a.repeat, Some(3));
+    assert_eq!(a.repeats(Suite::Memory), 3);
+    assert_eq!(a.server_cpu_quota, Some(0.5));
+    assert_eq!(a.server_cpus.to_string(), "2,3");
+    assert_eq!(a.workers(), 4);
+    assert!(a.no_build && !a.list);
+    assert_eq!(a.quiet_wait, 0.0);
+    assert_eq!(a.overrides(a.workers()).conns, Some(vec![1, 10]));
+}
+
+#[test]
+fn bad_options_are_refused_with_the_valid_values() {
+    let e = parse(&["--suite", "fast"]).unwrap_err().to_string();
+    assert!(
+        e.contains("quick") && e.contains("emper-echo") && e.contains("memory"),
+        "{e}"
+    );
+    assert!(parse(&["--duration", "0"]).is_err());
+    assert!(parse(&["--duration", "-1"]).is_err());
+    assert!(parse(&["--warmup", "x"]).is_err());
+    assert!(parse(&["--repeat", "0"]).is_err());
+    assert!(parse(&["--conns", "0,1"]).is_err());
+    assert!(parse(&["--server-cpus", "1-0"]).is_err());
+    assert!(parse(&["--rate", "0"]).is_err());
+    assert!(parse(&["--workers", "0"]).is_err());
+    assert!(parse(&["--server-cpu-quota", "0"]).is_err());
+}
+
+#[test]
+fn repeats_rotate_over_the_servers() {
+    let a = parse(&["--conns", "1,10", "--repeat", "2"]).unwrap();
+    let pts = points(&a);
+    let v = |n: &str| Variant {
+        name: n.into(),
+        binary: format!("srv-{n}"),
+        flags: vec![],
+        about: String::new(),
+    };
+    let runs = schedule(
+        &pts,
+        &[v("a"), v("b"), v("c")],
+        |v, w| v.serves(w),
+        |s| a.repeats(s),
+    );
+    let order: Vec<(usize, usize, usize)> =
+        runs.iter().map(|r| (r.point, r.round, r.server)).collect();
+    // A B C A B C at the first point, then the next point.
+    assert_eq!(
+        order[..7],
+        [
+            (0, 0, 0),
+            (0, 0, 1),
+            (0, 0, 2),
+            (0, 1, 0),
+            (0, 1, 1),
+            (0, 1, 2),
+            (1, 0, 0)
+        ]
+    );
+    assert_eq!(runs.len(), pts.len() * 2 * 3);
+    assert_eq!(pts.last().map(|p| p.id.as_str()), Some("open-c10-r50000"));
+}
+
+#[test]
+fn an_echo_only_server_sits_out_the_chat_points() {
+    let a = parse(&["--suite", "quick,chat-cpu", "--conns", "1", "--repeat", "1"]).unwrap();
+    let pts = points(&a);
+    let floor = Variant {
+        name: "floor-epoll".into(),
+        binary: "srv-floor".into(),
+        flags: vec!["--api".into(), "epoll".into()],
+        about: String::new(),
+    };
+    let runs = schedule(&pts, &[floor], |v, w| v.serves(w), |s| a.repeats(s));
+    assert!(!runs.is_empty());
+    assert!(
+        runs.iter().all(|r| pts[r.point].suite != Suite::ChatCpu),
+        "srv-floor was scheduled for a chat point"
+    );
+}

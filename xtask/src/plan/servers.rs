@@ -1,0 +1,456 @@
+//! The servers the bench can run, and how they are built.
+//!
+//! A *variant* is a server binary plus flags, written `NAME[+FLAG[=VALUE]]...`: `threads`,
+//! `tokio-per-core`, `fiber+completer`, `fiber+completer+ring-flags=sqpoll`. Each `+FLAG`
+//! becomes `--FLAG` (and `=VALUE` its value) on the server's command line, so runtime options
+//! can be compared side by side without a table entry for each combination. One pseudo-flag
+//! is the bench's own: `+name=LABEL` passes nothing to the server and names the variant
+//! `LABEL` in the run, so that one binary can run twice under two names
+//! (`--servers reactor,reactor+name=again`: an A/A run, whose every comparison must come out
+//! `~`). The known names
+//! come from the conformance suite's server list (`conformance::server_list!`, the entries
+//! with a `bench` name), so the bench runs what the suite tests; any other `srv-<name>`
+//! binary of the workspace is picked up as `<name>`. Beside ours, the peers (servers of
+//! someone else's, which the run layer starts and stops) are listed here as [`PeerEntry`]s.
+//!
+//! It may call the plan layer's `suites`. (Finding what this checkout builds, and building
+//! it, is `run::build`.)
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::plan::suites::{Suite, Workload};
+
+/// A known variant: its name, binary, built-in flags, and what it is, for the report.
+#[derive(Debug, Clone, Copy)]
+struct Known {
+    name: &'static str,
+    binary: &'static str,
+    flags: &'static [&'static str],
+    about: &'static str,
+    /// Run when `--servers` is not given.
+    default: bool,
+    /// Serves plain echo only (no chat, no `--compute-us`): left out of the other points.
+    echo_only: bool,
+    /// Serves `--proto kv`.
+    serves_kv: bool,
+}
+
+impl Known {
+    /// Whether `v` is this entry, perhaps with `+flags` after its own.
+    fn is_base_of(&self, v: &Variant) -> bool {
+        v.binary == self.binary
+            && v.flags.len() >= self.flags.len()
+            && self.flags.iter().zip(&v.flags).all(|(a, b)| a == b)
+    }
+}
+
+/// The known variants: the entries of the conformance suite's one server list that have
+/// a bench name, in the list's order, so that a server is added (and tested) in one place.
+fn known() -> impl Iterator<Item = Known> {
+    conformance::SERVERS.iter().filter_map(|spec| {
+        let bench = spec.bench?;
+        Some(Known {
+            name: bench.name,
+            binary: spec.bin,
+            flags: spec.args,
+            about: bench.about,
+            default: bench.default,
+            echo_only: spec.limits.contains(&conformance::Limit::EchoOnly),
+            serves_kv: spec.serves(conformance::Need::Kv),
+        })
+    })
+}
+
+/// A server as the bench runs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Variant {
+    /// As written on the command line, e.g. `fiber+completer`.
+    pub(crate) name: String,
+    pub(crate) binary: String,
+    /// Flags after the common ones.
+    pub(crate) flags: Vec<String>,
+    pub(crate) about: String,
+}
+
+impl Variant {
+    /// Whether the server, one of ours, serves `workload`: an echo-only one (srv-floor) runs
+    /// plain echo and idle points only, never chat or echo with `--compute-us`. (A peer serves
+    /// its protocol only: see [`Inventory::serves`].)
+    pub(crate) fn serves(&self, workload: Workload) -> bool {
+        // A variant the conformance list says serves no kv (srv-threads' process mode:
+        // its processes share no map).
+        if workload.proto() == "kv" && known().any(|k| k.is_base_of(self) && !k.serves_kv) {
+            return false;
+        }
+        // The one-owner store is a kv design; the flag means nothing elsewhere.
+        if self.flags.iter().any(|f| f == "--kv-owner") {
+            return workload.proto() == "kv";
+        }
+        let echo_only = known().any(|k| k.binary == self.binary && k.echo_only);
+        !echo_only || (workload.proto() == "echo" && workload.compute_us() == 0)
+    }
+}
+
+/// A peer as the plan sees it: a server of someone else's that runs beside ours at one
+/// protocol's points (`run::peer::Peer::entry` makes it).
+#[derive(Debug, Clone)]
+pub(crate) struct PeerEntry {
+    /// Its name in `--servers`.
+    pub(crate) name: &'static str,
+    /// Its program, the binary of its variant.
+    pub(crate) program: &'static str,
+    /// The `--proto` of the points it runs at.
+    pub(crate) proto: &'static str,
+    /// The suite whose default servers it joins.
+    pub(crate) suite: Suite,
+    /// Why it takes no `+flags`.
+    pub(crate) fixed: &'static str,
+    /// Why it cannot run here, or `None` when it can.
+    pub(crate) missing: Option<String>,
+    pub(crate) variant: Variant,
+}
+
+/// What this checkout can build (server binaries by package, and the Go peer), and the peers.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Inventory {
+    /// Binary name to package name, for every `srv-*` and `loadgen` binary of the workspace.
+    pub(crate) packages: BTreeMap<String, String>,
+    pub(crate) target_dir: PathBuf,
+    /// `peers/go`, when it is there.
+    pub(crate) go_dir: Option<PathBuf>,
+    /// `go version`, when `go` is on PATH.
+    pub(crate) go_version: Option<String>,
+    /// The peers, whether they are here or not.
+    pub(crate) peers: Vec<PeerEntry>,
+}
+
+/// What the plan asks of the inventory: the peers, what each server serves and lacks, the
+/// names `--servers` takes.
+impl Inventory {
+    /// The peer whose program is `binary`, if any.
+    pub(crate) fn peer(&self, binary: &str) -> Option<&PeerEntry> {
+        self.peers.iter().find(|p| p.program == binary)
+    }
+
+    /// Whether `v` serves `workload`: a peer its protocol only, ours as [`Variant::serves`]
+    /// says.
+    pub(crate) fn serves(&self, v: &Variant, workload: Workload) -> bool {
+        match self.peer(&v.binary) {
+            Some(p) => workload.proto() == p.proto,
+            None => v.serves(workload),
+        }
+    }
+
+    /// Why `binary` cannot be built (or, for a peer, run) here, or `None` when it can.
+    pub(crate) fn missing(&self, binary: &str) -> Option<String> {
+        if let Some(p) = self.peer(binary) {
+            return p.missing.clone();
+        }
+        if binary == "srv-go" {
+            return match (&self.go_dir, &self.go_version) {
+                (None, _) => Some("peers/go is not in this checkout".into()),
+                (Some(_), None) => Some("`go` is not on PATH (install Go to run it)".into()),
+                (Some(_), Some(_)) => None,
+            };
+        }
+        (!self.packages.contains_key(binary))
+            .then(|| format!("no package of this workspace builds {binary} (yet)"))
+    }
+
+    /// Every variant name `--servers` accepts here: the known ones and any other `srv-*`.
+    pub(crate) fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = known().map(|k| k.name.to_string()).collect();
+        for bin in self.packages.keys() {
+            if let Some(name) = bin.strip_prefix("srv-")
+                && !known().any(|k| k.binary == bin)
+            {
+                names.push(name.to_string());
+            }
+        }
+        names.extend(self.peers.iter().map(|p| p.name.to_string()));
+        names
+    }
+
+    /// The default servers that can be built here, and a line for each one that cannot.
+    pub(crate) fn defaults(&self) -> (Vec<Variant>, Vec<String>) {
+        let mut run = Vec::new();
+        let mut skipped = Vec::new();
+        for k in known().filter(|k| k.default) {
+            match self.missing(k.binary) {
+                None => run.push(known_variant(&k, k.name)),
+                Some(why) => skipped.push(format!("{}: {why}", k.name)),
+            }
+        }
+        // A peer joins the defaults of its suite only (see bench).
+        for name in self.names() {
+            if !known().any(|k| k.name == name) && !self.peers.iter().any(|p| p.name == name) {
+                run.push(self.parse(&name).expect("a discovered name parses"));
+            }
+        }
+        (run, skipped)
+    }
+
+    /// Parses one `--servers` entry.
+    pub(crate) fn parse(&self, spec: &str) -> Result<Variant> {
+        let mut parts = spec.split('+');
+        let base = parts.next().unwrap_or_default();
+        let mut v = if let Some(p) = self.peers.iter().find(|p| p.name == base) {
+            if spec != base {
+                bail!("`{spec}`: {base} takes no +flags ({})", p.fixed);
+            }
+            return Ok(p.variant.clone());
+        } else if let Some(k) = known().find(|k| k.name == base) {
+            known_variant(&k, spec)
+        } else if self.packages.contains_key(&format!("srv-{base}")) {
+            Variant {
+                name: spec.to_string(),
+                binary: format!("srv-{base}"),
+                flags: Vec::new(),
+                about: format!("srv-{base}"),
+            }
+        } else {
+            bail!(
+                "unknown server `{base}`; the servers are: {} (add runtime flags with +, as in \
+                 fiber+completer)",
+                self.names().join(", ")
+            );
+        };
+        for flag in parts {
+            let (name, value) = match flag.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (flag, None),
+            };
+            if name == "name" {
+                v.name = label(spec, value)?;
+                continue;
+            }
+            let ok = !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                && !name.starts_with('-');
+            if !ok {
+                bail!(
+                    "`+{flag}` in `{spec}` is not a flag name (write +completer or +ring-flags=sqpoll)"
+                );
+            }
+            v.flags.push(format!("--{name}"));
+            if let Some(value) = value {
+                v.flags.push(value.to_string());
+            }
+            v.about = format!(
+                "{} --{name}{}",
+                v.about,
+                value.map(|x| format!(" {x}")).unwrap_or_default()
+            );
+        }
+        Ok(v)
+    }
+
+    /// Parses `--servers`, a comma-separated list, and checks that each can be built here.
+    pub(crate) fn select(&self, list: &str) -> Result<Vec<Variant>> {
+        let mut out: Vec<Variant> = Vec::new();
+        for spec in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let v = self.parse(spec)?;
+            if let Some(why) = self.missing(&v.binary) {
+                bail!("server `{spec}` cannot run here: {why}");
+            }
+            match out.iter().find(|o| o.name == v.name) {
+                // The same entry twice runs once.
+                Some(o) if *o == v => {}
+                Some(_) => bail!(
+                    "two --servers entries are named `{}`; give one another name with \
+                     +name=LABEL",
+                    v.name
+                ),
+                None => out.push(v),
+            }
+        }
+        if out.is_empty() {
+            bail!(
+                "--servers names no server; the servers are: {}",
+                self.names().join(", ")
+            );
+        }
+        Ok(out)
+    }
+
+    /// Where a built binary is, for the cargo profile `profile`.
+    pub(crate) fn binary_path(&self, binary: &str, profile: &str) -> PathBuf {
+        let dir = if profile == "dev" { "debug" } else { profile };
+        self.target_dir.join(dir).join(binary)
+    }
+}
+
+fn known_variant(k: &Known, name: &str) -> Variant {
+    Variant {
+        name: name.to_string(),
+        binary: k.binary.to_string(),
+        flags: k.flags.iter().map(ToString::to_string).collect(),
+        about: k.about.to_string(),
+    }
+}
+
+/// The name `+name=LABEL` gives a variant: a word a file name and a table can carry.
+fn label(spec: &str, value: Option<&str>) -> Result<String> {
+    match value {
+        Some(l)
+            if !l.is_empty()
+                && l.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                && !l.starts_with('.') =>
+        {
+            Ok(l.to_string())
+        }
+        _ => bail!(
+            "`{spec}`: +name takes a label of letters, digits, `-`, `_` and `.` (as in \
+             reactor+name=again)"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inv() -> Inventory {
+        let mut packages = BTreeMap::new();
+        packages.insert("srv-threads".into(), "server-threads".into());
+        packages.insert("srv-fiber".into(), "server-fiber".into());
+        packages.insert("srv-odd".into(), "server-odd".into());
+        packages.insert("loadgen".into(), "loadgen".into());
+        Inventory {
+            packages,
+            target_dir: PathBuf::from("/t"),
+            go_dir: None,
+            go_version: None,
+            peers: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn variants_are_names_plus_flags() {
+        let i = inv();
+        let v = i.parse("threads-process").unwrap();
+        assert_eq!(
+            (v.binary.as_str(), v.flags.clone()),
+            ("srv-threads", vec!["--mode".into(), "process".into()])
+        );
+        let v = i.parse("fiber+completer+ring-flags=sqpoll").unwrap();
+        assert_eq!(v.binary, "srv-fiber");
+        assert_eq!(v.flags, ["--completer", "--ring-flags", "sqpoll"]);
+        assert_eq!(v.name, "fiber+completer+ring-flags=sqpoll");
+        assert_eq!(i.parse("odd").unwrap().binary, "srv-odd");
+        assert!(i.parse("fiber+").is_err());
+        assert!(i.parse("fiber+--x").is_err());
+    }
+
+    #[test]
+    fn name_labels_a_variant_and_passes_nothing() {
+        let i = inv();
+        let v = i.parse("fiber+completer+name=again").unwrap();
+        assert_eq!(v.name, "again");
+        assert_eq!(v.binary, "srv-fiber");
+        assert_eq!(v.flags, ["--completer"]);
+        let v = i.select("threads,threads+name=again").unwrap();
+        assert_eq!(
+            v.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(),
+            ["threads", "again"]
+        );
+        assert_eq!(v[0].flags, v[1].flags);
+        for bad in [
+            "threads+name",
+            "threads+name=",
+            "threads+name=a/b",
+            "threads+name=.x",
+        ] {
+            let e = i.parse(bad).unwrap_err().to_string();
+            assert!(e.contains("+name takes a label"), "{bad}: {e}");
+        }
+        // Two different variants under one name would overwrite each other's files.
+        let e = i
+            .select("threads,threads-process+name=threads")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("named `threads`"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_server_lists_the_valid_ones() {
+        let e = inv().parse("nginx").unwrap_err().to_string();
+        assert!(e.contains("unknown server `nginx`"), "{e}");
+        assert!(e.contains("threads, threads-process, reactor"), "{e}");
+        assert!(e.contains("odd"), "{e}");
+    }
+
+    #[test]
+    fn selection_checks_what_can_be_built() {
+        let i = inv();
+        let v = i.select("threads, fiber+completer,threads").unwrap();
+        assert_eq!(
+            v.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(),
+            ["threads", "fiber+completer"]
+        );
+        let e = i.select("tokio").unwrap_err().to_string();
+        assert!(
+            e.contains("no package of this workspace builds srv-tokio"),
+            "{e}"
+        );
+        let e = i.select("go").unwrap_err().to_string();
+        assert!(e.contains("peers/go"), "{e}");
+        assert!(i.select(" , ").is_err());
+    }
+
+    #[test]
+    fn defaults_skip_what_is_missing_and_pick_up_new_servers() {
+        let (run, skipped) = inv().defaults();
+        let names: Vec<&str> = run.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["threads", "threads-process", "fiber", "odd"]);
+        assert!(skipped.iter().any(|s| s.starts_with("tokio:")));
+        assert!(skipped.iter().any(|s| s.starts_with("go:")));
+    }
+
+    #[test]
+    fn echo_only_servers_skip_chat_and_compute() {
+        let mut i = inv();
+        i.packages.insert("srv-floor".into(), "server-floor".into());
+        let floor = i.parse("floor-uring").unwrap();
+        assert_eq!(floor.flags, ["--api", "io_uring"]);
+        let echo = |compute_us| Workload::Echo {
+            msg_size: 16,
+            compute_us,
+        };
+        assert!(floor.serves(echo(0)) && floor.serves(Workload::Idle));
+        assert!(!floor.serves(echo(200)));
+        assert!(!floor.serves(Workload::ChatRoom { room_size: 2 }));
+        let threads = i.parse("threads").unwrap();
+        assert!(threads.serves(echo(200)) && threads.serves(Workload::ChatRoom { room_size: 2 }));
+        assert!(!i.names().contains(&"floor".to_string()));
+    }
+
+    #[test]
+    fn the_known_servers_are_the_conformance_lists_bench_entries() {
+        let names: Vec<&str> = known().map(|k| k.name).collect();
+        assert_eq!(
+            names,
+            [
+                "threads",
+                "threads-process",
+                "reactor",
+                "tokio",
+                "tokio-per-core",
+                "tokio-uring",
+                "fiber",
+                "go",
+                "floor-epoll",
+                "floor-uring"
+            ]
+        );
+        // The bench passes `--workers` itself: a listed worker count would be given twice.
+        assert!(known().all(|k| !k.flags.contains(&"--workers")));
+        let tokio = inv().parse("tokio").unwrap();
+        assert_eq!(tokio.flags, ["--flavor", "multi"]);
+    }
+}

@@ -1,0 +1,398 @@
+//! The benchmark suites as data: which load points each one runs, for every server. A point
+//! is one server start, one client run against it, and one row of the summary. Each suite is
+//! a file of its own here, with its points, its defaults and what `--list` says of it; this
+//! file holds what they share (the `Suite` names, a `Point` and its parts, the overrides of the
+//! command line).
+//!
+//! | suite        | what                                                                   |
+//! |--------------|------------------------------------------------------------------------|
+//! | `quick`      | echo 16 B closed loop at 1..1000 conns, plus two open-loop points      |
+//! | `emper-echo` | the io_uring paper's Figures 5 to 8: 1..10,000 conns, 0 and 200 µs work |
+//! | `chat-cpu`   | the C-versus-Go paper's Figure 3: chat ingest at 1 Mbit/s per conn     |
+//! | `chat-room`  | fan-out delivery latency and completeness, rooms of 2 to 1000          |
+//! | `memory`     | memory per idle connection at 1,000 and 10,000 conns                   |
+//! | `kv`         | RESP GET and SET at 1, 50, 1000 conns, pipeline 1 and 16, beside a peer |
+//! | `search`     | the io_uring paper's file-content search, programs timed whole         |
+//!
+//! It may call nothing else of xtask.
+
+mod chat_cpu;
+mod chat_room;
+mod emper_echo;
+mod kv;
+mod memory;
+mod quick;
+mod search;
+
+use clap::ValueEnum;
+use clap::builder::PossibleValue;
+use serde::Serialize;
+
+pub(crate) use chat_cpu::{CHAT_BYTE_RATE, CHAT_LINE};
+pub(crate) use emper_echo::EMPER_COMPUTE_US;
+pub(crate) use kv::{KV_KEYS, KV_VALUE_SIZE, KvDriver};
+pub(crate) use search::CorpusSize;
+
+/// A suite, as `--suite` names it (each says what it is in its own file: `Defaults::help`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Suite {
+    Quick,
+    EmperEcho,
+    ChatCpu,
+    ChatRoom,
+    Memory,
+    Search,
+    Kv,
+}
+
+impl ValueEnum for Suite {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Suite::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()).help(self.defaults().help))
+    }
+}
+
+/// What a suite is when the command line does not say otherwise.
+#[derive(Debug)]
+struct Defaults {
+    /// As `--suite` and the run directory name it.
+    name: &'static str,
+    /// For people, in the report and `--list`.
+    title: &'static str,
+    /// What `--help` says of it.
+    help: &'static str,
+    /// Seconds of the measured window of each point, unless `--duration` says otherwise.
+    duration: f64,
+    /// Seconds of load before it, unless `--warmup` says otherwise.
+    warmup: f64,
+    /// The connection counts to sweep, unless `--conns` says otherwise.
+    conns: &'static [usize],
+    /// Runs of each point, unless `--repeat` says otherwise.
+    repeats: u32,
+    /// What `--rate` sets in this suite, for `--help` and `--list`.
+    rate_meaning: &'static str,
+    /// Servers (`--servers` entries) that join the default ones in this suite.
+    extra_servers: &'static [&'static str],
+    /// What `--help` says of the servers this suite adds to the default ones (its extra
+    /// servers and its peer), if any.
+    default_servers_help: Option<&'static str>,
+}
+
+/// A suite that takes no `--rate`.
+const NO_RATE: &str = "not used";
+
+impl Suite {
+    pub(crate) const ALL: [Suite; 7] = [
+        Suite::Quick,
+        Suite::EmperEcho,
+        Suite::ChatCpu,
+        Suite::ChatRoom,
+        Suite::Memory,
+        Suite::Search,
+        Suite::Kv,
+    ];
+
+    fn defaults(self) -> &'static Defaults {
+        match self {
+            Suite::Quick => &quick::DEFAULTS,
+            Suite::EmperEcho => &emper_echo::DEFAULTS,
+            Suite::ChatCpu => &chat_cpu::DEFAULTS,
+            Suite::ChatRoom => &chat_room::DEFAULTS,
+            Suite::Memory => &memory::DEFAULTS,
+            Suite::Search => &search::DEFAULTS,
+            Suite::Kv => &kv::DEFAULTS,
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        self.defaults().name
+    }
+
+    pub(crate) fn title(self) -> &'static str {
+        self.defaults().title
+    }
+
+    /// Runs of each point, unless `--repeat` says otherwise: quick's comparisons come with
+    /// intervals and a significance test, which need repeats; the papers' long sweeps run once.
+    pub(crate) fn default_repeats(self) -> u32 {
+        self.defaults().repeats
+    }
+
+    /// What `--rate` sets in this suite, for `--help` and `--list`.
+    pub(crate) fn rate_meaning(self) -> &'static str {
+        self.defaults().rate_meaning
+    }
+
+    /// Servers that join the default ones when this suite runs and `--servers` is not given
+    /// (each where its base server is among the defaults).
+    pub(crate) fn extra_servers(self) -> &'static [&'static str] {
+        self.defaults().extra_servers
+    }
+
+    /// What `--help` says of the servers this suite adds to the default ones, if any.
+    pub(crate) fn default_servers_help(self) -> Option<&'static str> {
+        self.defaults().default_servers_help
+    }
+
+    /// What `--list` says of the suite: `points` is what [`Suite::points`] gives with the
+    /// command line's overrides, `repeats` the runs of each, `servers` how many servers run
+    /// by default.
+    pub(crate) fn list_text(self, points: &[Point], repeats: usize, servers: usize) -> String {
+        if self == Suite::Search {
+            return search::list_text(repeats);
+        }
+        let secs: f64 = points.iter().map(Point::estimate_secs).sum::<f64>()
+            * repeats as f64
+            * servers.max(1) as f64;
+        format!(
+            "  {:<11} {} ({} points a server, about {:.0} min with the {} default servers)\n              --rate: {}",
+            self.name(),
+            self.title(),
+            points.len(),
+            secs / 60.0,
+            servers,
+            self.rate_meaning()
+        )
+    }
+
+    /// The points of the suite, in the order they run.
+    pub(crate) fn points(self, o: &Overrides) -> Vec<Point> {
+        let d = self.defaults();
+        let cx = Sweep {
+            suite: self,
+            o,
+            conns: o.conns.clone().unwrap_or_else(|| d.conns.to_vec()),
+            duration: o.duration.unwrap_or(d.duration),
+            warmup: d.warmup,
+        };
+        match self {
+            Suite::Quick => quick::points(&cx),
+            Suite::EmperEcho => emper_echo::points(&cx),
+            Suite::ChatCpu => chat_cpu::points(&cx),
+            Suite::ChatRoom => chat_room::points(&cx),
+            Suite::Memory => memory::points(&cx),
+            Suite::Search => search::points(&cx),
+            Suite::Kv => kv::points(&cx),
+        }
+    }
+}
+
+/// What a suite's points are made from: the command line's overrides over its defaults.
+#[derive(Debug)]
+struct Sweep<'a> {
+    suite: Suite,
+    o: &'a Overrides,
+    conns: Vec<usize>,
+    duration: f64,
+    /// The suite's default warmup (see [`Sweep::warmup_for`]).
+    warmup: f64,
+}
+
+impl Sweep<'_> {
+    /// A server given thousands of connections at once may still be setting them up (a
+    /// thread or a process each) when the clock would start: the warmup grows with them.
+    fn warmup_for(&self, conns: usize, default: f64) -> f64 {
+        self.o.warmup.unwrap_or(default.max(conns as f64 / 2500.0))
+    }
+
+    /// A point of the suite, its warmup the suite's.
+    #[allow(clippy::too_many_arguments)] // Every field of a point but its suite and warmup.
+    fn point(
+        &self,
+        series: &str,
+        id: String,
+        label: String,
+        conns: usize,
+        workload: Workload,
+        load: Load,
+        stop: Stop,
+    ) -> Point {
+        Point {
+            suite: self.suite,
+            series: series.to_string(),
+            id,
+            label,
+            conns,
+            workload,
+            load,
+            stop,
+            warmup: self.warmup_for(conns, self.warmup),
+        }
+    }
+}
+
+/// What the clients send.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub(crate) enum Workload {
+    /// Echo messages of `msg_size` bytes; the server spins `compute_us` per message.
+    Echo { msg_size: usize, compute_us: u64 },
+    /// Chat `SAY`s at `byte_rate` bytes/s per connection, every `ACK` awaited.
+    ChatIngest { byte_rate: f64 },
+    /// Chat rooms of `room_size` members; every member must get every message.
+    ChatRoom { room_size: usize },
+    /// Echo connections that are open and all but silent.
+    Idle,
+    /// RESP `GET`s (`get`) or `SET`s of [`KV_VALUE_SIZE`]-byte values over [`KV_KEYS`] keys,
+    /// `pipeline` in flight per connection, sent by `driver`.
+    Kv {
+        get: bool,
+        pipeline: usize,
+        driver: KvDriver,
+    },
+}
+
+impl Workload {
+    /// The `--proto` the server serves.
+    pub(crate) fn proto(self) -> &'static str {
+        match self {
+            Workload::Echo { .. } | Workload::Idle => "echo",
+            Workload::ChatIngest { .. } | Workload::ChatRoom { .. } => "chat",
+            Workload::Kv { .. } => "kv",
+        }
+    }
+
+    pub(crate) fn compute_us(self) -> u64 {
+        match self {
+            Workload::Echo { compute_us, .. } => compute_us,
+            _ => 0,
+        }
+    }
+
+    /// The outside client that sends this workload, by its program's name, or `None` when
+    /// loadgen does.
+    pub(crate) fn outside_client(self) -> Option<&'static str> {
+        match self {
+            Workload::Kv { driver, .. } => driver.outside_client(),
+            _ => None,
+        }
+    }
+}
+
+/// Closed loop (one message in flight per connection) or open loop at a fixed total rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub(crate) enum Load {
+    Closed,
+    Open { rate: f64 },
+}
+
+/// When a point's measured window ends.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Stop {
+    /// After this many seconds.
+    Duration(f64),
+    /// After this many replies per connection.
+    Requests(u64),
+}
+
+/// One load point of a suite.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Point {
+    pub(crate) suite: Suite,
+    /// The curve the point belongs to (`closed`, `open`, `compute-200`, ...): a plot draws one
+    /// line per server and series.
+    pub(crate) series: String,
+    /// File-name-safe and unique within the suite.
+    pub(crate) id: String,
+    /// For people: `1000 conns`, `1000 conns @ 20000/s`.
+    pub(crate) label: String,
+    pub(crate) conns: usize,
+    pub(crate) workload: Workload,
+    pub(crate) load: Load,
+    pub(crate) stop: Stop,
+    pub(crate) warmup: f64,
+}
+
+impl Point {
+    /// The x value of the point on its series' plot: room size for rooms, else connections.
+    pub(crate) fn x(&self) -> f64 {
+        match self.workload {
+            Workload::ChatRoom { room_size } => room_size as f64,
+            _ => self.conns as f64,
+        }
+    }
+
+    /// A guess of the seconds the point takes, start and stop included, for the ETA.
+    pub(crate) fn estimate_secs(&self) -> f64 {
+        let run = match self.stop {
+            Stop::Duration(d) => d,
+            Stop::Requests(k) => (self.conns as f64 * k as f64
+                / expected_rate(self.workload.compute_us(), 1))
+            .max(0.1),
+        };
+        // Measured on 2 cores: about half a second to start and stop a server and loadgen and
+        // to wait for quiet CPUs, more with thousands of connections to open and close.
+        0.5 + self.conns as f64 / 4000.0 + self.warmup + run
+    }
+}
+
+/// What the command line changes in a suite.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Overrides {
+    pub(crate) conns: Option<Vec<usize>>,
+    pub(crate) duration: Option<f64>,
+    pub(crate) warmup: Option<f64>,
+    pub(crate) rate: Option<f64>,
+    /// Server workers: the Little's law bound of emper-echo depends on them.
+    pub(crate) workers: usize,
+}
+
+/// `1 conn`, `10 conns`.
+fn conns_label(c: usize) -> String {
+    if c == 1 {
+        "1 conn".into()
+    } else {
+        format!("{c} conns")
+    }
+}
+
+/// A conservative echo rate of one worker, for deciding whether 2500 echoes per connection
+/// fit in the time budget: with work per echo, 80% of the Little's law bound.
+fn expected_rate(compute_us: u64, workers: usize) -> f64 {
+    if compute_us == 0 {
+        20_000.0
+    } else {
+        0.8 * workers as f64 * 1e6 / compute_us as f64
+    }
+}
+
+/// Parses `--conns`: a comma-separated list of positive counts.
+pub(crate) fn parse_conns(s: &str) -> Result<Vec<usize>, String> {
+    let v: Result<Vec<usize>, String> = s
+        .split(',')
+        .map(|t| match t.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!(
+                "`{t}` is not a connection count (write a list like 1,10,100)"
+            )),
+        })
+        .collect();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The overrides of a command line that changes nothing, one worker.
+    pub(super) fn o() -> Overrides {
+        Overrides {
+            workers: 1,
+            ..Overrides::default()
+        }
+    }
+
+    #[test]
+    fn conns_lists() {
+        assert_eq!(parse_conns("1,10, 100"), Ok(vec![1, 10, 100]));
+        assert!(parse_conns("0").is_err());
+        assert!(parse_conns("1,,2").is_err());
+        assert!(parse_conns("ten").is_err());
+    }
+}

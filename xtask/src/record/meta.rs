@@ -1,0 +1,207 @@
+//! `meta.json`: what a run was made on and how, so that a number can be traced to a machine,
+//! a commit and a command line.
+//!
+//! It may call the run layer's `machine` (the machine's steal).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+/// The machine and software of a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub(crate) struct Meta {
+    pub(crate) run_id: String,
+    /// UTC, ISO 8601.
+    pub(crate) started: String,
+    pub(crate) finished: Option<String>,
+    pub(crate) commit: Option<String>,
+    /// Uncommitted changes in the checkout when the run started.
+    pub(crate) dirty: bool,
+    pub(crate) kernel: Option<String>,
+    pub(crate) cpu_model: Option<String>,
+    /// Logical CPUs online.
+    pub(crate) cores: usize,
+    /// `/sys/devices/system/cpu/vulnerabilities`: each vulnerability and its mitigation.
+    pub(crate) mitigations: BTreeMap<String, String>,
+    pub(crate) rustc: Option<String>,
+    pub(crate) go: Option<String>,
+    /// The exact command line.
+    pub(crate) command: String,
+    /// Everything the command line resolved to (suites, servers with their flags, CPUs).
+    pub(crate) settings: serde_json::Value,
+    /// The run was stopped by Ctrl-C before its end.
+    pub(crate) interrupted: bool,
+    /// `/proc/loadavg` (1, 5, 15 minutes) when the run started and ended: how busy the
+    /// machine was besides the bench.
+    pub(crate) load_average_start: Option<String>,
+    pub(crate) load_average_end: Option<String>,
+    /// Percent of the machine's CPU time the hypervisor stole during the run (`steal` of
+    /// /proc/stat): a few percent means the host was busy with other guests.
+    #[serde(default)]
+    pub(crate) steal_pct: Option<f64>,
+}
+
+/// The percent of CPU time stolen since `start` (stolen and total ticks of
+/// `run::machine::machine_steal_ticks`).
+pub(crate) fn steal_since(start: Option<(u64, u64)>) -> Option<f64> {
+    let (s0, t0) = start?;
+    let (s1, t1) = crate::run::machine::machine_steal_ticks()?;
+    let total = t1.checked_sub(t0).filter(|&t| t > 0)?;
+    Some(s1.saturating_sub(s0) as f64 * 100.0 / total as f64)
+}
+
+/// The mitigations in one line: how many of the listed vulnerabilities are mitigated, not
+/// affected, or left vulnerable, naming the vulnerable ones.
+pub(crate) fn mitigations_line(m: &BTreeMap<String, String>) -> String {
+    if m.is_empty() {
+        return "not readable".into();
+    }
+    let vulnerable: Vec<&str> = m
+        .iter()
+        .filter(|(_, v)| v.starts_with("Vulnerable"))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    let mitigated = m.values().filter(|v| v.starts_with("Mitigation")).count();
+    let unaffected = m.values().filter(|v| v.starts_with("Not affected")).count();
+    let mut s = format!("{mitigated} mitigated, {unaffected} not affected");
+    if !vulnerable.is_empty() {
+        s.push_str(&format!(", vulnerable: {}", vulnerable.join(", ")));
+    }
+    s
+}
+
+/// The three load averages of `/proc/loadavg`.
+pub(crate) fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    Some(
+        text.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
+fn output(cmd: &str, args: &[&str], dir: &Path) -> Option<String> {
+    Command::new(cmd)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+impl Meta {
+    /// Reads what can be read about this machine and checkout.
+    pub(crate) fn collect(root: &Path, go: Option<String>) -> Meta {
+        let now = SystemTime::now();
+        let commit = output("git", &["rev-parse", "HEAD"], root);
+        let dirty = output(
+            "git",
+            &["status", "--porcelain", "--untracked-files=no"],
+            root,
+        )
+        .is_some_and(|s| !s.is_empty());
+        let cpu_model = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| {
+            t.lines().find_map(|l| {
+                l.strip_prefix("model name")?
+                    .split_once(':')
+                    .map(|x| x.1.trim().to_string())
+            })
+        });
+        let mut mitigations = BTreeMap::new();
+        if let Ok(dir) = std::fs::read_dir("/sys/devices/system/cpu/vulnerabilities") {
+            for e in dir.flatten() {
+                if let Ok(text) = std::fs::read_to_string(e.path()) {
+                    mitigations.insert(
+                        e.file_name().to_string_lossy().to_string(),
+                        text.trim().to_string(),
+                    );
+                }
+            }
+        }
+        let short = commit
+            .as_deref()
+            .map_or("nogit", |c| &c[..c.len().min(9)])
+            .to_string();
+        Meta {
+            run_id: format!("{}-{short}", compact(now)),
+            started: iso8601(now),
+            finished: None,
+            commit,
+            dirty,
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .ok()
+                .map(|s| s.trim().to_string()),
+            cpu_model,
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            mitigations,
+            rustc: output("rustc", &["--version"], root),
+            go,
+            command: std::iter::once("cargo xtask".to_string())
+                .chain(std::env::args().skip(1))
+                .map(|a| if a.contains(' ') { format!("'{a}'") } else { a })
+                .collect::<Vec<_>>()
+                .join(" "),
+            settings: serde_json::Value::Null,
+            interrupted: false,
+            load_average_start: load_average(),
+            load_average_end: None,
+            steal_pct: None,
+        }
+    }
+}
+
+/// Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn parts(t: SystemTime) -> (i64, u32, u32, u64, u64, u64) {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (y, m, d) = civil((secs / 86_400) as i64);
+    let s = secs % 86_400;
+    (y, m, d, s / 3600, s / 60 % 60, s % 60)
+}
+
+/// `2026-11-21T10:04:05Z`.
+pub(crate) fn iso8601(t: SystemTime) -> String {
+    let (y, m, d, hh, mm, ss) = parts(t);
+    format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z")
+}
+
+/// `20261121-100405`, for run ids that sort by time.
+fn compact(t: SystemTime) -> String {
+    let (y, m, d, hh, mm, ss) = parts(t);
+    format!("{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn dates() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(iso8601(t), "2023-11-14T22:13:20Z");
+        assert_eq!(compact(t), "20231114-221320");
+        assert_eq!(iso8601(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        // A leap day.
+        let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(iso8601(leap), "2000-02-29T00:00:00Z");
+    }
+}

@@ -1,0 +1,297 @@
+//! A row of the summary: one server at one load point, the line of `summary.csv`; its
+//! columns, and the lookups the report and the plots make over the rows.
+//!
+//! It may call nothing else of xtask.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One server at one load point: the line of `summary.csv`.
+///
+/// A number over repeats is their median; `<metric>_ci_low` and `<metric>_ci_high` are the
+/// order-statistic interval for that median (`stats::median_interval`), whose coverage is
+/// `ci_level`. Latency percentiles are read off the repeats' histograms added together; their
+/// intervals come from each repeat's own percentile.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Row {
+    pub(crate) suite: String,
+    pub(crate) server: String,
+    pub(crate) series: String,
+    pub(crate) point: String,
+    pub(crate) label: String,
+    /// Connections, or room size for chat-room: the x axis of the suite's plots.
+    pub(crate) x: f64,
+    pub(crate) conns: usize,
+    /// `closed` or `open`.
+    pub(crate) mode: String,
+    pub(crate) rate: Option<f64>,
+    pub(crate) compute_us: u64,
+    pub(crate) room_size: Option<usize>,
+    /// `4 s` or `2500 req/conn`.
+    pub(crate) stop: String,
+    pub(crate) repeats: usize,
+    /// Repeats that produced numbers.
+    pub(crate) ok: usize,
+    pub(crate) failure: Option<String>,
+    pub(crate) throughput_per_sec: Option<f64>,
+    /// (max - min) / median of throughput over the repeats.
+    pub(crate) throughput_spread: Option<f64>,
+    /// How often an interval made as the `_ci_` ones are covers the true median (0.75 with 3
+    /// repeats, 0.9375 with 5, 0.95 or more from 6).
+    pub(crate) ci_level: Option<f64>,
+    pub(crate) throughput_per_sec_ci_low: Option<f64>,
+    pub(crate) throughput_per_sec_ci_high: Option<f64>,
+    pub(crate) p50_us: Option<f64>,
+    pub(crate) p90_us: Option<f64>,
+    pub(crate) p95_us: Option<f64>,
+    pub(crate) p99_us: Option<f64>,
+    pub(crate) p99_9_us: Option<f64>,
+    pub(crate) p99_99_us: Option<f64>,
+    pub(crate) p99_999_us: Option<f64>,
+    pub(crate) max_us: Option<f64>,
+    pub(crate) p50_us_ci_low: Option<f64>,
+    pub(crate) p50_us_ci_high: Option<f64>,
+    pub(crate) p90_us_ci_low: Option<f64>,
+    pub(crate) p90_us_ci_high: Option<f64>,
+    pub(crate) p95_us_ci_low: Option<f64>,
+    pub(crate) p95_us_ci_high: Option<f64>,
+    pub(crate) p99_us_ci_low: Option<f64>,
+    pub(crate) p99_us_ci_high: Option<f64>,
+    pub(crate) p99_9_us_ci_low: Option<f64>,
+    pub(crate) p99_9_us_ci_high: Option<f64>,
+    pub(crate) p99_99_us_ci_low: Option<f64>,
+    pub(crate) p99_99_us_ci_high: Option<f64>,
+    pub(crate) p99_999_us_ci_low: Option<f64>,
+    pub(crate) p99_999_us_ci_high: Option<f64>,
+    pub(crate) errors: u64,
+    pub(crate) client_bound: bool,
+    pub(crate) client_cpu_per_msg_us: Option<f64>,
+    pub(crate) cpu_mean_pct: Option<f64>,
+    pub(crate) cpu_cv: Option<f64>,
+    pub(crate) user_us_per_req: Option<f64>,
+    pub(crate) sys_us_per_req: Option<f64>,
+    pub(crate) cpu_us_per_req: Option<f64>,
+    pub(crate) cpu_us_per_req_ci_low: Option<f64>,
+    pub(crate) cpu_us_per_req_ci_high: Option<f64>,
+    /// The lowest CPU per request of the repeats: noise on a shared host only ever adds CPU
+    /// time, so the lowest is the steadiest estimate of the cost itself.
+    pub(crate) cpu_us_per_req_min: Option<f64>,
+    pub(crate) vol_cs_per_req: Option<f64>,
+    pub(crate) invol_cs_per_req: Option<f64>,
+    pub(crate) vol_cs_per_sec: Option<f64>,
+    pub(crate) invol_cs_per_sec: Option<f64>,
+    pub(crate) peak_mem_bytes: Option<f64>,
+    pub(crate) mem_per_conn_bytes: Option<f64>,
+    /// Growth of the kernel's thread stacks (`KernelStack` of /proc/meminfo) per connection.
+    pub(crate) kernel_stack_per_conn_bytes: Option<f64>,
+    /// Growth of TCP socket memory (`/proc/net/sockstat` `mem` pages) per connection: both
+    /// ends of each loopback connection, loadgen's included.
+    pub(crate) socket_mem_per_conn_bytes: Option<f64>,
+    /// User memory, kernel stacks and socket memory per connection together.
+    pub(crate) total_mem_per_conn_bytes: Option<f64>,
+    pub(crate) max_procs: usize,
+    pub(crate) max_threads: usize,
+    /// What else used the server's CPUs during the window, percent of one CPU.
+    pub(crate) other_load_pct: Option<f64>,
+    /// Time stolen by the hypervisor from the server's CPUs over the window, percent of the
+    /// window (the most of any repeat).
+    pub(crate) steal_pct: Option<f64>,
+    /// The server's CPU quota (`--server-cpu-quota`), in CPUs.
+    pub(crate) cpu_quota: Option<f64>,
+    /// Periods in which the quota throttled the server, over the point (median of repeats).
+    pub(crate) nr_throttled: Option<f64>,
+    /// Time the quota held the server back, milliseconds over the point (median of repeats).
+    pub(crate) throttled_ms: Option<f64>,
+    pub(crate) deliveries: Option<f64>,
+    pub(crate) delivery_errors: u64,
+    pub(crate) delivery_p50_us: Option<f64>,
+    pub(crate) delivery_p99_us: Option<f64>,
+    pub(crate) delivery_p99_9_us: Option<f64>,
+    pub(crate) delivery_max_us: Option<f64>,
+    /// The latency histogram of all repeats, relative to the run directory.
+    pub(crate) hist: Option<String>,
+    pub(crate) notes: Vec<String>,
+    /// CPU percent over time (seconds from the window's start) of the median repeat.
+    pub(crate) cpu_series: Vec<(f64, f64)>,
+    /// Each metric's value in each repeat (`throughput_per_sec`, `cpu_us_per_req`, `p99_us`,
+    /// ...), for the significance tests between rows; in summary.json only.
+    pub(crate) per_repeat: BTreeMap<String, Vec<f64>>,
+}
+
+/// The columns of `summary.csv`, in order: every scalar field of [`Row`].
+pub(crate) const CSV_COLUMNS: &[&str] = &[
+    "suite",
+    "server",
+    "series",
+    "point",
+    "label",
+    "x",
+    "conns",
+    "mode",
+    "rate",
+    "compute_us",
+    "room_size",
+    "stop",
+    "repeats",
+    "ok",
+    "failure",
+    "throughput_per_sec",
+    "throughput_spread",
+    "ci_level",
+    "throughput_per_sec_ci_low",
+    "throughput_per_sec_ci_high",
+    "p50_us",
+    "p90_us",
+    "p95_us",
+    "p99_us",
+    "p99_9_us",
+    "p99_99_us",
+    "p99_999_us",
+    "max_us",
+    "p50_us_ci_low",
+    "p50_us_ci_high",
+    "p90_us_ci_low",
+    "p90_us_ci_high",
+    "p95_us_ci_low",
+    "p95_us_ci_high",
+    "p99_us_ci_low",
+    "p99_us_ci_high",
+    "p99_9_us_ci_low",
+    "p99_9_us_ci_high",
+    "p99_99_us_ci_low",
+    "p99_99_us_ci_high",
+    "p99_999_us_ci_low",
+    "p99_999_us_ci_high",
+    "errors",
+    "client_bound",
+    "client_cpu_per_msg_us",
+    "cpu_mean_pct",
+    "cpu_cv",
+    "user_us_per_req",
+    "sys_us_per_req",
+    "cpu_us_per_req",
+    "cpu_us_per_req_ci_low",
+    "cpu_us_per_req_ci_high",
+    "cpu_us_per_req_min",
+    "vol_cs_per_req",
+    "invol_cs_per_req",
+    "vol_cs_per_sec",
+    "invol_cs_per_sec",
+    "peak_mem_bytes",
+    "mem_per_conn_bytes",
+    "kernel_stack_per_conn_bytes",
+    "socket_mem_per_conn_bytes",
+    "total_mem_per_conn_bytes",
+    "max_procs",
+    "max_threads",
+    "other_load_pct",
+    "steal_pct",
+    "cpu_quota",
+    "nr_throttled",
+    "throttled_ms",
+    "deliveries",
+    "delivery_errors",
+    "delivery_p50_us",
+    "delivery_p99_us",
+    "delivery_p99_9_us",
+    "delivery_max_us",
+    "hist",
+];
+
+pub(crate) fn csv_field(v: &serde_json::Value) -> String {
+    let s = match v {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s
+    }
+}
+
+/// Percent of one CPU that something else may take from the server's CPUs before a point is
+/// marked as disturbed.
+pub(crate) const DISTURBED_PCT: f64 = 10.0;
+
+/// Percent of the window the hypervisor may steal from the server's CPUs before a point is
+/// marked as disturbed.
+pub(crate) const STEAL_PCT: f64 = 2.0;
+
+impl Row {
+    /// Something other than the server used its CPUs during the window: another program, or
+    /// the hypervisor, which stole more than [`STEAL_PCT`] of their time.
+    pub(crate) fn disturbed(&self) -> bool {
+        self.other_load_pct.is_some_and(|p| p > DISTURBED_PCT)
+            || self.steal_pct.is_some_and(|p| p > STEAL_PCT)
+    }
+
+    /// The quota held the server back during the point: its latency includes throttling.
+    pub(crate) fn throttled(&self) -> bool {
+        self.nr_throttled.is_some_and(|n| n > 0.0)
+    }
+
+    /// The values of `metric` in each repeat.
+    pub(crate) fn repeats_of(&self, metric: &str) -> &[f64] {
+        self.per_repeat.get(metric).map_or(&[], Vec::as_slice)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Selecting rows.
+
+/// The servers of the rows, in the order they ran.
+pub(crate) fn servers(rows: &[Row]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in rows {
+        if !out.contains(&r.server) {
+            out.push(r.server.clone());
+        }
+    }
+    out
+}
+
+pub(crate) fn find<'a>(rows: &'a [Row], suite: &str, server: &str, point: &str) -> Option<&'a Row> {
+    rows.iter()
+        .find(|r| r.suite == suite && r.server == server && r.point == point)
+}
+
+/// The distinct points of a suite and series, in x order: `(point id, label, x)`.
+pub(crate) fn points_of(rows: &[Row], suite: &str, series: &str) -> Vec<(String, String, f64)> {
+    let mut seen: Vec<(String, String, f64)> = Vec::new();
+    for r in rows
+        .iter()
+        .filter(|r| r.suite == suite && r.series == series)
+    {
+        if !seen.iter().any(|p| p.0 == r.point) {
+            seen.push((r.point.clone(), r.label.clone(), r.x));
+        }
+    }
+    seen.sort_by(|a, b| a.2.total_cmp(&b.2));
+    seen
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A closed-loop row of `quick`, for the tests here and of the report's Markdown.
+    pub(crate) fn row(server: &str, point: &str, x: f64, tp: f64) -> Row {
+        Row {
+            suite: "quick".into(),
+            server: server.into(),
+            series: "closed".into(),
+            point: point.into(),
+            label: format!("{x} conns"),
+            x,
+            ok: 1,
+            repeats: 1,
+            throughput_per_sec: Some(tp),
+            p99_us: Some(80.0),
+            ..Row::default()
+        }
+    }
+}

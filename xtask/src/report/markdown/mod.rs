@@ -1,0 +1,386 @@
+//! `report.md`: the header, "At a glance", each suite's section (chosen through [`Suite`], so a
+//! suite without a section does not compile), every point's details, the failures, and how it
+//! was measured.
+//!
+//! It may call the plan layer, the record layer (rows, meta, statistics) and the report
+//! layer's `cells` and `figures`; a section also the run layer's `series` (chat) or the kv
+//! peer's name (`kv`).
+
+mod chat;
+mod emper;
+mod glance;
+mod kv;
+mod memory;
+mod quick;
+
+use std::fmt::Write as _;
+
+use crate::plan::servers::Variant;
+use crate::plan::suites::Suite;
+use crate::record::meta::Meta;
+use crate::record::row::{DISTURBED_PCT, Row, STEAL_PCT, find, points_of, servers};
+use crate::report::cells::{fmt_bytes, fmt_num, fmt_pct, fmt_rate, fmt_us, mark, table, with_ci};
+use crate::report::figures::PlotFile;
+
+// ---------------------------------------------------------------------------------------------
+// report.md
+
+/// What the report is written from.
+#[derive(Debug)]
+pub(crate) struct Input<'a> {
+    pub(crate) meta: &'a Meta,
+    pub(crate) rows: &'a [Row],
+    pub(crate) plots: &'a [PlotFile],
+    pub(crate) variants: &'a [Variant],
+    /// Default servers that could not run here, and why.
+    pub(crate) skipped: &'a [String],
+    pub(crate) suites: &'a [Suite],
+    pub(crate) server_cpus: String,
+    pub(crate) client_cpus: String,
+    pub(crate) workers: usize,
+}
+
+pub(crate) fn about<'a>(input: &'a Input<'_>, server: &str) -> &'a str {
+    input
+        .variants
+        .iter()
+        .find(|v| v.name == server)
+        .map_or("", |v| v.about.as_str())
+}
+
+/// Renders `report.md`.
+pub(crate) fn render(input: &Input<'_>) -> String {
+    let mut out = String::new();
+    let m = input.meta;
+    let names: Vec<&str> = input.suites.iter().map(|s| s.name()).collect();
+    let _ = writeln!(out, "# ringside bench: {}\n", names.join(", "));
+    let _ = writeln!(
+        out,
+        "Run `{}` of {} on {} ({} CPUs, Linux {}), commit `{}`{}. The server ran on CPU {} \
+         with {} worker(s), the load generator on CPU {}. Load average (1, 5, 15 min) at the \
+         start {}, at the end {}. Command: `{}`.{}\n",
+        m.run_id,
+        m.started,
+        m.cpu_model.as_deref().unwrap_or("an unknown CPU"),
+        m.cores,
+        m.kernel.as_deref().unwrap_or("?"),
+        m.commit.as_deref().map_or("?", |c| &c[..c.len().min(12)]),
+        if m.dirty {
+            " with uncommitted changes"
+        } else {
+            ""
+        },
+        input.server_cpus,
+        input.workers,
+        input.client_cpus,
+        m.load_average_start.as_deref().unwrap_or("?"),
+        m.load_average_end.as_deref().unwrap_or("?"),
+        m.command,
+        if m.interrupted {
+            " **The run was interrupted (Ctrl-C): what is here is what was measured before.**"
+        } else {
+            ""
+        },
+    );
+
+    let quota = m.settings["server_cpu_quota"].as_f64();
+    let _ = writeln!(
+        out,
+        "CPU vulnerability mitigations: {}. Time stolen by the hypervisor over the run: {}.{}\n",
+        crate::record::meta::mitigations_line(&m.mitigations),
+        m.steal_pct
+            .map_or_else(|| "not read".into(), |s| format!("{s:.1}%")),
+        quota.map_or_else(String::new, |q| format!(
+            " **The server ran under a CPU quota of {q} CPU** (a cgroup, {} µs period): closed-loop \
+             throughput is its capacity under that share, and latency includes the quota's \
+             throttling (§).",
+            m.settings["cpu_quota_period_us"].as_u64().unwrap_or(0)
+        )),
+    );
+
+    glance::at_a_glance(&mut out, input);
+
+    for &suite in input.suites {
+        let rows: Vec<Row> = input
+            .rows
+            .iter()
+            .filter(|r| r.suite == suite.name())
+            .cloned()
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "## {}: {}\n", suite.name(), suite.title());
+        match suite {
+            Suite::Quick => quick::section(&mut out, &rows),
+            Suite::EmperEcho => emper::section(&mut out, &rows, input.workers),
+            Suite::ChatCpu => chat::cpu_section(&mut out, &rows),
+            Suite::ChatRoom => chat::room_section(&mut out, &rows),
+            Suite::Memory => memory::section(&mut out, &rows),
+            // Written by the `search` module; it has no loadgen rows.
+            Suite::Search => {}
+            Suite::Kv => kv::section(&mut out, &rows),
+        }
+        for p in input.plots.iter().filter(|p| p.suite == suite.name()) {
+            let _ = writeln!(out, "![{}]({})\n", p.caption, p.file);
+        }
+        let _ = writeln!(
+            out,
+            "<details><summary>Every point of {} (all measurements)</summary>\n",
+            suite.name()
+        );
+        details(&mut out, &rows);
+        let _ = writeln!(out, "</details>\n");
+    }
+
+    failures(&mut out, input.rows);
+    method(&mut out, input);
+    out
+}
+
+/// A pivot table: a row per server, a column per point of a series.
+pub(crate) fn pivot(
+    out: &mut String,
+    rows: &[Row],
+    suite: &str,
+    series: &str,
+    corner: &str,
+    cell: impl Fn(&Row) -> String,
+) {
+    let points = points_of(rows, suite, series);
+    if points.is_empty() {
+        return;
+    }
+    let mut head = vec![corner.to_string()];
+    head.extend(points.iter().map(|p| p.1.clone()));
+    let body: Vec<Vec<String>> = servers(rows)
+        .into_iter()
+        .map(|s| {
+            let mut cells = vec![format!("**{s}**")];
+            for p in &points {
+                let r = find(rows, suite, &s, &p.0);
+                cells.push(mark(r, r.map(&cell).unwrap_or_default()));
+            }
+            cells
+        })
+        .collect();
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    table(out, &head, &body);
+}
+
+pub(crate) fn details(out: &mut String, rows: &[Row]) {
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let m = |c: String| mark(Some(r), c);
+            vec![
+                r.server.clone(),
+                r.label.clone(),
+                m(with_ci(
+                    r.throughput_per_sec,
+                    r.throughput_per_sec_ci_low,
+                    r.throughput_per_sec_ci_high,
+                    fmt_rate,
+                )),
+                format!("{}", r.ok),
+                m(fmt_us(r.p50_us)),
+                m(with_ci(r.p99_us, r.p99_us_ci_low, r.p99_us_ci_high, fmt_us)),
+                m(fmt_us(r.p99_99_us)),
+                m(fmt_us(r.max_us)),
+                fmt_pct(r.cpu_mean_pct),
+                fmt_num(r.cpu_cv, 3),
+                with_ci(
+                    r.cpu_us_per_req,
+                    r.cpu_us_per_req_ci_low,
+                    r.cpu_us_per_req_ci_high,
+                    fmt_us,
+                ),
+                fmt_us(r.cpu_us_per_req_min),
+                format!(
+                    "{} / {}",
+                    fmt_us(r.user_us_per_req),
+                    fmt_us(r.sys_us_per_req)
+                ),
+                format!(
+                    "{} / {}",
+                    fmt_num(r.vol_cs_per_req, 2),
+                    fmt_num(r.invol_cs_per_req, 3)
+                ),
+                fmt_bytes(r.peak_mem_bytes),
+                format!(
+                    "{} / {} / {}",
+                    fmt_bytes(r.mem_per_conn_bytes),
+                    fmt_bytes(r.kernel_stack_per_conn_bytes),
+                    fmt_bytes(r.socket_mem_per_conn_bytes)
+                ),
+                r.errors.to_string(),
+                fmt_us(r.client_cpu_per_msg_us),
+                fmt_pct(r.other_load_pct),
+                r.steal_pct.map_or("–".into(), |s| format!("{s:.1}%")),
+                r.nr_throttled.map_or("–".into(), |n| {
+                    format!("{n:.0}, {}", fmt_us(r.throttled_ms.map(|ms| ms * 1e3)))
+                }),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "server",
+            "point",
+            "msgs/s [interval]",
+            "repeats",
+            "p50",
+            "p99 [interval]",
+            "p99.99",
+            "max",
+            "CPU",
+            "CPU CV",
+            "CPU/msg [interval]",
+            "CPU/msg lowest",
+            "CPU/msg user / sys",
+            "ctx sw/msg vol / invol",
+            "peak mem",
+            "mem/conn user / kernel stacks / sockets",
+            "errors",
+            "client CPU/msg",
+            "other load on server CPU",
+            "steal",
+            "throttled periods, time",
+        ],
+        &body,
+    );
+}
+
+pub(crate) fn failures(out: &mut String, rows: &[Row]) {
+    let bad: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.failure.is_some() || !r.notes.is_empty())
+        .collect();
+    if bad.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Failures and notes\n");
+    for r in bad {
+        if let Some(f) = &r.failure {
+            let _ = writeln!(
+                out,
+                "- **{} / {} / {}** failed: {}",
+                r.suite,
+                r.server,
+                r.label,
+                f.replace('\n', " ⏎ ")
+            );
+        }
+        for n in &r.notes {
+            let _ = writeln!(
+                out,
+                "- {} / {} / {}: {}",
+                r.suite,
+                r.server,
+                r.label,
+                n.replace('\n', " ⏎ ")
+            );
+        }
+    }
+    out.push('\n');
+}
+
+pub(crate) fn method(out: &mut String, input: &Input<'_>) {
+    let _ = writeln!(out, "## How this was measured\n");
+    let _ = writeln!(
+        out,
+        "- Every point starts the server afresh on CPU {} (`--cpus`, and pinned by the harness before it runs), waits for its `READY` line, then runs `loadgen` pinned to CPU {}: connections first, then a warmup that is not recorded, then the measured window. Latency is recorded in HdrHistograms; percentiles come from the histograms of all repeats added together, never from averaged percentiles. In the open loop latency counts from when a message was due (coordinated omission included).",
+        input.server_cpus, input.client_cpus
+    );
+    let _ = writeln!(
+        out,
+        "- The server's cost is read from /proc every 500 ms over its whole process tree (forked connection processes included): CPU from `/proc/<pid>/stat` (user and system, 10 ms ticks, as `top` reads it), context switches from every thread's `status`, memory as PSS from `smaps_rollup` (so pages shared by forked processes count once). Counters are interpolated to the exact measured window, which loadgen stamps in its interval log. CPU per message = CPU seconds in the window / messages in the window."
+    );
+    let _ = writeln!(
+        out,
+        "- The coefficient of variation is σ/μ of the 500 ms CPU samples inside the window (sample standard deviation), as the C-versus-Go paper computed it from `top`."
+    );
+    let _ = writeln!(
+        out,
+        "- ‡ disturbed: the server's CPUs were busier than the server by more than {DISTURBED_PCT:.0}% of a CPU over the window (the wall clock less the CPUs' idle and interrupt time in `/proc/stat`, less the server's own CPU time: the hypervisor's steal time counts as other load, the interrupts of the benchmark's own network traffic do not): something else ran there; or the hypervisor stole more than {STEAL_PCT:.0}% of their time (`steal` in `/proc/stat`). † client-bound: loadgen's CPUs were over 90% busy, so the point measures the load generator as much as the server. § throttled: the server ran under `--server-cpu-quota` (a cgroup with a CPU quota every few milliseconds) and the quota stopped it in some periods; its latency includes those stops."
+    );
+    let _ = writeln!(
+        out,
+        "- Repeats run in rotation (every server once, then every server again: A B C A B C), so that a drift of the machine spreads over all servers. A number is the median of the repeats; the interval in brackets (`_ci_low`, `_ci_high` in summary.csv) is the distribution-free order-statistic interval of the median, `[x(k), x(n+1−k)]` with the largest k whose coverage 1 − 2·P(Bin(n, ½) < k) stays at least 95%; with fewer than 6 repeats no such k exists, the interval is [min, max] and `ci_level` says its real coverage (3 repeats 75%, 4 87.5%, 5 93.8%). A bootstrap was not used: on 3 to 5 values it covers far less than it claims. Latency intervals come from each repeat's own percentile. *lowest* CPU per message is the least of the repeats: on a shared host noise only adds CPU time. A comparison shows a ratio only where a two-sided Mann-Whitney U test on the repeats gives p < 0.05 (exact without ties, else the normal approximation with tie correction), else `~`, as benchstat does; with 3 repeats a side the least possible p is 0.10 (no verdict can be reached), with 4 it is 0.029, with 5 (quick's default) 0.008, and a ratio is then shown where none is real in about 3% of cells."
+    );
+    let _ = writeln!(
+        out,
+        "- Files: `summary.csv` and `summary.json` (a row per server and point), `meta.json` (machine, kernel, CPU vulnerability mitigations, steal over the run, compilers, command), `<suite>/<server>/<point>.hist` (V2 HdrHistogram) and `.hgrm` (percentile table), loadgen's JSON and interval log, and each server's stderr, beside each point.\n"
+    );
+}
+
+/// A compact table of every row, for the terminal at the end of a run.
+pub(crate) fn terminal_table(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let m = |c: String| mark(Some(r), c);
+            vec![
+                r.suite.clone(),
+                r.server.clone(),
+                r.label.clone(),
+                m(fmt_rate(r.throughput_per_sec)),
+                m(fmt_us(r.p99_us)),
+                fmt_pct(r.cpu_mean_pct),
+                fmt_num(r.cpu_cv, 3),
+                fmt_us(r.cpu_us_per_req),
+                fmt_bytes(r.mem_per_conn_bytes),
+                r.errors.to_string(),
+            ]
+        })
+        .collect();
+    table(
+        &mut out,
+        &[
+            "suite", "server", "point", "msgs/s", "p99", "CPU", "CV", "CPU/msg", "mem/conn",
+            "errors",
+        ],
+        &body,
+    );
+    out
+}
+
+/// The "At a glance" part of the report alone.
+pub(crate) fn glance(input: &Input<'_>) -> String {
+    let mut out = String::new();
+    glance::at_a_glance(&mut out, input);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::row::tests::row;
+
+    #[test]
+    fn pivot_marks_client_bound_and_failed_points() {
+        let mut rows = vec![
+            row("a", "c1", 1.0, 1000.0),
+            row("a", "c10", 10.0, 5000.0),
+            row("b", "c1", 1.0, 900.0),
+        ];
+        rows[1].client_bound = true;
+        let mut failed = row("b", "c10", 10.0, 0.0);
+        failed.ok = 0;
+        failed.throughput_per_sec = None;
+        failed.failure = Some("the server did not start: boom".into());
+        rows.push(failed);
+        let mut out = String::new();
+        pivot(&mut out, &rows, "quick", "closed", "echoes/s", |r| {
+            fmt_rate(r.throughput_per_sec)
+        });
+        assert!(out.contains("| echoes/s | 1 conns | 10 conns |"), "{out}");
+        assert!(out.contains("| **a** | 1.0k | 5.0k † |"), "{out}");
+        assert!(out.contains("| **b** | 900 | failed |"), "{out}");
+        let mut f = String::new();
+        failures(&mut f, &rows);
+        assert!(f.contains("boom"));
+    }
+}

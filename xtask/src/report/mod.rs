@@ -1,0 +1,73 @@
+//! The report layer: showing what a run recorded. It owns `report.md` (`markdown`, one
+//! section per suite, and `search` for the search suite's), the figures (`figures`: which
+//! plots a suite gets) and their drawing (`plots`), how numbers and marks look (`cells`),
+//! `cargo xtask compare` (`compare`), and, in this file, `cargo xtask report DIR`, which draws
+//! the plots and writes `report.md` of a run directory again from what the run saved
+//! (`summary.json`, `meta.json`, the histograms), so that a better report can be had for an
+//! old run without measuring again.
+//!
+//! It may call the plan, run and record layers (to read what was planned, measured and
+//! kept), never a task.
+
+pub(crate) mod cells;
+pub(crate) mod compare;
+pub(crate) mod figures;
+pub(crate) mod markdown;
+pub(crate) mod plots;
+pub(crate) mod search;
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+
+use crate::plan::servers::Variant;
+use crate::plan::suites::Suite;
+use crate::record::meta::Meta;
+use crate::record::summary;
+
+/// Options of `cargo xtask report`.
+#[derive(Debug, Clone, Args)]
+pub(crate) struct ReportArgs {
+    /// The run directory.
+    pub(crate) dir: PathBuf,
+}
+
+/// Runs `cargo xtask report`.
+pub(crate) fn run(args: &ReportArgs) -> Result<()> {
+    let dir = &args.dir;
+    let rows = summary::read_summary(dir)?;
+    let path = dir.join("meta.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let meta: Meta =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let settings = &meta.settings;
+    let variants: Vec<Variant> =
+        serde_json::from_value(settings["servers"].clone()).unwrap_or_default();
+    let skipped: Vec<String> =
+        serde_json::from_value(settings["not_run"].clone()).unwrap_or_default();
+    let suites: Vec<Suite> = settings["suites"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| Suite::from_str(s.as_str()?, false).ok())
+        .collect();
+    let text_of = |k: &str, default: &str| settings[k].as_str().unwrap_or(default).to_string();
+    let workers = settings["workers"].as_u64().map_or(1, |w| w as usize);
+    let plots = figures::draw_plots(dir, &rows, workers)?;
+    let input = markdown::Input {
+        meta: &meta,
+        rows: &rows,
+        plots: &plots,
+        variants: &variants,
+        skipped: &skipped,
+        suites: &suites,
+        server_cpus: text_of("server_cpus", "1"),
+        client_cpus: text_of("client_cpus", "0"),
+        workers,
+    };
+    std::fs::write(dir.join("report.md"), markdown::render(&input)).context("writing report.md")?;
+    println!("Report: {}", dir.join("report.md").display());
+    Ok(())
+}

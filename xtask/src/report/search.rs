@@ -1,0 +1,381 @@
+//! The search suite's report: a table of wall and CPU time per program (median and its
+//! interval over the runs) beside the paper's 1.17×, `search.csv`, a box plot in the manner
+//! of the paper's Figure 9, and `report.md`.
+//!
+//! It may call the run layer's `search` (what a search run measured), the record layer's `meta`
+//! and `stats`, and the report layer's `cells`.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result, anyhow};
+use plotters::prelude::*;
+
+use crate::record::meta::Meta;
+use crate::record::stats;
+use crate::report::cells;
+use crate::run::search::{Measure, RIPGREP, SearchRun};
+
+/// The paper's headline: EMPER's search beat Go's by this factor (Figure 9).
+const PAPER_FIBER_OVER_GO: f64 = 1.17;
+
+/// One program's runs, summarised.
+#[derive(Debug)]
+struct Line {
+    program: String,
+    wall: Vec<f64>,
+    user: Vec<f64>,
+    sys: Vec<f64>,
+    cpu: Vec<f64>,
+    /// The first failure, which takes the program out of the plot and comparisons.
+    failure: Option<String>,
+}
+
+fn lines(run: &SearchRun) -> Vec<Line> {
+    let mut out: Vec<Line> = Vec::new();
+    for m in &run.measures {
+        let i = match out.iter().position(|l| l.program == m.program) {
+            Some(i) => i,
+            None => {
+                out.push(Line {
+                    program: m.program.clone(),
+                    wall: Vec::new(),
+                    user: Vec::new(),
+                    sys: Vec::new(),
+                    cpu: Vec::new(),
+                    failure: None,
+                });
+                out.len() - 1
+            }
+        };
+        let l = &mut out[i];
+        if let Some(f) = &m.failure {
+            l.failure
+                .get_or_insert_with(|| format!("round {}: {f}", m.round));
+        }
+        l.wall.push(m.wall_s);
+        l.user.push(m.user_s);
+        l.sys.push(m.sys_s);
+        l.cpu.push(m.user_s + m.sys_s);
+    }
+    out
+}
+
+/// `median [low, high]` in seconds.
+fn cell(values: &[f64]) -> String {
+    let med = stats::median(values);
+    match (med, stats::median_interval(values)) {
+        (Some(m), Some(ci)) => format!("{m:.3} [{:.3}, {:.3}]", ci.low, ci.high),
+        (Some(m), None) => format!("{m:.3}"),
+        _ => "–".into(),
+    }
+}
+
+/// `other / base` of the medians where the Mann-Whitney test says p < 0.05, else `~`.
+fn ratio(base: &[f64], other: &[f64]) -> String {
+    let (Some(b), Some(o)) = (stats::median(base), stats::median(other)) else {
+        return "–".into();
+    };
+    match stats::mann_whitney(base, other) {
+        Some(p) if p < 0.05 && b > 0.0 => format!("{:.2}× (p={p:.3})", o / b),
+        Some(p) => format!("~ (p={p:.2})"),
+        None => "–".into(),
+    }
+}
+
+/// Writes `search.csv`, the plots and `report.md` into `out`; returns the table.
+pub(crate) fn write(out: &Path, run: &SearchRun, meta: &Meta) -> Result<String> {
+    let lines = lines(run);
+    write_csv(out, &run.measures)?;
+    let ok: Vec<&Line> = lines.iter().filter(|l| l.failure.is_none()).collect();
+    let mode = if run.cold { "cold" } else { "warm" };
+    box_plot(
+        &out.join("search-wall.svg"),
+        &format!(
+            "File search, {mode} cache: wall time per run ({} runs)",
+            run.repeat
+        ),
+        "seconds (wall)",
+        &ok.iter()
+            .map(|l| (l.program.as_str(), l.wall.as_slice()))
+            .collect::<Vec<_>>(),
+    )?;
+    box_plot(
+        &out.join("search-cpu.svg"),
+        &format!("File search, {mode} cache: CPU time per run (user + system)"),
+        "seconds of CPU",
+        &ok.iter()
+            .map(|l| (l.program.as_str(), l.cpu.as_slice()))
+            .collect::<Vec<_>>(),
+    )?;
+
+    let fiber = ok.iter().find(|l| l.program == "search-fiber");
+    let mut rows = Vec::new();
+    for l in &lines {
+        let vs = match (fiber, &l.failure) {
+            (_, Some(_)) => "–".into(),
+            (Some(_), None) if l.program == "search-fiber" => "(base)".into(),
+            (Some(f), None) => ratio(&f.wall, &l.wall),
+            (None, None) => "–".into(),
+        };
+        rows.push(vec![
+            l.program.clone(),
+            cell(&l.wall),
+            cell(&l.user),
+            cell(&l.sys),
+            cell(&l.cpu),
+            vs,
+            l.failure
+                .as_ref()
+                .map_or_else(|| "ok".into(), |f| format!("FAILED: {f}")),
+        ]);
+    }
+    let mut table = String::new();
+    let interval = match stats::median_interval(&vec![0.0; run.repeat]) {
+        Some(i) => format!(" [{:.0}% interval]", i.level * 100.0),
+        None => String::new(),
+    };
+    let _ = writeln!(
+        table,
+        "Search, {mode} cache, {} run(s) a program, {} worker(s) on CPUs {}; seconds, \
+         median{interval}:\n",
+        run.repeat, run.workers, run.cpus,
+    );
+    cells::table(
+        &mut table,
+        &[
+            "program",
+            "wall",
+            "user",
+            "system",
+            "CPU",
+            "wall / fiber's",
+            "counts",
+        ],
+        &rows,
+    );
+    let find = |name: &str| ok.iter().find(|l| l.program == name);
+    let _ = write!(
+        table,
+        "The paper (Figure 9: the Linux 5.13 tree on NFS, a 48-core Xeon, 15 runs): EMPER {PAPER_FIBER_OVER_GO}× faster than Go, every concurrency platform faster than ripgrep. Here: "
+    );
+    match (fiber, find("search-go")) {
+        (Some(f), Some(g)) => {
+            let _ = write!(
+                table,
+                "search-go / search-fiber = {}",
+                ratio(&f.wall, &g.wall)
+            );
+        }
+        _ => {
+            let _ = write!(table, "search-go or search-fiber did not run or failed");
+        }
+    }
+    if let (Some(f), Some(r)) = (fiber, find(RIPGREP)) {
+        let _ = write!(
+            table,
+            "; ripgrep / search-fiber = {}",
+            ratio(&f.wall, &r.wall)
+        );
+    }
+    table.push_str(".\n");
+
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "# File-content search, {mode} cache ({})\n",
+        meta.run_id
+    );
+    let _ = writeln!(
+        md,
+        "Commit {}{}, kernel {}, {} cores ({}). Tree `{}`, needle `{}`{}. Counts checked \
+         against {}; a program whose counts differ in any run is marked failed and is not \
+         plotted.\n",
+        meta.commit.as_deref().unwrap_or("?"),
+        if meta.dirty { " (dirty)" } else { "" },
+        meta.kernel.as_deref().unwrap_or("?"),
+        meta.cores,
+        meta.cpu_model.as_deref().unwrap_or("?"),
+        run.tree.display(),
+        run.needle,
+        run.manifest.as_ref().map_or_else(String::new, |m| format!(
+            " (generated: {} files, {} bytes, {} directories {} deep; {} files hold {} matches)",
+            m.files, m.bytes, m.dirs, m.max_depth, m.files_matched, m.matches
+        )),
+        run.reference.as_ref().map_or_else(
+            || "nothing (no ripgrep, no manifest)".into(),
+            |r| format!("{}: {} files matched, {} matches", r.0, r.1, r.2)
+        ),
+    );
+    md.push_str(&table);
+    if !run.not_run.is_empty() {
+        let _ = writeln!(md, "\nNot run: {}.", run.not_run.join("; "));
+    }
+    let _ = writeln!(
+        md,
+        "\n![wall time](search-wall.svg)\n\n![CPU time](search-cpu.svg)"
+    );
+    fs::write(out.join("report.md"), md).context("writing report.md")?;
+    Ok(table)
+}
+
+fn write_csv(out: &Path, measures: &[Measure]) -> Result<()> {
+    let mut csv = String::from(
+        "program,round,wall_s,user_s,sys_s,files,bytes,files_matched,matches,errors,failure\n",
+    );
+    let opt = |v: Option<u64>| v.map_or_else(String::new, |v| v.to_string());
+    for m in measures {
+        let _ = writeln!(
+            csv,
+            "{},{},{:.6},{:.6},{:.6},{},{},{},{},{},\"{}\"",
+            m.program,
+            m.round,
+            m.wall_s,
+            m.user_s,
+            m.sys_s,
+            opt(m.files),
+            opt(m.bytes),
+            m.files_matched,
+            m.matches,
+            opt(m.errors),
+            m.failure.as_deref().unwrap_or("").replace('"', "'")
+        );
+    }
+    fs::write(out.join("search.csv"), csv).context("writing search.csv")
+}
+
+/// The quartiles by linear interpolation between order statistics.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let pos = q * (sorted.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
+}
+
+/// A box per program: the box from the first to the third quartile, a line at the median,
+/// whiskers to the least and greatest run (every run is shown; there are 15).
+fn box_plot(path: &Path, title: &str, y_desc: &str, data: &[(&str, &[f64])]) -> Result<()> {
+    let err = |e: &dyn std::fmt::Debug| anyhow!("drawing {}: {e:?}", path.display());
+    let top = data
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .fold(0.0f64, f64::max)
+        .max(1e-3)
+        * 1.1;
+    let n = data.len().max(1);
+    let root = SVGBackend::new(path, (960, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0.0f64..top)
+        .map_err(|e| err(&e))?;
+    let names: Vec<String> = data.iter().map(|(n, _)| (*n).to_owned()).collect();
+    let x_label = move |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() < 1e-6 && i >= 0.0 {
+            names.get(i as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n * 2 + 1)
+        .x_label_formatter(&x_label)
+        .y_desc(y_desc)
+        .draw()
+        .map_err(|e| err(&e))?;
+    for (i, (_, values)) in data.iter().enumerate() {
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            continue;
+        }
+        v.sort_by(f64::total_cmp);
+        let x = i as f64;
+        let (q1, med, q3) = (quantile(&v, 0.25), quantile(&v, 0.5), quantile(&v, 0.75));
+        let (lo, hi) = (v[0], v[v.len() - 1]);
+        let style = BLUE.stroke_width(2);
+        chart
+            .draw_series([
+                Rectangle::new([(x - 0.3, q1), (x + 0.3, q3)], BLUE.mix(0.2).filled()),
+                Rectangle::new([(x - 0.3, q1), (x + 0.3, q3)], style),
+            ])
+            .map_err(|e| err(&e))?;
+        chart
+            .draw_series([
+                PathElement::new(vec![(x - 0.3, med), (x + 0.3, med)], RED.stroke_width(3)),
+                PathElement::new(vec![(x, q3), (x, hi)], style),
+                PathElement::new(vec![(x, q1), (x, lo)], style),
+                PathElement::new(vec![(x - 0.15, hi), (x + 0.15, hi)], style),
+                PathElement::new(vec![(x - 0.15, lo), (x + 0.15, lo)], style),
+            ])
+            .map_err(|e| err(&e))?;
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quartiles_interpolate() {
+        let v = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(quantile(&v, 0.5), 3.0);
+        assert_eq!(quantile(&v, 0.25), 2.0);
+        assert_eq!(quantile(&[1.0, 2.0], 0.5), 1.5);
+    }
+
+    #[test]
+    fn a_failed_run_fails_its_program_and_ratios_need_significance() {
+        let m = |program: &str, round, wall_s, failure: Option<&str>| Measure {
+            program: program.into(),
+            round,
+            wall_s,
+            user_s: 0.1,
+            sys_s: 0.2,
+            files_matched: 1,
+            matches: 1,
+            files: None,
+            bytes: None,
+            errors: None,
+            failure: failure.map(String::from),
+        };
+        let run = SearchRun {
+            tree: "/t".into(),
+            needle: "x".into(),
+            cold: false,
+            cpus: "0".into(),
+            workers: 1,
+            repeat: 2,
+            reference: None,
+            manifest: None,
+            not_run: vec![],
+            measures: vec![
+                m("a", 1, 1.0, None),
+                m("b", 1, 2.0, Some("counts differ")),
+                m("a", 2, 1.5, None),
+                m("b", 2, 2.5, None),
+            ],
+        };
+        let l = lines(&run);
+        assert_eq!(l.len(), 2);
+        assert!(l[0].failure.is_none());
+        assert_eq!(l[1].failure.as_deref(), Some("round 1: counts differ"));
+        assert!((l[0].cpu[0] - 0.3).abs() < 1e-9);
+        // Two runs each can never reach p < 0.05.
+        assert!(ratio(&l[0].wall, &l[1].wall).starts_with('~'));
+        let fast: Vec<f64> = (0..8).map(|i| 1.0 + f64::from(i) * 0.01).collect();
+        let slow: Vec<f64> = fast.iter().map(|v| v * 2.0).collect();
+        assert!(
+            ratio(&fast, &slow).starts_with("2.00×"),
+            "{}",
+            ratio(&fast, &slow)
+        );
+    }
+}

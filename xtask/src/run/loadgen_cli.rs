@@ -1,0 +1,277 @@
+//! How the harness drives `loadgen`: the command line of one load point, and what it reads
+//! back (the `--json` summary and the start of the measured window, from the interval log).
+//! loadgen runs as a child process; nothing of it is linked in.
+//!
+//! It may call the plan layer (the point, its workload, the CPU lists).
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+
+use crate::plan::placement::CpuList;
+use crate::plan::suites::{Load, Point, Stop, Workload};
+
+/// The output files of one loadgen run.
+#[derive(Debug, Clone)]
+pub(crate) struct Files<'a> {
+    pub(crate) json: &'a Path,
+    pub(crate) hist: &'a Path,
+    pub(crate) hgrm: &'a Path,
+    pub(crate) interval_log: &'a Path,
+}
+
+/// The arguments of loadgen for `point` against `addr`, its workers pinned to `cpus`.
+pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>) -> Vec<String> {
+    let mut a: Vec<String> = Vec::new();
+    let mut push = |k: &str, v: String| {
+        a.push(k.to_string());
+        a.push(v);
+    };
+    let sub = match point.workload {
+        Workload::Echo { .. } | Workload::Idle => "echo",
+        Workload::ChatIngest { .. } | Workload::ChatRoom { .. } => "chat",
+        Workload::Kv { .. } => "kv",
+    };
+    push("--addr", addr.to_string());
+    push("--conns", point.conns.to_string());
+    match point.workload {
+        Workload::Echo { msg_size, .. } => push("--msg-size", msg_size.to_string()),
+        Workload::Idle => push("--msg-size", "16".into()),
+        Workload::ChatIngest { .. } | Workload::ChatRoom { .. } => {
+            push("--msg-size", crate::plan::suites::CHAT_LINE.to_string());
+        }
+        Workload::Kv { get, pipeline, .. } => {
+            push(
+                "--value-size",
+                crate::plan::suites::KV_VALUE_SIZE.to_string(),
+            );
+            push("--keys", crate::plan::suites::KV_KEYS.to_string());
+            push("--get-ratio", if get { "1" } else { "0" }.into());
+            push("--depth", pipeline.to_string());
+        }
+    }
+    match point.stop {
+        Stop::Requests(k) => push("--requests", k.to_string()),
+        Stop::Duration(d) => push("--duration", fmt_secs(d)),
+    }
+    push("--warmup", fmt_secs(point.warmup));
+    if let Load::Open { rate } = point.load {
+        push("--rate", format!("{rate}"));
+    }
+    // One worker per client CPU, but never more workers than connections.
+    let threads = cpus.len().min(point.conns).max(1);
+    push("--threads", threads.to_string());
+    push("--cpus", cpus.to_string());
+    // Bringing up thousands of connections to a server that forks for each one takes time;
+    // the default 10 s is for a person at a terminal.
+    push(
+        "--connect-timeout",
+        fmt_secs(10.0 + point.conns as f64 / 250.0),
+    );
+    push("--grace", fmt_secs(grace(point)));
+    push("--json", files.json.display().to_string());
+    push("--hist", files.hist.display().to_string());
+    push("--hgrm", files.hgrm.display().to_string());
+    push("--interval-log", files.interval_log.display().to_string());
+    match point.workload {
+        Workload::ChatIngest { byte_rate } => {
+            push("--profile", "ingest".into());
+            push("--byte-rate", format!("{byte_rate}"));
+        }
+        Workload::ChatRoom { room_size } => {
+            push("--profile", "room".into());
+            push("--room-size", room_size.to_string());
+        }
+        Workload::Echo { .. } | Workload::Idle | Workload::Kv { .. } => {}
+    }
+    let mut all = vec![sub.to_string()];
+    all.extend(a);
+    all
+}
+
+/// Seconds loadgen waits after the window for replies still owed. With compute per message
+/// a server at its bound answers `workers / compute` messages a second, so one message owed
+/// on every connection takes `conns × compute / workers` to drain; the grace allows that (as
+/// for one worker) on top of loadgen's default 2 s, so that a saturated point is not charged
+/// with "unanswered" messages the server was still working through.
+fn grace(point: &Point) -> f64 {
+    2.0 + point.conns as f64 * point.workload.compute_us() as f64 / 1e6
+}
+
+fn fmt_secs(s: f64) -> String {
+    format!("{s}")
+}
+
+/// Latency percentiles as loadgen writes them, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+pub(crate) struct LgPercentiles {
+    #[serde(default)]
+    pub(crate) p50: f64,
+    #[serde(default)]
+    pub(crate) p90: f64,
+    #[serde(default)]
+    pub(crate) p99: f64,
+    #[serde(default)]
+    pub(crate) p99_9: f64,
+    #[serde(default)]
+    pub(crate) p99_99: f64,
+    #[serde(default)]
+    pub(crate) p99_999: f64,
+    #[serde(default)]
+    pub(crate) max: f64,
+}
+
+/// The part of loadgen's `--json` summary the harness uses. The fields beyond the five the
+/// command line promises are optional, so that an older or newer loadgen still works.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub(crate) struct Summary {
+    pub(crate) throughput_per_sec: f64,
+    pub(crate) latency_us: LgPercentiles,
+    #[serde(deserialize_with = "errors_total")]
+    pub(crate) errors: u64,
+    pub(crate) client_cpu_per_msg_us: f64,
+    pub(crate) client_bound: bool,
+    #[serde(default)]
+    pub(crate) window_secs: Option<f64>,
+    #[serde(default)]
+    pub(crate) messages: Option<u64>,
+    #[serde(default)]
+    pub(crate) connected: Option<u64>,
+    #[serde(default)]
+    pub(crate) delivery_latency_us: Option<LgPercentiles>,
+    #[serde(default)]
+    pub(crate) deliveries: Option<u64>,
+    /// Chat room profile: subscribers that missed, repeated or reordered a message.
+    #[serde(skip)]
+    pub(crate) delivery_errors: u64,
+}
+
+/// `errors` is a number, or an object of counts by kind with a `total`.
+fn errors_total<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(match &v {
+        serde_json::Value::Number(n) => n.as_u64().unwrap_or(0),
+        serde_json::Value::Object(m) => m
+            .get("total")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or_else(|| {
+                m.iter()
+                    .filter(|(k, _)| k.as_str() != "stalled")
+                    .filter_map(|(_, v)| v.as_u64())
+                    .sum()
+            }),
+        _ => 0,
+    })
+}
+
+/// Parses loadgen's `--json` summary.
+pub(crate) fn parse_summary(text: &str) -> Result<Summary> {
+    let mut s: Summary = serde_json::from_str(text).context("reading loadgen's JSON summary")?;
+    let v: serde_json::Value = serde_json::from_str(text)?;
+    s.delivery_errors = v
+        .pointer("/errors/delivery")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    Ok(s)
+}
+
+/// The start of the measured window, in seconds since the epoch, from the `StartTime` line of
+/// an HdrHistogram interval log.
+pub(crate) fn window_start(interval_log: &str) -> Option<f64> {
+    interval_log.lines().find_map(|l| {
+        l.strip_prefix("#[StartTime: ")?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_promised_fields_and_the_error_total() {
+        let text = r#"{
+            "throughput_per_sec": 12345.5,
+            "latency_us": {"p50": 10.0, "p90": 20.0, "p99": 30.0, "p99_9": 40.0,
+                           "p99_99": 50.0, "p99_999": 60.0, "max": 70.0, "count": 3},
+            "errors": {"total": 2, "reset": 1, "delivery": 1, "stalled": 9},
+            "client_cpu_per_msg_us": 1.5,
+            "client_bound": true,
+            "window_secs": 4.0,
+            "something_new": [1, 2]
+        }"#;
+        let s = parse_summary(text).unwrap();
+        assert_eq!(s.throughput_per_sec, 12345.5);
+        assert_eq!(s.latency_us.p99_999, 60.0);
+        assert_eq!(s.errors, 2);
+        assert_eq!(s.delivery_errors, 1);
+        assert!(s.client_bound);
+        assert_eq!(s.window_secs, Some(4.0));
+        let plain = r#"{"throughput_per_sec": 1, "latency_us": {}, "errors": 3,
+                        "client_cpu_per_msg_us": 0, "client_bound": false}"#;
+        assert_eq!(parse_summary(plain).unwrap().errors, 3);
+        assert!(parse_summary("{}").is_err());
+    }
+
+    #[test]
+    fn the_grace_covers_draining_one_message_per_connection() {
+        let point = |conns, compute_us| Point {
+            suite: crate::plan::suites::Suite::EmperEcho,
+            series: "work-200us".into(),
+            id: "c".into(),
+            label: "c".into(),
+            conns,
+            workload: Workload::Echo {
+                msg_size: 16,
+                compute_us,
+            },
+            load: Load::Closed,
+            stop: Stop::Duration(4.0),
+            warmup: 1.0,
+        };
+        assert_eq!(grace(&point(1000, 0)), 2.0);
+        assert!((grace(&point(10_000, 200)) - 4.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn kv_points_become_loadgen_kv() {
+        let points =
+            crate::plan::suites::Suite::Kv.points(&crate::plan::suites::Overrides::default());
+        let p = points
+            .iter()
+            .find(|p| p.id == "loadgen-set-p16-c50")
+            .unwrap();
+        let f = Path::new("f");
+        let files = Files {
+            json: f,
+            hist: f,
+            hgrm: f,
+            interval_log: f,
+        };
+        let a = args(p, "127.0.0.1:9", &CpuList::one(0), &files);
+        assert_eq!(a[0], "kv");
+        let line = a.join(" ");
+        for want in [
+            "--conns 50",
+            "--value-size 32",
+            "--keys 100000",
+            "--get-ratio 0",
+            "--depth 16",
+        ] {
+            assert!(line.contains(want), "{want} not in {line}");
+        }
+        assert!(!line.contains("--msg-size"), "{line}");
+    }
+
+    #[test]
+    fn finds_the_window_start() {
+        let log = "#[Logged with loadgen 0.0.0]\n#[Histogram log format version 1.3]\n\
+                   #[StartTime: 1700000000.250 (seconds since epoch)]\n";
+        assert_eq!(window_start(log), Some(1_700_000_000.25));
+        assert_eq!(window_start("nothing"), None);
+    }
+}

@@ -1,0 +1,215 @@
+//! Outside clients: load generators nobody here wrote (kv's benchmark client now, wrk next), run
+//! against a server already started, behind one interface. What each one is (its arguments,
+//! how its output reads) is its own file's; how a point runs with one is here, the same for
+//! all: the server's process tree sampled while the client runs, its CPU charged over every
+//! request the client sent, the client's own CPU beside it. The run layer's `mod.rs` lists
+//! the clients.
+//!
+//! It may call the plan layer and the run layer's `cost`, `histogram`, `outcome`, `procfs`,
+//! `children` and `cpus`.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::plan::placement::Placement;
+use crate::plan::suites::Point;
+use crate::run::children::{self, Proc};
+use crate::run::cost::server_cost;
+use crate::run::cpus;
+use crate::run::histogram;
+use crate::run::outcome::{Failure, Measured, RunFiles};
+use crate::run::procfs::Sampler;
+
+/// How often a point of an outside client samples the server: more often than loadgen's
+/// points (500 ms), because the window ends when the client exits and closes its connections,
+/// and a thread-per-connection server's threads exit with them: their CPU since the last
+/// sample is lost, so the period bounds what is lost.
+const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
+
+/// What an outside client says of its run: requests a second, and latency in µs (p50, p95,
+/// p99, max).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Said {
+    pub(crate) rps: f64,
+    pub(crate) latency_us: [f64; 4],
+}
+
+/// A load generator of someone else's, as a point runs it.
+pub(crate) trait OutsideClient: Sync {
+    /// Its program, looked up on PATH; a point names its client by it.
+    fn program(&self) -> &'static str;
+    /// Why it cannot run here, with the install command, or `None` when it can.
+    fn missing(&self) -> Option<String>;
+    /// Its arguments for `point` against `addr`, and the requests they send; `None` when it
+    /// cannot send the point's workload.
+    fn args(&self, point: &Point, addr: &str) -> Option<(Vec<String>, u64)>;
+    /// What the server must hold before the client runs (the kv client's GETs need the keys
+    /// stored), done with `loadgen` on the client CPUs.
+    fn prepare(
+        &self,
+        point: &Point,
+        addr: &str,
+        loadgen: &Path,
+        place: &Placement,
+    ) -> Result<(), Failure>;
+    /// The name of what it prints, for errors: `CSV`.
+    fn output(&self) -> &'static str;
+    /// Reads what it printed.
+    fn parse(&self, stdout: &str) -> Result<Said, String>;
+    /// What the report says of its figures (which latency, over what window, what is checked).
+    fn note(&self) -> &'static str;
+}
+
+/// Runs a point with `client` against the server already started at `addr`: the server's
+/// CPU and memory are sampled as for loadgen's points, over the client's whole run
+/// (connection setup included), and the CPU per request is over the requests it sent.
+pub(crate) fn run(
+    client: &dyn OutsideClient,
+    point: &Point,
+    server: &mut Proc,
+    addr: &str,
+    loadgen: &Path,
+    place: &Placement,
+    files: &RunFiles,
+) -> Result<Measured, Failure> {
+    let program = client.program();
+    let io = |what: &str, e: &dyn std::fmt::Display| Failure::Loadgen(format!("{what}: {e}"));
+    let Some((args, n)) = client.args(point, addr) else {
+        return Err(Failure::Loadgen(format!(
+            "{program} cannot send the point {}",
+            point.label
+        )));
+    };
+    client.prepare(point, addr, loadgen, place)?;
+    let mut sampler = Sampler::new(server.id()).watching(place.server_cpus.as_slice());
+    let baseline = sampler
+        .sample()
+        .map_err(|_| Failure::Died(server.stderr_tail()))?;
+    let mut cmd = Command::new(program);
+    cmd.args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let starting = format!("starting {program}");
+    let mut child =
+        cpus::spawn_on(&place.client_cpus, || cmd.spawn()).map_err(|e| io(&starting, &e))?;
+    // Its stdout is read whole on a thread, so that it never blocks on a full pipe.
+    let stdout = child.stdout.take();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut out) = stdout {
+            let _ = out.read_to_string(&mut text);
+        }
+        let _ = tx.send(text);
+    });
+    let mut proc = Proc::adopt(child, &files.path(&format!("{program}.log")))
+        .map_err(|e| io(&starting, &e))?;
+    let mut own = Sampler::new(proc.id());
+    let own_start = own.sample().ok();
+    let mut own_last = own_start;
+    let started = unix_now();
+    let limit = Duration::from_secs_f64(60.0 + n as f64 / 5_000.0);
+    let mut samples = vec![];
+    let mut next = Instant::now();
+    let t0 = Instant::now();
+    // Bounded by `limit`.
+    let status = loop {
+        let now = Instant::now();
+        if now >= next {
+            if let Ok(s) = sampler.sample() {
+                samples.push(s);
+                server.remember(sampler.members());
+            }
+            if let Ok(c) = own.sample() {
+                own_last = Some(c);
+            }
+            next = (next + SAMPLE_PERIOD).max(now);
+        }
+        if children::interrupted() {
+            return Err(Failure::Interrupted);
+        }
+        if let Some(status) = proc.try_wait() {
+            break status;
+        }
+        if let Some(status) = server.try_wait() {
+            proc.stop(Duration::from_secs(1));
+            return Err(Failure::Died(children::last_words(status, server)));
+        }
+        if t0.elapsed() > limit {
+            proc.stop(Duration::from_secs(1));
+            return Err(Failure::Timeout(format!(
+                "{program} ran past {:.0} s; its last words: {}",
+                limit.as_secs_f64(),
+                proc.stderr_tail()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50).min(next.saturating_duration_since(now)));
+    };
+    let ended = unix_now();
+    if let Ok(s) = sampler.sample() {
+        samples.push(s);
+    }
+    if !status.success() {
+        return Err(Failure::Loadgen(format!(
+            "{program}: {status}: {}",
+            proc.stderr_tail()
+        )));
+    }
+    let text = rx
+        .recv_timeout(Duration::from_secs(5))
+        .map_err(|e| io(&format!("reading {program}'s output"), &e))?;
+    let said = client
+        .parse(&text)
+        .map_err(|e| io(&format!("reading {program}'s {}", client.output()), &e))?;
+    let window = (ended - started).max(1e-3);
+    // The server's CPU over every request sent: per second of the whole run.
+    let cost = server_cost(
+        &baseline,
+        &samples,
+        (started, ended),
+        n as f64 / window,
+        point.conns,
+    );
+    let client_cpu = own_start
+        .zip(own_last)
+        .map(|(a, b)| (b.cpu_s - a.cpu_s).max(0.0));
+    let hist = files.path("hist");
+    // An empty histogram, so that the summary finds a file and says no latency was recorded
+    // (the client's own is in `driver_latency_us`).
+    let empty = hdrhistogram::Histogram::<u64>::new(3)
+        .map_err(anyhow::Error::from)
+        .and_then(|h| histogram::encode_histogram(&h))
+        .map_err(|e| io("encoding an empty histogram", &e))?;
+    std::fs::write(&hist, empty).map_err(|e| io("writing the histogram", &e))?;
+    Ok(Measured {
+        throughput_per_sec: said.rps,
+        errors: 0,
+        delivery_errors: 0,
+        deliveries: None,
+        delivery_latency_us: None,
+        client_cpu_per_msg_us: client_cpu.map_or(0.0, |c| c * 1e6 / n as f64),
+        // The client is one thread (kv's is): near a whole CPU, it is what was
+        // measured.
+        client_bound: client_cpu.is_some_and(|c| c / window > 0.9),
+        window_secs: window,
+        window_exact: true,
+        cost,
+        hist,
+        counters: None,
+        notes: vec![client.note().into()],
+        throttle: None,
+        driver_latency_us: Some(said.latency_us),
+    })
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}

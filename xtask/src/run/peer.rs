@@ -1,0 +1,98 @@
+//! A peer: a server of someone else's, run beside ours at one protocol's points so that our
+//! figures stand next to the program people know (the kv suite's now; nginx for
+//! http and remote load agents are the next ones). A peer is one trait: how it is found or
+//! said to be missing (with the install command), started on given CPUs, known to be ready,
+//! and stopped. Each peer is a file of its own, the only one that names its program; the run
+//! layer's `mod.rs` lists them.
+//!
+//! It may call the plan layer and the run layer's `children`, `cgroup` and `outcome`.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::plan::placement::CpuList;
+use crate::plan::servers::{PeerEntry, Variant};
+use crate::plan::suites::Suite;
+use crate::run::cgroup::Group;
+use crate::run::children::Proc;
+use crate::run::outcome::Failure;
+
+/// A server of someone else's that xtask starts and stops itself.
+pub(crate) trait Peer: Sync {
+    /// Its name in `--servers` and in the results.
+    fn name(&self) -> &'static str;
+    /// Its program, looked up on PATH.
+    fn program(&self) -> &'static str;
+    /// How to install it (Debian and Ubuntu).
+    fn install(&self) -> &'static str;
+    /// The `--proto` of the points it runs at; it sits out the others.
+    fn proto(&self) -> &'static str;
+    /// The suite whose default servers it joins.
+    fn suite(&self) -> Suite;
+    /// Why it takes no `+flags`, for the error that refuses them.
+    fn fixed(&self) -> &'static str;
+    /// What it is, for the report: its version and how xtask runs it.
+    fn about(&self) -> String;
+
+    /// Found: the first line of its `--version`, or `None` when it does not run.
+    fn version(&self) -> Option<String> {
+        version(self.program())
+    }
+
+    /// Why it cannot run here, with the install command, or `None` when it can.
+    fn missing(&self) -> Option<String> {
+        self.version()
+            .is_none()
+            .then(|| format!("`{}` is not on PATH ({})", self.program(), self.install()))
+    }
+
+    /// Starts it on `cpus` (in `group` when the server runs under a CPU quota), its stderr
+    /// kept in `log`; returns it and the address it will serve on.
+    fn start(
+        &self,
+        cpus: &CpuList,
+        log: &Path,
+        group: Option<&Group>,
+    ) -> Result<(Proc, String), Failure>;
+
+    /// Waits until it serves at `addr`, or fails with why it did not.
+    fn ready(&self, proc: &mut Proc, addr: &str) -> Result<(), Failure>;
+
+    /// Asks it to stop its own way; the harness's SIGTERM (then SIGKILL) ends what is left.
+    fn stop(&self, addr: &str);
+
+    /// The peer as the plan sees it, among the servers `--servers` takes.
+    fn entry(&self) -> PeerEntry {
+        PeerEntry {
+            name: self.name(),
+            program: self.program(),
+            proto: self.proto(),
+            suite: self.suite(),
+            fixed: self.fixed(),
+            missing: self.missing(),
+            variant: Variant {
+                name: self.name().to_string(),
+                binary: self.program().to_string(),
+                flags: Vec::new(),
+                about: self.about(),
+            },
+        }
+    }
+}
+
+/// The first line of `program --version`, or `None` when it does not run.
+pub(crate) fn version(program: &str) -> Option<String> {
+    Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .map(str::to_string)
+        })
+}

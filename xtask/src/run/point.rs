@@ -1,0 +1,250 @@
+//! One load point against one server: start the server on its CPUs and wait for `READY`,
+//! sample its process tree every 500 ms while loadgen (on the client CPUs) drives it, stop
+//! both, and turn the samples into the server's cost over loadgen's measured window.
+//!
+//! Whatever goes wrong (the server does not start, dies, loadgen fails or hangs, Ctrl-C), the
+//! point ends with a [`Failure`] that says what happened with the tail of the culprit's
+//! stderr, and both children are stopped before this returns.
+//!
+//! A point whose workload an outside client sends hands over to `run::outside` once the
+//! server is up.
+//!
+//! It may call the plan layer and the run layer's `server`, `outside`, `loadgen_cli`, `cost`,
+//! `outcome`, `procfs`, `children`, `cpus` and `cgroup`.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::plan::placement::Placement;
+use crate::plan::servers::Variant;
+use crate::plan::suites::{Point, Stop};
+use crate::run::cgroup::{Group, Quota, Throttle};
+use crate::run::children::{self, Proc};
+use crate::run::cost::server_cost;
+use crate::run::cpus;
+use crate::run::loadgen_cli;
+use crate::run::outcome::{Binaries, Failure, Measured, RunFiles};
+use crate::run::outside;
+use crate::run::procfs::Sampler;
+use crate::run::server::{self, STOP_GRACE};
+
+/// The CPU sampling period, as the C-versus-Go paper sampled with top.
+pub(crate) const SAMPLE_PERIOD: Duration = Duration::from_millis(500);
+
+/// Runs `point` against `variant` once (under `quota`, when the server runs under one).
+#[allow(clippy::too_many_arguments)] // What a point needs, each of its own kind.
+pub(crate) fn run_point(
+    point: &Point,
+    variant: &Variant,
+    bins: &Binaries,
+    place: &Placement,
+    quota: Option<&Quota>,
+    files: &RunFiles,
+    run_dir: &Path,
+    progress: &mut dyn FnMut(f64),
+) -> Result<Measured, Failure> {
+    let io = |what: &str, e: &dyn std::fmt::Display| Failure::Loadgen(format!("{what}: {e}"));
+    std::fs::create_dir_all(&files.dir).map_err(|e| io("creating the output directory", &e))?;
+
+    // Declared before the server, so that it is dropped (removed) after the server stopped.
+    let group = match quota {
+        Some(q) => Some(
+            q.group()
+                .map_err(|e| Failure::Start(format!("cannot make the server's cgroup: {e}")))?,
+        ),
+        None => None,
+    };
+    let (mut server, addr) =
+        server::start(point, variant, &bins.server, place, files, group.as_ref())?;
+    let stat_before = group.as_ref().map(Group::stat);
+    if let Some(name) = point.workload.outside_client() {
+        let measured = match crate::run::find_client(name) {
+            Some(client) => outside::run(
+                client,
+                point,
+                &mut server,
+                &addr,
+                &bins.loadgen,
+                place,
+                files,
+            ),
+            None => Err(Failure::Loadgen(format!(
+                "no outside client is named {name}"
+            ))),
+        };
+        let throttle: Option<Throttle> = group
+            .as_ref()
+            .zip(stat_before)
+            .map(|(g, before)| g.between(before, g.stat()));
+        server::ask_to_stop(variant, &addr);
+        let clean = server.stop(STOP_GRACE);
+        return measured.map(|mut m| {
+            m.throttle = throttle;
+            m.counters = server.last_stderr_line();
+            if clean.is_none() {
+                m.notes.push(format!(
+                    "{} did not stop within {} s of SIGTERM and was killed",
+                    variant.name,
+                    STOP_GRACE.as_secs()
+                ));
+            }
+            m
+        });
+    }
+    let mut sampler = Sampler::new(server.id()).watching(place.server_cpus.as_slice());
+    let baseline = sampler
+        .sample()
+        .map_err(|_| Failure::Start(server.stderr_tail()))?;
+
+    let lg_files = loadgen_cli::Files {
+        json: &files.path("loadgen.json"),
+        hist: &files.path("hist"),
+        hgrm: &files.path("hgrm"),
+        interval_log: &files.path("intervals.hlog"),
+    };
+    let args = loadgen_cli::args(point, &addr, &place.client_cpus, &lg_files);
+    let mut cmd = Command::new(&bins.loadgen);
+    cmd.args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let child = cpus::spawn_on(&place.client_cpus, || cmd.spawn())
+        .map_err(|e| io("starting loadgen", &e))?;
+    let mut lg =
+        Proc::adopt(child, &files.path("loadgen.log")).map_err(|e| io("starting loadgen", &e))?;
+
+    let started = Instant::now();
+    let limit = deadline(point);
+    let mut samples = vec![baseline];
+    let mut next = Instant::now();
+    let lg_status = loop {
+        let now = Instant::now();
+        if now >= next {
+            if let Ok(s) = sampler.sample() {
+                samples.push(s);
+                server.remember(sampler.members());
+            }
+            next = (next + SAMPLE_PERIOD).max(now);
+        }
+        if children::interrupted() {
+            return Err(Failure::Interrupted);
+        }
+        if let Some(status) = lg.try_wait() {
+            break status;
+        }
+        if let Some(status) = server.try_wait() {
+            lg.stop(Duration::from_secs(1));
+            return Err(Failure::Died(children::last_words(status, &mut server)));
+        }
+        if started.elapsed() > limit {
+            lg.stop(Duration::from_secs(1));
+            return Err(Failure::Timeout(format!(
+                "loadgen ran past {:.0} s; its last words: {}",
+                limit.as_secs_f64(),
+                lg.stderr_tail()
+            )));
+        }
+        progress(started.elapsed().as_secs_f64());
+        std::thread::sleep(Duration::from_millis(50).min(next.saturating_duration_since(now)));
+    };
+    let lg_exit = unix_now();
+    if let Ok(s) = sampler.sample() {
+        samples.push(s);
+    }
+    let throttle: Option<Throttle> = group
+        .as_ref()
+        .zip(stat_before)
+        .map(|(g, before)| g.between(before, g.stat()));
+    let died = server.try_wait();
+    if died.is_none() {
+        server::ask_to_stop(variant, &addr);
+    }
+    let clean = server.stop(STOP_GRACE);
+    if let Some(status) = died {
+        return Err(Failure::Died(children::last_words(status, &mut server)));
+    }
+    if !lg_status.success() {
+        return Err(Failure::Loadgen(format!(
+            "{lg_status}: {}",
+            lg.stderr_tail()
+        )));
+    }
+    let mut notes = Vec::new();
+    if clean.is_none() {
+        notes.push(format!(
+            "{} did not stop within {} s of SIGTERM and was killed",
+            variant.name,
+            STOP_GRACE.as_secs()
+        ));
+    } else if clean.is_some_and(|s| !s.success()) {
+        notes.push(format!(
+            "{} exited with {} at its stop",
+            variant.name,
+            clean.unwrap_or_default()
+        ));
+    }
+
+    let json =
+        std::fs::read_to_string(lg_files.json).map_err(|e| io("reading loadgen's JSON", &e))?;
+    let summary =
+        loadgen_cli::parse_summary(&json).map_err(|e| io("reading loadgen's JSON", &e))?;
+    let window_secs = summary.window_secs.unwrap_or(match point.stop {
+        Stop::Duration(d) => d,
+        Stop::Requests(_) => (lg_exit - samples[0].t - point.warmup).max(0.0),
+    });
+    let logged_start = std::fs::read_to_string(lg_files.interval_log)
+        .ok()
+        .and_then(|t| loadgen_cli::window_start(&t));
+    let start = logged_start.unwrap_or(lg_exit - window_secs);
+    let cost = server_cost(
+        &samples[0],
+        &samples[1..],
+        (start, start + window_secs),
+        summary.throughput_per_sec,
+        point.conns,
+    );
+    let hist = files
+        .path("hist")
+        .strip_prefix(run_dir)
+        .map_or_else(|_| files.path("hist"), Path::to_path_buf);
+    Ok(Measured {
+        throughput_per_sec: summary.throughput_per_sec,
+        errors: summary.errors,
+        delivery_errors: summary.delivery_errors,
+        deliveries: summary.deliveries,
+        delivery_latency_us: summary
+            .delivery_latency_us
+            .map(|d| [d.p50, d.p99, d.p99_9, d.max]),
+        client_cpu_per_msg_us: summary.client_cpu_per_msg_us,
+        client_bound: summary.client_bound,
+        window_secs,
+        window_exact: logged_start.is_some(),
+        cost,
+        hist,
+        counters: server.last_stderr_line(),
+        notes,
+        throttle,
+        driver_latency_us: None,
+    })
+}
+
+/// How long loadgen may take before it is given up: its own timeouts plus a margin.
+fn deadline(point: &Point) -> Duration {
+    let run = match point.stop {
+        Stop::Duration(d) => d,
+        // A request-count point runs until its last reply, which a slow server may take long
+        // to send; loadgen's reply timeout bounds each connection.
+        Stop::Requests(k) => 60.0 + point.conns as f64 * k as f64 / 2000.0,
+    };
+    let connect = 10.0 + point.conns as f64 / 250.0;
+    Duration::from_secs_f64(connect + point.warmup + run + 30.0)
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}

@@ -1,0 +1,218 @@
+//! redis-server, the kv suite's peer: started with persistence off on a free loopback port,
+//! pinned like the others, ready when it accepts a connection, stopped by `SHUTDOWN NOSAVE`.
+//! Its companion client, redis-benchmark, is `benchmark`. Both are optional programs: where
+//! one is missing the suite says so, with the install command, and runs what it can. This
+//! folder is the only place that names them.
+//!
+//! It may call the plan layer and the run layer's `peer`, `outside`, `outcome`, `children`,
+//! `cpus` and `cgroup`.
+
+pub(crate) mod benchmark;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::plan::placement::CpuList;
+use crate::plan::suites::Suite;
+use crate::run::cgroup::Group;
+use crate::run::children::{self, Proc};
+use crate::run::cpus;
+use crate::run::outcome::Failure;
+use crate::run::peer::{self, Peer};
+
+/// The server binary, looked up on PATH.
+const SERVER: &str = "redis-server";
+/// How to get redis-server and redis-benchmark on Debian and Ubuntu.
+pub(crate) const INSTALL: &str = "apt-get install redis-server redis-tools";
+/// The name `--servers` and the results give it.
+pub(crate) const NAME: &str = "redis";
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// redis-server as a peer.
+#[derive(Debug)]
+pub(crate) struct Redis;
+
+/// The one redis-server peer, for `run::peers`.
+pub(crate) static PEER: Redis = Redis;
+
+impl Peer for Redis {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn program(&self) -> &'static str {
+        SERVER
+    }
+
+    fn install(&self) -> &'static str {
+        INSTALL
+    }
+
+    fn proto(&self) -> &'static str {
+        "kv"
+    }
+
+    fn suite(&self) -> Suite {
+        Suite::Kv
+    }
+
+    fn fixed(&self) -> &'static str {
+        "xtask starts it with persistence off"
+    }
+
+    /// Its flags are its own (see [`Redis::start`]), so none are listed for the `--help`
+    /// check the ringside servers get.
+    fn about(&self) -> String {
+        format!(
+            "{}, persistence off (--save '' --appendonly no), one I/O thread",
+            peer::version(SERVER).unwrap_or_else(|| SERVER.to_string())
+        )
+    }
+
+    /// Starts redis-server pinned to `cpus`, persistence off, on a free loopback port.
+    fn start(
+        &self,
+        cpus: &CpuList,
+        log: &Path,
+        group: Option<&Group>,
+    ) -> Result<(Proc, String), Failure> {
+        let port = free_port().map_err(|e| Failure::Start(format!("no free port: {e}")))?;
+        let mut cmd = Command::new(SERVER);
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            // Thousands of clients, as the other servers take them.
+            .args(["--maxclients", "20000", "--tcp-backlog", "4096"])
+            // Its log on stderr, where the harness keeps a server's last words.
+            .args(["--logfile", "/dev/stderr"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut child = cpus::spawn_on(cpus, || cmd.spawn())
+            .map_err(|e| Failure::Start(format!("cannot run {SERVER}: {e:#}")))?;
+        if let Some(g) = group
+            && let Err(e) = g.add(child.id())
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Failure::Start(format!(
+                "cannot move {SERVER} into its cgroup: {e}"
+            )));
+        }
+        let server = Proc::adopt(child, log).map_err(|e| Failure::Start(format!("{e:#}")))?;
+        Ok((server, SocketAddr::from(([127, 0, 0, 1], port)).to_string()))
+    }
+
+    /// Waits until it accepts connections (it prints no `READY` line of ours).
+    fn ready(&self, server: &mut Proc, addr: &str) -> Result<(), Failure> {
+        let addr: SocketAddr = addr
+            .parse()
+            .map_err(|e| Failure::Start(format!("{SERVER} at {addr}: {e}")))?;
+        let until = Instant::now() + READY_TIMEOUT;
+        // Bounded by the deadline: every pass sleeps or ends.
+        loop {
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return Ok(());
+            }
+            if let Some(status) = server.try_wait() {
+                return Err(Failure::Start(children::last_words(status, server)));
+            }
+            if children::interrupted() {
+                return Err(Failure::Interrupted);
+            }
+            if Instant::now() > until {
+                server.stop(Duration::from_secs(1));
+                return Err(Failure::Start(format!(
+                    "{SERVER} did not accept connections on {addr} within {} s",
+                    READY_TIMEOUT.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Asks redis-server to exit (`SHUTDOWN NOSAVE`) and waits up to 2 s for it to close the
+    /// connection. The harness blocks SIGTERM (it reads its stop signals from a signalfd) and
+    /// children inherit the blocked mask: the ringside servers read theirs from a signalfd
+    /// too, but redis-server, which installs handlers, would never see the SIGTERM of a stop
+    /// and be killed after the grace period.
+    fn stop(&self, addr: &str) {
+        let Ok(addr) = addr.parse::<SocketAddr>() else {
+            return;
+        };
+        let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else {
+            return;
+        };
+        let timeout = Some(Duration::from_secs(2));
+        if s.set_write_timeout(timeout).is_err() || s.set_read_timeout(timeout).is_err() {
+            return;
+        }
+        if s.write_all(b"*2\r\n$8\r\nSHUTDOWN\r\n$6\r\nNOSAVE\r\n")
+            .is_err()
+        {
+            return;
+        }
+        // The server closes the connection as it exits; whatever happens, the stop that follows
+        // (SIGTERM, then SIGKILL) ends it.
+        let mut sink = [0u8; 256];
+        let until = Instant::now() + Duration::from_secs(2);
+        // Bounded by the deadline and the read timeout.
+        while Instant::now() < until {
+            match s.read(&mut sink) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
+/// A loopback port the kernel just handed out and took back: free unless another program
+/// takes it in between, in which case redis-server fails to bind and says so.
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::servers::{Inventory, Variant};
+    use crate::plan::suites::{KvDriver, Workload};
+
+    #[test]
+    fn redis_and_kv_owners_serve_kv_only_and_process_mode_no_kv() {
+        let inv = Inventory {
+            peers: vec![PEER.entry()],
+            ..Inventory::default()
+        };
+        let kv = Workload::Kv {
+            get: true,
+            pipeline: 1,
+            driver: KvDriver::Loadgen,
+        };
+        let echo = Workload::Echo {
+            msg_size: 16,
+            compute_us: 0,
+        };
+        let redis = &inv.peers[0].variant;
+        assert_eq!(redis.binary, SERVER);
+        assert!(inv.serves(redis, kv) && !inv.serves(redis, echo));
+        let process = Variant {
+            name: "threads-process".into(),
+            binary: "srv-threads".into(),
+            flags: vec!["--mode".into(), "process".into()],
+            about: String::new(),
+        };
+        assert!(!inv.serves(&process, kv) && inv.serves(&process, echo));
+        let owner = Variant {
+            name: "fiber+kv-owner".into(),
+            binary: "srv-fiber".into(),
+            flags: vec!["--kv-owner".into()],
+            about: String::new(),
+        };
+        assert!(inv.serves(&owner, kv) && !inv.serves(&owner, echo));
+    }
+}
