@@ -19,9 +19,10 @@ use anyhow::{Result, bail};
 use clap::Args;
 
 use crate::plan::Usage;
-use crate::plan::placement::{self, CpuList};
+use crate::plan::placement::{self, CpuList, Placed};
 use crate::plan::servers::Inventory;
 use crate::plan::suites::{self, CorpusSize, Overrides, Suite};
+use crate::plan::topology::Topology;
 use crate::run::cgroup::Quota;
 use crate::run::children;
 
@@ -113,13 +114,32 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "FRACTION", value_parser = positive)]
     pub(crate) server_cpu_quota: Option<f64>,
 
-    /// CPUs the server runs on.
-    #[arg(long, default_value = "1", value_name = "LIST")]
+    /// CPUs the server runs on [default: from the machine's topology: on 2 CPUs CPU 1; on
+    /// more, whole physical cores of one NUMA node, at most half of the CPUs].
+    #[arg(long = "server-cpus", value_name = "LIST")]
+    pub(crate) server_cpus_given: Option<CpuList>,
+
+    /// CPUs loadgen runs on, one loadgen thread per CPU [default: every CPU the server does
+    /// not have; on 2 CPUs CPU 0].
+    #[arg(long = "client-cpus", value_name = "LIST")]
+    pub(crate) client_cpus_given: Option<CpuList>,
+
+    /// Let the server and loadgen share CPUs (they then measure each other); without it,
+    /// overlapping --server-cpus and --client-cpus are refused.
+    #[arg(long)]
+    pub(crate) allow_overlap: bool,
+
+    /// The server's CPUs, once placed (`BenchArgs::place`).
+    #[arg(skip = CpuList::one(1))]
     pub(crate) server_cpus: CpuList,
 
-    /// CPUs loadgen runs on (one loadgen thread per CPU).
-    #[arg(long, default_value = "0", value_name = "LIST")]
+    /// Loadgen's CPUs, once placed.
+    #[arg(skip = CpuList::one(0))]
     pub(crate) client_cpus: CpuList,
+
+    /// How the CPUs were split, and the machine's topology, once placed.
+    #[arg(skip)]
+    pub(crate) placed: Option<Placed>,
 
     /// Server worker threads [default: one per server CPU].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -183,6 +203,23 @@ impl BenchArgs {
         }
     }
 
+    /// Decides the CPUs of the server and of loadgen on the machine `topo` describes, from
+    /// what the command line gave and the topology's split; refuses overlapping sets unless
+    /// `--allow-overlap`.
+    pub(crate) fn place(&mut self, topo: &Topology) -> Result<()> {
+        let placed = placement::decide(
+            self.server_cpus_given.as_ref(),
+            self.client_cpus_given.as_ref(),
+            self.allow_overlap,
+            topo,
+        )
+        .map_err(|e| anyhow::Error::new(Usage(e.to_string())))?;
+        self.server_cpus = placed.server.clone();
+        self.client_cpus = placed.client.clone();
+        self.placed = Some(placed);
+        Ok(())
+    }
+
     pub(super) fn workers(&self) -> usize {
         self.workers.map_or(self.server_cpus.len(), |w| w as usize)
     }
@@ -205,7 +242,8 @@ impl BenchArgs {
 }
 
 /// Runs `cargo xtask bench`.
-pub(crate) fn run(args: BenchArgs) -> Result<()> {
+pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
+    args.place(&Topology::of_this_machine()?)?;
     // Before anything else, so that a user who cannot drop caches learns it at once.
     if args.cold {
         crate::run::search::check_cold()?;
@@ -246,11 +284,10 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
     children::install_interrupt_handler()?;
     placement::check_allowed(&args.server_cpus, "--server-cpus")?;
     placement::check_allowed(&args.client_cpus, "--client-cpus")?;
-    if args.server_cpus.overlaps(&args.client_cpus) {
+    if let Some(p) = &args.placed {
         eprintln!(
-            "warning: the server (CPUs {}) and loadgen (CPUs {}) share a CPU: they will \
-             measure each other",
-            args.server_cpus, args.client_cpus
+            "placement: server on CPUs {}, loadgen on CPUs {} ({}; {})",
+            p.server, p.client, p.why, p.topology
         );
     }
 

@@ -129,6 +129,7 @@ pub(super) fn run(
         "server_cpus": place.server_cpus.to_string(),
         "client_cpus": place.client_cpus.to_string(),
         "workers": place.workers,
+        "placement": args.placed,
         "repeat": args.suites().iter().map(|&s| (s.name(), args.repeats(s))).collect::<std::collections::BTreeMap<_, _>>(),
         "server_cpu_quota": args.server_cpu_quota,
         "cpu_quota_period_us": quota.as_ref().map(|q| q.period_us),
