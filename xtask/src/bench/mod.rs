@@ -124,6 +124,28 @@ pub(crate) struct BenchArgs {
     #[arg(long = "client-cpus", value_name = "LIST")]
     pub(crate) client_cpus_given: Option<CpuList>,
 
+    /// Drive the load from these hosts instead of this one, comma-separated, each as ssh takes
+    /// it (`user@host`, a Host of your ssh configuration): `loadgen agent` runs on each over
+    /// the system's ssh (BatchMode), the connections and the rate split exactly among them,
+    /// their histograms added. --client-cpus then applies on each host (default: unpinned, a
+    /// worker per CPU there). Needs --server-addr.
+    #[arg(long, value_name = "DEST,...", value_delimiter = ',')]
+    pub(crate) client_hosts: Vec<String>,
+
+    /// With --client-hosts: the address the server listens on and the clients reach it at
+    /// (an address of this host on the network the client hosts share).
+    #[arg(long, value_name = "ADDR", requires = "client_hosts")]
+    pub(crate) server_addr: Option<String>,
+
+    /// With --client-hosts: the ssh configuration file to use (`ssh -F FILE`).
+    #[arg(long, value_name = "FILE", requires = "client_hosts")]
+    pub(crate) ssh_config: Option<PathBuf>,
+
+    /// With --client-hosts: loadgen's path on the client hosts [default: this build's loadgen,
+    /// copied to /tmp there with scp].
+    #[arg(long, value_name = "PATH", requires = "client_hosts")]
+    pub(crate) client_loadgen: Option<String>,
+
     /// Let the server and loadgen share CPUs (they then measure each other); without it,
     /// overlapping --server-cpus and --client-cpus are refused.
     #[arg(long)]
@@ -283,7 +305,15 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
         .transpose()?;
     children::install_interrupt_handler()?;
     placement::check_allowed(&args.server_cpus, "--server-cpus")?;
-    placement::check_allowed(&args.client_cpus, "--client-cpus")?;
+    if args.client_hosts.is_empty() {
+        placement::check_allowed(&args.client_cpus, "--client-cpus")?;
+    } else if args.server_addr.is_none() {
+        return Err(anyhow::Error::new(Usage(
+            "--client-hosts needs --server-addr: the address of this host the clients reach the \
+             server at"
+                .into(),
+        )));
+    }
     if let Some(p) = &args.placed {
         eprintln!(
             "placement: server on CPUs {}, loadgen on CPUs {} ({}; {})",
@@ -320,6 +350,32 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
                 client.program(),
                 client.missing().unwrap_or_default()
             ));
+        }
+    }
+    if !args.client_hosts.is_empty() {
+        // A peer listens on loopback and an outside client runs here: neither is load from
+        // the client hosts.
+        variants.retain(|v| {
+            let peer = inv.peer(&v.binary).is_some();
+            if peer {
+                skipped.push(format!(
+                    "{}: a peer runs with loadgen on this host only, not with --client-hosts",
+                    v.name
+                ));
+            }
+            !peer
+        });
+        for suite in args.suites() {
+            if suite
+                .points(&args.overrides(args.workers()))
+                .iter()
+                .any(|p| p.workload.outside_client().is_some())
+            {
+                skipped.push(format!(
+                    "{}'s points of outside clients: they run on this host, not on --client-hosts",
+                    suite.name()
+                ));
+            }
         }
     }
     for s in &skipped {

@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -20,6 +21,7 @@ use crate::record::row::Row;
 use crate::record::run_dir;
 use crate::record::summary;
 use crate::report::{cells, figures, markdown};
+use crate::run::agents::Agents;
 use crate::run::cgroup::Quota;
 use crate::run::children;
 use crate::run::cpus;
@@ -52,12 +54,14 @@ pub(super) fn points(args: &BenchArgs) -> Vec<Point> {
         .flat_map(|s| s.points(&args.overrides(args.workers())))
         .collect();
     let missing = missing_clients(&points);
+    let remote = !args.client_hosts.is_empty();
     points
         .into_iter()
-        .filter(|p| {
-            p.workload
-                .outside_client()
-                .is_none_or(|name| !missing.iter().any(|m| m.program() == name))
+        .filter(|p| match p.workload.outside_client() {
+            None => true,
+            // An outside client runs here, not on the client hosts.
+            Some(_) if remote => false,
+            Some(name) => !missing.iter().any(|m| m.program() == name),
         })
         .collect()
 }
@@ -121,6 +125,10 @@ pub(super) fn run(
         server_cpus: args.server_cpus.clone(),
         client_cpus: args.client_cpus.clone(),
         workers: args.workers(),
+        listen: args
+            .server_addr
+            .clone()
+            .unwrap_or_else(|| "127.0.0.1".to_string()),
     };
     meta.settings = serde_json::json!({
         "suites": args.suites().iter().map(|s| s.name()).collect::<Vec<_>>(),
@@ -130,6 +138,8 @@ pub(super) fn run(
         "client_cpus": place.client_cpus.to_string(),
         "workers": place.workers,
         "placement": args.placed,
+        "client_hosts": args.client_hosts,
+        "server_addr": args.server_addr,
         "repeat": args.suites().iter().map(|&s| (s.name(), args.repeats(s))).collect::<std::collections::BTreeMap<_, _>>(),
         "server_cpu_quota": args.server_cpu_quota,
         "cpu_quota_period_us": quota.as_ref().map(|q| q.period_us),
@@ -180,6 +190,19 @@ pub(super) fn run(
 
     let bins = |v: &Variant| inv.binary_path(&v.binary, profile);
     let loadgen = inv.binary_path("loadgen", profile);
+    let agents = if args.client_hosts.is_empty() {
+        None
+    } else {
+        let agents = Agents::new(
+            args.client_hosts.clone(),
+            args.ssh_config.clone(),
+            args.client_loadgen.clone(),
+            &loadgen,
+            args.client_cpus_given.as_ref().map(ToString::to_string),
+        )?;
+        agents.prepare()?;
+        Some(Arc::new(agents))
+    };
     let mut rows: Vec<Row> = Vec::new();
     let mut no_start: HashSet<(Suite, usize)> = HashSet::new();
     let mut outcomes: Vec<Vec<Result<Measured, Failure>>> = vec![Vec::new(); variants.len()];
@@ -246,6 +269,7 @@ pub(super) fn run(
                 &Binaries {
                     server: bins(variant),
                     loadgen: loadgen.clone(),
+                    agents: agents.clone(),
                 },
                 &place,
                 quota.as_ref(),
@@ -287,6 +311,9 @@ pub(super) fn run(
         }
     }
     bar.finish_and_clear();
+    if let Some(agents) = &agents {
+        agents.stop();
+    }
 
     meta.finished = Some(meta::iso8601(std::time::SystemTime::now()));
     meta.interrupted = children::interrupted();

@@ -21,6 +21,9 @@ pub(crate) struct Placement {
     pub(crate) server_cpus: CpuList,
     pub(crate) client_cpus: CpuList,
     pub(crate) workers: usize,
+    /// The address the server listens on, the one its clients reach it at: 127.0.0.1, or
+    /// `--server-addr` when the clients are on other hosts.
+    pub(crate) listen: String,
 }
 
 /// The CPUs decided for a run, why, and the machine they were decided on; `meta.json` keeps
