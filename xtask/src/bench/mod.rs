@@ -176,6 +176,20 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
 
+    /// Complete the run in DIR, which stopped before its end (killed, a lost session, a
+    /// power cut): its own options (from its meta.json) again, and only the runs of points
+    /// that left no outcome. Takes no other option but --no-build and --quiet-wait.
+    #[arg(long, value_name = "DIR", conflicts_with_all = [
+        "suite", "servers", "conns", "duration", "warmup", "repeat", "server_cpu_quota",
+        "server_cpus_given", "client_cpus_given", "allow_overlap", "workers", "rate", "out",
+        "list", "client_hosts", "server_addr", "ssh_config", "client_loadgen",
+    ])]
+    pub(crate) resume: Option<PathBuf>,
+
+    /// This run completes the one in `--out` (set by `--resume`).
+    #[arg(skip)]
+    pub(crate) resuming: bool,
+
     /// Describe the suites and the servers, and exit.
     #[arg(long)]
     pub(crate) list: bool,
@@ -263,8 +277,68 @@ impl BenchArgs {
     }
 }
 
+/// The bench command line as given, after `bench`, without `--out` (the run directory is
+/// the run's own): what `--resume` parses again.
+pub(crate) fn own_argv() -> Vec<String> {
+    let all: Vec<String> = std::env::args().collect();
+    let start = all
+        .iter()
+        .position(|a| a == "bench")
+        .map_or(all.len(), |i| i + 1);
+    let mut out = Vec::new();
+    let mut it = all[start..].iter();
+    while let Some(a) = it.next() {
+        if a == "--out" {
+            it.next();
+        } else if !a.starts_with("--out=") {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// The options of the run in `dir`, to complete it: parsed again from its `meta.json`, with
+/// `--no-build` and `--quiet-wait` as given now.
+fn resumed(dir: &std::path::Path, now: &BenchArgs) -> Result<BenchArgs> {
+    #[derive(clap::Parser)]
+    struct Again {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+    let meta = crate::record::run_dir::read_meta(dir)
+        .map_err(|e| anyhow::Error::new(Usage(format!("--resume {}: {e:#}", dir.display()))))?;
+    let Some(argv) = meta.settings["argv"].as_array() else {
+        return Err(anyhow::Error::new(Usage(format!(
+            "--resume {}: its meta.json does not record the bench's options (a run made              before --resume existed, or not by cargo xtask bench)",
+            dir.display()
+        ))));
+    };
+    let argv: Vec<String> = argv
+        .iter()
+        .filter_map(|a| a.as_str().map(String::from))
+        .collect();
+    let mut args =
+        <Again as clap::Parser>::try_parse_from(std::iter::once("bench".to_string()).chain(argv))
+            .map_err(|e| {
+                anyhow::Error::new(Usage(format!(
+                    "--resume {}: its recorded options no longer parse: {}",
+                    dir.display(),
+                    e.to_string().lines().next().unwrap_or_default()
+                )))
+            })?
+            .bench;
+    args.out = Some(dir.to_path_buf());
+    args.resuming = true;
+    args.no_build = now.no_build;
+    args.quiet_wait = now.quiet_wait;
+    Ok(args)
+}
+
 /// Runs `cargo xtask bench`.
 pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
+    if let Some(dir) = args.resume.clone() {
+        args = resumed(&dir, &args)?;
+    }
     args.place(&Topology::of_this_machine()?)?;
     // Before anything else, so that a user who cannot drop caches learns it at once.
     if args.cold {

@@ -119,7 +119,17 @@ pub(super) fn run(
     let profile = args.cargo_profile.as_str();
     let mut meta = Meta::collect(root, inv.go_version.clone());
     let out = run_dir::path(args.out.as_deref(), root, &meta.run_id);
-    run_dir::create(&out)?;
+    let argv = if args.resuming {
+        // The run keeps its identity, its start and its options; this is only more of it.
+        let before = run_dir::read_meta(&out)?;
+        meta.run_id = before.run_id;
+        meta.started = before.started;
+        meta.command = before.command;
+        before.settings["argv"].clone()
+    } else {
+        run_dir::create(&out)?;
+        serde_json::json!(super::own_argv())
+    };
     let out = out.canonicalize().unwrap_or(out);
     let place = Placement {
         server_cpus: args.server_cpus.clone(),
@@ -150,8 +160,14 @@ pub(super) fn run(
         "cargo_profile": profile,
         "quiet_wait": args.quiet_wait,
         "points": points(args),
+        "argv": argv,
     });
     run_dir::write_meta(&out, &meta)?;
+    if !args.resuming {
+        // Before the first point: a run killed at once still leaves a directory the report
+        // renders.
+        summary::write_summary(&out, &[])?;
+    }
 
     let steal_start = machine::machine_steal_ticks();
     // The harness samples /proc and waits; it does that beside loadgen, never on the
@@ -243,44 +259,60 @@ pub(super) fn run(
                 },
             };
             let base = done_ms;
-            let mut busy_note = None;
-            if args.quiet_wait > 0.0 {
-                let cpus: Vec<usize> = place
-                    .server_cpus
-                    .as_slice()
-                    .iter()
-                    .chain(place.client_cpus.as_slice())
-                    .copied()
-                    .collect();
-                if !machine::wait_until_quiet(&cpus, 0.9, Duration::from_secs_f64(args.quiet_wait))
-                {
-                    busy_note = Some(format!(
-                        "the CPUs were still busy with something else after waiting {} s",
-                        args.quiet_wait
-                    ));
-                }
-            }
-            let mut progress = |secs: f64| {
-                bar.set_position((base + (secs * 1000.0).min(est)) as u64);
+            // A run that ended before a `--resume` keeps its outcome and does not run again.
+            let kept = if args.resuming {
+                run_dir::load_outcome(&files)
+            } else {
+                None
             };
-            let outcome = point::run_point(
-                point,
-                variant,
-                &Binaries {
-                    server: bins(variant),
-                    loadgen: loadgen.clone(),
-                    agents: agents.clone(),
-                },
-                &place,
-                quota.as_ref(),
-                &files,
-                &out,
-                &mut progress,
-            )
-            .map(|mut m| {
-                m.notes.extend(busy_note);
-                m
-            });
+            let outcome = match kept {
+                Some(outcome) => outcome,
+                None => {
+                    let mut busy_note = None;
+                    if args.quiet_wait > 0.0 {
+                        let cpus: Vec<usize> = place
+                            .server_cpus
+                            .as_slice()
+                            .iter()
+                            .chain(place.client_cpus.as_slice())
+                            .copied()
+                            .collect();
+                        if !machine::wait_until_quiet(
+                            &cpus,
+                            0.9,
+                            Duration::from_secs_f64(args.quiet_wait),
+                        ) {
+                            busy_note = Some(format!(
+                                "the CPUs were still busy with something else after waiting {} s",
+                                args.quiet_wait
+                            ));
+                        }
+                    }
+                    let mut progress = |secs: f64| {
+                        bar.set_position((base + (secs * 1000.0).min(est)) as u64);
+                    };
+                    let outcome = point::run_point(
+                        point,
+                        variant,
+                        &Binaries {
+                            server: bins(variant),
+                            loadgen: loadgen.clone(),
+                            agents: agents.clone(),
+                        },
+                        &place,
+                        quota.as_ref(),
+                        &files,
+                        &out,
+                        &mut progress,
+                    )
+                    .map(|mut m| {
+                        m.notes.extend(busy_note);
+                        m
+                    });
+                    run_dir::save_outcome(&files, &outcome)?;
+                    outcome
+                }
+            };
             if matches!(outcome, Err(Failure::Start(_))) {
                 no_start.insert((point.suite, run.server));
             }
