@@ -8,6 +8,12 @@
 //! only their fiber while the kernel works; the worker runs the others and submits the whole
 //! batch of SQEs at once.
 //!
+//! With `--file-ops direct` (the default) the open, the reads and the close are first tried
+//! as system calls that finish at once or refuse (`openat2` with `RESOLVE_CACHED`,
+//! `preadv2` with `RWF_NOWAIT`, `close`): on a warm page cache no file operation touches
+//! the ring, and only those that would wait for the disk go there. `--file-ops ring` sends
+//! every one through the ring (`fiber::FileOps`).
+//!
 //! Directory listing has no io_uring operation (there is no `getdents` opcode), so a
 //! directory fiber lists with std's `read_dir`, a blocking `getdents64` on its worker, as
 //! the paper's EMPER program does; a directory is listed in one or a few system calls. The
@@ -20,8 +26,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use clap::{Arg, CommandFactory, FromArgMatches};
+use fiber::FileOps;
 use fiber::sync::{Receiver, Sender, channel};
-use search::cli::Config;
+use search::cli::{Args, Config};
 use search::tally::Tally;
 use search::walk::{self, FILES_IN_FLIGHT_PER_WORKER, Kind};
 
@@ -89,10 +97,46 @@ fn reader(files: Receiver<PathBuf>, config: Arc<Config>, tally: Arc<Tally>) {
     }
 }
 
+/// The common search command line plus this program's `--file-ops`; bad input is one
+/// line on stderr and exit status 2, as `search::cli::parse_or_exit` does.
+fn parse_or_exit() -> (Config, FileOps) {
+    let matches = Args::command()
+        .name(NAME)
+        .arg(
+            Arg::new("file-ops")
+                .long("file-ops")
+                .value_name("ring|direct")
+                .default_value("direct")
+                .value_parser(|s: &str| s.parse::<FileOps>())
+                .help(
+                    "direct: try openat2(RESOLVE_CACHED), preadv2(RWF_NOWAIT) and close \
+                     without the ring, and use the ring only when the kernel would wait; \
+                     ring: every file operation through the ring",
+                ),
+        )
+        .get_matches();
+    let file_ops = matches
+        .get_one::<FileOps>("file-ops")
+        .copied()
+        .unwrap_or_default();
+    let checked = Args::from_arg_matches(&matches)
+        .map_err(|e| e.to_string())
+        .and_then(|args| args.check().map_err(|e| e.to_string()));
+    match checked {
+        Ok(config) => (config, file_ops),
+        Err(e) => {
+            eprintln!("{NAME}: {}", e.trim_end());
+            std::process::exit(2);
+        }
+    }
+}
+
 fn main() {
-    let config = Arc::new(search::cli::parse_or_exit(NAME));
+    let (config, file_ops) = parse_or_exit();
+    let config = Arc::new(config);
     let mut builder = fiber::Runtime::builder()
         .workers(config.workers)
+        .file_ops(file_ops)
         .thread_name(NAME);
     if !config.cpus.is_empty() {
         builder = builder.cpus(config.cpus.clone());
