@@ -1,18 +1,16 @@
 //! search-fiber: the file-content search on the fiber runtime, the paper's design: blocking
-//! code whose file operations are io_uring operations on the worker's ring.
+//! code whose file operations that would wait are io_uring operations on the worker's ring.
 //!
 //! A fiber per directory lists it and hands its files to reader fibers through a bounded
 //! channel, spawning a fiber per subdirectory; `FILES_IN_FLIGHT_PER_WORKER` reader fibers
-//! per worker (placed on each worker in turn) open (`IORING_OP_OPENAT`), read in `--chunk`
-//! byte reads (`IORING_OP_READ`) and close (`IORING_OP_CLOSE`) through the ring, parking
-//! only their fiber while the kernel works; the worker runs the others and submits the whole
-//! batch of SQEs at once.
-//!
-//! With `--file-ops direct` (the default) the open, the reads and the close are first tried
-//! as system calls that finish at once or refuse (`openat2` with `RESOLVE_CACHED`,
-//! `preadv2` with `RWF_NOWAIT`, `close`): on a warm page cache no file operation touches
-//! the ring, and only those that would wait for the disk go there. `--file-ops ring` sends
-//! every one through the ring (`fiber::FileOps`).
+//! per worker (placed on each worker in turn) open, read in `--chunk` byte reads and close.
+//! With `--file-ops direct` (the default) each of those is first tried as a system call that
+//! finishes at once or refuses (`openat2` with `RESOLVE_CACHED`, `preadv2` with
+//! `RWF_NOWAIT`, `close`): on a warm page cache no file operation touches the ring. What
+//! would wait for the disk goes through the ring (`IORING_OP_OPENAT`, `IORING_OP_READ`),
+//! parking only its fiber while the kernel works; the worker runs the others and submits the
+//! whole batch of SQEs at once. `--file-ops ring` sends every operation, the close included,
+//! through the ring (`fiber::FileOps`).
 //!
 //! Directory listing has no io_uring operation (there is no `getdents` opcode), so a
 //! directory fiber lists with std's `read_dir`, a blocking `getdents64` on its worker, as
