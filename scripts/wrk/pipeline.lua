@@ -19,3 +19,11 @@ end
 request = function()
   return batch
 end
+
+-- One line for cargo xtask bench (run/wrk.rs reads it): the responses counted and their
+-- latency in µs, which wrk's own summary gives without a p95.
+done = function(summary, latency, requests)
+  io.write(string.format("ringside: requests %d latency_us p50 %d p95 %d p99 %d max %d\n",
+    summary.requests, latency:percentile(50), latency:percentile(95),
+    latency:percentile(99), latency.max))
+end
