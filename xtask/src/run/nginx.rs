@@ -102,7 +102,8 @@ impl Peer for Nginx {
             .and_then(|l| l.local_addr())
             .map_err(|e| Failure::Start(format!("no free port: {e}")))?
             .port();
-        let prefix = log.with_file_name("nginx");
+        // One directory a point: `<point>.server.nginx/` beside `<point>.server.log`.
+        let prefix = log.with_extension("nginx");
         let conf_path = prefix.join("nginx.conf");
         let conf = config(&Config {
             workers,
