@@ -439,6 +439,25 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
                     )?;
                 }
             }
+            Suite::Http => {
+                // Requests/s of both tests by both clients; loadgen's CPU per request too.
+                let wrk = ["wrk-plaintext-p16", "wrk-json-p1"];
+                let lg = ["loadgen-plaintext-p16", "loadgen-json-p1"];
+                let (log, lin) = (Scale::Log, Scale::Linear);
+                for s in wrk.into_iter().chain(lg) {
+                    let tp = lines_with(rows, suite, s, |r| r.x, |r| r.throughput_per_sec, tp_ci);
+                    let mut ps = vec![("throughput", "requests per second", tp)];
+                    if lg.contains(&s) {
+                        let c = lines_with(rows, suite, s, |r| r.x, |r| r.cpu_us_per_req, cpu_ci);
+                        ps.push(("cpu", "µs of CPU per request (user + system)", c));
+                    }
+                    for (what, y, ls) in ps {
+                        let title = format!("http {s}: {y}");
+                        let p = plot(title, "connections", y, log, lin, ls, vec![]);
+                        emit(suite, &format!("{s}-{what}"), p)?;
+                    }
+                }
+            }
             Suite::Memory => {
                 emit(
                     suite,

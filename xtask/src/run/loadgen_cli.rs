@@ -32,6 +32,7 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
         Workload::Echo { .. } | Workload::Idle => "echo",
         Workload::ChatIngest { .. } | Workload::ChatRoom { .. } => "chat",
         Workload::Kv { .. } => "kv",
+        Workload::Http { .. } => "http",
     };
     push("--addr", addr.to_string());
     push("--conns", point.conns.to_string());
@@ -48,6 +49,10 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
             );
             push("--keys", crate::plan::suites::KV_KEYS.to_string());
             push("--get-ratio", if get { "1" } else { "0" }.into());
+            push("--depth", pipeline.to_string());
+        }
+        Workload::Http { path, pipeline, .. } => {
+            push("--path", path.path().to_string());
             push("--depth", pipeline.to_string());
         }
     }
@@ -83,7 +88,7 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
             push("--profile", "room".into());
             push("--room-size", room_size.to_string());
         }
-        Workload::Echo { .. } | Workload::Idle | Workload::Kv { .. } => {}
+        Workload::Echo { .. } | Workload::Idle | Workload::Kv { .. } | Workload::Http { .. } => {}
     }
     let mut all = vec![sub.to_string()];
     all.extend(a);
@@ -280,6 +285,30 @@ mod tests {
             assert!(line.contains(want), "{want} not in {line}");
         }
         assert!(!line.contains("--msg-size"), "{line}");
+    }
+
+    #[test]
+    fn http_points_become_loadgen_http() {
+        let points =
+            crate::plan::suites::Suite::Http.points(&crate::plan::suites::Overrides::default());
+        let f = Path::new("f");
+        let files = Files {
+            json: f,
+            hist: f,
+            hgrm: f,
+            interval_log: f,
+        };
+        for (id, want) in [
+            ("loadgen-plaintext-p16-c256", "--path /plaintext --depth 16"),
+            ("loadgen-json-p1-c16", "--path /json --depth 1"),
+            ("loadgen-json-open-c256", "--rate 10000"),
+        ] {
+            let p = points.iter().find(|p| p.id == id).unwrap();
+            let a = args(p, "127.0.0.1:9", &CpuList::one(0), &files);
+            assert_eq!(a[0], "http");
+            let line = a.join(" ");
+            assert!(line.contains(want), "{want} not in {line}");
+        }
     }
 
     #[test]

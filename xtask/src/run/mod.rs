@@ -2,10 +2,10 @@
 //! building the binaries (`build`), a server's start and stop (`server`), the load point
 //! (`point`: a server, loadgen against it, the samples turned into the server's cost by
 //! `cost` and `series`), /proc sampling (`procfs`), loadgen's command line and output
-//! (`loadgen_cli`, `histogram`), the peers behind one trait (`peer`; the kv suite's is the
-//! first), the outside clients behind one interface (`outside`; the kv suite's is the
-//! first), load from other hosts (`agents`: loadgen agents over ssh), and the file-content
-//! search, timed whole (`search`). What a run of a point yields
+//! (`loadgen_cli`, `histogram`), the peers behind one trait (`peer`: kv's `redis`, http's
+//! `nginx`), the outside clients behind one interface (`outside`: kv's redis-benchmark,
+//! http's `wrk`), load from other hosts (`agents`: loadgen agents over ssh), and the
+//! file-content search, timed whole (`search`). What a run of a point yields
 //! is `outcome`.
 //!
 //! It may call the plan layer, never the record or report layers: what it measures it hands
@@ -21,6 +21,7 @@ pub(crate) mod cpus;
 pub(crate) mod histogram;
 pub(crate) mod loadgen_cli;
 pub(crate) mod machine;
+pub(crate) mod nginx;
 pub(crate) mod outcome;
 pub(crate) mod outside;
 pub(crate) mod peer;
@@ -30,13 +31,14 @@ pub(crate) mod redis;
 pub(crate) mod search;
 pub(crate) mod series;
 pub(crate) mod server;
+pub(crate) mod wrk;
 
 use outside::OutsideClient;
 use peer::Peer;
 
 /// Every peer, whether it is installed or not.
-pub(crate) fn peers() -> [&'static dyn Peer; 1] {
-    [&redis::PEER]
+pub(crate) fn peers() -> [&'static dyn Peer; 2] {
+    [&redis::PEER, &nginx::PEER]
 }
 
 /// The peer whose program is `binary`, if any.
@@ -45,8 +47,8 @@ pub(crate) fn find_peer(binary: &str) -> Option<&'static dyn Peer> {
 }
 
 /// Every outside client, whether it is installed or not.
-pub(crate) fn outside_clients() -> [&'static dyn OutsideClient; 1] {
-    [&redis::benchmark::CLIENT]
+pub(crate) fn outside_clients() -> [&'static dyn OutsideClient; 2] {
+    [&redis::benchmark::CLIENT, &wrk::CLIENT]
 }
 
 /// The outside client whose program is `name` (as a point names it), if any.

@@ -1,4 +1,4 @@
-//! Outside clients: load generators nobody here wrote (kv's benchmark client now, wrk next), run
+//! Outside clients: load generators nobody here wrote (kv's redis-benchmark, http's wrk), run
 //! against a server already started, behind one interface. What each one is (its arguments,
 //! how its output reads) is its own file's; how a point runs with one is here, the same for
 //! all: the server's process tree sampled while the client runs, its CPU charged over every
@@ -30,11 +30,14 @@ use crate::run::procfs::Sampler;
 /// sample is lost, so the period bounds what is lost.
 const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
 
-/// What an outside client says of its run: requests a second, and latency in µs (p50, p95,
-/// p99, max).
+/// What an outside client says of its run: requests a second, the requests it counted (a
+/// client that runs for a time rather than a count: wrk), and latency in µs (p50, p95, p99,
+/// max).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Said {
     pub(crate) rps: f64,
+    /// `None`: the count its arguments asked for.
+    pub(crate) requests: Option<u64>,
     pub(crate) latency_us: [f64; 4],
 }
 
@@ -44,8 +47,9 @@ pub(crate) trait OutsideClient: Sync {
     fn program(&self) -> &'static str;
     /// Why it cannot run here, with the install command, or `None` when it can.
     fn missing(&self) -> Option<String>;
-    /// Its arguments for `point` against `addr`, and the requests they send; `None` when it
-    /// cannot send the point's workload.
+    /// Its arguments for `point` against `addr`, and the requests they send (a guess, for the
+    /// time limit, when it runs for a time and says what it sent); `None` when it cannot send
+    /// the point's workload.
     fn args(&self, point: &Point, addr: &str) -> Option<(Vec<String>, u64)>;
     /// What the server must hold before the client runs (the kv client's GETs need the keys
     /// stored), done with `loadgen` on the client CPUs.
@@ -168,6 +172,7 @@ pub(crate) fn run(
         .parse(&text)
         .map_err(|e| io(&format!("reading {program}'s {}", client.output()), &e))?;
     let window = (ended - started).max(1e-3);
+    let n = said.requests.unwrap_or(n).max(1);
     // The server's CPU over every request sent: per second of the whole run.
     let cost = server_cost(
         &baseline,

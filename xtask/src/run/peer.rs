@@ -1,6 +1,6 @@
 //! A peer: a server of someone else's, run beside ours at one protocol's points so that our
-//! figures stand next to the program people know (the kv suite's now; nginx for
-//! http and remote load agents are the next ones). A peer is one trait: how it is found or
+//! figures stand next to the program people know (redis-server for kv, nginx for http;
+//! remote load agents are the next ones). A peer is one trait: how it is found or
 //! said to be missing (with the install command), started on given CPUs, known to be ready,
 //! and stopped. Each peer is a file of its own, the only one that names its program; the run
 //! layer's `mod.rs` lists them.
@@ -46,11 +46,13 @@ pub(crate) trait Peer: Sync {
             .then(|| format!("`{}` is not on PATH ({})", self.program(), self.install()))
     }
 
-    /// Starts it on `cpus` (in `group` when the server runs under a CPU quota), its stderr
-    /// kept in `log`; returns it and the address it will serve on.
+    /// Starts it on `cpus` with `workers` workers where it has a setting for them (in `group`
+    /// when the server runs under a CPU quota), its stderr kept in `log`; returns it and the
+    /// address it will serve on.
     fn start(
         &self,
         cpus: &CpuList,
+        workers: usize,
         log: &Path,
         group: Option<&Group>,
     ) -> Result<(Proc, String), Failure>;

@@ -45,8 +45,12 @@ pub(crate) fn start(
     group: Option<&Group>,
 ) -> Result<(Proc, String), Failure> {
     if let Some(peer) = crate::run::find_peer(&variant.binary) {
-        let (mut server, addr) =
-            peer.start(&place.server_cpus, &files.path("server.log"), group)?;
+        let (mut server, addr) = peer.start(
+            &place.server_cpus,
+            place.workers,
+            &files.path("server.log"),
+            group,
+        )?;
         peer.ready(&mut server, &addr)?;
         return Ok((server, addr));
     }

@@ -12,6 +12,7 @@
 //! | `chat-room`  | fan-out delivery latency and completeness, rooms of 2 to 1000          |
 //! | `memory`     | memory per idle connection at 1,000 and 10,000 conns                   |
 //! | `kv`         | RESP GET and SET at 1, 50, 1000 conns, pipeline 1 and 16, beside a peer |
+//! | `http`       | plaintext (pipelined 16) and json at 16, 256, 1024 conns, beside nginx  |
 //! | `search`     | the io_uring paper's file-content search, programs timed whole         |
 //!
 //! It may call nothing else of xtask.
@@ -19,6 +20,7 @@
 mod chat_cpu;
 mod chat_room;
 mod emper_echo;
+mod http;
 mod kv;
 mod memory;
 mod quick;
@@ -30,6 +32,7 @@ use serde::Serialize;
 
 pub(crate) use chat_cpu::{CHAT_BYTE_RATE, CHAT_LINE};
 pub(crate) use emper_echo::EMPER_COMPUTE_US;
+pub(crate) use http::{HTTP_EQUAL_SERIES, HttpDriver, HttpPath, http_series};
 pub(crate) use kv::{KV_KEYS, KV_VALUE_SIZE, KvDriver};
 pub(crate) use search::CorpusSize;
 
@@ -44,6 +47,7 @@ pub(crate) enum Suite {
     Memory,
     Search,
     Kv,
+    Http,
 }
 
 impl ValueEnum for Suite {
@@ -86,7 +90,7 @@ struct Defaults {
 const NO_RATE: &str = "not used";
 
 impl Suite {
-    pub(crate) const ALL: [Suite; 7] = [
+    pub(crate) const ALL: [Suite; 8] = [
         Suite::Quick,
         Suite::EmperEcho,
         Suite::ChatCpu,
@@ -94,6 +98,7 @@ impl Suite {
         Suite::Memory,
         Suite::Search,
         Suite::Kv,
+        Suite::Http,
     ];
 
     fn defaults(self) -> &'static Defaults {
@@ -105,6 +110,7 @@ impl Suite {
             Suite::Memory => &memory::DEFAULTS,
             Suite::Search => &search::DEFAULTS,
             Suite::Kv => &kv::DEFAULTS,
+            Suite::Http => &http::DEFAULTS,
         }
     }
 
@@ -177,6 +183,7 @@ impl Suite {
             Suite::Memory => memory::points(&cx),
             Suite::Search => search::points(&cx),
             Suite::Kv => kv::points(&cx),
+            Suite::Http => http::points(&cx),
         }
     }
 }
@@ -244,6 +251,13 @@ pub(crate) enum Workload {
         pipeline: usize,
         driver: KvDriver,
     },
+    /// HTTP `GET`s of TechEmpower's `path`, `pipeline` in flight per connection, sent by
+    /// `driver`.
+    Http {
+        path: HttpPath,
+        pipeline: usize,
+        driver: HttpDriver,
+    },
 }
 
 impl Workload {
@@ -253,6 +267,7 @@ impl Workload {
             Workload::Echo { .. } | Workload::Idle => "echo",
             Workload::ChatIngest { .. } | Workload::ChatRoom { .. } => "chat",
             Workload::Kv { .. } => "kv",
+            Workload::Http { .. } => "http",
         }
     }
 
@@ -268,6 +283,7 @@ impl Workload {
     pub(crate) fn outside_client(self) -> Option<&'static str> {
         match self {
             Workload::Kv { driver, .. } => driver.outside_client(),
+            Workload::Http { driver, .. } => driver.outside_client(),
             _ => None,
         }
     }

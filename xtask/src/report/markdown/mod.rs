@@ -3,12 +3,13 @@
 //! was measured.
 //!
 //! It may call the plan layer, the record layer (rows, meta, statistics) and the report
-//! layer's `cells` and `figures`; a section also the run layer's `series` (chat) or the kv
-//! peer's name (`kv`).
+//! layer's `cells` and `figures`; a section also the run layer's `series` (chat) or its
+//! suite's peer's name (`kv`, `http`).
 
 mod chat;
 mod emper;
 mod glance;
+mod http;
 mod kv;
 mod memory;
 mod quick;
@@ -126,6 +127,7 @@ pub(crate) fn render(input: &Input<'_>) -> String {
             // Written by the `search` module; it has no loadgen rows.
             Suite::Search => {}
             Suite::Kv => kv::section(&mut out, &rows),
+            Suite::Http => http::section(&mut out, &rows),
         }
         for p in input.plots.iter().filter(|p| p.suite == suite.name()) {
             let _ = writeln!(out, "![{}]({})\n", p.caption, p.file);

@@ -147,6 +147,8 @@ fn parse_csv(text: &str) -> Result<Said, String> {
     };
     Ok(Said {
         rps: col("rps")?,
+        // Every one of `-n`, which it stops at.
+        requests: None,
         latency_us: [
             col("p50_latency_ms")? * 1e3,
             col("p95_latency_ms")? * 1e3,

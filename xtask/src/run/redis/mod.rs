@@ -73,10 +73,12 @@ impl Peer for Redis {
         )
     }
 
-    /// Starts redis-server pinned to `cpus`, persistence off, on a free loopback port.
+    /// Starts redis-server pinned to `cpus`, persistence off, on a free loopback port (its one
+    /// I/O thread whatever the workers).
     fn start(
         &self,
         cpus: &CpuList,
+        _workers: usize,
         log: &Path,
         group: Option<&Group>,
     ) -> Result<(Proc, String), Failure> {
