@@ -71,8 +71,8 @@ fn servers_help() -> String {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct BenchArgs {
     /// The suites to run, comma-separated: quick (the default, about 6 minutes), emper-echo,
-    /// chat-cpu, chat-room, memory, kv, search (the file-content search, alone). `--list`
-    /// describes them.
+    /// chat-cpu, chat-room, memory, kv, scaling (workers 1, 2, 4, … up to --server-cpus),
+    /// search (the file-content search, alone). `--list` describes them.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "quick")]
     pub(crate) suite: Vec<Suite>,
 
@@ -180,6 +180,7 @@ impl BenchArgs {
             warmup: self.warmup,
             rate: self.rate,
             workers,
+            server_cpus: Some(self.server_cpus.clone()),
         }
     }
 
@@ -202,6 +203,12 @@ impl BenchArgs {
         }
         out
     }
+}
+
+/// Why the scaling suite stops at its last worker count on this machine.
+fn scaling_stop(server_cpus: &CpuList) -> String {
+    let machine = std::thread::available_parallelism().map_or(1, |n| n.get());
+    suites::scaling_stop_reason(server_cpus, machine)
 }
 
 /// Runs `cargo xtask bench`.
@@ -252,6 +259,9 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
              measure each other",
             args.server_cpus, args.client_cpus
         );
+    }
+    if args.suites().contains(&Suite::Scaling) {
+        eprintln!("{}", scaling_stop(&args.server_cpus));
     }
 
     let (mut variants, mut skipped) = match &args.servers {

@@ -12,6 +12,7 @@
 //! | `chat-room`  | fan-out delivery latency and completeness, rooms of 2 to 1000          |
 //! | `memory`     | memory per idle connection at 1,000 and 10,000 conns                   |
 //! | `kv`         | RESP GET and SET at 1, 50, 1000 conns, pipeline 1 and 16, beside a peer |
+//! | `scaling`    | workers 1, 2, 4, … up to the server's CPUs: closed, equal load, Fig. 7 |
 //! | `search`     | the io_uring paper's file-content search, programs timed whole         |
 //!
 //! It may call nothing else of xtask.
@@ -22,6 +23,7 @@ mod emper_echo;
 mod kv;
 mod memory;
 mod quick;
+mod scaling;
 mod search;
 
 use clap::ValueEnum;
@@ -31,6 +33,7 @@ use serde::Serialize;
 pub(crate) use chat_cpu::{CHAT_BYTE_RATE, CHAT_LINE};
 pub(crate) use emper_echo::EMPER_COMPUTE_US;
 pub(crate) use kv::{KV_KEYS, KV_VALUE_SIZE, KvDriver};
+pub(crate) use scaling::{littles_law_bound, stop_reason as scaling_stop_reason};
 pub(crate) use search::CorpusSize;
 
 /// A suite, as `--suite` names it (each says what it is in its own file: `Defaults::help`).
@@ -44,6 +47,7 @@ pub(crate) enum Suite {
     Memory,
     Search,
     Kv,
+    Scaling,
 }
 
 impl ValueEnum for Suite {
@@ -86,7 +90,7 @@ struct Defaults {
 const NO_RATE: &str = "not used";
 
 impl Suite {
-    pub(crate) const ALL: [Suite; 7] = [
+    pub(crate) const ALL: [Suite; 8] = [
         Suite::Quick,
         Suite::EmperEcho,
         Suite::ChatCpu,
@@ -94,6 +98,7 @@ impl Suite {
         Suite::Memory,
         Suite::Search,
         Suite::Kv,
+        Suite::Scaling,
     ];
 
     fn defaults(self) -> &'static Defaults {
@@ -105,6 +110,7 @@ impl Suite {
             Suite::Memory => &memory::DEFAULTS,
             Suite::Search => &search::DEFAULTS,
             Suite::Kv => &kv::DEFAULTS,
+            Suite::Scaling => &scaling::DEFAULTS,
         }
     }
 
@@ -177,6 +183,7 @@ impl Suite {
             Suite::Memory => memory::points(&cx),
             Suite::Search => search::points(&cx),
             Suite::Kv => kv::points(&cx),
+            Suite::Scaling => scaling::points(&cx),
         }
     }
 }
@@ -221,6 +228,7 @@ impl Sweep<'_> {
             load,
             stop,
             warmup: self.warmup_for(conns, self.warmup),
+            workers: None,
         }
     }
 }
@@ -307,11 +315,18 @@ pub(crate) struct Point {
     pub(crate) load: Load,
     pub(crate) stop: Stop,
     pub(crate) warmup: f64,
+    /// The server's workers at this point (`--workers`), or `None` for the run's
+    /// (`Placement::workers`): the scaling suite gives each point its own.
+    pub(crate) workers: Option<usize>,
 }
 
 impl Point {
-    /// The x value of the point on its series' plot: room size for rooms, else connections.
+    /// The x value of the point on its series' plot: workers for a point with its own worker
+    /// count, room size for rooms, else connections.
     pub(crate) fn x(&self) -> f64 {
+        if let Some(w) = self.workers {
+            return w as f64;
+        }
         match self.workload {
             Workload::ChatRoom { room_size } => room_size as f64,
             _ => self.conns as f64,
@@ -341,6 +356,8 @@ pub(crate) struct Overrides {
     pub(crate) rate: Option<f64>,
     /// Server workers: the Little's law bound of emper-echo depends on them.
     pub(crate) workers: usize,
+    /// The server's CPUs (`--server-cpus`): the scaling suite's worker counts go up to them.
+    pub(crate) server_cpus: Option<cpulist::CpuList>,
 }
 
 /// `1 conn`, `10 conns`.

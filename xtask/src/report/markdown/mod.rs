@@ -12,6 +12,7 @@ mod glance;
 mod kv;
 mod memory;
 mod quick;
+mod scaling;
 
 use std::fmt::Write as _;
 
@@ -120,6 +121,9 @@ pub(crate) fn render(input: &Input<'_>) -> String {
             // Written by the `search` module; it has no loadgen rows.
             Suite::Search => {}
             Suite::Kv => kv::section(&mut out, &rows),
+            Suite::Scaling => {
+                scaling::section(&mut out, &rows, &input.server_cpus, input.meta.cores);
+            }
         }
         for p in input.plots.iter().filter(|p| p.suite == suite.name()) {
             let _ = writeln!(out, "![{}]({})\n", p.caption, p.file);
