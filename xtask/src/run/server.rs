@@ -34,7 +34,7 @@ pub(crate) fn ask_to_stop(variant: &Variant, addr: &str) {
 }
 
 /// Starts the server of `variant` for `point`, pinned to the server CPUs (and in `group`
-/// when it runs under a CPU quota) with the point's workers (or the run's), and waits until it serves: for ours, its `READY <addr>`
+/// when it runs under a CPU quota), and waits until it serves: for ours, its `READY <addr>`
 /// line; a peer, its own way. Returns the running server and its address.
 pub(crate) fn start(
     point: &Point,
@@ -52,10 +52,7 @@ pub(crate) fn start(
     }
     let mut cmd = Command::new(bin);
     cmd.args(["--proto", point.workload.proto(), "--addr", "127.0.0.1:0"])
-        .args([
-            "--workers",
-            &point.workers.unwrap_or(place.workers).to_string(),
-        ])
+        .args(["--workers", &place.workers.to_string()])
         .args(["--cpus", &place.server_cpus.to_string()]);
     if let Workload::Echo {
         msg_size,

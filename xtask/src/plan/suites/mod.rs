@@ -33,7 +33,7 @@ use serde::Serialize;
 pub(crate) use chat_cpu::{CHAT_BYTE_RATE, CHAT_LINE};
 pub(crate) use emper_echo::EMPER_COMPUTE_US;
 pub(crate) use kv::{KV_KEYS, KV_VALUE_SIZE, KvDriver};
-pub(crate) use scaling::{littles_law_bound, stop_reason as scaling_stop_reason};
+pub(crate) use scaling::{littles_law_bound, placement_for, stop_reason as scaling_stop_reason};
 pub(crate) use search::CorpusSize;
 
 /// A suite, as `--suite` names it (each says what it is in its own file: `Defaults::help`).

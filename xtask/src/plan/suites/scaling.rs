@@ -2,8 +2,8 @@
 //! At each worker count, three points: the closed loop at 1000 connections (throughput, CPU per
 //! echo, p99), one open-loop point whose rate grows with the workers (equal load per worker),
 //! and the io_uring paper's Figure 7 point (10,000 connections, 200 µs of work per echo, under
-//! the Little's-law bound of the workers). Every point carries its own worker count; the
-//! server's CPUs stay the run's, its workers pinned over them.
+//! the Little's-law bound of the workers). Every point carries its own worker count, and runs
+//! on that many of the server's CPUs ([`placement_for`]).
 //!
 //! The sweep stops at the largest power of two that the server's CPUs hold, and says why
 //! ([`stop_reason`]): on a 2-CPU machine the default placement gives the server one CPU, so the
@@ -12,6 +12,7 @@
 //! It may call the suites' shared parts (`plan::suites`).
 
 use super::{Defaults, EMPER_COMPUTE_US, Load, Point, Stop, Sweep, Workload};
+use crate::plan::placement::Placement;
 use cpulist::CpuList;
 
 pub(super) const DEFAULTS: Defaults = Defaults {
@@ -72,6 +73,34 @@ pub(crate) fn stop_reason(server_cpus: &CpuList, machine_cpus: usize) -> String 
              CPUs ({flag})",
             last * 2
         )
+    }
+}
+
+/// Where `point` runs: a point with its own worker count W gets W of the server's CPUs, those
+/// loadgen does not use first, so that W workers means W CPUs for every runtime (srv-threads'
+/// threads and srv-go's goroutines would otherwise spread over every CPU the server has);
+/// any other point, the run's placement.
+pub(crate) fn placement_for(point: &Point, place: &Placement) -> Placement {
+    let Some(w) = point.workers else {
+        return place.clone();
+    };
+    let server = place.server_cpus.as_slice();
+    let (alone, shared): (Vec<usize>, Vec<usize>) = server
+        .iter()
+        .partition(|c| !place.client_cpus.as_slice().contains(c));
+    let mine: Vec<String> = alone
+        .into_iter()
+        .chain(shared)
+        .take(w.max(1))
+        .map(|c| c.to_string())
+        .collect();
+    Placement {
+        server_cpus: mine
+            .join(",")
+            .parse()
+            .unwrap_or_else(|_| place.server_cpus.clone()),
+        client_cpus: place.client_cpus.clone(),
+        workers: w,
     }
 }
 
@@ -244,6 +273,32 @@ mod tests {
             why.contains("stops at 8 workers, one per server CPU"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn a_point_runs_on_as_many_cpus_as_workers_away_from_loadgen_first() {
+        let place = |s: &str, c: &str| Placement {
+            server_cpus: s.parse().unwrap(),
+            client_cpus: c.parse().unwrap(),
+            workers: 1,
+        };
+        let p = Suite::Scaling.points(&cpus(8));
+        let on = |i: usize, pl: &Placement| placement_for(&p[i], pl);
+        let wide = place("0-7", "8-15");
+        assert_eq!(on(0, &wide).server_cpus.to_string(), "0");
+        assert_eq!(on(3, &wide).server_cpus.to_string(), "0,1");
+        assert_eq!(on(9, &wide).server_cpus.to_string(), "0,1,2,3,4,5,6,7");
+        assert_eq!(
+            (on(6, &wide).workers, on(6, &wide).client_cpus),
+            (4, wide.client_cpus.clone())
+        );
+        // Sharing a CPU with loadgen, one worker takes the other.
+        let overlap = place("0,1", "0");
+        assert_eq!(on(0, &overlap).server_cpus.to_string(), "1");
+        assert_eq!(on(3, &overlap).server_cpus.to_string(), "1,0");
+        // A point of another suite keeps the run's placement.
+        let q = &Suite::Quick.points(&o())[0];
+        assert_eq!(placement_for(q, &wide).server_cpus, wide.server_cpus);
     }
 
     #[test]

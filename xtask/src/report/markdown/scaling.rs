@@ -22,9 +22,9 @@ pub(crate) fn section(out: &mut String, rows: &[Row], server_cpus: &str, machine
         .unwrap_or_default();
     let _ = writeln!(
         out,
-        "The server runs with 1, 2, 4, … workers on its CPUs ({server_cpus}), a fresh start at each \
-         point; {stop}. srv-floor is one thread whatever its workers: its row is the one-core \
-         floor. † marks a client-bound point (loadgen's CPUs were saturated: the server may have \
+        "The server runs with 1, 2, 4, … workers, W workers on W of its CPUs ({server_cpus}; those \
+         loadgen does not use first), a fresh start at each point; {stop}. srv-floor is one \
+         thread whatever its workers: its row is the one-core floor. † marks a client-bound point (loadgen's CPUs were saturated: the server may have \
          had more to give).\n"
     );
     let _ = writeln!(out, "Closed loop, echoes/s · server CPU per echo · p99:\n");
