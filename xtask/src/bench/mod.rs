@@ -86,8 +86,9 @@ pub(crate) struct BenchArgs {
     pub(crate) conns: Option<ConnList>,
 
     /// Seconds of each point's measured window, replacing the suite's (quick 0.75 at equal load
-    /// and 0.4 closed loop, emper-echo 10, chat-cpu 60, chat-room 10, memory 3, kv 1.5). For emper-echo it also replaces the paper's
-    /// 2500 echoes per connection.
+    /// and 0.4 closed loop, emper-echo 10, chat-cpu 60, chat-room 10, memory 3, kv 1.5, scaling 1
+    /// and 3 at the Figure 7 point). For emper-echo it also replaces the paper's 2500 echoes per
+    /// connection.
     #[arg(long, value_name = "SECS", value_parser = positive)]
     pub(crate) duration: Option<f64>,
 
@@ -121,12 +122,12 @@ pub(crate) struct BenchArgs {
     #[arg(long, default_value = "0", value_name = "LIST")]
     pub(crate) client_cpus: CpuList,
 
-    /// Server worker threads [default: one per server CPU].
+    /// Server worker threads [default: one per server CPU; scaling sets its own].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub(crate) workers: Option<u32>,
 
     /// quick: echoes/s of the open-loop point (default 20000); chat-room: MSG deliveries/s
-    /// (default 5000).
+    /// (default 5000); scaling: echoes/s per worker at equal load (default 20000).
     #[arg(long, value_name = "PER_SEC", value_parser = positive)]
     pub(crate) rate: Option<f64>,
 

@@ -16,16 +16,25 @@ use crate::report::figures::scaling::{efficiency, work_series, workers_of};
 /// `server_cpus` is the run's `--server-cpus`, `machine_cpus` the machine's CPUs.
 pub(crate) fn section(out: &mut String, rows: &[Row], server_cpus: &str, machine_cpus: usize) {
     let s = Suite::Scaling.name();
+    // A server sits out the points it does not serve (srv-floor those with work): they are
+    // left blank, not failed.
+    let served: Vec<Row> = rows.iter().filter(|r| r.repeats > 0).cloned().collect();
+    let rows = served.as_slice();
     let stop = server_cpus
         .parse::<CpuList>()
         .map(|cpus| suites::scaling_stop_reason(&cpus, machine_cpus))
         .unwrap_or_default();
+    let floor = if rows.iter().any(|r| r.server.starts_with("floor")) {
+        " srv-floor is one thread whatever its workers: its rows are the one-core floor."
+    } else {
+        ""
+    };
     let _ = writeln!(
         out,
         "The server runs with 1, 2, 4, … workers, W workers on W of its CPUs ({server_cpus}; those \
-         loadgen does not use first), a fresh start at each point; {stop}. srv-floor is one \
-         thread whatever its workers: its row is the one-core floor. † marks a client-bound point (loadgen's CPUs were saturated: the server may have \
-         had more to give).\n"
+         loadgen does not use first), a fresh start at each point; {stop}.{floor} † marks a \
+         client-bound point (loadgen's CPUs were saturated: the server may have had more to \
+         give).\n"
     );
     let _ = writeln!(out, "Closed loop, echoes/s · server CPU per echo · p99:\n");
     pivot(out, rows, s, "closed", "closed loop", |r| {
