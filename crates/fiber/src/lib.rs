@@ -89,6 +89,7 @@ mod time;
 mod worker;
 
 pub use error::{Error, JoinError};
+pub use fs::FileOps;
 pub use join::JoinHandle;
 pub use runtime::{
     Builder, DEFAULT_CQ_ENTRIES, DEFAULT_RING_ENTRIES, DEFAULT_STACK_SIZE, Handle, MIN_STACK_SIZE,

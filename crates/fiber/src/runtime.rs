@@ -12,6 +12,7 @@ use slab::Slab;
 
 use crate::error::{Error, JoinError};
 use crate::fiber::{self, Fiber};
+use crate::fs::FileOps;
 use crate::join::JoinHandle;
 use crate::stats::{Counter, Stats, WorkerCounters};
 use crate::sys::fd::eventfd_signal;
@@ -160,6 +161,8 @@ pub(crate) struct Config {
     /// Fibers may move between workers (work stealing); otherwise each stays on the worker
     /// it first ran on.
     pub(crate) stealing: bool,
+    /// How `fs` opens, reads and closes files.
+    pub(crate) file_ops: FileOps,
     pub(crate) name: String,
 }
 
@@ -198,6 +201,7 @@ pub struct Builder {
     multishot_recv: bool,
     fixed_files: bool,
     stealing: bool,
+    file_ops: FileOps,
     name: String,
 }
 
@@ -216,6 +220,7 @@ impl Default for Builder {
             multishot_recv: false,
             fixed_files: false,
             stealing: false,
+            file_ops: FileOps::default(),
             name: "fiber".to_owned(),
         }
     }
@@ -328,6 +333,15 @@ impl Builder {
         self
     }
 
+    /// How [`fs`](crate::fs) opens, reads and closes files: [`FileOps::Direct`] (the
+    /// default) tries a system call that finishes at once or refuses (`openat2` with
+    /// `RESOLVE_CACHED`, `preadv2` with `RWF_NOWAIT`, `close`) and goes to the ring only
+    /// when it would wait; [`FileOps::Ring`] sends every operation through the ring.
+    pub fn file_ops(mut self, ops: FileOps) -> Builder {
+        self.file_ops = ops;
+        self
+    }
+
     /// Prefix of the worker threads' names. Default `fiber`.
     pub fn thread_name(mut self, prefix: impl Into<String>) -> Builder {
         self.name = prefix.into();
@@ -391,6 +405,7 @@ impl Builder {
             multishot: self.multishot_accept && features.accept_multishot,
             multishot_recv: self.multishot_recv && features.recv_multishot,
             stealing: self.stealing,
+            file_ops: self.file_ops,
             name: self.name,
         };
         Runtime::start(config, features)

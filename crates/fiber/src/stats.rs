@@ -61,6 +61,8 @@ pub(crate) struct WorkerCounters {
     pub(crate) wakes_eventfd: Counter,
     pub(crate) cq_overflows: LocalCounter,
     pub(crate) fixed_files: LocalCounter,
+    pub(crate) files_direct: LocalCounter,
+    pub(crate) files_to_ring: LocalCounter,
 }
 
 impl WorkerCounters {
@@ -78,6 +80,8 @@ impl WorkerCounters {
             wakes_eventfd: self.wakes_eventfd.get(),
             cq_overflows: self.cq_overflows.get(),
             fixed_files: self.fixed_files.get(),
+            files_direct: self.files_direct.get(),
+            files_to_ring: self.files_to_ring.get(),
         }
     }
 }
@@ -112,6 +116,12 @@ pub struct WorkerStats {
     /// Sockets this worker registered in its ring's table of fixed files
     /// ([`Builder::fixed_files`](crate::Builder::fixed_files)).
     pub fixed_files: u64,
+    /// File operations (open, read, close) a fiber of this worker finished with a direct
+    /// system call, without the ring ([`FileOps::Direct`](crate::FileOps::Direct)).
+    pub files_direct: u64,
+    /// File operations tried directly that had to go to the ring after all: the kernel
+    /// would have waited (`EAGAIN`), or does not do the direct call.
+    pub files_to_ring: u64,
 }
 
 impl WorkerStats {
@@ -128,6 +138,8 @@ impl WorkerStats {
         self.wakes_eventfd += o.wakes_eventfd;
         self.cq_overflows += o.cq_overflows;
         self.fixed_files += o.fixed_files;
+        self.files_direct += o.files_direct;
+        self.files_to_ring += o.files_to_ring;
     }
 }
 
@@ -183,7 +195,7 @@ impl fmt::Display for Stats {
             f,
             "workers={} fibers_spawned={} fibers_live={} resumes={} stolen_fibers={} \
              injector_pops={} ops={} enters={} cqe_own={} cqe_stolen={} cqe_completer={} \
-             sleeps={} wakes_msg_ring={} wakes_eventfd={} cq_overflows={} fixed_files={} stacks_in_use={} stacks_carved={} \
+             sleeps={} wakes_msg_ring={} wakes_eventfd={} cq_overflows={} fixed_files={} files_direct={} files_to_ring={} stacks_in_use={} stacks_carved={} \
              stack_mappings={} guard={} ops_live={}",
             self.workers.len(),
             self.fibers_spawned,
@@ -201,6 +213,8 @@ impl fmt::Display for Stats {
             t.wakes_eventfd,
             t.cq_overflows,
             t.fixed_files,
+            t.files_direct,
+            t.files_to_ring,
             self.stacks_in_use,
             self.stacks_carved,
             self.stack_mappings,

@@ -77,6 +77,9 @@ pub enum FromAgent {
         version: String,
         /// The host's name, for the report.
         host: String,
+        /// The CPUs the agent may run on there.
+        #[serde(default)]
+        cpus: usize,
     },
     /// The answer to a `ping`.
     Pong {
@@ -185,6 +188,7 @@ pub fn serve(input: impl BufRead + Send + 'static, output: impl Write) -> io::Re
         protocol: PROTOCOL,
         version: env!("CARGO_PKG_VERSION").into(),
         host: host_name(),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
     })?;
     loop {
         let msg = match rx.recv() {

@@ -127,12 +127,16 @@ pub struct Merged {
     /// The sum: counts and bytes added, latency and service percentiles from the added
     /// histograms, client CPU added, client-bound if any agent was.
     pub summary: Summary,
+    /// The controller's wall clock (nanoseconds since the epoch) when it sent the go: each
+    /// agent's window starts its warmup after it, give or take the go's travel.
+    pub go_wall_ns: u64,
 }
 
 /// One agent process.
 struct Agent {
     name: String,
     host: String,
+    cpus: usize,
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<Result<FromAgent, String>>,
@@ -279,6 +283,7 @@ impl Fleet {
             fleet.agents.push(Agent {
                 name,
                 host: String::new(),
+                cpus: 0,
                 child,
                 stdin,
                 lines: rx,
@@ -292,6 +297,7 @@ impl Fleet {
                     protocol,
                     host,
                     version,
+                    cpus,
                 } => {
                     if protocol != PROTOCOL {
                         return Err(AgentError {
@@ -303,6 +309,7 @@ impl Fleet {
                         });
                     }
                     a.host = host;
+                    a.cpus = cpus.max(1);
                 }
                 other => return Err(a.error(format!("began with {other:?}, not hello"))),
             }
@@ -321,11 +328,11 @@ impl Fleet {
         self.agents.is_empty()
     }
 
-    /// The agents' names and hosts, in order.
-    pub fn hosts(&self) -> Vec<(String, String)> {
+    /// The agents' names, hosts and CPUs, in order.
+    pub fn hosts(&self) -> Vec<(String, String, usize)> {
         self.agents
             .iter()
-            .map(|a| (a.name.clone(), a.host.clone()))
+            .map(|a| (a.name.clone(), a.host.clone(), a.cpus))
             .collect()
     }
 
@@ -363,6 +370,7 @@ impl Fleet {
         for a in &mut self.agents {
             expect_ready(a, until)?;
         }
+        let go_wall_ns = agent::wall_ns();
         for a in &mut self.agents {
             a.send(&ToAgent::Go)?;
         }
@@ -375,6 +383,7 @@ impl Fleet {
         Ok(Merged {
             summary,
             agents: runs,
+            go_wall_ns,
         })
     }
 

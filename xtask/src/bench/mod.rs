@@ -19,9 +19,10 @@ use anyhow::{Result, bail};
 use clap::Args;
 
 use crate::plan::Usage;
-use crate::plan::placement::{self, CpuList};
+use crate::plan::placement::{self, CpuList, Placed};
 use crate::plan::servers::Inventory;
 use crate::plan::suites::{self, CorpusSize, Overrides, Suite};
+use crate::plan::topology::Topology;
 use crate::run::cgroup::Quota;
 use crate::run::children;
 
@@ -114,13 +115,54 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "FRACTION", value_parser = positive)]
     pub(crate) server_cpu_quota: Option<f64>,
 
-    /// CPUs the server runs on.
-    #[arg(long, default_value = "1", value_name = "LIST")]
+    /// CPUs the server runs on [default: from the machine's topology: on 2 CPUs CPU 1; on
+    /// more, whole physical cores of one NUMA node, at most half of the CPUs].
+    #[arg(long = "server-cpus", value_name = "LIST")]
+    pub(crate) server_cpus_given: Option<CpuList>,
+
+    /// CPUs loadgen runs on, one loadgen thread per CPU [default: every CPU the server does
+    /// not have; on 2 CPUs CPU 0].
+    #[arg(long = "client-cpus", value_name = "LIST")]
+    pub(crate) client_cpus_given: Option<CpuList>,
+
+    /// Drive the load from these hosts instead of this one, comma-separated, each as ssh takes
+    /// it (`user@host`, a Host of your ssh configuration): `loadgen agent` runs on each over
+    /// the system's ssh (BatchMode), the connections and the rate split exactly among them,
+    /// their histograms added. --client-cpus then applies on each host (default: unpinned, a
+    /// worker per CPU there). Needs --server-addr.
+    #[arg(long, value_name = "DEST,...", value_delimiter = ',')]
+    pub(crate) client_hosts: Vec<String>,
+
+    /// With --client-hosts: the address the server listens on and the clients reach it at
+    /// (an address of this host on the network the client hosts share).
+    #[arg(long, value_name = "ADDR", requires = "client_hosts")]
+    pub(crate) server_addr: Option<String>,
+
+    /// With --client-hosts: the ssh configuration file to use (`ssh -F FILE`).
+    #[arg(long, value_name = "FILE", requires = "client_hosts")]
+    pub(crate) ssh_config: Option<PathBuf>,
+
+    /// With --client-hosts: loadgen's path on the client hosts [default: this build's loadgen,
+    /// copied to /tmp there with scp].
+    #[arg(long, value_name = "PATH", requires = "client_hosts")]
+    pub(crate) client_loadgen: Option<String>,
+
+    /// Let the server and loadgen share CPUs (they then measure each other); without it,
+    /// overlapping --server-cpus and --client-cpus are refused.
+    #[arg(long)]
+    pub(crate) allow_overlap: bool,
+
+    /// The server's CPUs, once placed (`BenchArgs::place`).
+    #[arg(skip = CpuList::one(1))]
     pub(crate) server_cpus: CpuList,
 
-    /// CPUs loadgen runs on (one loadgen thread per CPU).
-    #[arg(long, default_value = "0", value_name = "LIST")]
+    /// Loadgen's CPUs, once placed.
+    #[arg(skip = CpuList::one(0))]
     pub(crate) client_cpus: CpuList,
+
+    /// How the CPUs were split, and the machine's topology, once placed.
+    #[arg(skip)]
+    pub(crate) placed: Option<Placed>,
 
     /// Server worker threads [default: one per server CPU; scaling sets its own].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -134,6 +176,20 @@ pub(crate) struct BenchArgs {
     /// The run directory [default: results/<date>-<time>-<commit>].
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
+
+    /// Complete the run in DIR, which stopped before its end (killed, a lost session, a
+    /// power cut): its own options (from its meta.json) again, and only the runs of points
+    /// that left no outcome. Takes no other option but --no-build and --quiet-wait.
+    #[arg(long, value_name = "DIR", conflicts_with_all = [
+        "suite", "servers", "conns", "duration", "warmup", "repeat", "server_cpu_quota",
+        "server_cpus_given", "client_cpus_given", "allow_overlap", "workers", "rate", "out",
+        "list", "client_hosts", "server_addr", "ssh_config", "client_loadgen",
+    ])]
+    pub(crate) resume: Option<PathBuf>,
+
+    /// This run completes the one in `--out` (set by `--resume`).
+    #[arg(skip)]
+    pub(crate) resuming: bool,
 
     /// Describe the suites and the servers, and exit.
     #[arg(long)]
@@ -185,6 +241,23 @@ impl BenchArgs {
         }
     }
 
+    /// Decides the CPUs of the server and of loadgen on the machine `topo` describes, from
+    /// what the command line gave and the topology's split; refuses overlapping sets unless
+    /// `--allow-overlap`.
+    pub(crate) fn place(&mut self, topo: &Topology) -> Result<()> {
+        let placed = placement::decide(
+            self.server_cpus_given.as_ref(),
+            self.client_cpus_given.as_ref(),
+            self.allow_overlap,
+            topo,
+        )
+        .map_err(|e| anyhow::Error::new(Usage(e.to_string())))?;
+        self.server_cpus = placed.server.clone();
+        self.client_cpus = placed.client.clone();
+        self.placed = Some(placed);
+        Ok(())
+    }
+
     pub(super) fn workers(&self) -> usize {
         self.workers.map_or(self.server_cpus.len(), |w| w as usize)
     }
@@ -212,8 +285,69 @@ fn scaling_stop(server_cpus: &CpuList) -> String {
     suites::scaling_stop_reason(server_cpus, machine)
 }
 
+/// The bench command line as given, after `bench`, without `--out` (the run directory is
+/// the run's own): what `--resume` parses again.
+pub(crate) fn own_argv() -> Vec<String> {
+    let all: Vec<String> = std::env::args().collect();
+    let start = all
+        .iter()
+        .position(|a| a == "bench")
+        .map_or(all.len(), |i| i + 1);
+    let mut out = Vec::new();
+    let mut it = all[start..].iter();
+    while let Some(a) = it.next() {
+        if a == "--out" {
+            it.next();
+        } else if !a.starts_with("--out=") {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// The options of the run in `dir`, to complete it: parsed again from its `meta.json`, with
+/// `--no-build` and `--quiet-wait` as given now.
+fn resumed(dir: &std::path::Path, now: &BenchArgs) -> Result<BenchArgs> {
+    #[derive(clap::Parser)]
+    struct Again {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+    let meta = crate::record::run_dir::read_meta(dir)
+        .map_err(|e| anyhow::Error::new(Usage(format!("--resume {}: {e:#}", dir.display()))))?;
+    let Some(argv) = meta.settings["argv"].as_array() else {
+        return Err(anyhow::Error::new(Usage(format!(
+            "--resume {}: its meta.json does not record the bench's options (a run made              before --resume existed, or not by cargo xtask bench)",
+            dir.display()
+        ))));
+    };
+    let argv: Vec<String> = argv
+        .iter()
+        .filter_map(|a| a.as_str().map(String::from))
+        .collect();
+    let mut args =
+        <Again as clap::Parser>::try_parse_from(std::iter::once("bench".to_string()).chain(argv))
+            .map_err(|e| {
+                anyhow::Error::new(Usage(format!(
+                    "--resume {}: its recorded options no longer parse: {}",
+                    dir.display(),
+                    e.to_string().lines().next().unwrap_or_default()
+                )))
+            })?
+            .bench;
+    args.out = Some(dir.to_path_buf());
+    args.resuming = true;
+    args.no_build = now.no_build;
+    args.quiet_wait = now.quiet_wait;
+    Ok(args)
+}
+
 /// Runs `cargo xtask bench`.
-pub(crate) fn run(args: BenchArgs) -> Result<()> {
+pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
+    if let Some(dir) = args.resume.clone() {
+        args = resumed(&dir, &args)?;
+    }
+    args.place(&Topology::of_this_machine()?)?;
     // Before anything else, so that a user who cannot drop caches learns it at once.
     if args.cold {
         crate::run::search::check_cold()?;
@@ -253,12 +387,19 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
         .transpose()?;
     children::install_interrupt_handler()?;
     placement::check_allowed(&args.server_cpus, "--server-cpus")?;
-    placement::check_allowed(&args.client_cpus, "--client-cpus")?;
-    if args.server_cpus.overlaps(&args.client_cpus) {
+    if args.client_hosts.is_empty() {
+        placement::check_allowed(&args.client_cpus, "--client-cpus")?;
+    } else if args.server_addr.is_none() {
+        return Err(anyhow::Error::new(Usage(
+            "--client-hosts needs --server-addr: the address of this host the clients reach the \
+             server at"
+                .into(),
+        )));
+    }
+    if let Some(p) = &args.placed {
         eprintln!(
-            "warning: the server (CPUs {}) and loadgen (CPUs {}) share a CPU: they will \
-             measure each other",
-            args.server_cpus, args.client_cpus
+            "placement: server on CPUs {}, loadgen on CPUs {} ({}; {})",
+            p.server, p.client, p.why, p.topology
         );
     }
     if args.suites().contains(&Suite::Scaling) {
@@ -294,6 +435,32 @@ pub(crate) fn run(args: BenchArgs) -> Result<()> {
                 client.program(),
                 client.missing().unwrap_or_default()
             ));
+        }
+    }
+    if !args.client_hosts.is_empty() {
+        // A peer listens on loopback and an outside client runs here: neither is load from
+        // the client hosts.
+        variants.retain(|v| {
+            let peer = inv.peer(&v.binary).is_some();
+            if peer {
+                skipped.push(format!(
+                    "{}: a peer runs with loadgen on this host only, not with --client-hosts",
+                    v.name
+                ));
+            }
+            !peer
+        });
+        for suite in args.suites() {
+            if suite
+                .points(&args.overrides(args.workers()))
+                .iter()
+                .any(|p| p.workload.outside_client().is_some())
+            {
+                skipped.push(format!(
+                    "{}'s points of outside clients: they run on this host, not on --client-hosts",
+                    suite.name()
+                ));
+            }
         }
     }
     for s in &skipped {

@@ -6,6 +6,7 @@
 
 use std::collections::HashSet;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -20,6 +21,7 @@ use crate::record::row::Row;
 use crate::record::run_dir;
 use crate::record::summary;
 use crate::report::{cells, figures, markdown};
+use crate::run::agents::Agents;
 use crate::run::cgroup::Quota;
 use crate::run::children;
 use crate::run::cpus;
@@ -52,12 +54,14 @@ pub(super) fn points(args: &BenchArgs) -> Vec<Point> {
         .flat_map(|s| s.points(&args.overrides(args.workers())))
         .collect();
     let missing = missing_clients(&points);
+    let remote = !args.client_hosts.is_empty();
     points
         .into_iter()
-        .filter(|p| {
-            p.workload
-                .outside_client()
-                .is_none_or(|name| !missing.iter().any(|m| m.program() == name))
+        .filter(|p| match p.workload.outside_client() {
+            None => true,
+            // An outside client runs here, not on the client hosts.
+            Some(_) if remote => false,
+            Some(name) => !missing.iter().any(|m| m.program() == name),
         })
         .collect()
 }
@@ -115,12 +119,26 @@ pub(super) fn run(
     let profile = args.cargo_profile.as_str();
     let mut meta = Meta::collect(root, inv.go_version.clone());
     let out = run_dir::path(args.out.as_deref(), root, &meta.run_id);
-    run_dir::create(&out)?;
+    let argv = if args.resuming {
+        // The run keeps its identity, its start and its options; this is only more of it.
+        let before = run_dir::read_meta(&out)?;
+        meta.run_id = before.run_id;
+        meta.started = before.started;
+        meta.command = before.command;
+        before.settings["argv"].clone()
+    } else {
+        run_dir::create(&out)?;
+        serde_json::json!(super::own_argv())
+    };
     let out = out.canonicalize().unwrap_or(out);
     let place = Placement {
         server_cpus: args.server_cpus.clone(),
         client_cpus: args.client_cpus.clone(),
         workers: args.workers(),
+        listen: args
+            .server_addr
+            .clone()
+            .unwrap_or_else(|| "127.0.0.1".to_string()),
     };
     meta.settings = serde_json::json!({
         "suites": args.suites().iter().map(|s| s.name()).collect::<Vec<_>>(),
@@ -129,6 +147,9 @@ pub(super) fn run(
         "server_cpus": place.server_cpus.to_string(),
         "client_cpus": place.client_cpus.to_string(),
         "workers": place.workers,
+        "placement": args.placed,
+        "client_hosts": args.client_hosts,
+        "server_addr": args.server_addr,
         "repeat": args.suites().iter().map(|&s| (s.name(), args.repeats(s))).collect::<std::collections::BTreeMap<_, _>>(),
         "server_cpu_quota": args.server_cpu_quota,
         "cpu_quota_period_us": quota.as_ref().map(|q| q.period_us),
@@ -139,8 +160,14 @@ pub(super) fn run(
         "cargo_profile": profile,
         "quiet_wait": args.quiet_wait,
         "points": points(args),
+        "argv": argv,
     });
     run_dir::write_meta(&out, &meta)?;
+    if !args.resuming {
+        // Before the first point: a run killed at once still leaves a directory the report
+        // renders.
+        summary::write_summary(&out, &[])?;
+    }
 
     let steal_start = machine::machine_steal_ticks();
     // The harness samples /proc and waits; it does that beside loadgen, never on the
@@ -179,6 +206,19 @@ pub(super) fn run(
 
     let bins = |v: &Variant| inv.binary_path(&v.binary, profile);
     let loadgen = inv.binary_path("loadgen", profile);
+    let agents = if args.client_hosts.is_empty() {
+        None
+    } else {
+        let agents = Agents::new(
+            args.client_hosts.clone(),
+            args.ssh_config.clone(),
+            args.client_loadgen.clone(),
+            &loadgen,
+            args.client_cpus_given.as_ref().map(ToString::to_string),
+        )?;
+        agents.prepare()?;
+        Some(Arc::new(agents))
+    };
     let mut rows: Vec<Row> = Vec::new();
     let mut no_start: HashSet<(Suite, usize)> = HashSet::new();
     let mut outcomes: Vec<Vec<Result<Measured, Failure>>> = vec![Vec::new(); variants.len()];
@@ -219,43 +259,60 @@ pub(super) fn run(
                 },
             };
             let base = done_ms;
-            let mut busy_note = None;
-            if args.quiet_wait > 0.0 {
-                let cpus: Vec<usize> = place
-                    .server_cpus
-                    .as_slice()
-                    .iter()
-                    .chain(place.client_cpus.as_slice())
-                    .copied()
-                    .collect();
-                if !machine::wait_until_quiet(&cpus, 0.9, Duration::from_secs_f64(args.quiet_wait))
-                {
-                    busy_note = Some(format!(
-                        "the CPUs were still busy with something else after waiting {} s",
-                        args.quiet_wait
-                    ));
-                }
-            }
-            let mut progress = |secs: f64| {
-                bar.set_position((base + (secs * 1000.0).min(est)) as u64);
+            // A run that ended before a `--resume` keeps its outcome and does not run again.
+            let kept = if args.resuming {
+                run_dir::load_outcome(&files)
+            } else {
+                None
             };
-            let outcome = point::run_point(
-                point,
-                variant,
-                &Binaries {
-                    server: bins(variant),
-                    loadgen: loadgen.clone(),
-                },
-                &place,
-                quota.as_ref(),
-                &files,
-                &out,
-                &mut progress,
-            )
-            .map(|mut m| {
-                m.notes.extend(busy_note);
-                m
-            });
+            let outcome = match kept {
+                Some(outcome) => outcome,
+                None => {
+                    let mut busy_note = None;
+                    if args.quiet_wait > 0.0 {
+                        let cpus: Vec<usize> = place
+                            .server_cpus
+                            .as_slice()
+                            .iter()
+                            .chain(place.client_cpus.as_slice())
+                            .copied()
+                            .collect();
+                        if !machine::wait_until_quiet(
+                            &cpus,
+                            0.9,
+                            Duration::from_secs_f64(args.quiet_wait),
+                        ) {
+                            busy_note = Some(format!(
+                                "the CPUs were still busy with something else after waiting {} s",
+                                args.quiet_wait
+                            ));
+                        }
+                    }
+                    let mut progress = |secs: f64| {
+                        bar.set_position((base + (secs * 1000.0).min(est)) as u64);
+                    };
+                    let outcome = point::run_point(
+                        point,
+                        variant,
+                        &Binaries {
+                            server: bins(variant),
+                            loadgen: loadgen.clone(),
+                            agents: agents.clone(),
+                        },
+                        &place,
+                        quota.as_ref(),
+                        &files,
+                        &out,
+                        &mut progress,
+                    )
+                    .map(|mut m| {
+                        m.notes.extend(busy_note);
+                        m
+                    });
+                    run_dir::save_outcome(&files, &outcome)?;
+                    outcome
+                }
+            };
             if matches!(outcome, Err(Failure::Start(_))) {
                 no_start.insert((point.suite, run.server));
             }
@@ -286,6 +343,9 @@ pub(super) fn run(
         }
     }
     bar.finish_and_clear();
+    if let Some(agents) = &agents {
+        agents.stop();
+    }
 
     meta.finished = Some(meta::iso8601(std::time::SystemTime::now()));
     meta.interrupted = children::interrupted();

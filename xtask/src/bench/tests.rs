@@ -19,6 +19,74 @@ fn parse(args: &[&str]) -> Result<BenchArgs, clap::Error> {
     Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied())).map(|c| c.bench)
 }
 
+/// A machine of `n` CPUs, a core each, one node.
+fn machine(n: usize) -> crate::plan::topology::Topology {
+    crate::plan::topology::Topology {
+        cores: (0..n)
+            .map(|c| crate::plan::topology::Core {
+                node: 0,
+                package: 0,
+                core: c,
+                cpus: vec![c],
+            })
+            .collect(),
+    }
+}
+
+/// Parsed and placed on a machine of `n` CPUs.
+fn placed(args: &[&str], n: usize) -> anyhow::Result<BenchArgs> {
+    let mut a = parse(args)?;
+    a.place(&machine(n))?;
+    Ok(a)
+}
+
+#[test]
+fn placement_defaults_follow_the_machine() {
+    let a = placed(&[], 2).unwrap();
+    assert_eq!(
+        (a.server_cpus.to_string(), a.client_cpus.to_string()),
+        ("1".into(), "0".into())
+    );
+    let a = placed(&[], 16).unwrap();
+    assert_eq!(a.server_cpus.to_string(), "8,9,10,11,12,13,14,15");
+    assert_eq!(a.client_cpus.to_string(), "0,1,2,3,4,5,6,7");
+    assert_eq!(a.workers(), 8);
+    // One side given: the other is the rest of the machine.
+    let a = placed(&["--server-cpus", "0-3"], 16).unwrap();
+    assert_eq!(a.client_cpus.to_string(), "4,5,6,7,8,9,10,11,12,13,14,15");
+    let a = placed(&["--client-cpus", "8-15"], 16).unwrap();
+    assert_eq!(a.server_cpus.to_string(), "0,1,2,3,4,5,6,7");
+    let a = placed(&["--server-cpus", "0"], 2).unwrap();
+    assert_eq!(a.client_cpus.to_string(), "1");
+    let p = a.placed.as_ref().unwrap();
+    assert_eq!(p.topology, "2 CPUs: 2 cores × 1 thread, 1 NUMA node");
+}
+
+#[test]
+fn overlapping_cpus_are_refused_unless_asked_for() {
+    let e = placed(&["--server-cpus", "0,1", "--client-cpus", "1"], 2)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("would share CPU 1"), "{e}");
+    assert!(e.contains("--allow-overlap"), "{e}");
+    let a = placed(
+        &[
+            "--server-cpus",
+            "0,1",
+            "--client-cpus",
+            "1",
+            "--allow-overlap",
+        ],
+        2,
+    )
+    .unwrap();
+    assert_eq!(a.workers(), 2);
+    let e = placed(&["--server-cpus", "0,1"], 2)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("takes every CPU"), "{e}");
+}
+
 #[test]
 fn search_options() {
     let a = parse(&[
@@ -36,7 +104,7 @@ fn search_options() {
 
 #[test]
 fn defaults() {
-    let a = parse(&[]).unwrap();
+    let a = placed(&[], 2).unwrap();
     assert_eq!(a.suites(), [Suite::Quick]);
     assert_eq!(a.server_cpus, CpuList::one(1));
     assert_eq!(a.client_cpus, CpuList::one(0));
@@ -52,35 +120,38 @@ fn defaults() {
 
 #[test]
 fn every_option() {
-    let a = parse(&[
-        "--suite",
-        "emper-echo,chat-cpu,emper-echo",
-        "--servers",
-        "threads,fiber+completer",
-        "--conns",
-        "1,10",
-        "--duration",
-        "2.5",
-        "--warmup",
-        "0",
-        "--repeat",
-        "3",
-        "--server-cpus",
-        "2-3",
-        "--client-cpus",
-        "0,1",
-        "--workers",
-        "4",
-        "--rate",
-        "1000",
-        "--out",
-        "/tmp/x",
-        "--no-build",
-        "--quiet-wait",
-        "0",
-        "--server-cpu-quota",
-        "0.5",
-    ])
+    let a = placed(
+        &[
+            "--suite",
+            "emper-echo,chat-cpu,emper-echo",
+            "--servers",
+            "threads,fiber+completer",
+            "--conns",
+            "1,10",
+            "--duration",
+            "2.5",
+            "--warmup",
+            "0",
+            "--repeat",
+            "3",
+            "--server-cpus",
+            "2-3",
+            "--client-cpus",
+            "0,1",
+            "--workers",
+            "4",
+            "--rate",
+            "1000",
+            "--out",
+            "/tmp/x",
+            "--no-build",
+            "--quiet-wait",
+            "0",
+            "--server-cpu-quota",
+            "0.5",
+        ],
+        4,
+    )
     .unwrap();
     assert_eq!(a.suites(), [Suite::EmperEcho, Suite::ChatCpu]);
     assert_eq!(a.servers.as_deref(), Some("threads,fiber+completer"));
@@ -93,6 +164,7 @@ fn every_option() {
     assert_eq!(a.repeats(Suite::Memory), 3);
     assert_eq!(a.server_cpu_quota, Some(0.5));
     assert_eq!(a.server_cpus.to_string(), "2,3");
+    assert_eq!(a.client_cpus.to_string(), "0,1");
     assert_eq!(a.workers(), 4);
     assert!(a.no_build && !a.list);
     assert_eq!(a.quiet_wait, 0.0);

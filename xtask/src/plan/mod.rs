@@ -1,7 +1,7 @@
 //! The plan layer: what a benchmark runs, decided before anything runs. It owns the suites
 //! as data (`suites`, one file per suite: its points, its defaults, its `--list` text), the
 //! servers and their variants (`servers`), and where the server and the clients run
-//! (`placement`); and, for every task, where paths start (`project_root`) and what a request
+//! (`placement`, from the machine's `topology`); and, for every task, where paths start (`project_root`) and what a request
 //! this machine cannot carry out is (`Usage`).
 //!
 //! It may call nothing else of xtask: the run, record and report layers read the plan, and
@@ -10,6 +10,7 @@
 pub(crate) mod placement;
 pub(crate) mod servers;
 pub(crate) mod suites;
+pub(crate) mod topology;
 
 use std::path::{Path, PathBuf};
 

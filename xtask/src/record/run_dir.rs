@@ -1,8 +1,11 @@
 //! The run directory, `results/<run-id>/` unless `--out` names another: made empty at the
 //! start of a run (a directory with something in it is refused, so that no run overwrites
-//! another), and `meta.json` and the other JSON files written into it.
+//! another), and `meta.json` and the other JSON files written into it. Every file is written
+//! whole or not at all (a temporary file renamed into place), and each run of a point leaves
+//! its outcome beside its files as it ends (`<stem>.outcome.json`), so that a run killed at
+//! any moment leaves a directory the report renders and `--resume` completes.
 //!
-//! It may call the record layer's `meta`.
+//! It may call the record layer's `meta` and the run layer's `outcome`.
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +13,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use crate::record::meta::Meta;
+use crate::run::outcome::{Failure, Measured, RunFiles};
 
 /// The run directory: `out` when given, else `results/<run_id>` under `root`.
 pub(crate) fn path(out: Option<&Path>, root: &Path, run_id: &str) -> PathBuf {
@@ -35,5 +39,45 @@ pub(crate) fn write_meta(out: &Path, meta: &Meta) -> Result<()> {
 /// Writes `value` as pretty JSON to `out/name`.
 pub(crate) fn write_json(out: &Path, name: &str, value: &impl Serialize) -> Result<()> {
     let text = serde_json::to_string_pretty(value)?;
-    std::fs::write(out.join(name), text).with_context(|| format!("writing {name}"))
+    write_whole(&out.join(name), text.as_bytes())
+}
+
+/// Writes `path` whole or not at all: into a temporary file beside it, then renamed over it.
+pub(crate) fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Where the outcome of the run whose files are `files` is kept.
+fn outcome_path(files: &RunFiles) -> PathBuf {
+    files.path("outcome.json")
+}
+
+/// Keeps the outcome of one run of a point, as it ends.
+pub(crate) fn save_outcome(files: &RunFiles, outcome: &Result<Measured, Failure>) -> Result<()> {
+    std::fs::create_dir_all(&files.dir)
+        .with_context(|| format!("creating {}", files.dir.display()))?;
+    let text = serde_json::to_string_pretty(outcome)?;
+    write_whole(&outcome_path(files), text.as_bytes())
+}
+
+/// The outcome a run left, if it ended before (an interrupted run is not one that ended: it
+/// runs again).
+pub(crate) fn load_outcome(files: &RunFiles) -> Option<Result<Measured, Failure>> {
+    let text = std::fs::read_to_string(outcome_path(files)).ok()?;
+    let outcome: Result<Measured, Failure> = serde_json::from_str(&text).ok()?;
+    (!matches!(outcome, Err(Failure::Interrupted))).then_some(outcome)
+}
+
+/// The `meta.json` of a run directory.
+pub(crate) fn read_meta(out: &Path) -> Result<Meta> {
+    let path = out.join("meta.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
 }

@@ -250,9 +250,9 @@ pub(crate) fn write_summary(dir: &Path, rows: &[Row]) -> Result<()> {
         csv.push_str(&fields.join(","));
         csv.push('\n');
     }
-    std::fs::write(dir.join("summary.csv"), csv).context("writing summary.csv")?;
+    crate::record::run_dir::write_whole(&dir.join("summary.csv"), csv.as_bytes())?;
     let json = serde_json::to_string_pretty(rows)?;
-    std::fs::write(dir.join("summary.json"), json).context("writing summary.json")?;
+    crate::record::run_dir::write_whole(&dir.join("summary.json"), json.as_bytes())?;
     Ok(())
 }
 

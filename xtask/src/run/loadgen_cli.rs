@@ -165,6 +165,21 @@ fn errors_total<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error>
     })
 }
 
+/// `args` without the flags named (each with its value): a command line for a loadgen that
+/// writes no files of its own and is placed by someone else.
+pub(crate) fn without(args: &[String], flags: &[&str]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if flags.contains(&a.as_str()) {
+            it.next();
+        } else {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
 /// Parses loadgen's `--json` summary.
 pub(crate) fn parse_summary(text: &str) -> Result<Summary> {
     let mut s: Summary = serde_json::from_str(text).context("reading loadgen's JSON summary")?;

@@ -4,13 +4,15 @@
 //! `cost` and `series`), /proc sampling (`procfs`), loadgen's command line and output
 //! (`loadgen_cli`, `histogram`), the peers behind one trait (`peer`; the kv suite's is the
 //! first), the outside clients behind one interface (`outside`; the kv suite's is the
-//! first), and the file-content search, timed whole (`search`). What a run of a point yields
+//! first), load from other hosts (`agents`: loadgen agents over ssh), and the file-content
+//! search, timed whole (`search`). What a run of a point yields
 //! is `outcome`.
 //!
 //! It may call the plan layer, never the record or report layers: what it measures it hands
 //! back, and the caller records it. This file lists the peers and the outside clients; each
 //! is a file of its own.
 
+pub(crate) mod agents;
 pub(crate) mod build;
 pub(crate) mod cgroup;
 pub(crate) mod children;

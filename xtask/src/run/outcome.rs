@@ -44,6 +44,8 @@ impl std::fmt::Display for Failure {
 pub(crate) struct Binaries {
     pub(crate) server: PathBuf,
     pub(crate) loadgen: PathBuf,
+    /// Loadgen agents on other hosts (`--client-hosts`), instead of a local loadgen.
+    pub(crate) agents: Option<std::sync::Arc<crate::run::agents::Agents>>,
 }
 
 /// One measured run of a point.

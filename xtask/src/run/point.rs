@@ -107,50 +107,109 @@ pub(crate) fn run_point(
         interval_log: &files.path("intervals.hlog"),
     };
     let args = loadgen_cli::args(point, &addr, &place.client_cpus, &lg_files);
-    let mut cmd = Command::new(&bins.loadgen);
-    cmd.args(&args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let child = cpus::spawn_on(&place.client_cpus, || cmd.spawn())
-        .map_err(|e| io("starting loadgen", &e))?;
-    let mut lg =
-        Proc::adopt(child, &files.path("loadgen.log")).map_err(|e| io("starting loadgen", &e))?;
-
     let started = Instant::now();
     let limit = deadline(point);
     let mut samples = vec![baseline];
-    let mut next = Instant::now();
-    let lg_status = loop {
-        let now = Instant::now();
-        if now >= next {
-            if let Ok(s) = sampler.sample() {
-                samples.push(s);
-                server.remember(sampler.members());
+    let lg_result: Result<(), String> = if let Some(agents) = bins.agents.as_deref() {
+        // The load comes from other hosts: the same command line, split among the agents,
+        // while this thread samples the server.
+        let remote = loadgen_cli::without(
+            &args,
+            &[
+                "--json",
+                "--hist",
+                "--hgrm",
+                "--interval-log",
+                "--cpus",
+                "--threads",
+            ],
+        );
+        let agent_files = crate::run::agents::PointFiles {
+            json: lg_files.json,
+            hist: lg_files.hist,
+            hgrm: lg_files.hgrm,
+            interval_log: lg_files.interval_log,
+            dir: &files.dir,
+            stem: &files.stem,
+        };
+        let rate = match point.load {
+            crate::plan::suites::Load::Open { rate } => Some(rate),
+            crate::plan::suites::Load::Closed => None,
+        };
+        let done = std::thread::scope(|scope| {
+            let job = scope.spawn(|| {
+                agents
+                    .run(
+                        &remote,
+                        point.conns,
+                        rate,
+                        point.warmup,
+                        limit,
+                        &agent_files,
+                    )
+                    .map(drop)
+            });
+            let mut next = Instant::now();
+            while !job.is_finished() {
+                sample_now(&mut sampler, &mut samples, &mut server, &mut next);
+                if let Some(status) = server.try_wait() {
+                    return Err(Failure::Died(children::last_words(status, &mut server)));
+                }
+                progress(started.elapsed().as_secs_f64());
+                std::thread::sleep(
+                    Duration::from_millis(50).min(next.saturating_duration_since(Instant::now())),
+                );
             }
-            next = (next + SAMPLE_PERIOD).max(now);
-        }
+            Ok(job
+                .join()
+                .unwrap_or_else(|_| Err("the agents' thread panicked".into())))
+        })?;
         if children::interrupted() {
             return Err(Failure::Interrupted);
         }
-        if let Some(status) = lg.try_wait() {
-            break status;
+        done
+    } else {
+        let mut cmd = Command::new(&bins.loadgen);
+        cmd.args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let child = cpus::spawn_on(&place.client_cpus, || cmd.spawn())
+            .map_err(|e| io("starting loadgen", &e))?;
+        let mut lg = Proc::adopt(child, &files.path("loadgen.log"))
+            .map_err(|e| io("starting loadgen", &e))?;
+        let mut next = Instant::now();
+        let lg_status = loop {
+            sample_now(&mut sampler, &mut samples, &mut server, &mut next);
+            if children::interrupted() {
+                return Err(Failure::Interrupted);
+            }
+            if let Some(status) = lg.try_wait() {
+                break status;
+            }
+            if let Some(status) = server.try_wait() {
+                lg.stop(Duration::from_secs(1));
+                return Err(Failure::Died(children::last_words(status, &mut server)));
+            }
+            if started.elapsed() > limit {
+                lg.stop(Duration::from_secs(1));
+                return Err(Failure::Timeout(format!(
+                    "loadgen ran past {:.0} s; its last words: {}",
+                    limit.as_secs_f64(),
+                    lg.stderr_tail()
+                )));
+            }
+            progress(started.elapsed().as_secs_f64());
+            std::thread::sleep(
+                Duration::from_millis(50).min(next.saturating_duration_since(Instant::now())),
+            );
+        };
+        if lg_status.success() {
+            Ok(())
+        } else {
+            Err(format!("{lg_status}: {}", lg.stderr_tail()))
         }
-        if let Some(status) = server.try_wait() {
-            lg.stop(Duration::from_secs(1));
-            return Err(Failure::Died(children::last_words(status, &mut server)));
-        }
-        if started.elapsed() > limit {
-            lg.stop(Duration::from_secs(1));
-            return Err(Failure::Timeout(format!(
-                "loadgen ran past {:.0} s; its last words: {}",
-                limit.as_secs_f64(),
-                lg.stderr_tail()
-            )));
-        }
-        progress(started.elapsed().as_secs_f64());
-        std::thread::sleep(Duration::from_millis(50).min(next.saturating_duration_since(now)));
     };
     let lg_exit = unix_now();
     if let Ok(s) = sampler.sample() {
@@ -168,12 +227,7 @@ pub(crate) fn run_point(
     if let Some(status) = died {
         return Err(Failure::Died(children::last_words(status, &mut server)));
     }
-    if !lg_status.success() {
-        return Err(Failure::Loadgen(format!(
-            "{lg_status}: {}",
-            lg.stderr_tail()
-        )));
-    }
+    lg_result.map_err(Failure::Loadgen)?;
     let mut notes = Vec::new();
     if clean.is_none() {
         notes.push(format!(
@@ -231,6 +285,23 @@ pub(crate) fn run_point(
         throttle,
         driver_latency_us: None,
     })
+}
+
+/// Takes a sample of the server when one is due (every [`SAMPLE_PERIOD`]).
+fn sample_now(
+    sampler: &mut Sampler,
+    samples: &mut Vec<crate::run::procfs::Sample>,
+    server: &mut Proc,
+    next: &mut Instant,
+) {
+    let now = Instant::now();
+    if now >= *next {
+        if let Ok(s) = sampler.sample() {
+            samples.push(s);
+            server.remember(sampler.members());
+        }
+        *next = (*next + SAMPLE_PERIOD).max(now);
+    }
 }
 
 /// How long loadgen may take before it is given up: its own timeouts plus a margin.

@@ -51,7 +51,8 @@ pub(crate) fn start(
         return Ok((server, addr));
     }
     let mut cmd = Command::new(bin);
-    cmd.args(["--proto", point.workload.proto(), "--addr", "127.0.0.1:0"])
+    cmd.args(["--proto", point.workload.proto()])
+        .args(["--addr", &format!("{}:0", place.listen)])
         .args(["--workers", &place.workers.to_string()])
         .args(["--cpus", &place.server_cpus.to_string()]);
     if let Workload::Echo {

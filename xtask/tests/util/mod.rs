@@ -17,10 +17,17 @@ pub(crate) fn fresh_out(name: &str) -> PathBuf {
 
 /// Runs `xtask bench <args> --out <out>` and panics (killing it first) unless it
 /// succeeds within [`DEADLINE`]; `what` names the run in the messages.
+#[allow(dead_code)] // Not every test binary that shares this module runs it.
 pub(crate) fn run_bench(what: &str, args: &[&str], out: &Path) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .arg("bench")
-        .args(args)
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    cmd.arg("bench").args(args);
+    run_command(what, &mut cmd, out);
+}
+
+/// Runs `cmd --out <out>` (an xtask bench command line, however it is started) as
+/// [`run_bench`] does.
+pub(crate) fn run_command(what: &str, cmd: &mut Command, out: &Path) {
+    let mut child = cmd
         .arg("--out")
         .arg(out)
         .spawn()

@@ -8,6 +8,7 @@ pub(crate) mod bufring;
 pub(crate) mod cell;
 pub(crate) mod coro;
 pub(crate) mod fd;
+pub(crate) mod file;
 pub(crate) mod files;
 pub(crate) mod op;
 pub(crate) mod ring;

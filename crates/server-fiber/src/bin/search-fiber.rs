@@ -1,12 +1,16 @@
 //! search-fiber: the file-content search on the fiber runtime, the paper's design: blocking
-//! code whose file operations are io_uring operations on the worker's ring.
+//! code whose file operations that would wait are io_uring operations on the worker's ring.
 //!
 //! A fiber per directory lists it and hands its files to reader fibers through a bounded
 //! channel, spawning a fiber per subdirectory; `FILES_IN_FLIGHT_PER_WORKER` reader fibers
-//! per worker (placed on each worker in turn) open (`IORING_OP_OPENAT`), read in `--chunk`
-//! byte reads (`IORING_OP_READ`) and close (`IORING_OP_CLOSE`) through the ring, parking
-//! only their fiber while the kernel works; the worker runs the others and submits the whole
-//! batch of SQEs at once.
+//! per worker (placed on each worker in turn) open, read in `--chunk` byte reads and close.
+//! With `--file-ops direct` (the default) each of those is first tried as a system call that
+//! finishes at once or refuses (`openat2` with `RESOLVE_CACHED`, `preadv2` with
+//! `RWF_NOWAIT`, `close`): on a warm page cache no file operation touches the ring. What
+//! would wait for the disk goes through the ring (`IORING_OP_OPENAT`, `IORING_OP_READ`),
+//! parking only its fiber while the kernel works; the worker runs the others and submits the
+//! whole batch of SQEs at once. `--file-ops ring` sends every operation, the close included,
+//! through the ring (`fiber::FileOps`).
 //!
 //! Directory listing has no io_uring operation (there is no `getdents` opcode), so a
 //! directory fiber lists with std's `read_dir`, a blocking `getdents64` on its worker, as
@@ -20,8 +24,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use clap::{Arg, CommandFactory, FromArgMatches};
+use fiber::FileOps;
 use fiber::sync::{Receiver, Sender, channel};
-use search::cli::Config;
+use search::cli::{Args, Config};
 use search::tally::Tally;
 use search::walk::{self, FILES_IN_FLIGHT_PER_WORKER, Kind};
 
@@ -89,10 +95,46 @@ fn reader(files: Receiver<PathBuf>, config: Arc<Config>, tally: Arc<Tally>) {
     }
 }
 
+/// The common search command line plus this program's `--file-ops`; bad input is one
+/// line on stderr and exit status 2, as `search::cli::parse_or_exit` does.
+fn parse_or_exit() -> (Config, FileOps) {
+    let matches = Args::command()
+        .name(NAME)
+        .arg(
+            Arg::new("file-ops")
+                .long("file-ops")
+                .value_name("ring|direct")
+                .default_value("direct")
+                .value_parser(|s: &str| s.parse::<FileOps>())
+                .help(
+                    "direct: try openat2(RESOLVE_CACHED), preadv2(RWF_NOWAIT) and close \
+                     without the ring, and use the ring only when the kernel would wait; \
+                     ring: every file operation through the ring",
+                ),
+        )
+        .get_matches();
+    let file_ops = matches
+        .get_one::<FileOps>("file-ops")
+        .copied()
+        .unwrap_or_default();
+    let checked = Args::from_arg_matches(&matches)
+        .map_err(|e| e.to_string())
+        .and_then(|args| args.check().map_err(|e| e.to_string()));
+    match checked {
+        Ok(config) => (config, file_ops),
+        Err(e) => {
+            eprintln!("{NAME}: {}", e.trim_end());
+            std::process::exit(2);
+        }
+    }
+}
+
 fn main() {
-    let config = Arc::new(search::cli::parse_or_exit(NAME));
+    let (config, file_ops) = parse_or_exit();
+    let config = Arc::new(config);
     let mut builder = fiber::Runtime::builder()
         .workers(config.workers)
+        .file_ops(file_ops)
         .thread_name(NAME);
     if !config.cpus.is_empty() {
         builder = builder.cpus(config.cpus.clone());

@@ -77,17 +77,19 @@ pub(crate) fn stop_reason(server_cpus: &CpuList, machine_cpus: usize) -> String 
 }
 
 /// Where `point` runs: a point with its own worker count W gets W of the server's CPUs, those
-/// loadgen does not use first, so that W workers means W CPUs for every runtime (srv-threads'
-/// threads and srv-go's goroutines would otherwise spread over every CPU the server has);
-/// any other point, the run's placement.
+/// loadgen does not use first (when loadgen runs on this host, its clients on loopback), so
+/// that W workers means W CPUs for every runtime (srv-threads' threads would otherwise spread
+/// over every CPU the server has); any other point, the run's placement.
 pub(crate) fn placement_for(point: &Point, place: &Placement) -> Placement {
     let Some(w) = point.workers else {
         return place.clone();
     };
-    let server = place.server_cpus.as_slice();
-    let (alone, shared): (Vec<usize>, Vec<usize>) = server
+    let local = place.listen.starts_with("127.");
+    let (alone, shared): (Vec<usize>, Vec<usize>) = place
+        .server_cpus
+        .as_slice()
         .iter()
-        .partition(|c| !place.client_cpus.as_slice().contains(c));
+        .partition(|c| !local || !place.client_cpus.as_slice().contains(c));
     let mine: Vec<String> = alone
         .into_iter()
         .chain(shared)
@@ -99,8 +101,8 @@ pub(crate) fn placement_for(point: &Point, place: &Placement) -> Placement {
             .join(",")
             .parse()
             .unwrap_or_else(|_| place.server_cpus.clone()),
-        client_cpus: place.client_cpus.clone(),
         workers: w,
+        ..place.clone()
     }
 }
 
@@ -281,6 +283,7 @@ mod tests {
             server_cpus: s.parse().unwrap(),
             client_cpus: c.parse().unwrap(),
             workers: 1,
+            listen: "127.0.0.1".into(),
         };
         let p = Suite::Scaling.points(&cpus(8));
         let on = |i: usize, pl: &Placement| placement_for(&p[i], pl);
@@ -296,6 +299,12 @@ mod tests {
         let overlap = place("0,1", "0");
         assert_eq!(on(0, &overlap).server_cpus.to_string(), "1");
         assert_eq!(on(3, &overlap).server_cpus.to_string(), "1,0");
+        // Clients on other hosts: their CPU numbers are theirs.
+        let remote = Placement {
+            listen: "198.18.0.1".into(),
+            ..overlap.clone()
+        };
+        assert_eq!(on(0, &remote).server_cpus.to_string(), "0");
         // A point of another suite keeps the run's placement.
         let q = &Suite::Quick.points(&o())[0];
         assert_eq!(placement_for(q, &wide).server_cpus, wide.server_cpus);

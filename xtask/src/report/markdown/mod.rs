@@ -83,6 +83,12 @@ pub(crate) fn render(input: &Input<'_>) -> String {
             ""
         },
     );
+    if let (Some(topology), Some(why)) = (
+        m.settings["placement"]["topology"].as_str(),
+        m.settings["placement"]["why"].as_str(),
+    ) {
+        let _ = writeln!(out, "Placement: {topology}; {why}.\n");
+    }
 
     let quota = m.settings["server_cpu_quota"].as_f64();
     let _ = writeln!(

@@ -1,8 +1,8 @@
 //! redis-server, the kv suite's peer: started with persistence off on a free loopback port,
 //! pinned like the others, ready when it accepts a connection, stopped by `SHUTDOWN NOSAVE`.
 //! Its companion client, redis-benchmark, is `benchmark`. Both are optional programs: where
-//! one is missing the suite says so, with the install command, and runs what it can. This
-//! folder is the only place that names them.
+//! one is missing the suite says so, with the install command, and runs what it can. Beside
+//! the list in `run/mod.rs`, no other place of the run layer names them.
 //!
 //! It may call the plan layer and the run layer's `peer`, `outside`, `outcome`, `children`,
 //! `cpus` and `cgroup`.
@@ -64,7 +64,7 @@ impl Peer for Redis {
         "xtask starts it with persistence off"
     }
 
-    /// Its flags are its own (see [`Redis::start`]), so none are listed for the `--help`
+    /// Its flags are its own (see `start`), so none are listed for the `--help`
     /// check the ringside servers get.
     fn about(&self) -> String {
         format!(

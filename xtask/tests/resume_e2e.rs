@@ -1,0 +1,159 @@
+//! No finished point is lost: a bench killed with SIGKILL in the middle leaves a directory
+//! that `cargo xtask report` renders, and `cargo xtask bench --resume DIR` runs only what is
+//! missing. The runs that ended before the kill keep their outcome files untouched.
+
+mod util;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Every `*.outcome.json` under `dir`, with its contents.
+fn outcomes(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut found = BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.to_string_lossy().ends_with(".outcome.json") {
+                found.insert(p.clone(), std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    found
+}
+
+/// The pids of `pid`'s descendants, from /proc.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent_of: Vec<(u32, u32)> = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(stat) = std::fs::read_to_string(e.path().join("stat"))
+            && let Some(rest) = stat.rsplit(')').next()
+            && let Some(ppid) = rest.split_whitespace().nth(1).and_then(|x| x.parse().ok())
+        {
+            parent_of.push((p, ppid));
+        }
+    }
+    let mut out = Vec::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        for &(child, parent) in &parent_of {
+            if parent == p {
+                out.push(child);
+                todo.push(child);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_killed_run_renders_and_resumes() {
+    let out = util::fresh_out("xtask-resume");
+    let args = [
+        "--cargo-profile",
+        "dev",
+        "--servers",
+        "threads",
+        "--conns",
+        "4",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0",
+        "--rate",
+        "500",
+        "--repeat",
+        "2",
+        "--quiet-wait",
+        "0",
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .arg("bench")
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .spawn()
+        .expect("running the xtask binary");
+    // Kill it, and everything it started, once two runs have ended.
+    let started = Instant::now();
+    loop {
+        if outcomes(&out).len() >= 2 {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the bench ended before it could be killed"
+        );
+        assert!(
+            started.elapsed() < util::DEADLINE,
+            "no run ended within {:?}",
+            util::DEADLINE
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let family = descendants(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    for pid in family {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+    let before = outcomes(&out);
+    assert!(before.len() >= 2 && before.len() < 6, "{before:?}");
+
+    // What is there renders.
+    let status = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .arg("report")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(status.success(), "report of the killed run: {status}");
+    assert!(out.join("report.md").is_file());
+
+    // The rest runs; what ended before stays as it was.
+    let mut resume = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    resume.args(["bench", "--no-build", "--resume"]).arg(&out);
+    let mut done = resume.spawn().unwrap();
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = done.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > util::DEADLINE {
+            let _ = done.kill();
+            panic!("--resume ran for more than {:?}", util::DEADLINE);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "--resume: {status}");
+    let after = outcomes(&out);
+    assert_eq!(after.len(), 6, "3 points × 2 rounds: {after:?}");
+    for (path, text) in &before {
+        assert_eq!(
+            after.get(path),
+            Some(text),
+            "{} was run again",
+            path.display()
+        );
+    }
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(rows.len(), 3, "{rows:#?}");
+    for r in &rows {
+        assert_eq!(r["ok"], 2, "{r}");
+    }
+
+    // --resume takes the run's own options, none of its own.
+    let refused = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["bench", "--suite", "kv", "--resume"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+}

@@ -1,0 +1,111 @@
+//! `cargo xtask bench --client-hosts` end to end, on hosts made of network namespaces
+//! (`netbed`): a server namespace and two client namespaces joined by veth pairs, none linked
+//! to the root namespace, addresses from 198.18.0.0/15, an sshd in each client namespace.
+//! xtask runs in the server namespace, copies loadgen to the clients with scp, starts an agent
+//! on each over ssh and drives srv-threads with both. Checks that the merged figures are the
+//! agents' added: the count is their sum and the merged p99 is the p99 of their histograms
+//! added. Skipped, with the reason, where the machine cannot make the namespaces (not root,
+//! no `ip netns`, no sshd).
+
+mod util;
+
+use std::path::Path;
+
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::Deserializer;
+
+fn histogram(path: &Path) -> Histogram<u64> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .unwrap_or_else(|e| panic!("{}: {e:?}", path.display()))
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn two_client_hosts_drive_one_server() {
+    if let Err(skip) = netbed::Testbed::probe() {
+        eprintln!("skipped two_client_hosts_drive_one_server: {skip}");
+        return;
+    }
+    let tb = netbed::Testbed::new(2).expect("the network test bed");
+    let out = util::fresh_out("xtask-testbed");
+    let server_addr = tb.server_addr().to_string();
+    let hosts = format!("{},{}", tb.ssh_host(0), tb.ssh_host(1));
+    let ssh_config = tb.ssh_config().display().to_string();
+    let mut cmd = tb.in_server(env!("CARGO_BIN_EXE_xtask"));
+    cmd.args([
+        "bench",
+        "--cargo-profile",
+        "dev",
+        "--servers",
+        "threads",
+        "--conns",
+        "10",
+        "--duration",
+        "1",
+        "--warmup",
+        "0.2",
+        "--rate",
+        "1000",
+        "--repeat",
+        "1",
+        "--quiet-wait",
+        "0",
+        "--client-hosts",
+        &hosts,
+        "--ssh-config",
+        &ssh_config,
+        "--server-addr",
+        &server_addr,
+    ]);
+    util::run_command("xtask bench --client-hosts", &mut cmd, &out);
+
+    let dir = out.join("quick").join("threads");
+    for point in ["closed-c10", "open-c10-r1000", "open-c10-r2500"] {
+        let merged = json(&dir.join(format!("{point}.loadgen.json")));
+        let a0 = json(&dir.join(format!("{point}.agent0.json")));
+        let a1 = json(&dir.join(format!("{point}.agent1.json")));
+        let who = json(&dir.join(format!("{point}.agents.json")));
+        assert_eq!(who[0]["conns"], 5, "{who}");
+        assert_eq!(who[1]["conns"], 5, "{who}");
+        assert_eq!(who[0]["agent"], tb.ssh_host(0), "{who}");
+        assert_eq!(who[1]["agent"], tb.ssh_host(1), "{who}");
+        let count = |v: &serde_json::Value| v["messages"].as_u64().unwrap();
+        assert!(count(&a0) > 0 && count(&a1) > 0, "{point}: {a0} {a1}");
+        assert_eq!(count(&merged), count(&a0) + count(&a1), "{point}");
+        assert_eq!(merged["errors"]["total"], 0, "{point}: {merged}");
+
+        // The merged histogram is the agents' histograms added, and its p99 is theirs.
+        let mut sum = histogram(&dir.join(format!("{point}.agent0.hist")));
+        sum.add(histogram(&dir.join(format!("{point}.agent1.hist"))))
+            .unwrap();
+        let merged_hist = histogram(&dir.join(format!("{point}.hist")));
+        assert_eq!(merged_hist, sum, "{point}");
+        assert_eq!(merged_hist.len(), count(&merged), "{point}");
+        let p99_us = sum.value_at_quantile(0.99) as f64 / 1000.0;
+        let reported = merged["latency_us"]["p99"].as_f64().unwrap();
+        assert!(
+            (reported - p99_us).abs() < 1e-6,
+            "{point}: merged p99 {reported} µs, recomputed {p99_us} µs"
+        );
+        if point.starts_with("open") {
+            let rate = merged["rate"].as_f64().unwrap();
+            let r0 = who[0]["rate"].as_f64().unwrap();
+            let r1 = who[1]["rate"].as_f64().unwrap();
+            assert!(
+                (r0 + r1 - rate).abs() < 1e-6,
+                "{point}: {r0} + {r1} != {rate}"
+            );
+        }
+    }
+    let rows = json(&out.join("summary.json"));
+    assert_eq!(rows.as_array().unwrap().len(), 3, "{rows}");
+    let meta = json(&out.join("meta.json"));
+    assert_eq!(meta["settings"]["client_hosts"][1], tb.ssh_host(1));
+    drop(tb);
+}
