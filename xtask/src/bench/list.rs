@@ -14,6 +14,9 @@ pub(super) fn list(args: &BenchArgs, inv: &Inventory) {
     for s in Suite::ALL {
         let points = s.points(&args.overrides(args.workers()));
         println!("{}", s.list_text(&points, args.repeats(s), defaults.len()));
+        if s == Suite::Scaling {
+            println!("              {}", super::scaling_stop(&args.server_cpus));
+        }
     }
     println!("\nServers (--servers NAME[+FLAG[=VALUE]]..., e.g. fiber+completer):\n");
     for name in inv.names() {

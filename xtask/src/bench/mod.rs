@@ -72,8 +72,8 @@ fn servers_help() -> String {
 #[derive(Debug, Clone, Args)]
 pub(crate) struct BenchArgs {
     /// The suites to run, comma-separated: quick (the default, about 6 minutes), emper-echo,
-    /// chat-cpu, chat-room, memory, kv, search (the file-content search, alone). `--list`
-    /// describes them.
+    /// chat-cpu, chat-room, memory, kv, scaling (workers 1, 2, 4, … up to --server-cpus),
+    /// search (the file-content search, alone). `--list` describes them.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "quick")]
     pub(crate) suite: Vec<Suite>,
 
@@ -87,8 +87,9 @@ pub(crate) struct BenchArgs {
     pub(crate) conns: Option<ConnList>,
 
     /// Seconds of each point's measured window, replacing the suite's (quick 0.75 at equal load
-    /// and 0.4 closed loop, emper-echo 10, chat-cpu 60, chat-room 10, memory 3, kv 1.5). For emper-echo it also replaces the paper's
-    /// 2500 echoes per connection.
+    /// and 0.4 closed loop, emper-echo 10, chat-cpu 60, chat-room 10, memory 3, kv 1.5, scaling 1
+    /// and 3 at the Figure 7 point). For emper-echo it also replaces the paper's 2500 echoes per
+    /// connection.
     #[arg(long, value_name = "SECS", value_parser = positive)]
     pub(crate) duration: Option<f64>,
 
@@ -163,12 +164,12 @@ pub(crate) struct BenchArgs {
     #[arg(skip)]
     pub(crate) placed: Option<Placed>,
 
-    /// Server worker threads [default: one per server CPU].
+    /// Server worker threads [default: one per server CPU; scaling sets its own].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub(crate) workers: Option<u32>,
 
     /// quick: echoes/s of the open-loop point (default 20000); chat-room: MSG deliveries/s
-    /// (default 5000).
+    /// (default 5000); scaling: echoes/s per worker at equal load (default 20000).
     #[arg(long, value_name = "PER_SEC", value_parser = positive)]
     pub(crate) rate: Option<f64>,
 
@@ -236,6 +237,7 @@ impl BenchArgs {
             warmup: self.warmup,
             rate: self.rate,
             workers,
+            server_cpus: Some(self.server_cpus.clone()),
         }
     }
 
@@ -277,6 +279,12 @@ impl BenchArgs {
     }
 }
 
+/// Why the scaling suite stops at its last worker count on this machine.
+fn scaling_stop(server_cpus: &CpuList) -> String {
+    let machine = std::thread::available_parallelism().map_or(1, |n| n.get());
+    suites::scaling_stop_reason(server_cpus, machine)
+}
+
 /// The bench command line as given, after `bench`, without `--out` (the run directory is
 /// the run's own): what `--resume` parses again.
 pub(crate) fn own_argv() -> Vec<String> {
@@ -309,7 +317,8 @@ fn resumed(dir: &std::path::Path, now: &BenchArgs) -> Result<BenchArgs> {
         .map_err(|e| anyhow::Error::new(Usage(format!("--resume {}: {e:#}", dir.display()))))?;
     let Some(argv) = meta.settings["argv"].as_array() else {
         return Err(anyhow::Error::new(Usage(format!(
-            "--resume {}: its meta.json does not record the bench's options (a run made              before --resume existed, or not by cargo xtask bench)",
+            "--resume {}: its meta.json does not record the bench's options (a run made before \
+             --resume existed, or not by cargo xtask bench)",
             dir.display()
         ))));
     };
@@ -393,6 +402,9 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
             "placement: server on CPUs {}, loadgen on CPUs {} ({}; {})",
             p.server, p.client, p.why, p.topology
         );
+    }
+    if args.suites().contains(&Suite::Scaling) {
+        eprintln!("{}", scaling_stop(&args.server_cpus));
     }
 
     let (mut variants, mut skipped) = match &args.servers {

@@ -380,6 +380,9 @@ pub(super) fn run(
     if !others.is_empty() {
         print!("{}", markdown::terminal_table(&others));
     }
+    if suites.contains(&Suite::Scaling) {
+        println!("{}", super::scaling_stop(&place.server_cpus));
+    }
     println!("Report: {}", out.join("report.md").display());
     if meta.interrupted {
         bail!("stopped before the end; the report has what was measured");

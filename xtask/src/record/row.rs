@@ -21,9 +21,13 @@ pub(crate) struct Row {
     pub(crate) series: String,
     pub(crate) point: String,
     pub(crate) label: String,
-    /// Connections, or room size for chat-room: the x axis of the suite's plots.
+    /// Connections, room size for chat-room, workers for scaling: the x axis of the suite's
+    /// plots.
     pub(crate) x: f64,
     pub(crate) conns: usize,
+    /// The server's workers at a point with its own count (the scaling suite), else `None`:
+    /// the run's (`workers` in meta.json).
+    pub(crate) workers: Option<usize>,
     /// `closed` or `open`.
     pub(crate) mode: String,
     pub(crate) rate: Option<f64>,
@@ -129,6 +133,7 @@ pub(crate) const CSV_COLUMNS: &[&str] = &[
     "label",
     "x",
     "conns",
+    "workers",
     "mode",
     "rate",
     "compute_us",

@@ -82,6 +82,7 @@ pub(crate) fn aggregate(
         label: point.label.clone(),
         x: point.x(),
         conns: point.conns,
+        workers: point.workers,
         mode: match point.load {
             Load::Closed => "closed".into(),
             Load::Open { .. } => "open".into(),

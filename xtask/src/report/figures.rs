@@ -1,8 +1,11 @@
 //! Which plots a run gets: for each suite, the lines drawn from its rows (throughput, CPU per
-//! request, latency spectra, CPU over time), written as SVG into `plots/`.
+//! request, latency spectra, CPU over time), written as SVG into `plots/`; the scaling suite's
+//! are in `scaling`.
 //!
 //! It may call the plan layer's `suites`, the run layer's `histogram`, the record layer's `row`
 //! and `stats`, and the report layer's `plots`.
+
+pub(crate) mod scaling;
 
 use std::path::Path;
 
@@ -298,7 +301,7 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
                 )?;
                 let work = format!("work-{}us", suites::EMPER_COMPUTE_US);
                 if has(&work) {
-                    let bound = workers as f64 * 1e6 / suites::EMPER_COMPUTE_US as f64;
+                    let bound = suites::littles_law_bound(workers, suites::EMPER_COMPUTE_US);
                     emit(
                         suite,
                         "throughput-work",
@@ -474,6 +477,11 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
                         vec![],
                     ),
                 )?;
+            }
+            Suite::Scaling => {
+                for (name, p) in scaling::plots(rows) {
+                    emit(suite, name, p)?;
+                }
             }
             // Drawn by the `search` module from its own runs.
             Suite::Search => {}

@@ -252,6 +252,7 @@ mod tests {
             load: Load::Closed,
             stop: Stop::Duration(4.0),
             warmup: 1.0,
+            workers: None,
         };
         assert_eq!(grace(&point(1000, 0)), 2.0);
         assert!((grace(&point(10_000, 200)) - 4.0).abs() < 1e-9);

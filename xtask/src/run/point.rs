@@ -45,6 +45,8 @@ pub(crate) fn run_point(
     run_dir: &Path,
     progress: &mut dyn FnMut(f64),
 ) -> Result<Measured, Failure> {
+    // A point with its own worker count runs on as many of the server's CPUs.
+    let place = &crate::plan::suites::placement_for(point, place);
     let io = |what: &str, e: &dyn std::fmt::Display| Failure::Loadgen(format!("{what}: {e}"));
     std::fs::create_dir_all(&files.dir).map_err(|e| io("creating the output directory", &e))?;
 

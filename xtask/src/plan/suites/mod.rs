@@ -13,6 +13,7 @@
 //! | `memory`     | memory per idle connection at 1,000 and 10,000 conns                   |
 //! | `kv`         | RESP GET and SET at 1, 50, 1000 conns, pipeline 1 and 16, beside a peer |
 //! | `http`       | plaintext (pipelined 16) and json at 16, 256, 1024 conns, beside nginx  |
+//! | `scaling`    | workers 1, 2, 4, … up to the server's CPUs: closed, equal load, Fig. 7 |
 //! | `search`     | the io_uring paper's file-content search, programs timed whole         |
 //!
 //! It may call nothing else of xtask.
@@ -24,6 +25,7 @@ mod http;
 mod kv;
 mod memory;
 mod quick;
+mod scaling;
 mod search;
 
 use clap::ValueEnum;
@@ -34,6 +36,7 @@ pub(crate) use chat_cpu::{CHAT_BYTE_RATE, CHAT_LINE};
 pub(crate) use emper_echo::EMPER_COMPUTE_US;
 pub(crate) use http::{HTTP_EQUAL_SERIES, HttpDriver, HttpPath, http_series};
 pub(crate) use kv::{KV_KEYS, KV_VALUE_SIZE, KvDriver};
+pub(crate) use scaling::{littles_law_bound, placement_for, stop_reason as scaling_stop_reason};
 pub(crate) use search::CorpusSize;
 
 /// A suite, as `--suite` names it (each says what it is in its own file: `Defaults::help`).
@@ -48,6 +51,7 @@ pub(crate) enum Suite {
     Search,
     Kv,
     Http,
+    Scaling,
 }
 
 impl ValueEnum for Suite {
@@ -90,7 +94,7 @@ struct Defaults {
 const NO_RATE: &str = "not used";
 
 impl Suite {
-    pub(crate) const ALL: [Suite; 8] = [
+    pub(crate) const ALL: [Suite; 9] = [
         Suite::Quick,
         Suite::EmperEcho,
         Suite::ChatCpu,
@@ -99,6 +103,7 @@ impl Suite {
         Suite::Search,
         Suite::Kv,
         Suite::Http,
+        Suite::Scaling,
     ];
 
     fn defaults(self) -> &'static Defaults {
@@ -111,6 +116,7 @@ impl Suite {
             Suite::Search => &search::DEFAULTS,
             Suite::Kv => &kv::DEFAULTS,
             Suite::Http => &http::DEFAULTS,
+            Suite::Scaling => &scaling::DEFAULTS,
         }
     }
 
@@ -184,6 +190,7 @@ impl Suite {
             Suite::Search => search::points(&cx),
             Suite::Kv => kv::points(&cx),
             Suite::Http => http::points(&cx),
+            Suite::Scaling => scaling::points(&cx),
         }
     }
 }
@@ -228,6 +235,7 @@ impl Sweep<'_> {
             load,
             stop,
             warmup: self.warmup_for(conns, self.warmup),
+            workers: None,
         }
     }
 }
@@ -323,11 +331,18 @@ pub(crate) struct Point {
     pub(crate) load: Load,
     pub(crate) stop: Stop,
     pub(crate) warmup: f64,
+    /// The server's workers at this point (`--workers`), or `None` for the run's
+    /// (`Placement::workers`): the scaling suite gives each point its own.
+    pub(crate) workers: Option<usize>,
 }
 
 impl Point {
-    /// The x value of the point on its series' plot: room size for rooms, else connections.
+    /// The x value of the point on its series' plot: workers for a point with its own worker
+    /// count, room size for rooms, else connections.
     pub(crate) fn x(&self) -> f64 {
+        if let Some(w) = self.workers {
+            return w as f64;
+        }
         match self.workload {
             Workload::ChatRoom { room_size } => room_size as f64,
             _ => self.conns as f64,
@@ -357,6 +372,8 @@ pub(crate) struct Overrides {
     pub(crate) rate: Option<f64>,
     /// Server workers: the Little's law bound of emper-echo depends on them.
     pub(crate) workers: usize,
+    /// The server's CPUs (`--server-cpus`): the scaling suite's worker counts go up to them.
+    pub(crate) server_cpus: Option<cpulist::CpuList>,
 }
 
 /// `1 conn`, `10 conns`.

@@ -109,6 +109,7 @@ mod tests {
             warmup: Some(0.0),
             rate: Some(500.0),
             workers: 1,
+            server_cpus: None,
         };
         let p = Suite::Quick.points(&ov);
         assert_eq!(p.len(), 4);

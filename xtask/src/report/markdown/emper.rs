@@ -46,7 +46,7 @@ pub(crate) fn section(out: &mut String, rows: &[Row], workers: usize) {
         fmt_rate(r.throughput_per_sec)
     });
     let work = format!("work-{}us", suites::EMPER_COMPUTE_US);
-    let bound = workers as f64 * 1e6 / suites::EMPER_COMPUTE_US as f64;
+    let bound = suites::littles_law_bound(workers, suites::EMPER_COMPUTE_US);
     if !points_of(rows, s, &work).is_empty() {
         let _ = writeln!(
             out,

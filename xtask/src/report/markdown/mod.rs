@@ -13,6 +13,7 @@ mod http;
 mod kv;
 mod memory;
 mod quick;
+mod scaling;
 
 use std::fmt::Write as _;
 
@@ -128,6 +129,9 @@ pub(crate) fn render(input: &Input<'_>) -> String {
             Suite::Search => {}
             Suite::Kv => kv::section(&mut out, &rows),
             Suite::Http => http::section(&mut out, &rows),
+            Suite::Scaling => {
+                scaling::section(&mut out, &rows, &input.server_cpus, input.meta.cores);
+            }
         }
         for p in input.plots.iter().filter(|p| p.suite == suite.name()) {
             let _ = writeln!(out, "![{}]({})\n", p.caption, p.file);
