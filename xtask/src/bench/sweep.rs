@@ -324,9 +324,13 @@ pub(super) fn run(
         }
         done_ms += est;
         bar.set_position(done_ms as u64);
-        // The point's last round is done: a row per server.
+        // The point's last round is done: a row per server that serves it (one that sits it
+        // out, as srv-floor does a chat or http point, has no row rather than a failed one).
         if runs.get(i + 1).is_none_or(|n| n.point != run.point) {
             for (s, v) in variants.iter().enumerate() {
+                if !inv.serves(v, point.workload) {
+                    continue;
+                }
                 let dir = out.join(point.suite.name()).join(&v.name);
                 let _ = std::fs::create_dir_all(&dir);
                 let row = summary::aggregate(point, v, &outcomes[s], &out, &dir);
