@@ -8,6 +8,7 @@
 use proto::http::parse_response;
 
 use crate::error::Fault;
+use crate::torn::Torn;
 
 /// The two paths of TechEmpower's plaintext and json tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +55,7 @@ const MAX_RESPONSE: usize = proto::http::MAX_HEAD + 64;
 /// The responses of one connection that have arrived only in part.
 #[derive(Debug, Default)]
 pub(crate) struct Partial {
-    buf: Vec<u8>,
+    torn: Torn,
 }
 
 impl Partial {
@@ -69,17 +70,10 @@ impl Partial {
         path: HttpPath,
         mut each: impl FnMut() -> Result<(), Fault>,
     ) -> Result<(), Fault> {
-        // Most reads hold whole responses: parse them in place and copy only a torn tail.
-        let owned;
-        let mut rest: &[u8] = if self.buf.is_empty() {
-            data
-        } else {
-            self.buf.extend_from_slice(data);
-            owned = std::mem::take(&mut self.buf);
-            &owned
-        };
-        // Bounded: each pass consumes a response.
-        while let Some(head) = parse_response(rest).map_err(|_| Fault::Corrupt)? {
+        self.torn.feed(data, MAX_RESPONSE, |rest| {
+            let Some(head) = parse_response(rest).map_err(|_| Fault::Corrupt)? else {
+                return Ok(None);
+            };
             if head.status != 200 {
                 return Err(Fault::ServerError);
             }
@@ -89,22 +83,14 @@ impl Partial {
             }
             let end = head.len + body.len();
             if rest.len() < end {
-                break;
+                return Ok(None);
             }
             if &rest[head.len..end] != body {
                 return Err(Fault::Corrupt);
             }
             each()?;
-            rest = &rest[end..];
-        }
-        if rest.len() > MAX_RESPONSE {
-            return Err(Fault::Corrupt);
-        }
-        let mut keep = std::mem::take(&mut self.buf);
-        keep.clear();
-        keep.extend_from_slice(rest);
-        self.buf = keep;
-        Ok(())
+            Ok(Some(end))
+        })
     }
 }
 

@@ -32,6 +32,7 @@ use std::time::Duration;
 use proto::resp::{self, Reply};
 
 use crate::error::{Error, Fault};
+use crate::torn::Torn;
 
 /// The header: key, writer, writer seq.
 pub(crate) const MIN_VALUE_SIZE: usize = 16;
@@ -159,7 +160,7 @@ pub(crate) fn check(reply: &Reply, op: Op, writers: u32, value_size: usize) -> R
 /// The replies of one connection that have arrived only in part.
 #[derive(Debug, Default)]
 pub(crate) struct Partial {
-    buf: Vec<u8>,
+    torn: Torn,
 }
 
 /// Bytes beyond the value a valid reply may take (`$`, the length, two CRLFs).
@@ -176,28 +177,17 @@ impl Partial {
         max_bulk: usize,
         mut each: impl FnMut(&Reply) -> Result<(), Fault>,
     ) -> Result<(), Fault> {
-        // Most reads hold whole replies: parse them in place and copy only a torn tail.
-        let owned;
-        let mut rest: &[u8] = if self.buf.is_empty() {
-            data
-        } else {
-            self.buf.extend_from_slice(data);
-            owned = std::mem::take(&mut self.buf);
-            &owned
-        };
-        // Bounded: each pass consumes a reply.
-        while let Some((reply, used)) = resp::parse_reply(rest).map_err(|_| Fault::Corrupt)? {
-            each(&reply)?;
-            rest = &rest[used..];
-        }
-        if rest.len() > max_bulk + REPLY_OVERHEAD {
-            return Err(Fault::Corrupt);
-        }
-        let mut keep = std::mem::take(&mut self.buf);
-        keep.clear();
-        keep.extend_from_slice(rest);
-        self.buf = keep;
-        Ok(())
+        self.torn.feed(
+            data,
+            max_bulk + REPLY_OVERHEAD,
+            |rest| match resp::parse_reply(rest).map_err(|_| Fault::Corrupt)? {
+                Some((reply, used)) => {
+                    each(&reply)?;
+                    Ok(Some(used))
+                }
+                None => Ok(None),
+            },
+        )
     }
 }
 

@@ -41,6 +41,7 @@ mod run;
 mod schedule;
 mod summary;
 mod sys;
+mod torn;
 mod worker;
 
 pub use config::{ChatConfig, ChatProfile, Config, KvConfig, Stop, Workload};
