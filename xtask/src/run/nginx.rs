@@ -7,23 +7,21 @@
 //! (nginx's fast shutdown). Where nginx is missing the suite says so, with the install
 //! command, and runs the rest. This file is the only place that names it.
 //!
-//! It may call the plan layer and the run layer's `peer`, `outcome`, `children`, `cpus` and
+//! It may call the plan layer and the run layer's `peer`, `outcome`, `children` and
 //! `cgroup`.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::plan::placement::CpuList;
 use crate::plan::suites::Suite;
 use crate::run::cgroup::Group;
-use crate::run::children::{self, Proc};
-use crate::run::cpus;
+use crate::run::children::Proc;
 use crate::run::outcome::Failure;
-use crate::run::peer::Peer;
+use crate::run::peer::{self, Peer};
 
 /// The server binary, looked up on PATH (Debian puts it in /usr/sbin).
 const SERVER: &str = "nginx";
@@ -31,7 +29,6 @@ const SERVER: &str = "nginx";
 pub(crate) const INSTALL: &str = "apt-get install nginx";
 /// The name `--servers` and the results give it.
 pub(crate) const NAME: &str = "nginx";
-const READY_TIMEOUT: Duration = Duration::from_secs(20);
 /// Connections a worker takes: every point's connections on one worker, with room.
 const WORKER_CONNECTIONS: usize = 20_000;
 
@@ -98,10 +95,7 @@ impl Peer for Nginx {
         log: &Path,
         group: Option<&Group>,
     ) -> Result<(Proc, String), Failure> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map_err(|e| Failure::Start(format!("no free port: {e}")))?
-            .port();
+        let port = peer::free_port()?;
         // One directory a point: `<point>.server.nginx/` beside `<point>.server.log`.
         let prefix = log.with_extension("nginx");
         let conf_path = prefix.join("nginx.conf");
@@ -120,52 +114,14 @@ impl Peer for Nginx {
         cmd.args(["-e", "stderr", "-p"])
             .arg(&prefix)
             .arg("-c")
-            .arg(&conf_path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let mut child = cpus::spawn_on(cpus, || cmd.spawn())
-            .map_err(|e| Failure::Start(format!("cannot run {SERVER}: {e:#} ({INSTALL})")))?;
-        if let Some(g) = group
-            && let Err(e) = g.add(child.id())
-        {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(Failure::Start(format!(
-                "cannot move {SERVER} into its cgroup: {e}"
-            )));
-        }
-        let server = Proc::adopt(child, log).map_err(|e| Failure::Start(format!("{e:#}")))?;
+            .arg(&conf_path);
+        let server = peer::spawn(SERVER, INSTALL, &mut cmd, cpus, log, group)?;
         Ok((server, SocketAddr::from(([127, 0, 0, 1], port)).to_string()))
     }
 
     /// Waits until a `GET /plaintext` gets its `200` (nginx prints no `READY` line of ours).
     fn ready(&self, server: &mut Proc, addr: &str) -> Result<(), Failure> {
-        let addr: SocketAddr = addr
-            .parse()
-            .map_err(|e| Failure::Start(format!("{SERVER} at {addr}: {e}")))?;
-        let until = Instant::now() + READY_TIMEOUT;
-        // Bounded by the deadline: every pass sleeps or ends.
-        loop {
-            if get_ok(&addr) {
-                return Ok(());
-            }
-            if let Some(status) = server.try_wait() {
-                return Err(Failure::Start(children::last_words(status, server)));
-            }
-            if children::interrupted() {
-                return Err(Failure::Interrupted);
-            }
-            if Instant::now() > until {
-                server.stop(Duration::from_secs(1));
-                return Err(Failure::Start(format!(
-                    "{SERVER} did not answer GET /plaintext on {addr} within {} s",
-                    READY_TIMEOUT.as_secs()
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        peer::wait_ready(SERVER, server, addr, "answer GET /plaintext", get_ok)
     }
 
     /// Nothing of its own: nginx's master handles the harness's SIGTERM (it waits for signals

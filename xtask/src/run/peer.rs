@@ -5,17 +5,27 @@
 //! and stopped. Each peer is a file of its own, the only one that names its program; the run
 //! layer's `mod.rs` lists them.
 //!
-//! It may call the plan layer and the run layer's `children`, `cgroup` and `outcome`.
+//! What every peer's start and wait does the same way is here too: a free loopback port, the
+//! spawn on the server's CPUs and into its cgroup, and the bounded wait for a probe to pass.
+//!
+//! It may call the plan layer and the run layer's `children`, `cpus`, `cgroup` and `outcome`.
 
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::plan::placement::CpuList;
 use crate::plan::servers::{PeerEntry, Variant};
 use crate::plan::suites::Suite;
 use crate::run::cgroup::Group;
-use crate::run::children::Proc;
+use crate::run::children::{self, Proc};
+use crate::run::cpus;
 use crate::run::outcome::Failure;
+
+/// How long a peer may take to serve after its start.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A server of someone else's that xtask starts and stops itself.
 pub(crate) trait Peer: Sync {
@@ -97,4 +107,77 @@ pub(crate) fn version(program: &str) -> Option<String> {
                 .next()
                 .map(str::to_string)
         })
+}
+
+/// A loopback port the kernel just handed out and took back: free unless another program
+/// takes it in between, in which case the peer fails to bind and says so.
+pub(crate) fn free_port() -> Result<u16, Failure> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| Failure::Start(format!("no free port: {e}")))
+}
+
+/// Starts `cmd` (the peer `program`) as the harness starts a server: its stdout closed, its
+/// stderr kept in `log`, a process group of its own, on `cpus` and in `group`.
+pub(crate) fn spawn(
+    program: &str,
+    install: &str,
+    cmd: &mut Command,
+    cpus: &CpuList,
+    log: &Path,
+    group: Option<&Group>,
+) -> Result<Proc, Failure> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cpus::spawn_on(cpus, || cmd.spawn())
+        .map_err(|e| Failure::Start(format!("cannot run {program}: {e:#} ({install})")))?;
+    if let Some(g) = group
+        && let Err(e) = g.add(child.id())
+    {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(Failure::Start(format!(
+            "cannot move {program} into its cgroup: {e}"
+        )));
+    }
+    Proc::adopt(child, log).map_err(|e| Failure::Start(format!("{e:#}")))
+}
+
+/// Waits until `probe` passes at `addr`, or fails with why it did not: the peer exited (its
+/// last words), Ctrl-C, or [`READY_TIMEOUT`] passed (then it is stopped; `what` says what was
+/// waited for).
+pub(crate) fn wait_ready(
+    program: &str,
+    server: &mut Proc,
+    addr: &str,
+    what: &str,
+    probe: impl Fn(&SocketAddr) -> bool,
+) -> Result<(), Failure> {
+    let addr: SocketAddr = addr
+        .parse()
+        .map_err(|e| Failure::Start(format!("{program} at {addr}: {e}")))?;
+    let until = Instant::now() + READY_TIMEOUT;
+    // Bounded by the deadline: every pass sleeps or ends.
+    loop {
+        if probe(&addr) {
+            return Ok(());
+        }
+        if let Some(status) = server.try_wait() {
+            return Err(Failure::Start(children::last_words(status, server)));
+        }
+        if children::interrupted() {
+            return Err(Failure::Interrupted);
+        }
+        if Instant::now() > until {
+            server.stop(Duration::from_secs(1));
+            return Err(Failure::Start(format!(
+                "{program} did not {what} on {addr} within {} s",
+                READY_TIMEOUT.as_secs()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

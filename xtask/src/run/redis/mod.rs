@@ -10,17 +10,15 @@
 pub(crate) mod benchmark;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::plan::placement::CpuList;
 use crate::plan::suites::Suite;
 use crate::run::cgroup::Group;
-use crate::run::children::{self, Proc};
-use crate::run::cpus;
+use crate::run::children::Proc;
 use crate::run::outcome::Failure;
 use crate::run::peer::{self, Peer};
 
@@ -30,7 +28,6 @@ const SERVER: &str = "redis-server";
 pub(crate) const INSTALL: &str = "apt-get install redis-server redis-tools";
 /// The name `--servers` and the results give it.
 pub(crate) const NAME: &str = "redis";
-const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// redis-server as a peer.
 #[derive(Debug)]
@@ -82,59 +79,23 @@ impl Peer for Redis {
         log: &Path,
         group: Option<&Group>,
     ) -> Result<(Proc, String), Failure> {
-        let port = free_port().map_err(|e| Failure::Start(format!("no free port: {e}")))?;
+        let port = peer::free_port()?;
         let mut cmd = Command::new(SERVER);
         cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             // Thousands of clients, as the other servers take them.
             .args(["--maxclients", "20000", "--tcp-backlog", "4096"])
             // Its log on stderr, where the harness keeps a server's last words.
-            .args(["--logfile", "/dev/stderr"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let mut child = cpus::spawn_on(cpus, || cmd.spawn())
-            .map_err(|e| Failure::Start(format!("cannot run {SERVER}: {e:#}")))?;
-        if let Some(g) = group
-            && let Err(e) = g.add(child.id())
-        {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(Failure::Start(format!(
-                "cannot move {SERVER} into its cgroup: {e}"
-            )));
-        }
-        let server = Proc::adopt(child, log).map_err(|e| Failure::Start(format!("{e:#}")))?;
+            .args(["--logfile", "/dev/stderr"]);
+        let server = peer::spawn(SERVER, INSTALL, &mut cmd, cpus, log, group)?;
         Ok((server, SocketAddr::from(([127, 0, 0, 1], port)).to_string()))
     }
 
     /// Waits until it accepts connections (it prints no `READY` line of ours).
     fn ready(&self, server: &mut Proc, addr: &str) -> Result<(), Failure> {
-        let addr: SocketAddr = addr
-            .parse()
-            .map_err(|e| Failure::Start(format!("{SERVER} at {addr}: {e}")))?;
-        let until = Instant::now() + READY_TIMEOUT;
-        // Bounded by the deadline: every pass sleeps or ends.
-        loop {
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                return Ok(());
-            }
-            if let Some(status) = server.try_wait() {
-                return Err(Failure::Start(children::last_words(status, server)));
-            }
-            if children::interrupted() {
-                return Err(Failure::Interrupted);
-            }
-            if Instant::now() > until {
-                server.stop(Duration::from_secs(1));
-                return Err(Failure::Start(format!(
-                    "{SERVER} did not accept connections on {addr} within {} s",
-                    READY_TIMEOUT.as_secs()
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        peer::wait_ready(SERVER, server, addr, "accept connections", |a| {
+            TcpStream::connect_timeout(a, Duration::from_millis(200)).is_ok()
+        })
     }
 
     /// Asks redis-server to exit (`SHUTDOWN NOSAVE`) and waits up to 2 s for it to close the
@@ -170,12 +131,6 @@ impl Peer for Redis {
             }
         }
     }
-}
-
-/// A loopback port the kernel just handed out and took back: free unless another program
-/// takes it in between, in which case redis-server fails to bind and says so.
-fn free_port() -> std::io::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 #[cfg(test)]
