@@ -259,6 +259,15 @@ pub(crate) fn servers(rows: &[Row]) -> Vec<String> {
     out
 }
 
+/// The servers of the rows that ran at least one of them: a server that sat the points out
+/// (srv-floor at kv or http; rows of older runs kept it with no repeat) is left out.
+pub(crate) fn servers_that_ran(rows: &[Row]) -> Vec<String> {
+    servers(rows)
+        .into_iter()
+        .filter(|s| rows.iter().any(|r| &r.server == s && r.repeats > 0))
+        .collect()
+}
+
 pub(crate) fn find<'a>(rows: &'a [Row], suite: &str, server: &str, point: &str) -> Option<&'a Row> {
     rows.iter()
         .find(|r| r.suite == suite && r.server == server && r.point == point)

@@ -72,6 +72,14 @@ pub(crate) fn mark(row: Option<&Row>, cell: String) -> String {
     }
 }
 
+/// ` (1.23×)`, `a` as a multiple of `b`, or nothing without both figures.
+pub(crate) fn times(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!(" ({:.2}×)", a / b),
+        _ => String::new(),
+    }
+}
+
 pub(crate) fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
     let _ = writeln!(out, "| {} |", head.join(" | "));
     let _ = writeln!(

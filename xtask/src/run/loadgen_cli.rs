@@ -108,22 +108,16 @@ fn fmt_secs(s: f64) -> String {
     format!("{s}")
 }
 
-/// Latency percentiles as loadgen writes them, in microseconds.
+/// Latency percentiles as loadgen writes them, in microseconds (a missing one is 0).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub(crate) struct LgPercentiles {
-    #[serde(default)]
     pub(crate) p50: f64,
-    #[serde(default)]
     pub(crate) p90: f64,
-    #[serde(default)]
     pub(crate) p99: f64,
-    #[serde(default)]
     pub(crate) p99_9: f64,
-    #[serde(default)]
     pub(crate) p99_99: f64,
-    #[serde(default)]
     pub(crate) p99_999: f64,
-    #[serde(default)]
     pub(crate) max: f64,
 }
 

@@ -10,28 +10,12 @@ use std::fmt::Write as _;
 
 use super::pivot;
 use crate::plan::suites::{HTTP_EQUAL_SERIES, HttpDriver, HttpPath, http_series};
-use crate::record::row::{Row, find, points_of, servers};
-use crate::report::cells::{fmt_rate, fmt_us, mark, table};
+use crate::record::row::{Row, find, points_of, servers_that_ran};
+use crate::report::cells::{fmt_rate, fmt_us, mark, table, times};
 
 const SUITE: &str = "http";
 const NGINX: &str = crate::run::nginx::NAME;
 const TESTS: [HttpPath; 2] = [HttpPath::Plaintext, HttpPath::Json];
-
-/// ` (1.23×)`, or nothing without both figures.
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!(" ({:.2}×)", a / b),
-        _ => String::new(),
-    }
-}
-
-/// The servers that ran http points (srv-floor serves echo only and has no row here).
-fn http_servers(rows: &[Row]) -> Vec<String> {
-    servers(rows)
-        .into_iter()
-        .filter(|s| rows.iter().any(|r| &r.server == s && r.repeats > 0))
-        .collect()
-}
 
 /// A row per server, a column per test and connection count: requests/s, as a multiple of
 /// nginx's at the same point, and CPU per request.
@@ -54,7 +38,7 @@ fn main_table(out: &mut String, rows: &[Row], driver: HttpDriver) {
     );
     let mut head = vec!["server".to_string()];
     head.extend(cols.iter().map(|c| c.1.clone()));
-    let body: Vec<Vec<String>> = http_servers(rows)
+    let body: Vec<Vec<String>> = servers_that_ran(rows)
         .into_iter()
         .map(|s| {
             let mut cells = vec![format!("**{s}**")];
@@ -68,7 +52,7 @@ fn main_table(out: &mut String, rows: &[Row], driver: HttpDriver) {
                         if s == NGINX {
                             String::new()
                         } else {
-                            ratio(r.throughput_per_sec, nginx)
+                            times(r.throughput_per_sec, nginx)
                         },
                         fmt_us(r.cpu_us_per_req)
                     )
@@ -137,7 +121,7 @@ fn equal_load(out: &mut String, rows: &[Row]) {
          client's limits in the figures. CPU per request (× nginx's) and p99:\n"
     );
     let nginx = find(rows, SUITE, NGINX, &id);
-    let body: Vec<Vec<String>> = http_servers(rows)
+    let body: Vec<Vec<String>> = servers_that_ran(rows)
         .into_iter()
         .map(|s| {
             let r = find(rows, SUITE, &s, &id);
@@ -148,7 +132,7 @@ fn equal_load(out: &mut String, rows: &[Row]) {
                     if s == NGINX {
                         String::new()
                     } else {
-                        ratio(r.cpu_us_per_req, nginx.and_then(|n| n.cpu_us_per_req))
+                        times(r.cpu_us_per_req, nginx.and_then(|n| n.cpu_us_per_req))
                     }
                 )
             });
@@ -167,7 +151,7 @@ fn equal_load(out: &mut String, rows: &[Row]) {
 }
 
 pub(crate) fn section(out: &mut String, rows: &[Row]) {
-    let ran = http_servers(rows);
+    let ran = servers_that_ran(rows);
     let rows: Vec<Row> = rows
         .iter()
         .filter(|r| ran.contains(&r.server))

@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use super::pivot;
-use crate::record::row::{Row, find, servers};
-use crate::report::cells::{fmt_bytes, fmt_rate, fmt_us, mark, table};
+use crate::record::row::{Row, find, servers_that_ran};
+use crate::report::cells::{fmt_bytes, fmt_rate, fmt_us, mark, table, times};
 
 const SUITE: &str = "kv";
 /// The combinations of each table, in the order the issue's anchor gives them.
@@ -16,22 +16,6 @@ const OPS: [(&str, usize); 4] = [("set", 1), ("get", 1), ("set", 16), ("get", 16
 /// The series of a client, operation and pipeline depth, as `suites` names them.
 fn series(driver: &str, op: &str, pipeline: usize) -> String {
     format!("{driver}-{op}-p{pipeline}")
-}
-
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!(" ({:.2}×)", a / b),
-        _ => String::new(),
-    }
-}
-
-/// The servers that ran kv points: the ones that do not serve kv (srv-floor, srv-threads'
-/// process mode) sit the suite out and have no row here.
-fn kv_servers(rows: &[Row]) -> Vec<String> {
-    servers(rows)
-        .into_iter()
-        .filter(|s| rows.iter().any(|r| &r.server == s && r.repeats > 0))
-        .collect()
 }
 
 /// A row per server at one connection count: requests/s and CPU per request for each
@@ -53,7 +37,7 @@ fn headline(out: &mut String, rows: &[Row], driver: &str, conns: usize) {
         OPS.iter()
             .map(|&(op, p)| format!("{} -P {p}: req/s · CPU/req", op.to_uppercase())),
     );
-    let body: Vec<Vec<String>> = kv_servers(rows)
+    let body: Vec<Vec<String>> = servers_that_ran(rows)
         .into_iter()
         .map(|s| {
             let mut cells = vec![format!("**{s}**")];
@@ -68,7 +52,7 @@ fn headline(out: &mut String, rows: &[Row], driver: &str, conns: usize) {
                         if s == crate::run::redis::NAME {
                             String::new()
                         } else {
-                            ratio(r.cpu_us_per_req, redis.and_then(|x| x.cpu_us_per_req))
+                            times(r.cpu_us_per_req, redis.and_then(|x| x.cpu_us_per_req))
                         }
                     )
                 });
@@ -82,7 +66,7 @@ fn headline(out: &mut String, rows: &[Row], driver: &str, conns: usize) {
 }
 
 pub(crate) fn section(out: &mut String, rows: &[Row]) {
-    let ran = kv_servers(rows);
+    let ran = servers_that_ran(rows);
     let rows: Vec<Row> = rows
         .iter()
         .filter(|r| ran.contains(&r.server))
@@ -161,7 +145,7 @@ pub(crate) fn section(out: &mut String, rows: &[Row]) {
          (p50 / p95 / p99 / max; it gives no histogram):\n"
     );
     let ms = |v: Option<f64>| v.map_or_else(|| "–".to_string(), |us| format!("{:.3}", us / 1e3));
-    let body: Vec<Vec<String>> = kv_servers(rows)
+    let body: Vec<Vec<String>> = servers_that_ran(rows)
         .into_iter()
         .map(|s| {
             let mut cells = vec![format!("**{s}**")];
