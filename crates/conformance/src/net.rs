@@ -72,9 +72,6 @@ pub fn is_timeout(e: &io::Error) -> bool {
     )
 }
 
-/// The kernel's maximum autotuned send and receive buffers for TCP, in bytes: what a
-/// connection can hold in the kernel before a server has to queue anything itself.
-/// Falls back to 4 MiB and 6 MiB (Linux defaults) if /proc does not say.
 /// Writes to `stream`, whose write timeout the caller set to `stall`, until the server
 /// stops reading it: a write that fails by the timeout, or that takes `stall` or longer,
 /// ends it with `(bytes sent, true)`; `cap` bytes sent or `within` passed end it with
@@ -105,6 +102,26 @@ pub fn flood_until_stalled(
     Ok((sent, false))
 }
 
+/// [`flood_until_stalled`] with one request over and over (pipelined, never a reply read),
+/// on a clone of `stream` whose write timeout is set to `stall`, for up to 10 s.
+pub fn flood_with_request(
+    stream: &TcpStream,
+    request: &[u8],
+    cap: usize,
+    stall: Duration,
+) -> io::Result<(usize, bool)> {
+    let writer = stream.try_clone()?;
+    writer.set_write_timeout(Some(stall))?;
+    let batch = request.repeat((64 * 1024 / request.len().max(1)).max(1));
+    flood_until_stalled(writer, cap, Duration::from_secs(10), stall, |sent, buf| {
+        buf.clear();
+        buf.extend_from_slice(&batch[sent % batch.len()..]);
+    })
+}
+
+/// The kernel's maximum autotuned send and receive buffers for TCP, in bytes: what a
+/// connection can hold in the kernel before a server has to queue anything itself.
+/// Falls back to 4 MiB and 6 MiB (Linux defaults) if /proc does not say.
 pub fn tcp_buffer_max() -> (usize, usize) {
     let max_of = |path: &str, default: usize| {
         fs::read_to_string(path)

@@ -9,7 +9,6 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
-use std::thread;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
@@ -394,24 +393,7 @@ fn http_never_reading_client_is_not_read(target: &Target) -> Result<()> {
     check_ok(&r, "text/plain", PLAINTEXT_BODY, false)?;
     let baseline = server.rss()?;
 
-    let writer = flood.try_clone()?;
-    writer.set_write_timeout(Some(STALL))?;
-    let batch = PLAINTEXT.repeat(64 * 1024 / PLAINTEXT.len());
-    let flooded = thread::spawn(move || {
-        net::flood_until_stalled(
-            writer,
-            flood_cap,
-            Duration::from_secs(10),
-            STALL,
-            |sent, buf| {
-                buf.clear();
-                buf.extend_from_slice(&batch[sent % batch.len()..]);
-            },
-        )
-    });
-    let (sent, stalled) = flooded
-        .join()
-        .map_err(|_| anyhow::anyhow!("the flood writer panicked"))??;
+    let (sent, stalled) = net::flood_with_request(&flood, PLAINTEXT, flood_cap, STALL)?;
     eprintln!(
         "http_never_reading_client_is_not_read: the flood stalled after {} KiB",
         sent / 1024

@@ -469,24 +469,7 @@ fn bounded_memory(target: &Target, args: &[&str]) -> Result<()> {
     let baseline = server.rss()?;
 
     let get = req(&[b"GET", b"bm:k"]);
-    let writer = flood.try_clone()?;
-    writer.set_write_timeout(Some(STALL))?;
-    let batch = get.repeat(64 * 1024 / get.len());
-    let flooded = thread::spawn(move || {
-        net::flood_until_stalled(
-            writer,
-            flood_cap,
-            Duration::from_secs(10),
-            STALL,
-            |sent, buf| {
-                buf.clear();
-                buf.extend_from_slice(&batch[sent % batch.len()..]);
-            },
-        )
-    });
-    let (sent, stalled) = flooded
-        .join()
-        .map_err(|_| anyhow::anyhow!("the flood writer panicked"))??;
+    let (sent, stalled) = net::flood_with_request(&flood, &get, flood_cap, STALL)?;
     eprintln!(
         "kv_bounded_memory: the flood stalled after {} KiB",
         sent / 1024
