@@ -214,7 +214,7 @@ pub(super) fn run(
             args.ssh_config.clone(),
             args.client_loadgen.clone(),
             &loadgen,
-            args.client_cpus_given.as_ref().map(ToString::to_string),
+            args.client_cpus_given.clone(),
         )?;
         agents.prepare()?;
         Some(Arc::new(agents))

@@ -27,6 +27,8 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result, bail};
 use loadgen::fleet::{Fleet, Merged, share_args, split};
 
+use crate::plan::placement::CpuList;
+
 /// How long ssh may take to bring every agent up.
 const START: Duration = Duration::from_secs(60);
 
@@ -41,7 +43,7 @@ pub(crate) struct Agents {
     copy_from: Option<PathBuf>,
     /// Pin the agents' workers (`--client-cpus` on each host); `None` leaves them unpinned,
     /// with a worker per CPU the host has.
-    client_cpus: Option<String>,
+    client_cpus: Option<CpuList>,
     fleet: Mutex<Option<Fleet>>,
 }
 
@@ -70,7 +72,7 @@ impl Agents {
         ssh_config: Option<PathBuf>,
         given: Option<String>,
         local: &Path,
-        client_cpus: Option<String>,
+        client_cpus: Option<CpuList>,
     ) -> Result<Agents> {
         if hosts.is_empty() {
             bail!("--client-hosts names no host");
@@ -193,25 +195,7 @@ impl Agents {
         let per_agent: Vec<Vec<String>> = shares
             .iter()
             .zip(&hosts)
-            .map(|(share, (_, _, cpus))| {
-                let mut a = share_args(args, share);
-                match &self.client_cpus {
-                    Some(list) => {
-                        let n = list.split(',').count().min(share.conns).max(1);
-                        a.extend([
-                            "--cpus".into(),
-                            list.clone(),
-                            "--threads".into(),
-                            n.to_string(),
-                        ]);
-                    }
-                    None => {
-                        let n = (*cpus).min(share.conns).max(1);
-                        a.extend(["--threads".into(), n.to_string()]);
-                    }
-                }
-                a
-            })
+            .map(|(share, (_, _, cpus))| agent_args(args, share, self.client_cpus.as_ref(), *cpus))
             .collect();
         let ready = Duration::from_secs_f64(10.0 + conns as f64 / 250.0 + 10.0);
         let merged = match fleet.run(&per_agent, ready, run_timeout) {
@@ -237,6 +221,25 @@ impl Agents {
             fleet.stop(Duration::from_secs(5));
         }
     }
+}
+
+/// One agent's command line: its share of `args`, pinned to `client_cpus` with a worker a CPU
+/// where given, else unpinned with a worker per CPU its host has (`host_cpus`); never more
+/// workers than connections.
+fn agent_args(
+    args: &[String],
+    share: &loadgen::fleet::Share,
+    client_cpus: Option<&CpuList>,
+    host_cpus: usize,
+) -> Vec<String> {
+    let mut a = share_args(args, share);
+    let workers = client_cpus.map_or(host_cpus, CpuList::len);
+    if let Some(list) = client_cpus {
+        a.extend(["--cpus".into(), list.to_string()]);
+    }
+    let threads = workers.min(share.conns).max(1);
+    a.extend(["--threads".into(), threads.to_string()]);
+    a
 }
 
 /// The merged figures where a local loadgen writes its own, and each agent's beside them.
@@ -288,4 +291,40 @@ fn write_files(
     }
     serde_json::to_writer_pretty(create(&files.path("agents.json"))?, &who)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use loadgen::fleet::Share;
+
+    #[test]
+    fn an_agent_gets_a_worker_per_cpu_and_never_more_than_connections() {
+        let base: Vec<String> = ["echo", "--conns", "100"].map(String::from).to_vec();
+        let share = Share {
+            conns: 50,
+            rate: None,
+        };
+        let cpus: CpuList = "0-3".parse().unwrap();
+        let a = agent_args(&base, &share, Some(&cpus), 16);
+        assert_eq!(
+            a,
+            [
+                "echo",
+                "--conns",
+                "50",
+                "--cpus",
+                &cpus.to_string(),
+                "--threads",
+                "4"
+            ]
+        );
+        let a = agent_args(&base, &share, None, 16);
+        assert_eq!(a, ["echo", "--conns", "50", "--threads", "16"]);
+        let few = Share {
+            conns: 2,
+            rate: None,
+        };
+        assert_eq!(agent_args(&base, &few, None, 16).last().unwrap(), "2");
+    }
 }
