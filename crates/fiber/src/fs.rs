@@ -10,7 +10,7 @@
 //! CQE and a park and resume of its fiber; on a cold one it costs one refused system call
 //! before the ring.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
@@ -220,11 +220,12 @@ impl OpenOptions {
     /// ([`FileOps::Direct`]), `IORING_OP_OPENAT` otherwise.
     pub fn open(&self, path: impl AsRef<Path>) -> io::Result<File> {
         let flags = self.flags()?;
-        let path = CString::new(path.as_ref().as_os_str().as_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+        let path = path.as_ref().as_os_str().as_bytes();
         let route = Route::current();
         if route.direct {
-            match file::open_cached(&path, flags) {
+            // The direct call reads the path only during the call, so a short path needs
+            // no allocation; the ring's SQE needs one that lives until its completion.
+            match with_c_path(path, |c| file::open_cached(c, flags))? {
                 Direct::Done(r) => {
                     route.done_direct();
                     return r.map(File::from_fd);
@@ -232,9 +233,30 @@ impl OpenOptions {
                 Direct::WouldBlock | Direct::Unsupported => route.to_ring(),
             }
         }
+        let path = CString::new(path).map_err(|_| nul_in_path())?;
         let (res, op) = driver::run(Sqe::open(path, flags, self.mode))?;
         Ok(File::from_fd(op.fd_result(res)?))
     }
+}
+
+/// Paths shorter than this are made NUL-terminated on the stack (as std does for its
+/// system calls); longer ones are allocated.
+const STACK_PATH: usize = 384;
+
+/// Calls `f` with `path` as a C string, on the stack when it is short.
+fn with_c_path<R>(path: &[u8], f: impl FnOnce(&CStr) -> R) -> io::Result<R> {
+    if path.len() >= STACK_PATH {
+        return CString::new(path).map(|c| f(&c)).map_err(|_| nul_in_path());
+    }
+    let mut buf = [0u8; STACK_PATH];
+    buf[..path.len()].copy_from_slice(path);
+    CStr::from_bytes_with_nul(&buf[..=path.len()])
+        .map(f)
+        .map_err(|_| nul_in_path())
+}
+
+fn nul_in_path() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte")
 }
 
 /// An open file.
@@ -601,6 +623,45 @@ mod tests {
                 [Some(libc::ENOENT), Some(libc::ELOOP), Some(libc::EISDIR)],
                 "{ops} with {hook:?}"
             );
+        }
+    }
+
+    /// A path is made a C string on the stack when short and allocated when long, on
+    /// either route; a NUL inside it is an error, not a shorter path.
+    #[test]
+    fn long_short_and_nul_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut long = dir.path().to_path_buf();
+        while long.as_os_str().len() < 2 * STACK_PATH {
+            long.push("a-directory-name-of-some-length");
+        }
+        std::fs::create_dir_all(&long).unwrap();
+        let long = long.join("f");
+        let short = dir.path().join("f");
+        std::fs::write(&long, b"long").unwrap();
+        std::fs::write(&short, b"short").unwrap();
+        for (ops, hook) in [
+            (FileOps::Direct, Hook::Off),
+            (FileOps::Direct, Hook::Eagain),
+            (FileOps::Ring, Hook::Off),
+        ] {
+            let Some(rt) = runtime(ops) else { return };
+            let (l, s) = (long.clone(), short.clone());
+            let (got, nul) = rt
+                .block_on(move || {
+                    test_hook::set(hook);
+                    let got = [l, s].map(|p| File::open(p).and_then(|f| read_to_end(&f, 64)));
+                    let nul = File::open("a\0b").map(drop);
+                    test_hook::set(Hook::Off);
+                    (got.map(Result::unwrap), nul.unwrap_err().kind())
+                })
+                .unwrap();
+            assert_eq!(
+                got,
+                [b"long".to_vec(), b"short".to_vec()],
+                "{ops} with {hook:?}"
+            );
+            assert_eq!(nul, io::ErrorKind::InvalidInput, "{ops} with {hook:?}");
         }
     }
 

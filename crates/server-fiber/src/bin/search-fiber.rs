@@ -20,7 +20,9 @@
 
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -33,17 +35,67 @@ use search::walk::{self, FILES_IN_FLIGHT_PER_WORKER, Kind};
 
 const NAME: &str = "search-fiber";
 
-/// Lists `dir`, sending its files to the readers and spawning a fiber per subdirectory.
-/// Every directory fiber holds a sender; the readers stop when the last one is dropped.
-fn walk_dir(dir: PathBuf, files: Sender<PathBuf>, tally: Arc<Tally>) {
+/// Files of one directory handed to a reader at once at most: one channel message (and at
+/// most one park and wake-up) for this many files, few enough that a large directory is
+/// still spread over several readers, each with its own file in flight.
+const FILES_PER_BATCH: usize = 16;
+
+/// Files for one reader: names in one directory, or whole paths (the roots given as files).
+#[derive(Debug)]
+struct Batch {
+    /// The directory the names are in; `None`: each name is a whole path.
+    dir: Option<Arc<PathBuf>>,
+    /// The names, each followed by a NUL (which no file name contains).
+    names: Vec<u8>,
+    count: usize,
+}
+
+impl Batch {
+    fn new(dir: Option<Arc<PathBuf>>) -> Batch {
+        Batch {
+            dir,
+            names: Vec::new(),
+            count: 0,
+        }
+    }
+
+    fn push(&mut self, name: &OsStr) {
+        self.names.extend_from_slice(name.as_bytes());
+        self.names.push(0);
+        self.count += 1;
+    }
+
+    /// Each file's path in turn, built in `path` (one allocation for every file a reader
+    /// opens, rather than one per file).
+    fn for_each(&self, path: &mut PathBuf, mut f: impl FnMut(&Path)) {
+        for name in self.names.split(|&b| b == 0).take(self.count) {
+            path.as_mut_os_string().clear();
+            if let Some(dir) = &self.dir {
+                path.push(dir.as_path());
+            }
+            path.push(OsStr::from_bytes(name));
+            f(path);
+        }
+    }
+}
+
+/// Lists `dir`, sending its files to the readers in batches and spawning a fiber per
+/// subdirectory. Every directory fiber holds a sender; the readers stop when the last one
+/// is dropped.
+fn walk_dir(dir: PathBuf, files: Sender<Batch>, tally: Arc<Tally>) {
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
         Err(e) => return tally.error(&dir, "cannot list", e),
     };
+    let dir = Arc::new(dir);
+    let mut batch = Batch::new(Some(Arc::clone(&dir)));
     for entry in entries {
         let entry = match entry {
             Ok(e) => e,
-            Err(e) => return tally.error(&dir, "cannot list", e),
+            Err(e) => {
+                tally.error(&dir, "cannot list", e);
+                break;
+            }
         };
         match entry.file_type().map(Kind::of) {
             Ok(Kind::Dir) => {
@@ -53,18 +105,26 @@ fn walk_dir(dir: PathBuf, files: Sender<PathBuf>, tally: Arc<Tally>) {
                 drop(fiber::spawn(move || walk_dir(path, files, tally)));
             }
             Ok(Kind::File) => {
-                if files.send(entry.path()).is_err() {
-                    // Every reader is gone: the runtime is shutting down.
-                    return;
+                batch.push(&entry.file_name());
+                if batch.count == FILES_PER_BATCH {
+                    let full = std::mem::replace(&mut batch, Batch::new(Some(Arc::clone(&dir))));
+                    if files.send(full).is_err() {
+                        // Every reader is gone: the runtime is shutting down.
+                        return;
+                    }
                 }
             }
             Ok(Kind::Skip) => {}
             Err(e) => tally.error(&entry.path(), "cannot stat", e),
         }
     }
+    if batch.count > 0 {
+        // An error here means every reader is gone, as above.
+        let _ = files.send(batch);
+    }
 }
 
-fn search_file(path: &PathBuf, config: &Config, buf: &mut [u8], tally: &Tally) {
+fn search_file(path: &Path, config: &Config, buf: &mut [u8], tally: &Tally) {
     let file = match fiber::fs::File::options()
         .read(true)
         .custom_flags(walk::OPEN_FLAGS)
@@ -88,10 +148,11 @@ fn search_file(path: &PathBuf, config: &Config, buf: &mut [u8], tally: &Tally) {
     }
 }
 
-fn reader(files: Receiver<PathBuf>, config: Arc<Config>, tally: Arc<Tally>) {
+fn reader(files: Receiver<Batch>, config: Arc<Config>, tally: Arc<Tally>) {
     let mut buf = vec![0u8; config.chunk];
-    while let Ok(path) = files.recv() {
-        search_file(&path, &config, &mut buf, &tally);
+    let mut path = PathBuf::new();
+    while let Ok(batch) = files.recv() {
+        batch.for_each(&mut path, |p| search_file(p, &config, &mut buf, &tally));
     }
 }
 
@@ -152,7 +213,7 @@ fn main() {
     let start = Instant::now();
     let walked = rt.block_on(move || {
         let readers_per_worker = FILES_IN_FLIGHT_PER_WORKER;
-        let (files, queued) = channel::<PathBuf>(readers_per_worker * cfg.workers);
+        let (files, queued) = channel::<Batch>(readers_per_worker * cfg.workers);
         let readers: Vec<_> = (0..readers_per_worker * cfg.workers)
             .map(|i| {
                 let (queued, cfg, t) = (queued.clone(), Arc::clone(&cfg), Arc::clone(&t));
@@ -167,7 +228,9 @@ fn main() {
                     drop(fiber::spawn(move || walk_dir(root, files, t)));
                 }
                 Ok(Kind::File) => {
-                    if files.send(root.clone()).is_err() {
+                    let mut batch = Batch::new(None);
+                    batch.push(root.as_os_str());
+                    if files.send(batch).is_err() {
                         break;
                     }
                 }
