@@ -20,15 +20,17 @@
 
 #![forbid(unsafe_code)]
 
+use std::collections::VecDeque;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use clap::{Arg, CommandFactory, FromArgMatches};
 use fiber::FileOps;
-use fiber::sync::{Receiver, Sender, channel};
+use fiber::sync::{Receiver, Sender, TrySendError, channel};
 use search::cli::{Args, Config};
 use search::tally::Tally;
 use search::walk::{self, FILES_IN_FLIGHT_PER_WORKER, Kind};
@@ -79,15 +81,93 @@ impl Batch {
     }
 }
 
-/// Lists `dir`, sending its files to the readers in batches and spawning a fiber per
-/// subdirectory. Every directory fiber holds a sender; the readers stop when the last one
-/// is dropped.
-fn walk_dir(dir: PathBuf, files: Sender<Batch>, tally: Arc<Tally>) {
-    let entries = match std::fs::read_dir(&dir) {
+/// The walk's directories: those handed between walkers, and how many are still to be
+/// listed anywhere (in the channel, in a walker's own stack, or being listed).
+struct Walk {
+    /// `None` tells a walker that the walk is over.
+    shared: Sender<Option<PathBuf>>,
+    pending: AtomicUsize,
+    walkers: usize,
+}
+
+impl Walk {
+    /// Counts `n` directories found.
+    fn found(&self, n: usize) {
+        // Relaxed would do for the count alone; AcqRel keeps "found before listed" plain.
+        self.pending.fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// One directory listed; the last one ends the walk for every walker.
+    fn listed(&self) {
+        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // Nothing is pending, so the channel is empty and has room for every walker.
+            for _ in 0..self.walkers {
+                let _ = self.shared.try_send(None);
+            }
+        }
+    }
+}
+
+/// A walker: lists directories depth first from its own stack, sending their files to the
+/// readers in batches; hands the shallowest of its directories to the others through the
+/// channel while its stack holds more than one and the channel has room, and takes one
+/// from there when its stack is empty. A walker per worker, rather than a fiber per
+/// directory: the listing blocks its worker anyway (there is no `getdents` on the ring), so
+/// more walkers on one worker would only add stacks and switches.
+fn walker(
+    walk: Arc<Walk>,
+    dirs: Receiver<Option<PathBuf>>,
+    files: Sender<Batch>,
+    tally: Arc<Tally>,
+) {
+    let mut mine: VecDeque<PathBuf> = VecDeque::new();
+    loop {
+        let dir = match mine.pop_back() {
+            Some(d) => d,
+            None => match dirs.recv() {
+                Ok(Some(d)) => d,
+                Ok(None) | Err(_) => return,
+            },
+        };
+        let found = mine.len();
+        let sent = list_dir(&dir, &mut mine, &files, &tally);
+        walk.found(mine.len() - found);
+        walk.listed();
+        if !sent {
+            // Every reader is gone: the runtime is shutting down.
+            return;
+        }
+        // The shallowest first: they hold the largest subtrees.
+        while mine.len() > 1 {
+            let Some(d) = mine.pop_front() else { break };
+            if let Err(TrySendError::Full(d) | TrySendError::Disconnected(d)) =
+                walk.shared.try_send(Some(d))
+            {
+                if let Some(d) = d {
+                    mine.push_front(d);
+                }
+                break;
+            }
+        }
+    }
+}
+
+/// Lists `dir`, pushing its subdirectories onto `subdirs` and sending its files to the
+/// readers in batches; false if the readers are gone.
+fn list_dir(
+    dir: &Path,
+    subdirs: &mut VecDeque<PathBuf>,
+    files: &Sender<Batch>,
+    tally: &Tally,
+) -> bool {
+    let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
-        Err(e) => return tally.error(&dir, "cannot list", e),
+        Err(e) => {
+            tally.error(dir, "cannot list", e);
+            return true;
+        }
     };
-    let dir = Arc::new(dir);
+    let dir = Arc::new(dir.to_path_buf());
     let mut batch = Batch::new(Some(Arc::clone(&dir)));
     for entry in entries {
         let entry = match entry {
@@ -98,19 +178,13 @@ fn walk_dir(dir: PathBuf, files: Sender<Batch>, tally: Arc<Tally>) {
             }
         };
         match entry.file_type().map(Kind::of) {
-            Ok(Kind::Dir) => {
-                let (files, tally) = (files.clone(), Arc::clone(&tally));
-                let path = entry.path();
-                // Detached: the fiber's sender is what the readers wait for.
-                drop(fiber::spawn(move || walk_dir(path, files, tally)));
-            }
+            Ok(Kind::Dir) => subdirs.push_back(entry.path()),
             Ok(Kind::File) => {
                 batch.push(&entry.file_name());
                 if batch.count == FILES_PER_BATCH {
                     let full = std::mem::replace(&mut batch, Batch::new(Some(Arc::clone(&dir))));
                     if files.send(full).is_err() {
-                        // Every reader is gone: the runtime is shutting down.
-                        return;
+                        return false;
                     }
                 }
             }
@@ -118,10 +192,7 @@ fn walk_dir(dir: PathBuf, files: Sender<Batch>, tally: Arc<Tally>) {
             Err(e) => tally.error(&entry.path(), "cannot stat", e),
         }
     }
-    if batch.count > 0 {
-        // An error here means every reader is gone, as above.
-        let _ = files.send(batch);
-    }
+    batch.count == 0 || files.send(batch).is_ok()
 }
 
 fn search_file(path: &Path, config: &Config, buf: &mut [u8], tally: &Tally) {
@@ -221,11 +292,23 @@ fn main() {
             })
             .collect();
         drop(queued);
+        let (shared, dirs) = channel::<Option<PathBuf>>(cfg.workers);
+        let walk = Arc::new(Walk {
+            shared,
+            // The setup holds one until the roots are counted, so that the walk cannot
+            // end before they are.
+            pending: AtomicUsize::new(1),
+            walkers: cfg.workers,
+        });
         for root in &cfg.roots {
             match walk::root_kind(root) {
                 Ok(Kind::Dir) => {
-                    let (files, t, root) = (files.clone(), Arc::clone(&t), root.clone());
-                    drop(fiber::spawn(move || walk_dir(root, files, t)));
+                    walk.found(1);
+                    // Room for one per walker: a root beyond that waits in a fiber.
+                    let (walk, root) = (Arc::clone(&walk), root.clone());
+                    drop(fiber::spawn(move || {
+                        let _ = walk.shared.send(Some(root));
+                    }));
                 }
                 Ok(Kind::File) => {
                     let mut batch = Batch::new(None);
@@ -238,8 +321,18 @@ fn main() {
                 Err(e) => t.error(root, "cannot stat", e),
             }
         }
-        drop(files);
-        readers.into_iter().all(|r| r.join().is_ok())
+        let walkers: Vec<_> = (0..cfg.workers)
+            .map(|i| {
+                let (walk, dirs) = (Arc::clone(&walk), dirs.clone());
+                let (files, t) = (files.clone(), Arc::clone(&t));
+                handle.spawn_on(i, move || walker(walk, dirs, files, t))
+            })
+            .collect();
+        // The setup's own hold: with no directory to walk, this ends the walk at once.
+        walk.listed();
+        drop((files, dirs, walk));
+        let walked = walkers.into_iter().all(|w| w.join().is_ok());
+        readers.into_iter().all(|r| r.join().is_ok()) && walked
     });
     let elapsed = start.elapsed();
     match walked {
