@@ -1,9 +1,14 @@
 //! search-fiber: the file-content search on the fiber runtime, the paper's design: blocking
 //! code whose file operations that would wait are io_uring operations on the worker's ring.
 //!
-//! A fiber per directory lists it and hands its files to reader fibers through a bounded
-//! channel, spawning a fiber per subdirectory; `FILES_IN_FLIGHT_PER_WORKER` reader fibers
-//! per worker (placed on each worker in turn) open, read in `--chunk` byte reads and close.
+//! A walker fiber per worker lists directories depth first from a stack of its own, handing
+//! the shallowest to the other walkers through a channel when it has more than one, and
+//! sends each directory's files to the reader fibers through a bounded channel in batches
+//! of up to `FILES_PER_BATCH` names; `FILES_IN_FLIGHT_PER_WORKER` reader fibers per worker
+//! (placed on each worker in turn) open, read in `--chunk` byte reads and close each file,
+//! its path built in a buffer the reader keeps. So a file costs no fiber, no channel
+//! message and no allocation of its own in this program: what is left per file is the
+//! runtime's file calls and the shared matcher.
 //! With `--file-ops direct` (the default) each of those is first tried as a system call that
 //! finishes at once or refuses (`openat2` with `RESOLVE_CACHED`, `preadv2` with
 //! `RWF_NOWAIT`, `close`): on a warm page cache no file operation touches the ring. What
@@ -13,8 +18,10 @@
 //! through the ring (`fiber::FileOps`).
 //!
 //! Directory listing has no io_uring operation (there is no `getdents` opcode), so a
-//! directory fiber lists with std's `read_dir`, a blocking `getdents64` on its worker, as
-//! the paper's EMPER program does; a directory is listed in one or a few system calls. The
+//! walker lists with std's `read_dir`, a blocking `getdents64` on its worker, as the
+//! paper's EMPER program does; a directory is listed in one or a few system calls. More
+//! walkers per worker would not list more at once (each listing blocks the worker), only
+//! add stacks and switches. The
 //! entry's type comes from the listing's `d_type`, so no `statx` is needed; a file is read
 //! to its end, so its size is not needed either.
 
