@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use super::BenchArgs;
 use crate::plan::placement;
@@ -23,7 +23,15 @@ pub(super) fn run(args: &BenchArgs, root: &Path, inv: &Inventory) -> Result<()> 
     children::install_interrupt_handler()?;
     placement::check_allowed(&args.server_cpus, "--server-cpus")?;
     let profile = args.cargo_profile.as_str();
+    let wanted = search::wanted(args.servers.as_deref())?;
     let (programs, not_run) = search::programs(root, inv, profile, args.no_build)?;
+    let programs = search::keep(programs, wanted.as_deref());
+    if programs.is_empty() {
+        bail!(
+            "none of the programs --servers names can run here: {}",
+            not_run.join("; ")
+        );
+    }
     let (tree, manifest, needle) =
         search::tree(args.tree.as_deref(), args.corpus, &args.needle, inv)?;
 

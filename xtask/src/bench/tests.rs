@@ -63,6 +63,22 @@ fn placement_defaults_follow_the_machine() {
 }
 
 #[test]
+fn the_search_suite_may_take_every_cpu() {
+    // No loadgen runs beside it, so there is no other side to leave CPUs for.
+    let a = placed(&["--suite", "search", "--server-cpus", "0,1"], 2).unwrap();
+    assert_eq!(a.server_cpus.to_string(), "0,1");
+    let a = placed(&["--suite", "search", "--server-cpus", "0-15"], 16).unwrap();
+    assert_eq!(a.server_cpus.len(), 16);
+    let a = placed(&["--suite", "search"], 16).unwrap();
+    assert_eq!(a.server_cpus.to_string(), "8,9,10,11,12,13,14,15");
+    // The other suites still need CPUs for loadgen.
+    let e = placed(&["--server-cpus", "0,1"], 2)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("give the other side's CPUs too"), "{e}");
+}
+
+#[test]
 fn overlapping_cpus_are_refused_unless_asked_for() {
     let e = placed(&["--server-cpus", "0,1", "--client-cpus", "1"], 2)
         .unwrap_err()

@@ -124,6 +124,15 @@ pub(crate) fn decide(
     })
 }
 
+/// The CPUs of a run with no loadgen (the search suite): `server` as given, which may be
+/// every CPU, else the topology's server share.
+pub(crate) fn alone(server: Option<&CpuList>, topo: &Topology) -> Result<CpuList> {
+    match server {
+        Some(s) => Ok(s.clone()),
+        None => Ok(topo.split().lists()?.0),
+    }
+}
+
 /// Fails, naming the CPU, when a CPU of `cpus` is not one this process may run on.
 pub(crate) fn check_allowed(cpus: &CpuList, what: &str) -> Result<()> {
     let allowed = sched_getaffinity(Pid::from_raw(0)).context("reading the CPU affinity")?;

@@ -319,6 +319,45 @@ pub(crate) fn programs(
     Ok((programs, not_run))
 }
 
+/// The programs `--servers` names, each as its name (`search-fiber`, `ripgrep`) or without
+/// the `search-` prefix (`fiber`); `None` (no `--servers`) for all. A name that is not a search
+/// program is a usage error, found before anything is built.
+pub(crate) fn wanted(names: Option<&str>) -> Result<Option<Vec<&'static str>>> {
+    let Some(names) = names else {
+        return Ok(None);
+    };
+    let known: Vec<&'static str> = RUST_PROGRAMS
+        .iter()
+        .copied()
+        .chain([GO_PROGRAM, RIPGREP])
+        .collect();
+    let mut out = Vec::new();
+    for n in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let full = known
+            .iter()
+            .find(|k| **k == n || k.strip_prefix("search-") == Some(n))
+            .ok_or_else(|| {
+                anyhow::Error::new(Usage(format!(
+                    "--servers {n}: the search suite runs {} (named with or without \
+                     `search-`, without runtime flags)",
+                    known.join(", ")
+                )))
+            })?;
+        if !out.contains(full) {
+            out.push(*full);
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The programs among `programs` that `wanted` keeps.
+pub(crate) fn keep(programs: Vec<Program>, wanted: Option<&[&str]>) -> Vec<Program> {
+    programs
+        .into_iter()
+        .filter(|p| wanted.is_none_or(|w| w.contains(&p.name.as_str())))
+        .collect()
+}
+
 /// The tree to search and the needle: `tree` as given, or the generated corpus of `size`
 /// (written once under the target directory) with the needle it plants.
 pub(crate) fn tree(
@@ -420,4 +459,33 @@ pub(crate) fn measure_all(run: &mut SearchRun, programs: &[Program], cpus: &CpuL
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_name_search_programs_with_or_without_their_prefix() {
+        assert_eq!(wanted(None).unwrap(), None);
+        assert_eq!(
+            wanted(Some("fiber,search-threads,ripgrep,fiber")).unwrap(),
+            Some(vec!["search-fiber", "search-threads", "ripgrep"])
+        );
+        let e = wanted(Some("fiber,reactor")).unwrap_err().to_string();
+        assert!(e.contains("--servers reactor"), "{e}");
+        assert!(e.contains("search-go"), "{e}");
+        let e = wanted(Some("fiber+completer")).unwrap_err().to_string();
+        assert!(e.contains("without runtime flags"), "{e}");
+        let programs = || {
+            ["search-fiber", "search-threads", RIPGREP].map(|n| Program {
+                name: n.to_owned(),
+                path: PathBuf::from(n),
+            })
+        };
+        let kept = keep(programs().into(), Some(&["search-threads"]));
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].name, "search-threads");
+        assert_eq!(keep(programs().into(), None).len(), 3);
+    }
 }
