@@ -23,15 +23,9 @@
 //! again, and hitting it is reported as an error naming that limit.
 //!
 //! Stacks are handed out lazily (a slot's guard is installed the first time the slot is used)
-//! and recycled through a free list; their pages stay resident for the next fiber. A stack
-//! given back goes first to a small cache of the thread that drops it ([`CACHE_MAX`] stacks,
-//! of one pool at a time), which that thread's next spawn takes without the pool's lock and
-//! without touching the pool's reference count: a spawn and its fiber's end on a worker then
-//! cost two atomic steps (the `in_use` count) instead of eight.
+//! and recycled through a free list; their pages stay resident for the next fiber.
 
-use std::cell::RefCell;
 use std::io;
-use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -44,64 +38,6 @@ const MADV_GUARD_INSTALL: libc::c_int = 102;
 const TARGET_MAPPING_BYTES: usize = 64 << 20;
 /// Upper bound on slots per mapping, so small stacks do not make huge mappings.
 const MAX_SLOTS_PER_MAPPING: usize = 1024;
-
-/// Most stacks a thread keeps for its next spawns.
-const CACHE_MAX: usize = 32;
-
-thread_local! {
-    /// Stacks this thread gave back, all of one pool, the last one on top.
-    static CACHE: RefCell<Vec<Cached>> = const { RefCell::new(Vec::new()) };
-}
-
-/// A free slot in a thread's cache, with the pool reference its stack held.
-struct Cached {
-    bottom: usize,
-    pool: Arc<PoolShared>,
-}
-
-impl Drop for Cached {
-    fn drop(&mut self) {
-        self.pool.release(self.bottom);
-    }
-}
-
-/// A stack of `pool` from this thread's cache, if it has one.
-fn take_cached(pool: &Arc<PoolShared>) -> Option<Cached> {
-    CACHE
-        .try_with(|c| {
-            let mut c = c.try_borrow_mut().ok()?;
-            match c.last() {
-                Some(top) if Arc::ptr_eq(&top.pool, pool) => c.pop(),
-                _ => None,
-            }
-        })
-        .ok()
-        .flatten()
-}
-
-/// Keeps a free slot in this thread's cache, or gives it back to its pool (a full cache, a
-/// thread that is exiting). A cache holding another pool's stacks gives those back first.
-fn put_cached(slot: Cached) {
-    let rest = CACHE.try_with(|c| {
-        let Ok(mut c) = c.try_borrow_mut() else {
-            return (Some(slot), Vec::new());
-        };
-        let mut old = Vec::new();
-        if c.last()
-            .is_some_and(|top| !Arc::ptr_eq(&top.pool, &slot.pool))
-        {
-            old = std::mem::take(&mut *c);
-        }
-        if c.len() < CACHE_MAX {
-            c.push(slot);
-            (None, old)
-        } else {
-            (Some(slot), old)
-        }
-    });
-    // Dropped outside the borrow: each goes back to its pool.
-    drop(rest);
-}
 
 /// How a slot's guard page is made inaccessible.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,31 +137,16 @@ impl StackPool {
     /// Takes a stack from the free list, or carves a new one.
     pub(crate) fn get(&self) -> io::Result<PooledStack> {
         let shared = &self.shared;
-        shared.in_use.fetch_add(1, Ordering::Relaxed);
-        if let Some(c) = take_cached(shared) {
-            let c = ManuallyDrop::new(c);
-            // SAFETY: `c` is never used or dropped again, so its `Arc` moves out exactly once.
-            let pool = unsafe { std::ptr::read(&c.pool) };
-            return Ok(PooledStack {
-                bottom: c.bottom,
-                pool: ManuallyDrop::new(pool),
-            });
-        }
         let mut inner = shared.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let bottom = match inner.free.pop() {
             Some(bottom) => bottom,
-            None => match shared.carve(&mut inner) {
-                Ok(bottom) => bottom,
-                Err(e) => {
-                    shared.in_use.fetch_sub(1, Ordering::Relaxed);
-                    return Err(e);
-                }
-            },
+            None => shared.carve(&mut inner)?,
         };
         drop(inner);
+        shared.in_use.fetch_add(1, Ordering::Relaxed);
         Ok(PooledStack {
             bottom,
-            pool: ManuallyDrop::new(Arc::clone(&self.shared)),
+            pool: Arc::clone(&self.shared),
         })
     }
 
@@ -306,10 +227,11 @@ impl PoolShared {
         cvt(r).map(drop).map_err(map_count_hint)
     }
 
-    /// Puts a slot back on the free list (its stack already left `in_use`).
     fn release(&self, bottom: usize) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.free.push(bottom);
+        drop(inner);
+        self.in_use.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -333,19 +255,12 @@ fn map_count_hint(e: io::Error) -> io::Error {
 pub(crate) struct PooledStack {
     /// Lowest address of the slot: the start of its guard page.
     bottom: usize,
-    /// Moved into the thread's cache, or dropped, when the stack is.
-    pool: ManuallyDrop<Arc<PoolShared>>,
+    pool: Arc<PoolShared>,
 }
 
 impl Drop for PooledStack {
     fn drop(&mut self) {
-        self.pool.in_use.fetch_sub(1, Ordering::Relaxed);
-        // SAFETY: `pool` is not touched again: this is the stack's drop, which runs once.
-        let pool = unsafe { ManuallyDrop::take(&mut self.pool) };
-        put_cached(Cached {
-            bottom: self.bottom,
-            pool,
-        });
+        self.pool.release(self.bottom);
     }
 }
 
@@ -390,35 +305,6 @@ mod tests {
         assert_eq!(pool.counts().carved, 2);
         drop((b, c));
         assert_eq!(pool.counts().in_use, 0);
-    }
-
-    #[test]
-    fn cached_stacks_go_back_to_their_pool() {
-        // A stack dropped on a thread that then exits returns to the pool's free list.
-        let pool = StackPool::new(16 * 1024);
-        let p = pool.clone();
-        let bottom = std::thread::spawn(move || {
-            let s = p.get().expect("stack");
-            let bottom = s.bottom;
-            drop(s);
-            assert_eq!(p.counts().in_use, 0);
-            bottom
-        })
-        .join()
-        .unwrap();
-        assert_eq!(pool.get().expect("stack").bottom, bottom);
-        // A stack of another pool dropped here sends this pool's cached ones back.
-        let other = StackPool::new(16 * 1024);
-        let mine = pool.get().expect("stack");
-        let mine_bottom = mine.bottom;
-        drop(mine);
-        drop(other.get().expect("stack"));
-        assert_eq!(inner_free(&pool), vec![mine_bottom]);
-        assert_eq!((pool.counts().in_use, other.counts().in_use), (0, 0));
-    }
-
-    fn inner_free(pool: &StackPool) -> Vec<usize> {
-        pool.shared.inner.lock().unwrap().free.clone()
     }
 
     #[test]
