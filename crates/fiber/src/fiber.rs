@@ -23,7 +23,8 @@ pub(crate) struct Fiber {
     /// # Invariant
     ///
     /// `Some` whenever the fiber is PARKED or SCHEDULED and not torn down; `None` while a
-    /// worker runs it and once it is done.
+    /// worker runs it and once it is done, and while a pinned fiber that yielded waits in its
+    /// worker's own run queue, which then holds the coroutine (`worker::RunQueue::Own`).
     coro: TakeCell<FiberCoro>,
     pub(crate) rt: Arc<Shared>,
     /// Where the fiber sits in the runtime's registry: (shard, key).
