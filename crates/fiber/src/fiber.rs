@@ -23,8 +23,7 @@ pub(crate) struct Fiber {
     /// # Invariant
     ///
     /// `Some` whenever the fiber is PARKED or SCHEDULED and not torn down; `None` while a
-    /// worker runs it and once it is done, and while a pinned fiber that yielded waits in its
-    /// worker's own run queue, which then holds the coroutine (`worker::RunQueue::Own`).
+    /// worker runs it and once it is done.
     coro: TakeCell<FiberCoro>,
     pub(crate) rt: Arc<Shared>,
     /// Where the fiber sits in the runtime's registry: (shard, key).

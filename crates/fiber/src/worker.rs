@@ -23,7 +23,7 @@ use crossbeam_deque::Steal;
 use crate::fiber::{Fiber, NO_HOME};
 use crate::runtime::{DRAINING, RUNNING, Requests, STOPPED, Shared, TEARDOWN, lock};
 use crate::stats::WorkerCounters;
-use crate::sys::coro::{FiberCoro, Suspend};
+use crate::sys::coro::Suspend;
 use crate::sys::fd::pin_to_cpu;
 use crate::sys::op::{OpRef, Sqe};
 use crate::sys::ring::RingOwner;
@@ -104,33 +104,7 @@ pub(crate) fn multishot_recv_here() -> bool {
 /// On a fiber this runs on the worker's stack: a queue push may resize the queue, which in a
 /// debug build takes more stack than a small fiber has to spare.
 pub(crate) fn schedule(f: Arc<Fiber>) {
-    // The common case, a pinned fiber woken on its own worker with room in the queue, is
-    // shallow enough for any fiber stack: no switch to the worker's stack and back.
-    if let Err(f) = push_own(f) {
-        crate::sys::coro::on_worker_stack(move || schedule_here(f));
-    }
-}
-
-/// Pushes a pinned fiber onto the calling worker's own queue if it lives here and the queue
-/// need not grow; gives it back otherwise.
-#[inline(never)]
-fn push_own(f: Arc<Fiber>) -> Result<(), Arc<Fiber>> {
-    CTX.with(|c| {
-        let c = c.borrow();
-        let Some(ctx) = c.as_ref() else {
-            return Err(f);
-        };
-        let RunQueue::Own(q) = &ctx.local else {
-            return Err(f);
-        };
-        let mut q = q.borrow_mut();
-        if q.len() == q.capacity() || f.home() != ctx.index || !Arc::ptr_eq(&ctx.rt, &f.rt) {
-            return Err(f);
-        }
-        f.prefetch_stack();
-        q.push_back((f, None));
-        Ok(())
-    })
+    crate::sys::coro::on_worker_stack(move || schedule_here(f));
 }
 
 #[inline(never)]
@@ -293,25 +267,18 @@ impl WorkerCtx {
 
     fn run_round(&self) {
         for _ in 0..BUDGET {
-            let Some((f, held)) = self.next_fiber() else {
-                break;
-            };
-            self.run_fiber(f, held);
+            let Some(f) = self.next_fiber() else { break };
+            self.run_fiber(f);
         }
     }
 
-    /// Runs `f` until it suspends; `held` is its coroutine if the run queue kept it (a
-    /// pinned fiber that yielded), else it is in the fiber.
-    fn run_fiber(&self, f: Arc<Fiber>, held: Option<FiberCoro>) {
+    fn run_fiber(&self, f: Arc<Fiber>) {
         if self.rt.state() >= TEARDOWN {
-            match held {
-                Some(coro) => teardown_held(&self.rt, &f, coro),
-                None => teardown_one(&self.rt, &f),
-            }
+            teardown_one(&self.rt, &f);
             return;
         }
         // `None`: torn down while queued.
-        let Some(mut coro) = held.or_else(|| f.take_coro()) else {
+        let Some(mut coro) = f.take_coro() else {
             return;
         };
         if !self.rt.config.stealing {
@@ -327,8 +294,9 @@ impl WorkerCtx {
         self.stats().resumes.inc();
         match outcome {
             Some((Suspend::Yield, _)) => {
+                f.put_coro(coro);
                 f.state.yielded();
-                self.local.push_yielded(f, coro);
+                self.local.push(f);
             }
             Some((Suspend::Park, window)) => {
                 f.set_park_window(window);
@@ -345,23 +313,22 @@ impl WorkerCtx {
         }
     }
 
-    /// The next fiber to run, with its coroutine if the local queue held it.
-    fn next_fiber(&self) -> Option<(Arc<Fiber>, Option<FiberCoro>)> {
+    fn next_fiber(&self) -> Option<Arc<Fiber>> {
         let t = self.tick.get().wrapping_add(1);
         self.tick.set(t);
         if t % INJECTOR_INTERVAL == 0 {
             if let Some(f) = self.pop_remote().or_else(|| self.pop_injector()) {
-                return Some((f, None));
+                return Some(f);
             }
         }
-        if let Some(r) = self.local.pop_held() {
-            return Some(r);
+        if let Some(f) = self.local.pop() {
+            return Some(f);
         }
         if let Some(f) = self.pop_remote().or_else(|| self.pop_injector()) {
-            return Some((f, None));
+            return Some(f);
         }
         if self.rt.config.stealing {
-            self.steal().map(|f| (f, None))
+            self.steal()
         } else {
             None
         }
@@ -577,11 +544,7 @@ impl WorkerCtx {
         self.ring.drain(EXIT_GRACE, crate::park::Waker::wake, || {
             eventfd_op.as_ref().is_none_or(|op| op.is_done())
         });
-        while let Some((f, held)) = self.local.pop_held() {
-            if let Some(coro) = held {
-                teardown_held(&self.rt, &f, coro);
-            }
-        }
+        while self.local.pop().is_some() {}
     }
 }
 
@@ -591,36 +554,21 @@ enum RunQueue {
     Shared(crossbeam_deque::Worker<Arc<Fiber>>),
     /// Pinned fibers: only this worker touches it, so it needs no atomics. (Quiescence
     /// does not need to look at it: a worker announces itself idle only with it empty,
-    /// and only the worker itself pushes to it.) A fiber that yielded keeps its coroutine
-    /// here rather than in its `TakeCell`: no other thread can run it, and its next resume
-    /// skips the cell's atomic swap.
-    Own(RefCell<VecDeque<(Arc<Fiber>, Option<FiberCoro>)>>),
+    /// and only the worker itself pushes to it.)
+    Own(RefCell<VecDeque<Arc<Fiber>>>),
 }
 
 impl RunQueue {
     fn push(&self, f: Arc<Fiber>) {
         match self {
             RunQueue::Shared(q) => q.push(f),
-            RunQueue::Own(q) => q.borrow_mut().push_back((f, None)),
+            RunQueue::Own(q) => q.borrow_mut().push_back(f),
         }
     }
 
-    /// Queues a fiber that yielded, with the coroutine its worker took from it.
-    fn push_yielded(&self, f: Arc<Fiber>, coro: FiberCoro) {
+    fn pop(&self) -> Option<Arc<Fiber>> {
         match self {
-            RunQueue::Shared(q) => {
-                // Another worker may steal it: the coroutine goes back into the fiber.
-                f.put_coro(coro);
-                q.push(f);
-            }
-            RunQueue::Own(q) => q.borrow_mut().push_back((f, Some(coro))),
-        }
-    }
-
-    /// The next fiber, with its coroutine if the queue held it.
-    fn pop_held(&self) -> Option<(Arc<Fiber>, Option<FiberCoro>)> {
-        match self {
-            RunQueue::Shared(q) => q.pop().map(|f| (f, None)),
+            RunQueue::Shared(q) => q.pop(),
             RunQueue::Own(q) => q.borrow_mut().pop_front(),
         }
     }
@@ -653,7 +601,7 @@ impl RunQueue {
                         let mut q = q.borrow_mut();
                         for _ in 0..16 {
                             match from.steal() {
-                                Steal::Success(f) => q.push_back((f, None)),
+                                Steal::Success(f) => q.push_back(f),
                                 _ => break,
                             }
                         }
@@ -706,13 +654,6 @@ fn teardown_one(rt: &Shared, f: &Fiber) {
         coro.teardown();
         rt.unregister(f);
     }
-}
-
-/// Tears down a fiber whose coroutine its worker's run queue held (it yielded).
-fn teardown_held(rt: &Shared, f: &Fiber, coro: FiberCoro) {
-    f.state.finish();
-    coro.teardown();
-    rt.unregister(f);
 }
 
 /// Tears down every registered fiber. A fiber another worker is still running (it started

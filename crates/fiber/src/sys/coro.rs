@@ -29,7 +29,7 @@ pub(crate) struct FiberCoro {
     inner: Inner,
     /// The address of the coroutine's `Yielder` (0 until its first resume). It lives on the
     /// coroutine's own stack and so has a fixed address for the coroutine's lifetime; the
-    /// body publishes it in the thread-local `yielder` when it starts, and `resume` keeps it from there.
+    /// body publishes it in `YIELDER` when it starts, and `resume` keeps it from there.
     yielder: usize,
     /// The top (highest address) of the coroutine's stack.
     top: usize,
@@ -57,46 +57,28 @@ impl std::fmt::Debug for FiberCoro {
 // runtime's own thread-locals are never held across a switch (see the module docs).
 unsafe impl Send for FiberCoro {}
 
-/// What this thread's fiber switching needs, in one thread-local so that one address
-/// computation reaches both.
-struct SwitchTls {
-    /// Address of the `Yielder` of the coroutine this thread is running, or 0.
-    yielder: Cell<usize>,
-    /// Set while this thread drops suspended coroutines at shutdown.
-    teardown: Cell<bool>,
-}
-
 thread_local! {
-    static TLS: SwitchTls = const {
-        SwitchTls {
-            yielder: Cell::new(0),
-            teardown: Cell::new(false),
-        }
-    };
+    /// Address of the `Yielder` of the coroutine this thread is running, or 0.
+    static YIELDER: Cell<usize> = const { Cell::new(0) };
+    /// Set while this thread drops suspended coroutines at shutdown.
+    static TEARDOWN: Cell<bool> = const { Cell::new(false) };
 }
 
 #[inline(never)]
 fn swap_yielder(addr: usize) -> usize {
-    TLS.with(|t| t.yielder.replace(addr))
+    YIELDER.with(|y| y.replace(addr))
 }
 
 #[inline(never)]
 fn current_yielder() -> usize {
-    TLS.with(|t| t.yielder.get())
-}
-
-/// The current coroutine's `Yielder`, or 0 when not on a fiber or while tearing fibers down
-/// (then nothing may suspend): one thread-local access for [`suspend`]'s two checks.
-#[inline(never)]
-fn yielder_to_suspend() -> usize {
-    TLS.with(|t| if t.teardown.get() { 0 } else { t.yielder.get() })
+    YIELDER.with(Cell::get)
 }
 
 /// Whether this thread is force-unwinding fibers at shutdown. A fiber's code sees this from
 /// destructors that run during that unwinding, where it must not park.
 #[inline(never)]
 pub(crate) fn in_teardown() -> bool {
-    TLS.with(|t| t.teardown.get())
+    TEARDOWN.with(Cell::get)
 }
 
 /// Whether the calling code runs on a fiber.
@@ -132,7 +114,7 @@ impl FiberCoro {
     pub(crate) fn resume(&mut self) -> Option<(Suspend, usize)> {
         let prev = swap_yielder(self.yielder);
         let r = self.inner.resume(());
-        // Whenever the coroutine gives the thread back, the thread-local `yielder` holds its `Yielder` (set
+        // Whenever the coroutine gives the thread back, `YIELDER` holds its `Yielder` (set
         // by the body on its first run, and restored by `on_worker_stack`).
         self.yielder = swap_yielder(prev);
         match r {
@@ -144,9 +126,9 @@ impl FiberCoro {
     /// Drops a suspended coroutine, unwinding its stack so that its destructors run. Code on
     /// the fiber sees [`in_teardown`] meanwhile and must not park.
     pub(crate) fn teardown(self) {
-        let prev = TLS.with(|t| t.teardown.replace(true));
+        let prev = TEARDOWN.with(|t| t.replace(true));
         drop(self);
-        TLS.with(|t| t.teardown.set(prev));
+        TEARDOWN.with(|t| t.set(prev));
     }
 }
 
@@ -157,11 +139,11 @@ impl FiberCoro {
 /// different thread.
 #[inline(never)]
 pub(crate) fn suspend(why: Suspend) -> bool {
-    let addr = yielder_to_suspend();
-    if addr == 0 {
+    let addr = current_yielder();
+    if addr == 0 || in_teardown() {
         return false;
     }
-    // SAFETY: [1] the `Yielder` address is non-zero only between `FiberCoro::resume`'s two
+    // SAFETY: [1] `YIELDER` is non-zero only between `FiberCoro::resume`'s two
     // `swap_yielder` calls (or from the body's first line until its end), that is while this
     // thread runs the coroutine whose `Yielder` lives at `addr`; [2] only that coroutine's
     // code runs on this thread meanwhile (the worker loop is itself suspended in `resume`), so
@@ -181,11 +163,11 @@ pub(crate) fn on_worker_stack<F, R>(f: F) -> R
 where
     F: FnOnce() -> R + Send,
 {
-    let addr = yielder_to_suspend();
-    if addr == 0 {
+    let addr = current_yielder();
+    if addr == 0 || in_teardown() {
         return f();
     }
-    // SAFETY: as in `suspend`: a non-zero `Yielder` address is the `Yielder` of the coroutine this
+    // SAFETY: as in `suspend`: a non-zero `YIELDER` is the `Yielder` of the coroutine this
     // thread is running, on whose stack we are; the reference does not outlive this call.
     let yielder = unsafe { &*(addr as *const Yielder<(), (Suspend, usize)>) };
     // While `f` runs on the worker's stack, this thread is not "on a fiber": a nested call
