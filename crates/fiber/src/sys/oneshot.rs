@@ -14,7 +14,8 @@
 //! A CAS of the receiver that fails found DONE: the value is there to take. The waiter cell is
 //! the receiver's while WAITER is clear and the sender's from the `fetch_or` that found it set,
 //! so the two never touch it at once. The loom model at the end checks that a value sent is
-//! either seen by the poll or its waiter is woken, exactly once.
+//! either seen by the poll or its waiter is woken, exactly once; it fails if the sender's
+//! `fetch_or` loses its acquire or the receiver's registering CAS its release.
 
 #[cfg(loom)]
 use loom::cell::UnsafeCell;
