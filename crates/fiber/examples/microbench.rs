@@ -1,5 +1,6 @@
 //! Quick costs of the runtime's basic operations, for the report (not a test):
-//! `cargo run --release -p fiber --example microbench`.
+//! `cargo run --release -p fiber --example microbench`. For a profile of one of them,
+//! `microbench yield N` or `microbench spawn N` runs only that one, `N` times.
 
 use std::time::{Duration, Instant};
 
@@ -10,35 +11,60 @@ fn per_op(label: &str, n: u64, d: Duration) {
     );
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let rt = fiber::Runtime::builder().workers(1).cpus([1]).build()?;
-
-    // Two fibers yielding to each other: each yield is one switch out and one switch in.
-    const YIELDS: u64 = 2_000_000;
-    let d = rt.block_on(|| {
-        let other = fiber::spawn(|| {
-            for _ in 0..YIELDS / 2 {
+/// Two fibers yielding to each other, `n` yields in all: each is one switch out and one in.
+fn yields(rt: &fiber::Runtime, n: u64) -> Result<Duration, fiber::JoinError> {
+    rt.block_on(move || {
+        let other = fiber::spawn(move || {
+            for _ in 0..n / 2 {
                 fiber::yield_now();
             }
         });
         let start = Instant::now();
-        for _ in 0..YIELDS / 2 {
+        for _ in 0..n / 2 {
             fiber::yield_now();
         }
         other.join().unwrap();
         start.elapsed()
-    })?;
-    per_op("yield_now (fiber switch, round trip/2)", YIELDS, d);
+    })
+}
 
-    const SPAWNS: u64 = 200_000;
-    let d = rt.block_on(|| {
+/// `n` fibers spawned and joined one at a time.
+fn spawn_joins(rt: &fiber::Runtime, n: u64) -> Result<Duration, fiber::JoinError> {
+    rt.block_on(move || {
         let start = Instant::now();
-        for i in 0..SPAWNS {
-            fiber::spawn(move || i).join().unwrap();
+        for i in 0..n {
+            assert_eq!(fiber::spawn(move || i).join().unwrap(), i);
         }
         start.elapsed()
-    })?;
-    per_op("spawn + run + join (one at a time)", SPAWNS, d);
+    })
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let rt = fiber::Runtime::builder().workers(1).cpus([1]).build()?;
+    let mut args = std::env::args().skip(1);
+    if let Some(what) = args.next() {
+        let n: u64 = args.next().map_or(Ok(10_000_000), |n| n.parse())?;
+        match what.as_str() {
+            "yield" => per_op("yield_now", n, yields(&rt, n)?),
+            "spawn" => per_op("spawn + run + join", n, spawn_joins(&rt, n)?),
+            other => return Err(format!("unknown benchmark {other}: yield or spawn").into()),
+        }
+        return Ok(());
+    }
+
+    const YIELDS: u64 = 2_000_000;
+    per_op(
+        "yield_now (fiber switch, round trip/2)",
+        YIELDS,
+        yields(&rt, YIELDS)?,
+    );
+
+    const SPAWNS: u64 = 200_000;
+    per_op(
+        "spawn + run + join (one at a time)",
+        SPAWNS,
+        spawn_joins(&rt, SPAWNS)?,
+    );
 
     let d = rt.block_on(|| {
         let start = Instant::now();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::JoinError;
-use crate::join::{JoinHandle, JoinState};
+use crate::join::{self, JoinHandle};
 use crate::runtime::Shared;
 use crate::state::RunState;
 use crate::sys::cell::TakeCell;
@@ -115,32 +115,28 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let join = JoinState::new();
-    let handle = JoinHandle::new(Arc::clone(&join));
+    let (done, handle) = join::result_slot();
     if !rt.accepting_spawns() {
-        join.finish(Err(JoinError::Cancelled));
+        // Dropped unsent: the handle reports `Cancelled`.
         return handle;
     }
     let stack = match rt.stacks.get() {
         Ok(s) => s,
         Err(e) => {
-            join.finish(Err(JoinError::Spawn(e.to_string())));
+            done.send(Err(JoinError::Spawn(e.to_string())));
             return handle;
         }
     };
-    let body = move || {
-        let done = Finish(join);
-        match catch_unwind(AssertUnwindSafe(f)) {
-            Ok(v) => done.0.finish(Ok(v)),
-            Err(payload) => {
-                if coro::in_teardown() {
-                    // The runtime's forced unwind at shutdown: let it through. `done` records
-                    // the cancellation as it drops.
-                    resume_unwind(payload);
-                }
-                done.0
-                    .finish(Err(JoinError::Panicked(panic_message(&*payload))));
+    // `done` goes with the body: dropped unsent (torn down, or never started), it records
+    // the cancellation.
+    let body = move || match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(v) => done.send(Ok(v)),
+        Err(payload) => {
+            if coro::in_teardown() {
+                // The runtime's forced unwind at shutdown: let it through.
+                resume_unwind(payload);
             }
+            done.send(Err(JoinError::Panicked(panic_message(&*payload))));
         }
     };
     let coro = FiberCoro::new(stack, body);
@@ -155,16 +151,6 @@ where
     });
     worker::schedule(fiber);
     handle
-}
-
-/// Records a cancellation if the fiber's body is dropped (torn down, or never started)
-/// before it finished.
-struct Finish<T>(Arc<JoinState<T>>);
-
-impl<T> Drop for Finish<T> {
-    fn drop(&mut self) {
-        self.0.finish(Err(JoinError::Cancelled));
-    }
 }
 
 fn panic_message(p: &(dyn Any + Send)) -> String {

@@ -10,6 +10,7 @@ pub(crate) mod coro;
 pub(crate) mod fd;
 pub(crate) mod file;
 pub(crate) mod files;
+pub(crate) mod oneshot;
 pub(crate) mod op;
 pub(crate) mod ring;
 pub(crate) mod stack;
