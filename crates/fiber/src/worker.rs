@@ -359,22 +359,26 @@ impl WorkerCtx {
 
     fn steal(&self) -> Option<Arc<Fiber>> {
         let n = self.rt.stealers.len();
+        let RunQueue::Shared(local) = &self.local else {
+            return None;
+        };
         if n <= 1 {
             return None;
         }
+        self.stats().steal_attempts.inc();
         let start = (self.next_rand() % n as u64) as usize;
         for k in 0..n {
             let j = (start + k) % n;
             if j == self.index {
                 continue;
             }
-            let RunQueue::Shared(local) = &self.local else {
-                return None;
-            };
+            let before = local.len();
             loop {
                 match self.rt.stealers[j].steal_batch_and_pop(local) {
                     Steal::Success(f) => {
-                        self.stats().stolen_fibers.inc();
+                        self.stats().steals.inc();
+                        let moved = local.len().saturating_sub(before) + 1;
+                        self.stats().stolen_fibers.add(moved as u64);
                         return Some(f);
                     }
                     Steal::Empty => break,
