@@ -495,8 +495,16 @@ fn operations_on_another_workers_stream_count_as_cross_ring() {
         assert_eq!(client.join().unwrap().unwrap(), b"abc");
         let stats = rt.stats();
         let (w0, w1) = (stats.workers[0], stats.workers[1]);
-        assert_eq!((w0.cross_ring_ops, w0.sends_direct), (0, 0), "fixed {fixed}: {stats}");
-        assert_eq!((w1.cross_ring_ops, w1.sends_direct), (1, 1), "fixed {fixed}: {stats}");
+        assert_eq!(
+            (w0.cross_ring_ops, w0.sends_direct),
+            (0, 0),
+            "fixed {fixed}: {stats}"
+        );
+        assert_eq!(
+            (w1.cross_ring_ops, w1.sends_direct),
+            (1, 1),
+            "fixed {fixed}: {stats}"
+        );
     }
 }
 

@@ -191,7 +191,11 @@ fn an_idle_worker_steals_a_batch_and_the_counters_show_it() {
     });
     join(root);
     let stats = rt.stats();
-    assert_eq!(threads.lock().unwrap().len(), 2, "no fiber was stolen: {stats}");
+    assert_eq!(
+        threads.lock().unwrap().len(),
+        2,
+        "no fiber was stolen: {stats}"
+    );
     let t = stats.total();
     assert!(t.steals >= 1, "{stats}");
     assert!(t.steal_attempts >= t.steals, "{stats}");
