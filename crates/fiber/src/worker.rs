@@ -30,12 +30,9 @@ use crate::sys::ring::RingOwner;
 
 /// Fibers run per dispatch round before the batch of SQEs is submitted.
 pub(crate) const BUDGET: usize = 64;
-/// With work stealing, fibers in a worker's queue are really waiting when there are more
-/// than this many (half a round's budget): only then does the worker wake a sleeping one to
-/// steal from it, and only then does an idle worker steal from it. Fewer, and their own
-/// worker runs them in its next round, on its own ring and a warm cache, about as soon as
-/// another worker could.
-const WAITING: usize = BUDGET / 2;
+/// With work stealing, a worker wakes a sleeping one to steal from it only when more than
+/// this many fibers wait in its queue after a round (half a round's budget).
+const OFFER_MIN: usize = BUDGET / 2;
 /// Every this many picks, the injector is checked before the local queue (fairness to work
 /// from outside).
 const INJECTOR_INTERVAL: u32 = 61;
@@ -225,11 +222,13 @@ impl WorkerCtx {
     }
 
     /// With work stealing, wakes a sleeping worker to steal from this one, once per round
-    /// and only if more than [`WAITING`] fibers wait here: work is then really waiting. A
-    /// wake-up per push cost a MSG_RING and a sleeping thread's wake-up for fibers that then
-    /// mostly ran here anyway.
+    /// and only if more than [`OFFER_MIN`] fibers wait here: work is then really waiting.
+    /// Fewer, and this worker runs them itself in its next round, on its own ring and a warm
+    /// cache, about as soon as a woken worker could get to them; a wake-up per push cost a
+    /// MSG_RING and a sleeping thread's wake-up for fibers that then mostly ran here anyway.
+    /// (A worker that goes idle still steals whatever it finds, without being woken.)
     fn offer_work(&self) {
-        if self.rt.config.stealing && self.local.len() > WAITING {
+        if self.rt.config.stealing && self.local.len() > OFFER_MIN {
             self.rt.notify_one(Some(self));
         }
     }
@@ -404,9 +403,7 @@ impl WorkerCtx {
         let start = (self.next_rand() % n as u64) as usize;
         for k in 0..n {
             let j = (start + k) % n;
-            // Fibers that wait less than that will run on their own worker soon enough, with
-            // their I/O on its ring: taking them costs more than it saves.
-            if j == self.index || self.rt.stealers[j].len() <= WAITING {
+            if j == self.index {
                 continue;
             }
             let before = local.len();
@@ -532,21 +529,9 @@ impl WorkerCtx {
         !self.local.is_empty()
             || !rt.workers[self.index].remote.is_empty()
             || !rt.injector.is_empty()
-            || self.worth_stealing()
+            || rt.stealers.iter().any(|s| !s.is_empty())
             || rt.workers[self.index].has_requests.load(Ordering::SeqCst)
             || self.ring.shared().has_throttled()
-    }
-
-    /// With work stealing: whether another worker's queue holds fibers this one would steal
-    /// (more than [`WAITING`]; see [`WorkerCtx::steal`]).
-    fn worth_stealing(&self) -> bool {
-        self.rt.config.stealing
-            && self
-                .rt
-                .stealers
-                .iter()
-                .enumerate()
-                .any(|(j, s)| j != self.index && s.len() > WAITING)
     }
 
     /// During shutdown, when no fiber is runnable and no I/O is in flight anywhere, tears the
