@@ -37,41 +37,21 @@ struct Registered {
 #[derive(Debug, Default)]
 pub(crate) struct FixedSlot(OnceLock<Registered>);
 
-/// Where an SQE for a stream pushed from the calling thread goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Place {
-    /// On this thread's ring, which owns the stream (or a plain thread's ring), naming the
-    /// socket so.
-    Here(Target),
-    /// On a worker whose ring does not own the stream: a fiber that moved.
-    Elsewhere,
-}
-
 impl FixedSlot {
     /// How an SQE pushed from the calling thread should name `fd`, registering it in this
-    /// worker's table the first time; an SQE pushed from another worker than the owner is
-    /// counted as a cross-ring operation.
+    /// worker's table the first time.
     pub(crate) fn target(&self, fd: RawFd) -> Target {
-        match self.place(fd) {
-            Place::Here(t) => t,
-            Place::Elsewhere => {
-                worker::with_current(|ctx| ctx.stats().cross_ring_ops.inc());
-                Target::Fd(fd)
-            }
-        }
-    }
-
-    /// Whether the calling thread's ring owns the stream, and how its SQEs name `fd` if so
-    /// (the first operation on a fiber makes its worker the owner).
-    pub(crate) fn place(&self, fd: RawFd) -> Place {
         if !park::on_fiber() {
-            return Place::Here(Target::Fd(fd));
+            return Target::Fd(fd);
         }
         worker::with_current(|ctx| match self.0.get() {
             Some(r) if r.worker == ctx.index && Arc::ptr_eq(&r.rt, &ctx.rt) => {
-                Place::Here(r.slot.map_or(Target::Fd(fd), Target::Fixed))
+                r.slot.map_or(Target::Fd(fd), Target::Fixed)
             }
-            Some(_) => Place::Elsewhere,
+            Some(_) => {
+                ctx.stats().cross_ring_ops.inc();
+                Target::Fd(fd)
+            }
             None => {
                 let slot = if ctx.ring.has_fixed_files() {
                     ctx.ring.insert_file(fd)
@@ -87,18 +67,19 @@ impl FixedSlot {
                     slot,
                 };
                 match self.0.set(registered) {
-                    Ok(()) => Place::Here(slot.map_or(Target::Fd(fd), Target::Fixed)),
+                    Ok(()) => slot.map_or(Target::Fd(fd), Target::Fixed),
                     // Another worker did the first operation: this slot is not needed.
                     Err(lost) => {
                         if let Some(s) = lost.slot {
                             ctx.ring.remove_file(s);
                         }
-                        Place::Elsewhere
+                        ctx.stats().cross_ring_ops.inc();
+                        Target::Fd(fd)
                     }
                 }
             }
         })
-        .unwrap_or(Place::Here(Target::Fd(fd)))
+        .unwrap_or(Target::Fd(fd))
     }
 
     /// Empties the slot, if the stream has one; SQEs already pushed that name it still

@@ -12,10 +12,10 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use crate::driver::{self, Pushed};
-use crate::fixed::{FixedSlot, Place};
+use crate::fixed::FixedSlot;
 use crate::sync::{Mutex, MutexGuard};
 use crate::sys::bufring::Chunk;
-use crate::sys::fd::{send_nowait, tcp_listen, tcp_socket};
+use crate::sys::fd::{tcp_listen, tcp_socket};
 use crate::sys::op::{self, Sqe};
 use crate::worker;
 
@@ -407,30 +407,7 @@ impl TcpStream {
         let mut send = self.send.lock();
         settle(&mut send)?;
         let n = buf.len().min(WRITE_BEHIND);
-        let target = match self.fixed.place(self.fd()) {
-            Place::Here(target) => target,
-            // A fiber that moved away from the worker whose ring owns the stream (stolen,
-            // or a writer fiber on another worker). A send on this ring would post its
-            // completion here, and the next write, waiting for it, would pull the fiber back
-            // here, away from the ring that holds its recv: so the socket takes the bytes at
-            // once if it has room, and the fiber's next recv completion brings it home.
-            Place::Elsewhere => match send_nowait(self.sock().as_fd(), &buf[..n]) {
-                Ok(sent) => {
-                    worker::with_current(|ctx| ctx.stats().sends_direct.inc());
-                    return Ok(sent);
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                    ) =>
-                {
-                    self.file().target()
-                }
-                Err(e) => return Err(e),
-            },
-        };
-        let pushed = driver::submit(Sqe::send_all(target, &buf[..n]))?;
+        let pushed = driver::submit(Sqe::send_all(self.file().target(), &buf[..n]))?;
         *send = Some((pushed, n));
         Ok(n)
     }

@@ -55,7 +55,6 @@ pub(crate) struct WorkerCounters {
     pub(crate) stolen_fibers: LocalCounter,
     pub(crate) wakes_remote: Counter,
     pub(crate) cross_ring_ops: LocalCounter,
-    pub(crate) sends_direct: LocalCounter,
     pub(crate) injector_pops: LocalCounter,
     pub(crate) ops_submitted: LocalCounter,
     pub(crate) enters: LocalCounter,
@@ -79,7 +78,6 @@ impl WorkerCounters {
             stolen_fibers: self.stolen_fibers.get(),
             wakes_remote: self.wakes_remote.get(),
             cross_ring_ops: self.cross_ring_ops.get(),
-            sends_direct: self.sends_direct.get(),
             injector_pops: self.injector_pops.get(),
             ops_submitted: self.ops_submitted.get(),
             enters: self.enters.get(),
@@ -118,10 +116,6 @@ pub struct WorkerStats {
     /// owns (the one that did its first operation, and holds its multishot recv and its
     /// fixed-file slot): a fiber that moved (stolen, or woken elsewhere) doing I/O.
     pub cross_ring_ops: u64,
-    /// Writes of a fiber away from its stream's ring that the socket took at once through a
-    /// direct `send(2)`, instead of a cross-ring send whose completion would pull the fiber
-    /// to this worker.
-    pub sends_direct: u64,
     /// Fibers this worker took from the injector (work from outside the workers).
     pub injector_pops: u64,
     /// SQEs of user operations this worker pushed on its ring.
@@ -160,7 +154,6 @@ impl WorkerStats {
         self.stolen_fibers += o.stolen_fibers;
         self.wakes_remote += o.wakes_remote;
         self.cross_ring_ops += o.cross_ring_ops;
-        self.sends_direct += o.sends_direct;
         self.injector_pops += o.injector_pops;
         self.ops_submitted += o.ops_submitted;
         self.enters += o.enters;
@@ -253,7 +246,6 @@ impl fmt::Display for PerUnit {
             ("wakes_msg_ring", t.wakes_msg_ring),
             ("wakes_eventfd", t.wakes_eventfd),
             ("cross_ring_ops", t.cross_ring_ops),
-            ("sends_direct", t.sends_direct),
         ];
         write!(f, "units={}", self.units)?;
         for (k, v) in pairs {
@@ -270,7 +262,7 @@ impl fmt::Display for Stats {
         write!(
             f,
             "workers={} fibers_spawned={} fibers_live={} resumes={} steal_attempts={} \
-             steals={} stolen_fibers={} wakes_remote={} cross_ring_ops={} sends_direct={} \
+             steals={} stolen_fibers={} wakes_remote={} cross_ring_ops={} \
              injector_pops={} ops={} enters={} cqe_own={} cqe_stolen={} cqe_completer={} \
              sleeps={} wakes_msg_ring={} wakes_eventfd={} cq_overflows={} fixed_files={} \
              files_direct={} files_to_ring={} stacks_in_use={} stacks_carved={} \
@@ -284,7 +276,6 @@ impl fmt::Display for Stats {
             t.stolen_fibers,
             t.wakes_remote,
             t.cross_ring_ops,
-            t.sends_direct,
             t.injector_pops,
             t.ops_submitted,
             t.enters,

@@ -201,22 +201,6 @@ pub(crate) fn eventfd_signal(fd: BorrowedFd<'_>) -> io::Result<()> {
     }
 }
 
-/// `send(2)` that never waits (`MSG_DONTWAIT`) and raises no SIGPIPE: the bytes the socket
-/// took, or `WouldBlock` when its buffer is full.
-pub(crate) fn send_nowait(fd: BorrowedFd<'_>, buf: &[u8]) -> io::Result<usize> {
-    // SAFETY: `buf` is a live slice of `buf.len()` bytes for the duration of the call, and
-    // the kernel only reads it.
-    let n = unsafe {
-        libc::send(
-            fd.as_raw_fd(),
-            buf.as_ptr().cast(),
-            buf.len(),
-            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-        )
-    };
-    cvt(n).map(|n| n.unsigned_abs())
-}
-
 /// Pins the calling thread to one CPU.
 pub(crate) fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
