@@ -30,9 +30,6 @@ use crate::sys::ring::RingOwner;
 
 /// Fibers run per dispatch round before the batch of SQEs is submitted.
 pub(crate) const BUDGET: usize = 64;
-/// With work stealing, a worker wakes a sleeping one to steal from it only when more than
-/// this many fibers wait in its queue after a round (half a round's budget).
-const OFFER_MIN: usize = BUDGET / 2;
 /// Every this many picks, the injector is checked before the local queue (fairness to work
 /// from outside).
 const INJECTOR_INTERVAL: u32 = 61;
@@ -128,7 +125,7 @@ fn schedule_here(f: Arc<Fiber>) {
             Some(ctx) if Arc::ptr_eq(&ctx.rt, &f.rt) => {
                 if home == NO_HOME || home == ctx.index {
                     f.prefetch_stack();
-                    ctx.local.push(f);
+                    ctx.push_local(f);
                 } else {
                     ctx.rt.push_remote(home, f, Some(ctx));
                 }
@@ -221,14 +218,11 @@ impl WorkerCtx {
         &self.rt.workers[self.index].stats
     }
 
-    /// With work stealing, wakes a sleeping worker to steal from this one, once per round
-    /// and only if more than [`OFFER_MIN`] fibers wait here: work is then really waiting.
-    /// Fewer, and this worker runs them itself in its next round, on its own ring and a warm
-    /// cache, about as soon as a woken worker could get to them; a wake-up per push cost a
-    /// MSG_RING and a sleeping thread's wake-up for fibers that then mostly ran here anyway.
-    /// (A worker that goes idle still steals whatever it finds, without being woken.)
-    fn offer_work(&self) {
-        if self.rt.config.stealing && self.local.len() > OFFER_MIN {
+    fn push_local(&self, f: Arc<Fiber>) {
+        self.local.push(f);
+        // More than one runnable fiber here: an idle worker could take some (only with
+        // stealing; pinned fibers wait for this worker).
+        if self.rt.config.stealing && self.local.len() > 1 {
             self.rt.notify_one(Some(self));
         }
     }
@@ -261,7 +255,6 @@ impl WorkerCtx {
                 // Perhaps the read of the eventfd completed.
                 self.rearm_eventfd_if_done();
             }
-            self.offer_work();
             self.stats().enters.set(self.ring.enters());
             if reaped > 0 || !self.local.is_empty() {
                 // More to run right away: hand the kernel this round's SQEs and go on.
