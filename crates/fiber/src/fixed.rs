@@ -7,6 +7,11 @@
 //! which stays open beside the slot. Dropping the stream empties the slot: at once on the
 //! owner worker, or by a request to it from any other thread; until then the table's
 //! reference keeps the socket open, so its FIN leaves when the owner gets to the request.
+//!
+//! The worker of the first operation is remembered with or without a table: with work
+//! stealing a fiber can move, and an SQE pushed for the stream from another worker's ring is
+//! counted (`Stats`' `cross_ring_ops`), since it pays the descriptor lookup and its
+//! completion lands on a ring the stream's other operations do not use.
 
 use std::os::fd::RawFd;
 use std::sync::{Arc, OnceLock};
@@ -16,18 +21,21 @@ use crate::runtime::Shared;
 use crate::sys::op::Target;
 use crate::worker;
 
-/// Where a stream's socket is registered.
+/// The worker whose ring owns a stream's socket, and its slot in that ring's table.
 #[derive(Debug)]
 struct Registered {
     rt: Arc<Shared>,
     worker: usize,
-    slot: u32,
+    /// `None`: the runtime has no table, or it was full or refused.
+    slot: Option<u32>,
 }
 
-/// The fixed-file slot of one stream: unset until its first operation on a fiber of a
-/// runtime with fixed files, then registered (or `None`: the table was full or refused).
+/// The owner of one stream's socket: unset until its first operation on a fiber, then the
+/// worker that did it (and, in a runtime with fixed files, the socket's slot in its table).
+/// That worker's ring holds the stream's multishot recv; an SQE another worker pushes for
+/// the stream is counted as a cross-ring operation.
 #[derive(Debug, Default)]
-pub(crate) struct FixedSlot(OnceLock<Option<Registered>>);
+pub(crate) struct FixedSlot(OnceLock<Registered>);
 
 impl FixedSlot {
     /// How an SQE pushed from the calling thread should name `fd`, registering it in this
@@ -37,28 +45,35 @@ impl FixedSlot {
             return Target::Fd(fd);
         }
         worker::with_current(|ctx| match self.0.get() {
-            Some(Some(r)) if r.worker == ctx.index && Arc::ptr_eq(&r.rt, &ctx.rt) => {
-                Target::Fixed(r.slot)
+            Some(r) if r.worker == ctx.index && Arc::ptr_eq(&r.rt, &ctx.rt) => {
+                r.slot.map_or(Target::Fd(fd), Target::Fixed)
             }
-            Some(_) => Target::Fd(fd),
-            None if !ctx.ring.has_fixed_files() => Target::Fd(fd),
+            Some(_) => {
+                ctx.stats().cross_ring_ops.inc();
+                Target::Fd(fd)
+            }
             None => {
-                let slot = ctx.ring.insert_file(fd);
+                let slot = if ctx.ring.has_fixed_files() {
+                    ctx.ring.insert_file(fd)
+                } else {
+                    None
+                };
                 if slot.is_some() {
                     ctx.stats().fixed_files.inc();
                 }
-                let registered = slot.map(|slot| Registered {
+                let registered = Registered {
                     rt: Arc::clone(&ctx.rt),
                     worker: ctx.index,
                     slot,
-                });
+                };
                 match self.0.set(registered) {
                     Ok(()) => slot.map_or(Target::Fd(fd), Target::Fixed),
-                    // Another worker registered it first: this slot is not needed.
+                    // Another worker did the first operation: this slot is not needed.
                     Err(lost) => {
-                        if let Some(r) = lost {
-                            ctx.ring.remove_file(r.slot);
+                        if let Some(s) = lost.slot {
+                            ctx.ring.remove_file(s);
                         }
+                        ctx.stats().cross_ring_ops.inc();
                         Target::Fd(fd)
                     }
                 }
@@ -70,18 +85,23 @@ impl FixedSlot {
     /// Empties the slot, if the stream has one; SQEs already pushed that name it still
     /// reach the kernel first.
     pub(crate) fn release(&mut self) {
-        let Some(Some(r)) = self.0.take() else {
+        let Some(Registered {
+            rt,
+            worker: owner,
+            slot: Some(slot),
+        }) = self.0.take()
+        else {
             return;
         };
         let here = worker::with_current(|ctx| {
-            let owner = ctx.index == r.worker && Arc::ptr_eq(&ctx.rt, &r.rt);
-            if owner {
-                ctx.ring.remove_file(r.slot);
+            let here = ctx.index == owner && Arc::ptr_eq(&ctx.rt, &rt);
+            if here {
+                ctx.ring.remove_file(slot);
             }
-            owner
+            here
         });
         if here != Some(true) {
-            r.rt.request(r.worker, |q| q.file_removals.push(r.slot));
+            rt.request(owner, |q| q.file_removals.push(slot));
         }
     }
 }

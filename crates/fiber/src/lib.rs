@@ -95,7 +95,7 @@ pub use runtime::{
     Builder, DEFAULT_CQ_ENTRIES, DEFAULT_RING_ENTRIES, DEFAULT_STACK_SIZE, Handle, MIN_STACK_SIZE,
     RingFlags, Runtime, probe,
 };
-pub use stats::{Stats, WorkerStats};
+pub use stats::{PerUnit, Stats, WorkerStats};
 pub use time::{sleep, yield_now};
 
 /// Spawns a fiber on the runtime of the calling fiber.

@@ -626,6 +626,7 @@ impl Shared {
     pub(crate) fn push_remote(&self, t: usize, f: Arc<Fiber>, from: Option<&worker::WorkerCtx>) {
         let target = &self.workers[t];
         target.remote.push(f);
+        target.stats.wakes_remote.inc();
         // Pairs with the fence in `announce_idle`: either the worker sees the fiber when it
         // checks its queues after announcing, or this sees it asleep and wakes it.
         fence(Ordering::SeqCst);

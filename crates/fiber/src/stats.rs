@@ -50,7 +50,11 @@ impl LocalCounter {
 #[derive(Debug, Default)]
 pub(crate) struct WorkerCounters {
     pub(crate) resumes: LocalCounter,
+    pub(crate) steal_attempts: LocalCounter,
+    pub(crate) steals: LocalCounter,
     pub(crate) stolen_fibers: LocalCounter,
+    pub(crate) wakes_remote: Counter,
+    pub(crate) cross_ring_ops: LocalCounter,
     pub(crate) injector_pops: LocalCounter,
     pub(crate) ops_submitted: LocalCounter,
     pub(crate) enters: LocalCounter,
@@ -69,7 +73,11 @@ impl WorkerCounters {
     pub(crate) fn snapshot(&self) -> WorkerStats {
         WorkerStats {
             resumes: self.resumes.get(),
+            steal_attempts: self.steal_attempts.get(),
+            steals: self.steals.get(),
             stolen_fibers: self.stolen_fibers.get(),
+            wakes_remote: self.wakes_remote.get(),
+            cross_ring_ops: self.cross_ring_ops.get(),
             injector_pops: self.injector_pops.get(),
             ops_submitted: self.ops_submitted.get(),
             enters: self.enters.get(),
@@ -92,8 +100,22 @@ impl WorkerCounters {
 pub struct WorkerStats {
     /// Fiber resumes (context switches into a fiber).
     pub resumes: u64,
-    /// Fibers this worker stole from another worker's run queue.
+    /// Times this worker looked for fibers to steal in the other workers' run queues (with
+    /// work stealing; one attempt looks at every other worker until one gives a batch).
+    pub steal_attempts: u64,
+    /// Attempts that took a batch of fibers.
+    pub steals: u64,
+    /// Fibers this worker stole from other workers' run queues (the batches added up).
     pub stolen_fibers: u64,
+    /// Fibers made runnable on this worker's queue by another thread: a wake-up of a
+    /// pinned fiber from another worker, the Completer or a plain thread (its remote
+    /// queue). With work stealing a worker wakes a fiber onto its own queue instead (the
+    /// fiber moves to the waker); such moves show up as steals and cross-ring operations.
+    pub wakes_remote: u64,
+    /// Stream operations this worker pushed on its ring for a socket another worker's ring
+    /// owns (the one that did its first operation, and holds its multishot recv and its
+    /// fixed-file slot): a fiber that moved (stolen, or woken elsewhere) doing I/O.
+    pub cross_ring_ops: u64,
     /// Fibers this worker took from the injector (work from outside the workers).
     pub injector_pops: u64,
     /// SQEs of user operations this worker pushed on its ring.
@@ -127,7 +149,11 @@ pub struct WorkerStats {
 impl WorkerStats {
     fn add(&mut self, o: &WorkerStats) {
         self.resumes += o.resumes;
+        self.steal_attempts += o.steal_attempts;
+        self.steals += o.steals;
         self.stolen_fibers += o.stolen_fibers;
+        self.wakes_remote += o.wakes_remote;
+        self.cross_ring_ops += o.cross_ring_ops;
         self.injector_pops += o.injector_pops;
         self.ops_submitted += o.ops_submitted;
         self.enters += o.enters;
@@ -185,6 +211,48 @@ impl Stats {
     pub fn fibers_live(&self) -> u64 {
         self.fibers_spawned.saturating_sub(self.fibers_finished)
     }
+
+    /// The scheduling counters divided by `units` (echoes, requests): what each unit of
+    /// work cost in resumes, kernel entries, steals and wake-ups. `Display`s as one line.
+    pub fn per(&self, units: u64) -> PerUnit {
+        PerUnit {
+            total: self.total(),
+            units,
+        }
+    }
+}
+
+/// The scheduling counters per unit of work, from [`Stats::per`].
+#[derive(Debug, Clone, Copy)]
+pub struct PerUnit {
+    total: WorkerStats,
+    units: u64,
+}
+
+impl fmt::Display for PerUnit {
+    /// One line of `key=value` pairs with three decimals.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = &self.total;
+        let n = self.units.max(1) as f64;
+        let pairs = [
+            ("resumes", t.resumes),
+            ("ops", t.ops_submitted),
+            ("enters", t.enters),
+            ("sleeps", t.sleeps),
+            ("steal_attempts", t.steal_attempts),
+            ("steals", t.steals),
+            ("stolen_fibers", t.stolen_fibers),
+            ("wakes_remote", t.wakes_remote),
+            ("wakes_msg_ring", t.wakes_msg_ring),
+            ("wakes_eventfd", t.wakes_eventfd),
+            ("cross_ring_ops", t.cross_ring_ops),
+        ];
+        write!(f, "units={}", self.units)?;
+        for (k, v) in pairs {
+            write!(f, " {k}={:.3}", v as f64 / n)?;
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Display for Stats {
@@ -193,15 +261,21 @@ impl fmt::Display for Stats {
         let t = self.total();
         write!(
             f,
-            "workers={} fibers_spawned={} fibers_live={} resumes={} stolen_fibers={} \
+            "workers={} fibers_spawned={} fibers_live={} resumes={} steal_attempts={} \
+             steals={} stolen_fibers={} wakes_remote={} cross_ring_ops={} \
              injector_pops={} ops={} enters={} cqe_own={} cqe_stolen={} cqe_completer={} \
-             sleeps={} wakes_msg_ring={} wakes_eventfd={} cq_overflows={} fixed_files={} files_direct={} files_to_ring={} stacks_in_use={} stacks_carved={} \
+             sleeps={} wakes_msg_ring={} wakes_eventfd={} cq_overflows={} fixed_files={} \
+             files_direct={} files_to_ring={} stacks_in_use={} stacks_carved={} \
              stack_mappings={} guard={} ops_live={}",
             self.workers.len(),
             self.fibers_spawned,
             self.fibers_live(),
             t.resumes,
+            t.steal_attempts,
+            t.steals,
             t.stolen_fibers,
+            t.wakes_remote,
+            t.cross_ring_ops,
             t.injector_pops,
             t.ops_submitted,
             t.enters,

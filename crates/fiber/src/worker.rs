@@ -54,6 +54,10 @@ pub(crate) struct WorkerCtx {
     eventfd_op: RefCell<Option<OpRef>>,
     rng: Cell<u64>,
     tick: Cell<u32>,
+    /// Set by the dispatch loop while this worker, out of work of its own, looks for fibers
+    /// to steal: a pick that finds the local queue empty in the middle of a round does not
+    /// steal (see [`WorkerCtx::steal`]).
+    searching: Cell<bool>,
 }
 
 impl std::fmt::Debug for WorkerCtx {
@@ -183,6 +187,7 @@ fn worker_main(
         current: RefCell::new(None),
         eventfd_op: RefCell::new(None),
         tick: Cell::new(0),
+        searching: Cell::new(false),
     });
     CTX.with(|c| *c.borrow_mut() = Some(Rc::clone(&ctx)));
     let _ = ready.send((index, Ok(())));
@@ -257,6 +262,11 @@ impl WorkerCtx {
                 continue;
             }
             if self.rt.config.io_stealing && self.steal_io() > 0 {
+                let _ = self.ring.flush();
+                continue;
+            }
+            if let Some(f) = self.steal_when_idle() {
+                self.local.push(f);
                 let _ = self.ring.flush();
                 continue;
             }
@@ -357,24 +367,45 @@ impl WorkerCtx {
         x
     }
 
-    fn steal(&self) -> Option<Arc<Fiber>> {
-        let n = self.rt.stealers.len();
-        if n <= 1 {
+    /// With work stealing: a batch of fibers from another worker, taken only once this
+    /// worker has run out of work of its own (its queues are empty, and its ring had nothing
+    /// ready after the round). Stealing at every empty pick instead costs a look at every
+    /// other worker's queue (a SeqCst fence each) per round, and takes fibers from a worker
+    /// that would have run them a moment later on a warm cache and its own ring.
+    fn steal_when_idle(&self) -> Option<Arc<Fiber>> {
+        if !self.rt.config.stealing {
             return None;
         }
+        self.searching.set(true);
+        let f = self.steal();
+        self.searching.set(false);
+        f
+    }
+
+    /// A batch from a random other worker's queue and one fiber of it; `None` unless the
+    /// dispatch loop is searching (see [`WorkerCtx::steal_when_idle`]).
+    fn steal(&self) -> Option<Arc<Fiber>> {
+        let n = self.rt.stealers.len();
+        let RunQueue::Shared(local) = &self.local else {
+            return None;
+        };
+        if n <= 1 || !self.searching.get() {
+            return None;
+        }
+        self.stats().steal_attempts.inc();
         let start = (self.next_rand() % n as u64) as usize;
         for k in 0..n {
             let j = (start + k) % n;
             if j == self.index {
                 continue;
             }
-            let RunQueue::Shared(local) = &self.local else {
-                return None;
-            };
+            let before = local.len();
             loop {
                 match self.rt.stealers[j].steal_batch_and_pop(local) {
                     Steal::Success(f) => {
-                        self.stats().stolen_fibers.inc();
+                        self.stats().steals.inc();
+                        let moved = local.len().saturating_sub(before) + 1;
+                        self.stats().stolen_fibers.add(moved as u64);
                         return Some(f);
                     }
                     Steal::Empty => break,

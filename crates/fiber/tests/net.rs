@@ -450,6 +450,54 @@ fn echo_with_fixed_files_and_work_stealing() {
     echo_roundtrips(&rt, 20, 20);
 }
 
+/// A stream's socket belongs to the ring of the worker that did its first operation: a send
+/// or a recv pushed from another worker is a cross-ring operation, one from the owner is
+/// not. With or without fixed files.
+#[test]
+fn operations_on_another_workers_stream_count_as_cross_ring() {
+    require_io_uring!();
+    for fixed in [false, true] {
+        let rt = fiber::Runtime::builder()
+            .workers(2)
+            .fixed_files(fixed)
+            .build()
+            .unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = std::thread::spawn(move || -> std::io::Result<Vec<u8>> {
+            let mut s = std::net::TcpStream::connect(addr)?;
+            s.set_read_timeout(Some(TIMEOUT))?;
+            s.write_all(b"x")?;
+            let mut got = vec![0u8; 3];
+            s.read_exact(&mut got)?;
+            Ok(got)
+        });
+        let (s, _) = listener.accept().unwrap();
+        let s = Arc::new(TcpStream::from_std(s));
+        let send_on = |worker: usize, byte: u8| {
+            let s = Arc::clone(&s);
+            let sent = rt.handle().spawn_on(worker, move || {
+                s.write_all(&[byte])?;
+                s.flush()
+            });
+            join(sent).unwrap();
+        };
+        send_on(0, b'a');
+        send_on(0, b'b');
+        send_on(1, b'c');
+        let r = Arc::clone(&s);
+        let got = join(rt.handle().spawn_on(1, move || {
+            let mut b = [0u8; 1];
+            r.read(&mut b).map(|n| b[..n].to_vec())
+        }));
+        assert_eq!(got.unwrap(), b"x");
+        assert_eq!(client.join().unwrap().unwrap(), b"abc");
+        let stats = rt.stats();
+        assert_eq!(stats.workers[0].cross_ring_ops, 0, "fixed {fixed}: {stats}");
+        assert_eq!(stats.workers[1].cross_ring_ops, 2, "fixed {fixed}: {stats}");
+    }
+}
+
 /// How the server lets go of a stream registered in its worker's table of fixed files.
 #[derive(Debug, Clone, Copy)]
 enum LetGo {

@@ -156,6 +156,75 @@ fn fibers_migrate_between_workers() {
     eprintln!("max threads seen by one fiber: {max}; {stats}");
 }
 
+/// An idle worker steals from a busy one, and the counters show the attempt, the batch and
+/// the fibers it moved. The fibers yield until one of them has run on a second thread (or
+/// the test times out): their worker's queue stays full, so only a steal can end it.
+#[test]
+fn an_idle_worker_steals_a_batch_and_the_counters_show_it() {
+    require_io_uring!();
+    let rt = stealing_runtime(2);
+    let threads = Arc::new(std::sync::Mutex::new(std::collections::HashSet::new()));
+    let seen = Arc::clone(&threads);
+    let root = rt.spawn(move || {
+        let deadline = Instant::now() + util::TIMEOUT;
+        let hs: Vec<_> = (0..64)
+            .map(|_| {
+                let seen = Arc::clone(&seen);
+                fiber::spawn(move || {
+                    loop {
+                        let n = {
+                            let mut s = seen.lock().unwrap();
+                            s.insert(std::thread::current().id());
+                            s.len()
+                        };
+                        if n >= 2 || Instant::now() > deadline {
+                            return;
+                        }
+                        fiber::yield_now();
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+    });
+    join(root);
+    let stats = rt.stats();
+    assert_eq!(
+        threads.lock().unwrap().len(),
+        2,
+        "no fiber was stolen: {stats}"
+    );
+    let t = stats.total();
+    assert!(t.steals >= 1, "{stats}");
+    assert!(t.steal_attempts >= t.steals, "{stats}");
+    assert!(t.stolen_fibers >= t.steals, "{stats}");
+}
+
+/// Pinned fibers are never stolen, and a fiber queued for a worker by another thread (a
+/// spawn on it, from a plain thread or from a fiber of the other worker) is counted as a
+/// remote wake-up of that worker.
+#[test]
+fn pinned_workers_count_remote_wake_ups_and_never_steal() {
+    require_io_uring!();
+    let rt = runtime(2);
+    let handle = rt.handle();
+    let h = handle.clone();
+    // From the test thread onto worker 0, and from there onto worker 1.
+    let inner = join(handle.spawn_on(0, move || join(h.spawn_on(1, || 7))));
+    assert_eq!(inner, 7);
+    let stats = rt.stats();
+    assert!(stats.workers[0].wakes_remote >= 1, "{stats}");
+    assert!(stats.workers[1].wakes_remote >= 1, "{stats}");
+    let t = stats.total();
+    assert_eq!(
+        (t.steal_attempts, t.steals, t.stolen_fibers),
+        (0, 0, 0),
+        "{stats}"
+    );
+}
+
 #[test]
 fn drop_tears_down_parked_fibers_and_frees_their_stacks() {
     require_io_uring!();

@@ -96,7 +96,9 @@ pub(crate) struct RuntimeArgs {
     ring_entries: u32,
 
     /// At stop, print a second stderr line with the runtime's counters (resumes,
-    /// SQEs, io_uring_enter calls, completions by path, wake-ups, stacks).
+    /// SQEs, io_uring_enter calls, completions by path, steals, wake-ups, cross-ring
+    /// operations, stacks) and, for echo, a third with the scheduling counters per echo
+    /// (bytes received over --msg-size).
     #[arg(long)]
     runtime_stats: bool,
 }
@@ -227,7 +229,13 @@ pub(crate) fn serve(
     stop(runtime);
     launch::finish(NAME, hub.as_deref(), &counters)?;
     if rt_args.runtime_stats {
-        eprintln!("{NAME}: runtime: {}", handle.stats());
+        let stats = handle.stats();
+        eprintln!("{NAME}: runtime: {stats}");
+        if common.proto == Proto::Echo {
+            // An echo is one message of --msg-size bytes in and out.
+            let echoes = counters.snapshot().bytes_in / common.msg_size.get() as u64;
+            eprintln!("{NAME}: runtime per echo: {}", stats.per(echoes));
+        }
     }
     Ok(())
 }
