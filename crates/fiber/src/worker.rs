@@ -54,10 +54,6 @@ pub(crate) struct WorkerCtx {
     eventfd_op: RefCell<Option<OpRef>>,
     rng: Cell<u64>,
     tick: Cell<u32>,
-    /// Set by the dispatch loop while this worker, out of work of its own, looks for fibers
-    /// to steal: a pick that finds the local queue empty in the middle of a round does not
-    /// steal (see [`WorkerCtx::steal`]).
-    searching: Cell<bool>,
 }
 
 impl std::fmt::Debug for WorkerCtx {
@@ -187,7 +183,6 @@ fn worker_main(
         current: RefCell::new(None),
         eventfd_op: RefCell::new(None),
         tick: Cell::new(0),
-        searching: Cell::new(false),
     });
     CTX.with(|c| *c.borrow_mut() = Some(Rc::clone(&ctx)));
     let _ = ready.send((index, Ok(())));
@@ -334,14 +329,8 @@ impl WorkerCtx {
         if let Some(f) = self.local.pop() {
             return Some(f);
         }
-        if let Some(f) = self.pop_remote().or_else(|| self.pop_injector()) {
-            return Some(f);
-        }
-        if self.rt.config.stealing {
-            self.steal()
-        } else {
-            None
-        }
+        // Stealing waits until the round is over and found nothing (`steal_when_idle`).
+        self.pop_remote().or_else(|| self.pop_injector())
     }
 
     /// A fiber pinned here that another thread woke.
@@ -367,29 +356,17 @@ impl WorkerCtx {
         x
     }
 
-    /// With work stealing: a batch of fibers from another worker, taken only once this
-    /// worker has run out of work of its own (its queues are empty, and its ring had nothing
+    /// With work stealing: a batch of fibers from a random other worker's queue and one of
+    /// them, taken only once this worker has run out of work of its own (its queues are empty, and its ring had nothing
     /// ready after the round). Stealing at every empty pick instead costs a look at every
     /// other worker's queue (a SeqCst fence each) per round, and takes fibers from a worker
     /// that would have run them a moment later on a warm cache and its own ring.
     fn steal_when_idle(&self) -> Option<Arc<Fiber>> {
-        if !self.rt.config.stealing {
-            return None;
-        }
-        self.searching.set(true);
-        let f = self.steal();
-        self.searching.set(false);
-        f
-    }
-
-    /// A batch from a random other worker's queue and one fiber of it; `None` unless the
-    /// dispatch loop is searching (see [`WorkerCtx::steal_when_idle`]).
-    fn steal(&self) -> Option<Arc<Fiber>> {
         let n = self.rt.stealers.len();
         let RunQueue::Shared(local) = &self.local else {
             return None;
         };
-        if n <= 1 || !self.searching.get() {
+        if n <= 1 {
             return None;
         }
         self.stats().steal_attempts.inc();
