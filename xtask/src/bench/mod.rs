@@ -245,8 +245,7 @@ impl BenchArgs {
     /// what the command line gave and the topology's split; refuses overlapping sets unless
     /// `--allow-overlap`.
     pub(crate) fn place(&mut self, topo: &Topology) -> Result<()> {
-        // The search suite runs programs alone, with no loadgen: its CPUs are the server's
-        // side, which may be every CPU.
+        // No loadgen runs beside the search suite's programs: they may take every CPU.
         if self.suites() == [Suite::Search] {
             self.server_cpus = placement::alone(self.server_cpus_given.as_ref(), topo)
                 .map_err(|e| anyhow::Error::new(Usage(e.to_string())))?;
