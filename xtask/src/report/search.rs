@@ -155,31 +155,7 @@ pub(crate) fn write(out: &Path, run: &SearchRun, meta: &Meta) -> Result<String> 
         ],
         &rows,
     );
-    let find = |name: &str| ok.iter().find(|l| l.program == name);
-    let _ = write!(
-        table,
-        "The paper (Figure 9: the Linux 5.13 tree on NFS, a 48-core Xeon, 15 runs): EMPER {PAPER_FIBER_OVER_GO}× faster than Go, every concurrency platform faster than ripgrep. Here: "
-    );
-    match (fiber, find("search-go")) {
-        (Some(f), Some(g)) => {
-            let _ = write!(
-                table,
-                "search-go / search-fiber = {}",
-                ratio(&f.wall, &g.wall)
-            );
-        }
-        _ => {
-            let _ = write!(table, "search-go or search-fiber did not run or failed");
-        }
-    }
-    if let (Some(f), Some(r)) = (fiber, find(RIPGREP)) {
-        let _ = write!(
-            table,
-            "; ripgrep / search-fiber = {}",
-            ratio(&f.wall, &r.wall)
-        );
-    }
-    table.push_str(".\n");
+    table.push_str(&against_the_paper(run, &ok));
 
     let mut md = String::new();
     let _ = writeln!(
@@ -218,6 +194,48 @@ pub(crate) fn write(out: &Path, run: &SearchRun, meta: &Meta) -> Result<String> 
     );
     fs::write(out.join("report.md"), md).context("writing report.md")?;
     Ok(table)
+}
+
+/// The sentence that sets this run beside the paper's Figure 9: search-go against search-fiber
+/// and ripgrep against search-fiber, or which of them did not run or failed.
+fn against_the_paper(run: &SearchRun, ok: &[&Line]) -> String {
+    let mut out = String::new();
+    let find = |name: &str| ok.iter().find(|l| l.program == name);
+    let fiber = find("search-fiber");
+    let _ = write!(
+        out,
+        "The paper (Figure 9: the Linux 5.13 tree on NFS, a 48-core Xeon, 15 runs): EMPER {PAPER_FIBER_OVER_GO}× faster than Go, every concurrency platform faster than ripgrep. Here: "
+    );
+    match (fiber, find("search-go")) {
+        (Some(f), Some(g)) => {
+            let _ = write!(
+                out,
+                "search-go / search-fiber = {}",
+                ratio(&f.wall, &g.wall)
+            );
+        }
+        _ => {
+            // Not run: not asked for (`--servers`), not built or not installed.
+            let missing: Vec<String> = ["search-fiber", "search-go"]
+                .into_iter()
+                .filter(|p| find(p).is_none())
+                .map(|p| {
+                    let ran = run.measures.iter().any(|m| m.program == p);
+                    format!("{p} {}", if ran { "failed" } else { "did not run" })
+                })
+                .collect();
+            out.push_str(&missing.join(" and "));
+        }
+    }
+    if let (Some(f), Some(r)) = (fiber, find(RIPGREP)) {
+        let _ = write!(
+            out,
+            "; ripgrep / search-fiber = {}",
+            ratio(&f.wall, &r.wall)
+        );
+    }
+    out.push_str(".\n");
+    out
 }
 
 fn write_csv(out: &Path, measures: &[Measure]) -> Result<()> {
@@ -377,5 +395,53 @@ mod tests {
             "{}",
             ratio(&fast, &slow)
         );
+    }
+
+    #[test]
+    fn the_paper_line_says_which_program_did_not_run_and_which_failed() {
+        let m = |program: &str, failure: Option<&str>| Measure {
+            program: program.into(),
+            round: 1,
+            wall_s: 1.0,
+            user_s: 0.1,
+            sys_s: 0.2,
+            files_matched: 1,
+            matches: 1,
+            files: None,
+            bytes: None,
+            errors: None,
+            failure: failure.map(String::from),
+        };
+        let line = |measures: Vec<Measure>| {
+            let run = SearchRun {
+                tree: "/t".into(),
+                needle: "x".into(),
+                cold: false,
+                cpus: "0".into(),
+                workers: 1,
+                repeat: 1,
+                reference: None,
+                manifest: None,
+                not_run: vec![],
+                measures,
+            };
+            let l = lines(&run);
+            let ok: Vec<&Line> = l.iter().filter(|l| l.failure.is_none()).collect();
+            against_the_paper(&run, &ok)
+        };
+        let s = line(vec![m("search-fiber", None), m("search-threads", None)]);
+        assert!(s.ends_with("Here: search-go did not run.\n"), "{s}");
+        let s = line(vec![
+            m("search-fiber", None),
+            m("search-go", Some("counts differ")),
+        ]);
+        assert!(s.ends_with("Here: search-go failed.\n"), "{s}");
+        let s = line(vec![m("search-threads", None)]);
+        assert!(
+            s.contains("search-fiber did not run and search-go did not run"),
+            "{s}"
+        );
+        let s = line(vec![m("search-fiber", None), m("search-go", None)]);
+        assert!(s.contains("search-go / search-fiber = ~"), "{s}");
     }
 }
