@@ -36,6 +36,23 @@ fn cpu_ci(r: &Row) -> Option<(f64, f64)> {
     r.cpu_us_per_req_ci_low.zip(r.cpu_us_per_req_ci_high)
 }
 
+/// Throughput against the series' x, with its intervals.
+fn throughput_lines(rows: &[Row], suite: &str, series: &str) -> Vec<Line> {
+    lines_with(
+        rows,
+        suite,
+        series,
+        |r| r.x,
+        |r| r.throughput_per_sec,
+        tp_ci,
+    )
+}
+
+/// Server CPU per request against the series' x, with its intervals.
+fn cpu_lines(rows: &[Row], suite: &str, series: &str) -> Vec<Line> {
+    lines_with(rows, suite, series, |r| r.x, |r| r.cpu_us_per_req, cpu_ci)
+}
+
 /// Like [`lines`], with x read by `x` and an error bar from `ci` where it has one.
 pub(crate) fn lines_with(
     rows: &[Row],
@@ -176,14 +193,7 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
                         "echoes per second",
                         Scale::Log,
                         Scale::Linear,
-                        lines_with(
-                            rows,
-                            suite,
-                            "closed",
-                            |r| r.x,
-                            |r| r.throughput_per_sec,
-                            tp_ci,
-                        ),
+                        throughput_lines(rows, suite, "closed"),
                         vec![],
                     ),
                 )?;
@@ -196,7 +206,7 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
                         "µs of CPU per echo (user + system)",
                         Scale::Log,
                         Scale::Linear,
-                        lines_with(rows, suite, "closed", |r| r.x, |r| r.cpu_us_per_req, cpu_ci),
+                        cpu_lines(rows, suite, "closed"),
                         vec![],
                     ),
                 )?;
@@ -288,14 +298,7 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
                         "echoes per second",
                         Scale::Log,
                         Scale::Linear,
-                        lines_with(
-                            rows,
-                            suite,
-                            "no-work",
-                            |r| r.x,
-                            |r| r.throughput_per_sec,
-                            tp_ci,
-                        ),
+                        throughput_lines(rows, suite, "no-work"),
                         vec![],
                     ),
                 )?;
@@ -416,14 +419,7 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
                             "requests per second",
                             Scale::Log,
                             Scale::Linear,
-                            lines_with(
-                                rows,
-                                suite,
-                                &series,
-                                |r| r.x,
-                                |r| r.throughput_per_sec,
-                                tp_ci,
-                            ),
+                            throughput_lines(rows, suite, &series),
                             vec![],
                         ),
                     )?;
@@ -436,7 +432,7 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
                             "µs of CPU per request (user + system)",
                             Scale::Log,
                             Scale::Linear,
-                            lines_with(rows, suite, &series, |r| r.x, |r| r.cpu_us_per_req, cpu_ci),
+                            cpu_lines(rows, suite, &series),
                             vec![],
                         ),
                     )?;
@@ -448,10 +444,10 @@ pub(crate) fn draw_plots(run_dir: &Path, rows: &[Row], workers: usize) -> Result
                 let lg = ["loadgen-plaintext-p16", "loadgen-json-p1"];
                 let (log, lin) = (Scale::Log, Scale::Linear);
                 for s in wrk.into_iter().chain(lg) {
-                    let tp = lines_with(rows, suite, s, |r| r.x, |r| r.throughput_per_sec, tp_ci);
+                    let tp = throughput_lines(rows, suite, s);
                     let mut ps = vec![("throughput", "requests per second", tp)];
                     if lg.contains(&s) {
-                        let c = lines_with(rows, suite, s, |r| r.x, |r| r.cpu_us_per_req, cpu_ci);
+                        let c = cpu_lines(rows, suite, s);
                         ps.push(("cpu", "µs of CPU per request (user + system)", c));
                     }
                     for (what, y, ls) in ps {

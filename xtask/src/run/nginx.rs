@@ -21,7 +21,7 @@ use crate::plan::suites::Suite;
 use crate::run::cgroup::Group;
 use crate::run::children::Proc;
 use crate::run::outcome::Failure;
-use crate::run::peer::{self, Peer};
+use crate::run::peer::{self, Facts, Peer};
 
 /// The server binary, looked up on PATH (Debian puts it in /usr/sbin).
 const SERVER: &str = "nginx";
@@ -39,29 +39,19 @@ pub(crate) struct Nginx;
 /// The one nginx peer, for `run::peers`.
 pub(crate) static PEER: Nginx = Nginx;
 
+/// What nginx is to the harness.
+static FACTS: Facts = Facts {
+    name: NAME,
+    program: SERVER,
+    install: INSTALL,
+    proto: "http",
+    suite: Suite::Http,
+    fixed: "xtask writes its configuration",
+};
+
 impl Peer for Nginx {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn program(&self) -> &'static str {
-        SERVER
-    }
-
-    fn install(&self) -> &'static str {
-        INSTALL
-    }
-
-    fn proto(&self) -> &'static str {
-        "http"
-    }
-
-    fn suite(&self) -> Suite {
-        Suite::Http
-    }
-
-    fn fixed(&self) -> &'static str {
-        "xtask writes its configuration"
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
 
     /// nginx has no `--version`: `-v` prints it on stderr.

@@ -27,20 +27,52 @@ use crate::run::outcome::Failure;
 /// How long a peer may take to serve after its start.
 const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// What a peer is, as data: each peer has one.
+#[derive(Debug)]
+pub(crate) struct Facts {
+    /// Its name in `--servers` and in the results.
+    pub(crate) name: &'static str,
+    /// Its program, looked up on PATH.
+    pub(crate) program: &'static str,
+    /// How to install it (Debian and Ubuntu).
+    pub(crate) install: &'static str,
+    /// The `--proto` of the points it runs at; it sits out the others.
+    pub(crate) proto: &'static str,
+    /// The suite whose default servers it joins.
+    pub(crate) suite: Suite,
+    /// Why it takes no `+flags`, for the error that refuses them.
+    pub(crate) fixed: &'static str,
+}
+
 /// A server of someone else's that xtask starts and stops itself.
 pub(crate) trait Peer: Sync {
+    /// What it is: name, program, install command, protocol, suite.
+    fn facts(&self) -> &'static Facts;
+
     /// Its name in `--servers` and in the results.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        self.facts().name
+    }
     /// Its program, looked up on PATH.
-    fn program(&self) -> &'static str;
+    fn program(&self) -> &'static str {
+        self.facts().program
+    }
     /// How to install it (Debian and Ubuntu).
-    fn install(&self) -> &'static str;
+    fn install(&self) -> &'static str {
+        self.facts().install
+    }
     /// The `--proto` of the points it runs at; it sits out the others.
-    fn proto(&self) -> &'static str;
+    fn proto(&self) -> &'static str {
+        self.facts().proto
+    }
     /// The suite whose default servers it joins.
-    fn suite(&self) -> Suite;
+    fn suite(&self) -> Suite {
+        self.facts().suite
+    }
     /// Why it takes no `+flags`, for the error that refuses them.
-    fn fixed(&self) -> &'static str;
+    fn fixed(&self) -> &'static str {
+        self.facts().fixed
+    }
     /// What it is, for the report: its version and how xtask runs it.
     fn about(&self) -> String;
 

@@ -20,7 +20,7 @@ use crate::plan::suites::Suite;
 use crate::run::cgroup::Group;
 use crate::run::children::Proc;
 use crate::run::outcome::Failure;
-use crate::run::peer::{self, Peer};
+use crate::run::peer::{self, Facts, Peer};
 
 /// The server binary, looked up on PATH.
 const SERVER: &str = "redis-server";
@@ -36,29 +36,19 @@ pub(crate) struct Redis;
 /// The one redis-server peer, for `run::peers`.
 pub(crate) static PEER: Redis = Redis;
 
+/// What redis-server is to the harness.
+static FACTS: Facts = Facts {
+    name: NAME,
+    program: SERVER,
+    install: INSTALL,
+    proto: "kv",
+    suite: Suite::Kv,
+    fixed: "xtask starts it with persistence off",
+};
+
 impl Peer for Redis {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn program(&self) -> &'static str {
-        SERVER
-    }
-
-    fn install(&self) -> &'static str {
-        INSTALL
-    }
-
-    fn proto(&self) -> &'static str {
-        "kv"
-    }
-
-    fn suite(&self) -> Suite {
-        Suite::Kv
-    }
-
-    fn fixed(&self) -> &'static str {
-        "xtask starts it with persistence off"
+    fn facts(&self) -> &'static Facts {
+        &FACTS
     }
 
     /// Its flags are its own (see `start`), so none are listed for the `--help`
