@@ -268,6 +268,15 @@ pub(crate) fn servers_that_ran(rows: &[Row]) -> Vec<String> {
         .collect()
 }
 
+/// The rows of the servers that ran (`servers_that_ran`).
+pub(crate) fn rows_of_servers_that_ran(rows: &[Row]) -> Vec<Row> {
+    let ran = servers_that_ran(rows);
+    rows.iter()
+        .filter(|r| ran.contains(&r.server))
+        .cloned()
+        .collect()
+}
+
 pub(crate) fn find<'a>(rows: &'a [Row], suite: &str, server: &str, point: &str) -> Option<&'a Row> {
     rows.iter()
         .find(|r| r.suite == suite && r.server == server && r.point == point)

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use super::pivot;
 use crate::plan::suites::{HTTP_EQUAL_SERIES, HttpDriver, HttpPath, http_series};
-use crate::record::row::{Row, find, points_of, servers_that_ran};
+use crate::record::row::{Row, find, points_of, rows_of_servers_that_ran, servers_that_ran};
 use crate::report::cells::{fmt_rate, fmt_us, mark, table, times};
 
 const SUITE: &str = "http";
@@ -151,12 +151,7 @@ fn equal_load(out: &mut String, rows: &[Row]) {
 }
 
 pub(crate) fn section(out: &mut String, rows: &[Row]) {
-    let ran = servers_that_ran(rows);
-    let rows: Vec<Row> = rows
-        .iter()
-        .filter(|r| ran.contains(&r.server))
-        .cloned()
-        .collect();
+    let rows = rows_of_servers_that_ran(rows);
     let rows = rows.as_slice();
     let _ = writeln!(
         out,

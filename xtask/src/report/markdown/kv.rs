@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::pivot;
-use crate::record::row::{Row, find, servers_that_ran};
+use crate::record::row::{Row, find, rows_of_servers_that_ran, servers_that_ran};
 use crate::report::cells::{fmt_bytes, fmt_rate, fmt_us, mark, table, times};
 
 const SUITE: &str = "kv";
@@ -66,12 +66,7 @@ fn headline(out: &mut String, rows: &[Row], driver: &str, conns: usize) {
 }
 
 pub(crate) fn section(out: &mut String, rows: &[Row]) {
-    let ran = servers_that_ran(rows);
-    let rows: Vec<Row> = rows
-        .iter()
-        .filter(|r| ran.contains(&r.server))
-        .cloned()
-        .collect();
+    let rows = rows_of_servers_that_ran(rows);
     let rows = rows.as_slice();
     let _ = writeln!(
         out,
