@@ -357,10 +357,11 @@ impl WorkerCtx {
     }
 
     /// With work stealing: a batch of fibers from a random other worker's queue and one of
-    /// them, taken only once this worker has run out of work of its own (its queues are empty, and its ring had nothing
-    /// ready after the round). Stealing at every empty pick instead costs a look at every
-    /// other worker's queue (a SeqCst fence each) per round, and takes fibers from a worker
-    /// that would have run them a moment later on a warm cache and its own ring.
+    /// them, taken only once this worker has run out of work of its own (its queues are
+    /// empty, and its ring had nothing ready after the round). Stealing at every empty pick
+    /// instead costs a look at every other worker's queue (a SeqCst fence each) per round,
+    /// and takes fibers from a worker that would have run them a moment later on a warm cache
+    /// and its own ring.
     fn steal_when_idle(&self) -> Option<Arc<Fiber>> {
         let n = self.rt.stealers.len();
         let RunQueue::Shared(local) = &self.local else {
