@@ -120,7 +120,9 @@ where
         // Dropped unsent: the handle reports `Cancelled`.
         return handle;
     }
-    let stack = match rt.stacks.get() {
+    let here = worker::current().filter(|w| Arc::ptr_eq(&w.rt, rt));
+    let cached = here.as_ref().and_then(|w| w.cached_stack());
+    let stack = match cached.map_or_else(|| rt.stacks.get(), Ok) {
         Ok(s) => s,
         Err(e) => {
             done.send(Err(JoinError::Spawn(e.to_string())));
@@ -140,7 +142,7 @@ where
         }
     };
     let coro = FiberCoro::new(stack, body);
-    let fiber = rt.register(|id, slot| Fiber {
+    let fiber = rt.register(here.as_deref(), |id, slot| Fiber {
         id,
         state: RunState::new_scheduled(),
         coro: TakeCell::new(coro),

@@ -108,8 +108,9 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    match Handle::current() {
-        Some(h) => h.spawn(f),
+    // The worker's own reference to the runtime: no count of the runtime's `Arc` to bump.
+    match worker::current() {
+        Some(w) => fiber::spawn_on(&w.rt, fiber::NO_HOME, f),
         None => panic!("fiber::spawn called outside a fiber; use Runtime::spawn or Handle::spawn"),
     }
 }

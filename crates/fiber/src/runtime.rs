@@ -14,7 +14,7 @@ use crate::error::{Error, JoinError};
 use crate::fiber::{self, Fiber};
 use crate::fs::FileOps;
 use crate::join::JoinHandle;
-use crate::stats::{Counter, Stats, WorkerCounters};
+use crate::stats::{Counter, LocalCounter, Stats, WorkerCounters};
 use crate::sys::fd::eventfd_signal;
 use crate::sys::op::{OpRef, Sqe};
 use crate::sys::ring::{self, Features, ProbeError, RingSetup, RingShared};
@@ -435,8 +435,9 @@ pub(crate) struct Shared {
     registry: Vec<Mutex<Slab<Arc<Fiber>>>>,
     next_id: AtomicU64,
     pub(crate) stacks: StackPool,
-    pub(crate) spawned: Counter,
-    pub(crate) finished: Counter,
+    /// Fibers spawned from threads that are not this runtime's workers (the workers count
+    /// their own, and all finishes, in their `WorkerCounters`).
+    spawned: Counter,
     pub(crate) completer: Option<completer::Shared>,
     /// Without stealing: the worker that began the teardown, and how many workers have
     /// torn down their own fibers.
@@ -525,27 +526,51 @@ impl Shared {
         self.state() == RUNNING
     }
 
-    /// Adds a fiber to the registry (so shutdown can find it) and returns it.
-    pub(crate) fn register(&self, make: impl FnOnce(u64, (usize, usize)) -> Fiber) -> Arc<Fiber> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+    /// Adds a fiber to the registry (so shutdown can find it) and returns it. `here` is the
+    /// calling thread's worker when it belongs to this runtime: the id and the count are then
+    /// its own, without a read-modify-write on a word every spawner shares.
+    pub(crate) fn register(
+        &self,
+        here: Option<&worker::WorkerCtx>,
+        make: impl FnOnce(u64, (usize, usize)) -> Fiber,
+    ) -> Arc<Fiber> {
+        let id = self.new_fiber_id(here);
         let shard = (id as usize) % REGISTRY_SHARDS;
         let mut slab = lock(&self.registry[shard]);
         let entry = slab.vacant_entry();
         let fiber = Arc::new(make(id, (shard, entry.key())));
         entry.insert(Arc::clone(&fiber));
         drop(slab);
-        self.spawned.inc();
+        match here {
+            Some(w) => w.stats().spawned.inc(),
+            None => self.spawned.inc(),
+        }
         fiber
     }
 
-    pub(crate) fn unregister(&self, f: &Fiber) {
+    /// A fiber id unique in this runtime: worker `i` hands out `k * (workers + 1) + i + 1`
+    /// from its own sequence; other threads `k * (workers + 1)` from the shared one.
+    fn new_fiber_id(&self, here: Option<&worker::WorkerCtx>) -> u64 {
+        let stride = self.workers.len() as u64 + 1;
+        match here {
+            Some(w) => {
+                let seq = &w.stats().spawned;
+                seq.get() * stride + w.index as u64 + 1
+            }
+            None => self.next_id.fetch_add(1, Ordering::Relaxed) * stride,
+        }
+    }
+
+    /// Removes a finished or torn-down fiber from the registry; only worker threads do
+    /// (`here` is the calling one).
+    pub(crate) fn unregister(&self, here: &worker::WorkerCtx, f: &Fiber) {
         let (shard, key) = f.slot();
         let removed = {
             let mut slab = lock(&self.registry[shard]);
             slab.try_remove(key)
         };
         if removed.is_some() {
-            self.finished.inc();
+            here.stats().finished.inc();
         }
     }
 
@@ -652,15 +677,22 @@ impl Shared {
         }
     }
 
+    /// One of the workers' own counters, added up over the workers.
+    fn worker_sum(&self, counter: impl Fn(&WorkerCounters) -> &LocalCounter) -> u64 {
+        self.workers.iter().map(|w| counter(&w.stats).get()).sum()
+    }
+
     pub(crate) fn stats(&self) -> Stats {
         let counts = self.stacks.counts();
         Stats {
             workers: self.workers.iter().map(|w| w.stats.snapshot()).collect(),
-            fibers_spawned: self.spawned.get(),
-            fibers_finished: self.finished.get(),
+            fibers_spawned: self.spawned.get() + self.worker_sum(|w| &w.spawned),
+            fibers_finished: self.worker_sum(|w| &w.finished),
             completions_completer: self.completer.as_ref().map_or(0, |c| c.completions()),
             completer_wakeups: self.completer.as_ref().map_or(0, |c| c.wakeups()),
-            stacks_in_use: counts.in_use,
+            stacks_in_use: counts
+                .in_use
+                .saturating_sub(self.worker_sum(|w| &w.stacks_cached) as usize),
             stacks_carved: counts.carved,
             stack_mappings: counts.mappings,
             guard_pages: match counts.guard {
@@ -812,7 +844,6 @@ impl Runtime {
                 .collect(),
             next_id: AtomicU64::new(0),
             spawned: Counter::default(),
-            finished: Counter::default(),
             completer,
             teardown_by: AtomicUsize::new(usize::MAX),
             teardowns: AtomicUsize::new(0),

@@ -67,6 +67,12 @@ pub(crate) struct WorkerCounters {
     pub(crate) fixed_files: LocalCounter,
     pub(crate) files_direct: LocalCounter,
     pub(crate) files_to_ring: LocalCounter,
+    /// Fibers this worker spawned and finished (off-worker spawns count in `Shared`).
+    pub(crate) spawned: LocalCounter,
+    pub(crate) finished: LocalCounter,
+    /// Stacks in this worker's cache (`WorkerCtx::stacks`): counted in use by the pool, but
+    /// held by no fiber.
+    pub(crate) stacks_cached: LocalCounter,
 }
 
 impl WorkerCounters {

@@ -27,6 +27,7 @@ use crate::sys::coro::Suspend;
 use crate::sys::fd::pin_to_cpu;
 use crate::sys::op::{OpRef, Sqe};
 use crate::sys::ring::RingOwner;
+use crate::sys::stack::PooledStack;
 
 /// Fibers run per dispatch round before the batch of SQEs is submitted.
 pub(crate) const BUDGET: usize = 64;
@@ -54,7 +55,13 @@ pub(crate) struct WorkerCtx {
     eventfd_op: RefCell<Option<OpRef>>,
     rng: Cell<u64>,
     tick: Cell<u32>,
+    /// Stacks of fibers that finished here, for the next spawns here: taking one from the
+    /// runtime's pool costs a lock, a count and a reference each way.
+    stacks: RefCell<Vec<PooledStack>>,
 }
+
+/// Most stacks a worker keeps for its next spawns; more go back to the runtime's pool.
+const STACK_CACHE: usize = 32;
 
 impl std::fmt::Debug for WorkerCtx {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -183,6 +190,7 @@ fn worker_main(
         current: RefCell::new(None),
         eventfd_op: RefCell::new(None),
         tick: Cell::new(0),
+        stacks: RefCell::new(Vec::new()),
     });
     CTX.with(|c| *c.borrow_mut() = Some(Rc::clone(&ctx)));
     let _ = ready.send((index, Ok(())));
@@ -211,6 +219,24 @@ fn init(rt: &Shared, index: usize) -> io::Result<RingOwner> {
 impl WorkerCtx {
     pub(crate) fn stats(&self) -> &WorkerCounters {
         &self.rt.workers[self.index].stats
+    }
+
+    /// A stack from this worker's cache, if it has one.
+    pub(crate) fn cached_stack(&self) -> Option<PooledStack> {
+        let mut stacks = self.stacks.borrow_mut();
+        let s = stacks.pop();
+        self.stats().stacks_cached.set(stacks.len() as u64);
+        s
+    }
+
+    /// Keeps the stack of a fiber that finished here for the next spawn (or gives it back
+    /// to the pool when the cache is full).
+    fn cache_stack(&self, stack: PooledStack) {
+        let mut stacks = self.stacks.borrow_mut();
+        if stacks.len() < STACK_CACHE {
+            stacks.push(stack);
+            self.stats().stacks_cached.set(stacks.len() as u64);
+        }
     }
 
     fn push_local(&self, f: Arc<Fiber>) {
@@ -279,7 +305,7 @@ impl WorkerCtx {
 
     fn run_fiber(&self, f: Arc<Fiber>) {
         if self.rt.state() >= TEARDOWN {
-            teardown_one(&self.rt, &f);
+            teardown_one(self, &f);
             return;
         }
         // `None`: torn down while queued.
@@ -312,8 +338,8 @@ impl WorkerCtx {
             }
             None => {
                 f.state.finish();
-                drop(coro);
-                self.rt.unregister(&f);
+                self.cache_stack(coro.into_stack());
+                self.rt.unregister(self, &f);
             }
         }
     }
@@ -513,7 +539,7 @@ impl WorkerCtx {
             return false;
         }
         if rt.config.stealing {
-            teardown_all(rt);
+            teardown_all(self);
             rt.set_state(STOPPED);
             rt.wake_all();
         } else {
@@ -533,9 +559,9 @@ impl WorkerCtx {
             let home = f.home();
             if home == self.index || (homeless_too && home == NO_HOME) {
                 if f.state.is_done() {
-                    rt.unregister(&f);
+                    rt.unregister(self, &f);
                 } else {
-                    teardown_one(rt, &f);
+                    teardown_one(self, &f);
                 }
             }
         }
@@ -554,6 +580,8 @@ impl WorkerCtx {
             eventfd_op.as_ref().is_none_or(|op| op.is_done())
         });
         while self.local.pop().is_some() {}
+        self.stacks.borrow_mut().clear();
+        self.stats().stacks_cached.set(0);
     }
 }
 
@@ -657,17 +685,18 @@ fn quiescent(rt: &Shared) -> bool {
         .all(|(w, &e)| w.epoch.load(Ordering::SeqCst) == e)
 }
 
-fn teardown_one(rt: &Shared, f: &Fiber) {
+fn teardown_one(here: &WorkerCtx, f: &Fiber) {
     if let Some(coro) = f.take_coro() {
         f.state.finish();
         coro.teardown();
-        rt.unregister(f);
+        here.rt.unregister(here, f);
     }
 }
 
 /// Tears down every registered fiber. A fiber another worker is still running (it started
 /// before the teardown began) is retried until it parks.
-fn teardown_all(rt: &Shared) {
+fn teardown_all(here: &WorkerCtx) {
+    let rt = &here.rt;
     loop {
         let fibers = rt.registered();
         if fibers.is_empty() {
@@ -676,11 +705,11 @@ fn teardown_all(rt: &Shared) {
         let mut busy = false;
         for f in &fibers {
             if f.state.is_done() {
-                rt.unregister(f);
+                rt.unregister(here, f);
             } else if let Some(coro) = f.take_coro() {
                 f.state.finish();
                 coro.teardown();
-                rt.unregister(f);
+                rt.unregister(here, f);
             } else {
                 busy = true;
             }

@@ -16,6 +16,35 @@ fn block_on_returns_the_fiber_value() {
 }
 
 #[test]
+fn fibers_spawned_one_after_another_on_a_worker_reuse_its_stacks() {
+    require_io_uring!();
+    let rt = runtime(1);
+    let stats_inside = rt
+        .block_on(|| {
+            for i in 0..100u64 {
+                assert_eq!(fiber::spawn(move || i + 1).join(), Ok(i + 1));
+            }
+            fiber::Handle::current().expect("on a fiber").stats()
+        })
+        .expect("block_on");
+    // The block_on fiber, and one stack that every spawned fiber took back from the
+    // worker's cache in turn (a fiber's stack returns to the cache when it has finished,
+    // after its joiner may already have spawned the next one: at most two then).
+    assert!(stats_inside.stacks_carved <= 3, "{stats_inside}");
+    assert_eq!(stats_inside.fibers_spawned, 101, "{stats_inside}");
+    assert_eq!(stats_inside.fibers_live(), 1, "{stats_inside}");
+    // Stacks kept in a worker's cache are in use by no fiber.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut stats = rt.stats();
+    while stats.fibers_live() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+        stats = rt.stats();
+    }
+    assert_eq!(stats.fibers_live(), 0, "{stats}");
+    assert_eq!(stats.stacks_in_use, 0, "{stats}");
+}
+
+#[test]
 fn spawn_from_a_fiber_and_from_a_thread() {
     require_io_uring!();
     let rt = runtime(2);

@@ -123,6 +123,15 @@ impl FiberCoro {
         }
     }
 
+    /// The stack of a coroutine that returned, for another coroutine.
+    ///
+    /// # Panics
+    ///
+    /// If the coroutine has not returned (`resume` gave `None`).
+    pub(crate) fn into_stack(self) -> PooledStack {
+        self.inner.into_stack()
+    }
+
     /// Drops a suspended coroutine, unwinding its stack so that its destructors run. Code on
     /// the fiber sees [`in_teardown`] meanwhile and must not park.
     pub(crate) fn teardown(self) {
