@@ -309,7 +309,10 @@ impl WorkerCtx {
             return;
         }
         // `None`: torn down while queued.
-        let Some(mut coro) = f.take_coro() else {
+        let taken = f
+            .take_coro_at_home(self.index)
+            .unwrap_or_else(|| f.take_coro());
+        let Some(mut coro) = taken else {
             return;
         };
         if !self.rt.config.stealing {
