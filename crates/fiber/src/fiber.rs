@@ -138,6 +138,13 @@ where
         return handle;
     }
     let here = worker::current().filter(|w| Arc::ptr_eq(&w.rt, rt));
+    // Without stealing, a fiber with no home spawned on a worker goes on that worker's own
+    // queue and so lives there: say so now, and its worker takes its coroutine without a
+    // read-modify-write from the first resume on (`take_coro_at_home`).
+    let home = match &here {
+        Some(w) if home == NO_HOME && !rt.config.stealing => w.index,
+        _ => home,
+    };
     let cached = here.as_ref().and_then(|w| w.cached_stack());
     let stack = match cached.map_or_else(|| rt.stacks.get(), Ok) {
         Ok(s) => s,
