@@ -59,6 +59,17 @@ fn baseline(c: &mut Criterion) {
     } else {
         eprintln!("skipping baseline/io_uring_nop: io_uring is unavailable");
     }
+    match benches::switch::fiber_runtime() {
+        Ok(runtime) => {
+            group.bench_function(benches::ids::FIBER_NOP, |b| {
+                b.iter_custom(|n| {
+                    benches::syscall::fiber_nops(&runtime, n)
+                        .unwrap_or_else(|e| panic!("baseline/fiber_nop: {e}"))
+                });
+            });
+        }
+        Err(e) => eprintln!("skipping baseline/fiber_nop: {e}"),
+    }
     group.finish();
 }
 

@@ -15,6 +15,8 @@ pub const BASELINE: &str = "baseline";
 /// Functions of the [`BASELINE`] group.
 pub const TRAP: &str = "getppid";
 pub const IO_URING_NOP: &str = "io_uring_nop_batch64";
+/// One io_uring NOP submitted and waited for by a fiber (one enter each).
+pub const FIBER_NOP: &str = "fiber_nop";
 /// The group of one-way switches.
 pub const SWITCH: &str = "switch";
 /// The group of spawn-and-join.

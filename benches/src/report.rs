@@ -655,11 +655,14 @@ impl Report {
             .collect();
         let trap = self.figure(&ids::full(ids::BASELINE, ids::TRAP, None));
         let nop = self.figure(&ids::full(ids::BASELINE, ids::IO_URING_NOP, None));
+        let fiber_nop = self.figure(&ids::full(ids::BASELINE, ids::FIBER_NOP, None));
         let _ = writeln!(
             out,
             "Two reference points, not in the paper: a trivial system call (`getppid`, one trap \
              and almost no work inside) costs {trap}; an io_uring request that does no I/O (a \
-             NOP, 64 per enter) costs {nop}.\n"
+             NOP, 64 per enter) costs {nop}. A NOP that a fiber submits and waits for (one \
+             enter each, plus the runtime's own work: the op, reaping its completion, waking \
+             and resuming the fiber) costs {fiber_nop}.\n"
         );
         order_section(out, &ranked, fmt_ns, &|a, b| self.reason(a, b));
     }

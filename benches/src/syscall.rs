@@ -249,6 +249,21 @@ impl Baseline {
     }
 }
 
+/// `n` io_uring NOPs, one after another, each submitted and waited for by a fiber on
+/// `runtime` (`fiber::nop`): the trap, the NOP, and the runtime's own work per operation
+/// (the SQE and its op, the CQE's reaping, the fiber's wake-up and resume).
+pub fn fiber_nops(runtime: &fiber::Runtime, n: u64) -> io::Result<Duration> {
+    runtime
+        .block_on(move || {
+            let start = Instant::now();
+            for _ in 0..n {
+                fiber::nop()?;
+            }
+            Ok(start.elapsed())
+        })
+        .map_err(io::Error::other)?
+}
+
 impl Default for Baseline {
     fn default() -> Baseline {
         Baseline::new()

@@ -96,7 +96,7 @@ pub use runtime::{
     RingFlags, Runtime, probe,
 };
 pub use stats::{PerUnit, Stats, WorkerStats};
-pub use time::{sleep, yield_now};
+pub use time::{nop, sleep, yield_now};
 
 /// Spawns a fiber on the runtime of the calling fiber.
 ///

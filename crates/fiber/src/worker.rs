@@ -291,7 +291,13 @@ impl WorkerCtx {
                 let _ = self.ring.flush();
                 continue;
             }
-            // Nothing runnable: submit the round's SQEs and sleep in the same enter.
+            // Nothing runnable. SQEs that complete as they are submitted (write-behind
+            // sends): submit them alone and reap them next round, rather than announce this
+            // worker idle for an enter that their own completions end at once.
+            if self.ring.submit_inline() {
+                continue;
+            }
+            // Submit the round's SQEs and sleep in the same enter.
             self.idle();
         }
     }

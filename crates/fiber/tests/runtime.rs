@@ -45,6 +45,31 @@ fn fibers_spawned_one_after_another_on_a_worker_reuse_its_stacks() {
 }
 
 #[test]
+fn operations_that_complete_as_they_are_submitted_do_not_put_the_worker_to_sleep() {
+    require_io_uring!();
+    let rt = runtime(1);
+    let sleeps = rt
+        .block_on(|| {
+            let sleeps = || {
+                fiber::Handle::current()
+                    .expect("on a fiber")
+                    .stats()
+                    .total()
+                    .sleeps
+            };
+            let before = sleeps();
+            for _ in 0..200 {
+                fiber::nop().expect("a no-op");
+            }
+            sleeps() - before
+        })
+        .expect("block_on");
+    // Each no-op is submitted on its own and reaped on the worker's next round; before,
+    // the worker announced itself idle and entered the kernel to sleep for every one.
+    assert!(sleeps < 20, "{sleeps} sleeps for 200 no-ops");
+}
+
+#[test]
 fn spawn_from_a_fiber_and_from_a_thread() {
     require_io_uring!();
     let rt = runtime(2);

@@ -254,6 +254,9 @@ pub(crate) struct RingOwner {
     /// kernel consumes it, so that a full SQ (or an enter that consumed nothing: a signal,
     /// EBUSY, an error) delays an operation but never fails it.
     backlog: RefCell<VecDeque<squeue::Entry>>,
+    /// Whether an SQE not yet submitted may wait in the kernel for an event (one not marked
+    /// `Sqe::inline`); cleared once everything pushed has been submitted.
+    may_wait: Cell<bool>,
     /// Test hook: the errors the next `io_uring_enter` calls fail with.
     #[cfg(test)]
     fail_enters: RefCell<Vec<i32>>,
@@ -341,6 +344,7 @@ impl RingOwner {
             }),
             pending: Cell::new(0),
             backlog: RefCell::new(VecDeque::new()),
+            may_wait: Cell::new(false),
             #[cfg(test)]
             fail_enters: RefCell::new(Vec::new()),
             enters: Cell::new(0),
@@ -387,7 +391,10 @@ impl RingOwner {
     /// cannot fail: the op's reference moves into the SQE, and the SQE reaches the kernel at
     /// a later enter whatever happens meanwhile.
     pub(crate) fn push(&self, sqe: Sqe) -> io::Result<()> {
-        let Sqe { entry, op } = sqe;
+        let Sqe { entry, op, inline } = sqe;
+        if !inline {
+            self.may_wait.set(true);
+        }
         let counted = op.as_ref().is_some_and(|o| !o.is_internal());
         let entry = match op {
             Some(op) => entry.user_data(op::into_user_data(op)),
@@ -489,11 +496,35 @@ impl RingOwner {
         self.enter(true)
     }
 
+    /// Submits what was pushed if every SQE of it completes, as a rule, while it is
+    /// submitted (see `Sqe::inline`: a send, a no-op, a close), and returns whether the
+    /// kernel took any. A worker with nothing else to run calls this before it announces
+    /// itself idle: the completions are reaped on its next round instead of ending at once
+    /// the sleep that submitting them in the same enter would begin.
+    pub(crate) fn submit_inline(&self) -> bool {
+        let unsubmitted = || self.pending.get() as usize + self.backlog.borrow().len();
+        let before = unsubmitted();
+        if before == 0 || self.may_wait.get() {
+            return false;
+        }
+        let _ = self.enter(false);
+        unsubmitted() < before
+    }
+
     /// Submits everything pushed (the SQ, refilled from the backlog as the kernel consumes
     /// it); with `wait`, the last enter also sleeps until a CQE is available. An enter that
     /// consumed nothing (a signal, EBUSY, EAGAIN) ends the call early: the rest goes at the
     /// next one.
     fn enter(&self, wait: bool) -> io::Result<()> {
+        let r = self.enter_all(wait);
+        if self.pending.get() == 0 && self.backlog.borrow().is_empty() {
+            self.may_wait.set(false);
+        }
+        r
+    }
+
+    /// [`enter`](Self::enter)'s loop of enters.
+    fn enter_all(&self, wait: bool) -> io::Result<()> {
         loop {
             let more = self.refill_sq();
             let wait_now = wait && !more;

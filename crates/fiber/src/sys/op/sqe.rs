@@ -18,6 +18,10 @@ use crate::sys::fd::RawAddr;
 pub(crate) struct Sqe {
     pub(in crate::sys) entry: squeue::Entry,
     pub(in crate::sys) op: Option<OpRef>,
+    /// Whether the SQE, as a rule, completes while it is submitted (a send into a socket
+    /// with room, a no-op, a close, a cancel): its CQE is posted before the enter returns,
+    /// and nothing waits for an event.
+    pub(in crate::sys) inline: bool,
 }
 
 impl std::fmt::Debug for Sqe {
@@ -68,9 +72,16 @@ impl Sqe {
             Sqe {
                 entry,
                 op: Some(op.clone()),
+                inline: false,
             },
             op,
         )
+    }
+
+    /// Marks an SQE as one that completes while it is submitted (see [`Sqe::inline`]).
+    fn completing_inline((mut sqe, op): (Sqe, OpRef)) -> (Sqe, OpRef) {
+        sqe.inline = true;
+        (sqe, op)
     }
 
     fn buf_ptr(op: &Op) -> *mut u8 {
@@ -113,7 +124,7 @@ impl Sqe {
         let e = on_target!(file, |f| opcode::Send::new(f, buf, len)
             .flags(flags)
             .build());
-        Sqe::with_op(e, op)
+        Sqe::completing_inline(Sqe::with_op(e, op))
     }
 
     /// `pread(fd, len, offset)`; offset `u64::MAX` reads at the file position.
@@ -200,6 +211,12 @@ impl Sqe {
         Sqe::with_op(e, op)
     }
 
+    /// A no-op: completes with 0 and touches nothing.
+    pub(crate) fn nop() -> (Sqe, OpRef) {
+        let op = Op::alloc(Mem::None, ResKind::Plain, false);
+        Sqe::completing_inline(Sqe::with_op(opcode::Nop::new().build(), op))
+    }
+
     /// A relative timeout: completes with `-ETIME` after `dur`.
     pub(crate) fn timeout(dur: Duration) -> (Sqe, OpRef) {
         let ts = types::Timespec::new()
@@ -244,7 +261,7 @@ impl Sqe {
     pub(crate) fn close(fd: OwnedFd) -> (Sqe, OpRef) {
         let op = Op::alloc(Mem::None, ResKind::Plain, false);
         let e = opcode::Close::new(types::Fd(fd.into_raw_fd())).build();
-        Sqe::with_op(e, op)
+        Sqe::completing_inline(Sqe::with_op(e, op))
     }
 
     /// A read of an eventfd's 8-byte counter, internal to the runtime.
@@ -277,7 +294,11 @@ impl Sqe {
         let e = opcode::MsgRingData::new(types::Fd(target_ring), 0, TAG_WAKE, None)
             .build()
             .user_data(TAG_IGNORE);
-        Sqe { entry: e, op: None }
+        Sqe {
+            entry: e,
+            op: None,
+            inline: true,
+        }
     }
 
     /// Cancels one in-flight op of this ring.
@@ -288,6 +309,7 @@ impl Sqe {
         Sqe {
             entry: e,
             op: Some(holder),
+            inline: true,
         }
     }
 
@@ -296,6 +318,10 @@ impl Sqe {
         let e = opcode::AsyncCancel2::new(types::CancelBuilder::any())
             .build()
             .user_data(TAG_IGNORE);
-        Sqe { entry: e, op: None }
+        Sqe {
+            entry: e,
+            op: None,
+            inline: true,
+        }
     }
 }
