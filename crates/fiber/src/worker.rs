@@ -1,11 +1,13 @@
 //! Workers: an OS thread each, owning a ring and a run queue, running the dispatch loop.
 //!
-//! One dispatch round runs up to [`BUDGET`] fibers (from the local queue, then the injector,
-//! then by stealing from other workers), then submits every SQE those fibers prepared with a
-//! single `io_uring_enter`, then reaps the ring's completions, which make their fibers
-//! runnable again. A worker that finds nothing to do announces itself idle, checks every
-//! queue once more, and sleeps in `io_uring_enter` until a CQE arrives: its own I/O, a
-//! MSG_RING from another worker, or the read of its eventfd completing.
+//! One dispatch round runs up to [`BUDGET`] fibers (from the local queue, then the remote
+//! queue and the injector), then reaps the ring's completions, which make their fibers
+//! runnable again, and submits every SQE the fibers prepared with a single `io_uring_enter`.
+//! A worker that finds nothing to run steals (with work stealing), or submits SQEs that
+//! complete as they are submitted (sends) and goes round again to reap them; failing both, it
+//! announces itself idle, checks every queue once more, and sleeps in `io_uring_enter` until
+//! a CQE arrives: its own I/O, a MSG_RING from another worker, or the read of its eventfd
+//! completing.
 //!
 //! The worker's thread-local context is only read through `#[inline(never)]` accessors and
 //! never held across a fiber switch, because a fiber may resume on another worker.
