@@ -44,8 +44,8 @@
 //! blocking point. So:
 //!
 //! **Do not hold anything tied to the OS thread across a blocking call** (any I/O of this
-//! crate, [`nop`], [`sleep`], [`yield_now`], [`JoinHandle::join`], and the primitives of [`sync`]): no
-//! reference obtained from a `thread_local!`, no `std::sync::MutexGuard` (use
+//! crate, [`nop`], [`sleep`], [`yield_now`], [`JoinHandle::join`], and the primitives of
+//! [`sync`]): no reference obtained from a `thread_local!`, no `std::sync::MutexGuard` (use
 //! [`sync::Mutex`]), no `Rc` shared with thread-local state. `thread_local!` values are per
 //! thread, not per fiber, and may differ before and after the call.
 //!
