@@ -57,23 +57,6 @@ impl Fiber {
         self.coro.take()
     }
 
-    /// [`take_coro`](Self::take_coro) by the worker the fiber is pinned to, without a
-    /// read-modify-write. `None` unless `worker` is the fiber's settled home in a runtime
-    /// without stealing, where it is the only thread that takes and puts the coroutine
-    /// (shutdown's teardown included: `WorkerCtx::teardown_pinned` tears down each fiber on
-    /// its home) and the caller tells nothing else about the fiber.
-    pub(crate) fn take_coro_at_home(&self, worker: usize) -> Option<Option<FiberCoro>> {
-        if self.rt.config.stealing || self.home() != worker {
-            return None;
-        }
-        // SAFETY: pinned and settled on `worker`, which is the calling thread: only it
-        // takes and puts this coroutine from now on, so no take or put runs concurrently.
-        // (A fiber with no home yet goes through `take_coro`, whose swap orders its first
-        // take against a teardown of homeless fibers by another worker.)
-        #[allow(unsafe_code)]
-        Some(unsafe { self.coro.take_alone() })
-    }
-
     /// Puts back the coroutine this caller took with [`take_coro`](Self::take_coro).
     pub(crate) fn put_coro(&self, c: FiberCoro) {
         self.coro.put(c);
@@ -138,13 +121,6 @@ where
         return handle;
     }
     let here = worker::current().filter(|w| Arc::ptr_eq(&w.rt, rt));
-    // Without stealing, a fiber with no home spawned on a worker goes on that worker's own
-    // queue and so lives there: say so now, and its worker takes its coroutine without a
-    // read-modify-write from the first resume on (`take_coro_at_home`).
-    let home = match &here {
-        Some(w) if home == NO_HOME && !rt.config.stealing => w.index,
-        _ => home,
-    };
     let cached = here.as_ref().and_then(|w| w.cached_stack());
     let stack = match cached.map_or_else(|| rt.stacks.get(), Ok) {
         Ok(s) => s,

@@ -25,7 +25,7 @@ use crossbeam_deque::Steal;
 use crate::fiber::{Fiber, NO_HOME};
 use crate::runtime::{DRAINING, RUNNING, Requests, STOPPED, Shared, TEARDOWN, lock};
 use crate::stats::WorkerCounters;
-use crate::sys::coro::Suspend;
+use crate::sys::coro::{FiberCoro, Suspend};
 use crate::sys::fd::pin_to_cpu;
 use crate::sys::op::{OpRef, Sqe};
 use crate::sys::ring::RingOwner;
@@ -317,10 +317,7 @@ impl WorkerCtx {
             return;
         }
         // `None`: torn down while queued.
-        let taken = f
-            .take_coro_at_home(self.index)
-            .unwrap_or_else(|| f.take_coro());
-        let Some(mut coro) = taken else {
+        let Some(mut coro) = f.take_coro() else {
             return;
         };
         if !self.rt.config.stealing {
@@ -347,12 +344,18 @@ impl WorkerCtx {
                     self.local.push(f);
                 }
             }
-            None => {
-                f.state.finish();
-                self.cache_stack(coro.into_stack());
-                self.rt.unregister(self, &f);
-            }
+            None => self.finished(&f, coro),
         }
+    }
+
+    /// A fiber returned: its stack goes to this worker's cache, and it leaves the registry.
+    /// Out of line, once per fiber, so that the resume loop around it stays small.
+    #[cold]
+    #[inline(never)]
+    fn finished(&self, f: &Fiber, coro: FiberCoro) {
+        f.state.finish();
+        self.cache_stack(coro.into_stack());
+        self.rt.unregister(self, f);
     }
 
     fn next_fiber(&self) -> Option<Arc<Fiber>> {

@@ -222,49 +222,11 @@ impl<T> TakeCell<T> {
         unsafe { (*self.value.get()).take() }
     }
 
-    /// [`take`](Self::take) without a read-modify-write, for a caller that is the only one
-    /// to take and put the value now.
-    ///
-    /// # Safety
-    ///
-    /// No other thread takes or puts concurrently: every other `take`, `take_alone` and `put`
-    /// of the cell happens before this call or after this caller's next `put`.
-    pub(crate) unsafe fn take_alone(&self) -> Option<T> {
-        if self.taken.load(Ordering::Acquire) {
-            return None;
-        }
-        self.taken.store(true, Ordering::Relaxed);
-        // SAFETY: the flag was clear, and by the caller's guarantee nobody else can set it
-        // meanwhile: the value is this caller's (the invariant), as after a winning swap.
-        unsafe { (*self.value.get()).take() }
-    }
-
     /// Puts back a value this caller took.
     pub(crate) fn put(&self, value: T) {
         // SAFETY: the caller took the value, so the flag is `true` and still admits it
         // alone; storing `false` afterwards (release) hands the slot over.
         unsafe { *self.value.get() = Some(value) };
         self.taken.store(false, Ordering::Release);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::TakeCell;
-
-    #[test]
-    fn a_taken_value_is_not_handed_out_again_until_put_back() {
-        let cell = TakeCell::new(7);
-        let v = cell.take().expect("the value is there");
-        assert_eq!(cell.take(), None);
-        // SAFETY: this test is the only thread using the cell.
-        assert_eq!(unsafe { cell.take_alone() }, None);
-        cell.put(v + 1);
-        // SAFETY: as above.
-        let v = unsafe { cell.take_alone() }.expect("put back");
-        assert_eq!(v, 8);
-        assert_eq!(cell.take(), None, "take_alone marks the value taken");
-        cell.put(v);
-        assert_eq!(cell.take(), Some(8));
     }
 }

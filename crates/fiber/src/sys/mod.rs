@@ -1,10 +1,7 @@
 //! Everything that touches raw memory, the kernel or a coroutine stack switch.
 //!
-//! The rest of the crate is safe code over the types here, but for two places whose
-//! soundness rests on the runtime's own rules, each with its reason: `Builder::work_stealing`
-//! (an `unsafe fn`: its caller takes on the migration rule) and `Fiber::take_coro_at_home` (a
-//! pinned fiber's coroutine is only ever taken by its home worker). Every `unsafe {}` block in
-//! this module tree says, in a `// SAFETY:` comment, which invariant makes it sound, and every
+//! The rest of the crate is safe code over the types here. Every `unsafe {}` block in this
+//! module tree says, in a `// SAFETY:` comment, which invariant makes it sound, and every
 //! `unsafe fn` states in `# Safety` what its caller must guarantee.
 
 pub(crate) mod bufring;
