@@ -24,7 +24,7 @@ fn fibers_spawned_one_after_another_on_a_worker_reuse_its_stacks() {
             for i in 0..100u64 {
                 assert_eq!(fiber::spawn(move || i + 1).join(), Ok(i + 1));
             }
-            fiber::Handle::current().expect("on a fiber").stats()
+            util::stats_here()
         })
         .expect("block_on");
     // The block_on fiber's stack, and one that every spawned fiber takes in turn from the
@@ -33,12 +33,7 @@ fn fibers_spawned_one_after_another_on_a_worker_reuse_its_stacks() {
     assert_eq!(stats_inside.fibers_spawned, 101, "{stats_inside}");
     assert_eq!(stats_inside.fibers_live(), 1, "{stats_inside}");
     // Stacks kept in a worker's cache are in use by no fiber.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut stats = rt.stats();
-    while stats.fibers_live() > 0 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
-        stats = rt.stats();
-    }
+    let stats = util::stats_when_retired(&rt);
     assert_eq!(stats.fibers_live(), 0, "{stats}");
     assert_eq!(stats.stacks_in_use, 0, "{stats}");
 }
@@ -49,13 +44,7 @@ fn operations_that_complete_as_they_are_submitted_do_not_put_the_worker_to_sleep
     let rt = runtime(1);
     let sleeps = rt
         .block_on(|| {
-            let sleeps = || {
-                fiber::Handle::current()
-                    .expect("on a fiber")
-                    .stats()
-                    .total()
-                    .sleeps
-            };
+            let sleeps = || util::stats_here().total().sleeps;
             let before = sleeps();
             for _ in 0..200 {
                 fiber::nop().expect("a no-op");

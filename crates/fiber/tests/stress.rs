@@ -89,14 +89,7 @@ fn a_hundred_thousand_fibers() {
     }
     assert_eq!(sum, FIBERS * (FIBERS - 1) / 2);
     assert_eq!(done.load(Ordering::SeqCst), FIBERS);
-    // A join returns once the fiber stored its value; the worker retires the fiber (and its
-    // stack) right after. Wait for that, boundedly.
-    let deadline = Instant::now() + TIMEOUT;
-    let mut stats = rt.stats();
-    while (stats.fibers_live() > 0 || stats.stacks_in_use > 0) && Instant::now() < deadline {
-        std::thread::yield_now();
-        stats = rt.stats();
-    }
+    let stats = util::stats_when_retired(&rt);
     eprintln!("after: {stats}; {:?} in total", start.elapsed());
     assert_eq!(stats.fibers_live(), 0, "{stats}");
     assert_eq!(stats.stacks_in_use, 0, "{stats}");

@@ -2,7 +2,7 @@
 
 #![allow(dead_code)] // Each test binary uses a different subset of these helpers.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Every test wait gives up after this long.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(20);
@@ -55,4 +55,22 @@ pub(crate) fn join<T>(mut h: fiber::JoinHandle<T>) -> T {
         Ok(v) => v,
         Err(e) => panic!("joining a fiber: {e}"),
     }
+}
+
+/// The runtime's stats once it has retired every fiber and given back every stack (a join
+/// returns once the fiber stored its value; the worker retires it right after), or at
+/// [`TIMEOUT`]: the caller asserts on what it gets.
+pub(crate) fn stats_when_retired(rt: &fiber::Runtime) -> fiber::Stats {
+    let deadline = Instant::now() + TIMEOUT;
+    let mut stats = rt.stats();
+    while (stats.fibers_live() > 0 || stats.stacks_in_use > 0) && Instant::now() < deadline {
+        std::thread::yield_now();
+        stats = rt.stats();
+    }
+    stats
+}
+
+/// The stats of the runtime the calling fiber runs on.
+pub(crate) fn stats_here() -> fiber::Stats {
+    fiber::Handle::current().expect("on a fiber").stats()
 }
