@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::JoinError;
 use crate::join::{self, JoinHandle};
-use crate::runtime::Shared;
+use crate::runtime::{Registered, Shared};
 use crate::state::RunState;
 use crate::sys::cell::TakeCell;
 use crate::sys::coro::{self, FiberCoro};
@@ -26,8 +26,8 @@ pub(crate) struct Fiber {
     /// worker runs it and once it is done.
     coro: TakeCell<FiberCoro>,
     pub(crate) rt: Arc<Shared>,
-    /// Where the fiber sits in the runtime's registry: (shard, key).
-    slot: (usize, usize),
+    /// Where the fiber sits in the runtime's registry.
+    registered: Registered,
     /// The worker the fiber runs on when the runtime pins fibers ([`NO_HOME`] until it
     /// first runs, unless spawned onto a worker): every wake-up queues it there.
     home: AtomicUsize,
@@ -72,8 +72,8 @@ impl Fiber {
         coro::prefetch_stack(self.park_window.load(Ordering::Relaxed));
     }
 
-    pub(crate) fn slot(&self) -> (usize, usize) {
-        self.slot
+    pub(crate) fn registered(&self) -> Registered {
+        self.registered
     }
 
     /// The worker this fiber is pinned to, or [`NO_HOME`].
@@ -142,13 +142,18 @@ where
         }
     };
     let coro = FiberCoro::new(stack, body);
-    let fiber = rt.register(here.as_deref(), |id, slot| Fiber {
+    let here_index = here.as_ref().map_or(NO_HOME, |w| w.index);
+    let fiber = rt.register(here.as_deref(), home, |id, registered| Fiber {
         id,
         state: RunState::new_scheduled(),
         coro: TakeCell::new(coro),
         rt: Arc::clone(rt),
-        slot,
-        home: AtomicUsize::new(home),
+        registered,
+        // In its worker's own registry: pinned there from the start.
+        home: AtomicUsize::new(match registered {
+            Registered::Worker(_) => here_index,
+            Registered::Shared(..) => home,
+        }),
         park_window: AtomicUsize::new(0),
     });
     worker::schedule(fiber);

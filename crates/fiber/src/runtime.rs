@@ -32,6 +32,17 @@ pub const DEFAULT_RING_ENTRIES: u32 = 256;
 pub const DEFAULT_CQ_ENTRIES: u32 = 32768;
 
 const REGISTRY_SHARDS: usize = 64;
+
+/// Where a fiber sits in its runtime's registry, the list shutdown tears down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Registered {
+    /// In the shared registry: (shard, key). Fibers that may move between workers, or that
+    /// another thread spawned.
+    Shared(usize, usize),
+    /// In its home worker's own registry, under this key (see [`Shared::register`]).
+    Worker(usize),
+}
+
 /// Provided buffers per worker ring for multishot recv, and their size: 2 MiB per worker,
 /// enough for the data of one reaping pass (buffers go back as soon as they are copied).
 const PROVIDED_BUFS: u16 = 512;
@@ -528,19 +539,29 @@ impl Shared {
 
     /// Adds a fiber to the registry (so shutdown can find it) and returns it. `here` is the
     /// calling thread's worker when it belongs to this runtime: the id and the count are then
-    /// its own, without a read-modify-write on a word every spawner shares.
+    /// its own, without a read-modify-write on a word every spawner shares. A fiber that will
+    /// live on `here` for good (fibers are pinned, and `home` is `here` or none) goes into
+    /// that worker's own registry, which only its thread touches: no lock at spawn or finish.
     pub(crate) fn register(
         &self,
         here: Option<&worker::WorkerCtx>,
-        make: impl FnOnce(u64, (usize, usize)) -> Fiber,
+        home: usize,
+        make: impl FnOnce(u64, Registered) -> Fiber,
     ) -> Arc<Fiber> {
         let id = self.new_fiber_id(here);
-        let shard = (id as usize) % REGISTRY_SHARDS;
-        let mut slab = lock(&self.registry[shard]);
-        let entry = slab.vacant_entry();
-        let fiber = Arc::new(make(id, (shard, entry.key())));
-        entry.insert(Arc::clone(&fiber));
-        drop(slab);
+        let fiber = match here {
+            Some(w) if !self.config.stealing && (home == fiber::NO_HOME || home == w.index) => {
+                w.register_here(|key| make(id, Registered::Worker(key)))
+            }
+            _ => {
+                let shard = (id as usize) % REGISTRY_SHARDS;
+                let mut slab = lock(&self.registry[shard]);
+                let entry = slab.vacant_entry();
+                let fiber = Arc::new(make(id, Registered::Shared(shard, entry.key())));
+                entry.insert(Arc::clone(&fiber));
+                fiber
+            }
+        };
         match here {
             Some(w) => w.stats().spawned.inc(),
             None => self.spawned.inc(),
@@ -562,19 +583,23 @@ impl Shared {
     }
 
     /// Removes a finished or torn-down fiber from the registry; only worker threads do
-    /// (`here` is the calling one).
+    /// (`here` is the calling one, which for a fiber in a worker's own registry is that
+    /// worker: such a fiber never runs, finishes or is torn down anywhere else).
     pub(crate) fn unregister(&self, here: &worker::WorkerCtx, f: &Fiber) {
-        let (shard, key) = f.slot();
-        let removed = {
-            let mut slab = lock(&self.registry[shard]);
-            slab.try_remove(key)
+        let removed = match f.registered() {
+            Registered::Shared(shard, key) => lock(&self.registry[shard]).try_remove(key),
+            Registered::Worker(key) => {
+                debug_assert_eq!(f.home(), here.index, "a fiber left its worker's registry");
+                here.unregister_here(key)
+            }
         };
         if removed.is_some() {
             here.stats().finished.inc();
         }
     }
 
-    /// Every registered fiber.
+    /// Every fiber in the shared registry (a worker adds those in its own, see
+    /// `WorkerCtx::registered_here`).
     pub(crate) fn registered(&self) -> Vec<Arc<Fiber>> {
         let mut v = Vec::new();
         for shard in &self.registry {

@@ -21,6 +21,7 @@ use std::sync::{Arc, mpsc};
 use std::thread;
 
 use crossbeam_deque::Steal;
+use slab::Slab;
 
 use crate::fiber::{Fiber, NO_HOME};
 use crate::runtime::{DRAINING, RUNNING, Requests, STOPPED, Shared, TEARDOWN, lock};
@@ -60,6 +61,10 @@ pub(crate) struct WorkerCtx {
     /// Stacks of fibers that finished here, for the next spawns here: taking one from the
     /// runtime's pool costs a lock, a count and a reference each way.
     stacks: RefCell<Vec<PooledStack>>,
+    /// The fibers that live on this worker for good (spawned here, fibers pinned): its
+    /// own part of the runtime's registry, without the shared part's lock (see
+    /// `Shared::register`).
+    fibers: RefCell<Slab<Arc<Fiber>>>,
 }
 
 /// Most stacks a worker keeps for its next spawns; more go back to the runtime's pool.
@@ -193,6 +198,7 @@ fn worker_main(
         eventfd_op: RefCell::new(None),
         tick: Cell::new(0),
         stacks: RefCell::new(Vec::new()),
+        fibers: RefCell::new(Slab::new()),
     });
     CTX.with(|c| *c.borrow_mut() = Some(Rc::clone(&ctx)));
     let _ = ready.send((index, Ok(())));
@@ -239,6 +245,29 @@ impl WorkerCtx {
             stacks.push(stack);
             self.stats().stacks_cached.set(stacks.len() as u64);
         }
+    }
+
+    /// Adds a fiber to this worker's own registry (see `Shared::register`).
+    pub(crate) fn register_here(&self, make: impl FnOnce(usize) -> Fiber) -> Arc<Fiber> {
+        let mut fibers = self.fibers.borrow_mut();
+        let entry = fibers.vacant_entry();
+        let fiber = Arc::new(make(entry.key()));
+        entry.insert(Arc::clone(&fiber));
+        fiber
+    }
+
+    /// Removes a fiber from this worker's own registry.
+    pub(crate) fn unregister_here(&self, key: usize) -> Option<Arc<Fiber>> {
+        self.fibers.borrow_mut().try_remove(key)
+    }
+
+    /// The fibers in this worker's own registry.
+    fn registered_here(&self) -> Vec<Arc<Fiber>> {
+        self.fibers
+            .borrow()
+            .iter()
+            .map(|(_, f)| Arc::clone(f))
+            .collect()
     }
 
     fn push_local(&self, f: Arc<Fiber>) {
@@ -569,7 +598,7 @@ impl WorkerCtx {
     /// teardown, those not pinned yet); the last worker to finish stops the runtime.
     fn teardown_pinned(&self, homeless_too: bool) {
         let rt = &self.rt;
-        for f in rt.registered() {
+        for f in self.registered_here().into_iter().chain(rt.registered()) {
             let home = f.home();
             if home == self.index || (homeless_too && home == NO_HOME) {
                 if f.state.is_done() {
@@ -594,6 +623,9 @@ impl WorkerCtx {
             eventfd_op.as_ref().is_none_or(|op| op.is_done())
         });
         while self.local.pop().is_some() {}
+        // Empty after a teardown; dropped here in any case, so that no fiber keeps the
+        // runtime's shared state alive past its workers.
+        drop(std::mem::take(&mut *self.fibers.borrow_mut()));
         self.stacks.borrow_mut().clear();
         self.stats().stacks_cached.set(0);
     }

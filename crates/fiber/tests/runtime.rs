@@ -289,13 +289,30 @@ fn drop_tears_down_parked_fibers_and_frees_their_stacks() {
             let _ = rx.recv();
         }));
     }
+    // Ten more spawned by a fiber: these live in their worker's own registry.
+    let spawned_here = rt.block_on({
+        let dropped = Arc::clone(&dropped);
+        move || {
+            (0..10)
+                .map(|_| {
+                    let rx = rx.clone();
+                    let flag = Flag(Arc::clone(&dropped));
+                    fiber::spawn(move || {
+                        let _flag = flag;
+                        let _ = rx.recv();
+                    })
+                })
+                .collect::<Vec<_>>()
+        }
+    });
+    handles.extend(spawned_here.expect("block_on"));
     // Make sure they all started and parked.
     let started = rt.block_on(|| ()).is_ok();
     assert!(started);
     let handle = rt.handle();
     drop(rt);
     drop(tx);
-    assert_eq!(dropped.load(Ordering::SeqCst), 10);
+    assert_eq!(dropped.load(Ordering::SeqCst), 20);
     for h in handles {
         assert_eq!(h.join(), Err(fiber::JoinError::Cancelled));
     }

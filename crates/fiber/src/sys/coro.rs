@@ -111,6 +111,11 @@ impl FiberCoro {
     /// part of its stack the next resume touches, for [`prefetch_stack`]) or returns (`None`).
     ///
     /// A panic escaping the body would propagate here; the runtime's body never lets one out.
+    ///
+    /// Inlined into the worker's resume loop: left to itself the compiler inlines it or not
+    /// depending on unrelated changes around the loop, and the call it leaves costs a yield
+    /// 20–30% (a yield 94 against 78 ns when a change elsewhere in the worker made it a call).
+    #[inline(always)]
     pub(crate) fn resume(&mut self) -> Option<(Suspend, usize)> {
         let prev = swap_yielder(self.yielder);
         let r = self.inner.resume(());
