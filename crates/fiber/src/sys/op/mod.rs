@@ -6,10 +6,10 @@
 //! memory of an operation (its buffer, socket address, timespec, path) is freed only after the
 //! kernel is done with it, whatever happens to the fiber or the stream meanwhile. A fiber
 //! reads that memory only after the operation is `Done`, under the op's lock. The lock and the
-//! reference count are one atomic word ([`word`]); no op allocates once its thread's slab is
-//! warm. Results are copied into the caller's buffer then (or, for a multishot recv, lent from
-//! the ring's provided buffers as a `Chunk`): the kernel never writes into memory the caller
-//! could free.
+//! reference count sit side by side in the op ([`word`]); no op allocates once its thread's
+//! slab is warm. Results are copied into the caller's buffer then (or, for a multishot recv,
+//! lent from the ring's provided buffers as a `Chunk`): the kernel never writes into memory
+//! the caller could free.
 //!
 //! By concern: this module is the op's state and the decoding of CQEs; [`word`] its lock and
 //! reference count; [`slab`] where ops live and how they are counted; [`buf`] the memory an
@@ -103,10 +103,9 @@ enum ResKind {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// Built, not yet pushed to a ring.
-    Idle,
-    /// Pushed; the ring holds a reference.
-    InFlight,
+    /// Built, or pushed to a ring (which then holds a reference); nothing tells the two
+    /// apart, so that a push costs no lock of the op.
+    Pending,
     /// The final CQE arrived; the kernel will not touch the memory again.
     Done,
 }
@@ -306,7 +305,7 @@ impl Op {
         OpRef::new(Op {
             word: OpWord::new(),
             state: UnsafeCell::new(State {
-                phase: Phase::Idle,
+                phase: Phase::Pending,
                 results: Results::default(),
                 waiter: None,
                 written: 0,
@@ -537,9 +536,14 @@ pub(crate) fn cqe_more(flags: u32) -> bool {
     io_uring::cqueue::more(flags)
 }
 
-/// Marks an op as pushed and turns it into the `user_data` that carries the ring's reference.
+/// Turns an op being pushed into the `user_data` that carries the ring's reference.
+///
+/// Without a lock of the op: whoever reaps its CQE (this worker, another worker's I/O
+/// stealing, the completer thread) sees the op as built here through the ring itself, whose
+/// SQ tail is published with a release store and whose CQ tail is read with an acquire load,
+/// with the kernel in between. (A lock here, to mark the op in flight, cost two locked
+/// instructions per push that no reader needed.)
 pub(super) fn into_user_data(op: OpRef) -> u64 {
-    op.lock().phase = Phase::InFlight;
     OpRef::into_raw(op) as u64 | TAG_OP
 }
 
@@ -550,9 +554,7 @@ pub(super) fn into_user_data(op: OpRef) -> u64 {
 /// `user_data` came from [`into_user_data`] and never reached the kernel.
 pub(super) unsafe fn from_unpushed(user_data: u64) -> OpRef {
     // SAFETY: forwarded to the caller: the reference was never handed to the kernel.
-    let op = unsafe { OpRef::from_raw((user_data & !TAG_MASK) as *const Op) };
-    op.lock().phase = Phase::Idle;
-    op
+    unsafe { OpRef::from_raw((user_data & !TAG_MASK) as *const Op) }
 }
 
 /// Fails an op that never reached the kernel (the runtime is shutting down), so that its

@@ -1,6 +1,6 @@
 //! Where operations live: fixed-size slots recycled through a per-thread free list (the
-//! slab), shared through [`OpRef`], a counted reference whose count sits in the op's one
-//! atomic word.
+//! slab), shared through [`OpRef`], a counted reference whose count sits beside the op's
+//! lock ([`super::word`]).
 //!
 //! The address of a slot is the key of its op in `user_data` (`Op::user_data`). A slot goes
 //! back to the free list of the thread that frees the op, last in, first out, so the next op
@@ -127,7 +127,7 @@ const _: () = {
 };
 
 impl OpRef {
-    /// Puts `op` (whose word holds one reference) in a slot.
+    /// Puts `op` (whose count holds one reference) in a slot.
     pub(super) fn new(op: Op) -> OpRef {
         let slot = take_slot();
         // SAFETY: the slot is empty and exclusively ours until this reference is shared.

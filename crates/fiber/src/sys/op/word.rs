@@ -1,67 +1,70 @@
-//! The one atomic word of an operation: the lock of its state (bit 0) and the count of its
-//! references (the bits above).
+//! The lock of an operation's state and the count of its references, side by side in the
+//! op's first cache line.
 //!
 //! An op is shared by at most a handful of owners (the fiber that waits for it, the ring while
 //! it is in flight, a pending cancel, a ring's list of ops to cancel), and its state is locked
-//! only for a few loads and stores, never across a park; so one word does both, and an op
-//! costs no lock object and no second counter. Reference counting follows `Arc` (increments
-//! relaxed, decrements release, an acquire fence before the free); the lock is a spin lock
-//! that yields the thread after a short spin, because the holder never blocks but may be
-//! preempted. The loom model at the end of this file checks both under every interleaving.
+//! only for a few loads and stores, never across a park. Reference counting follows `Arc`
+//! (increments relaxed, decrements release, an acquire fence before the free); the lock is a
+//! spin lock that yields the thread after a short spin, because the holder never blocks but
+//! may be preempted. The two are separate atomics so that an unlock is a plain release store:
+//! in one word (as they were) the unlock had to be a locked `fetch_and`, so as not to lose a
+//! reference counted meanwhile, and an op is locked three or four times per operation. The
+//! loom model at the end of this file checks both under every interleaving.
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU32, Ordering, fence};
 #[cfg(not(loom))]
 use std::sync::atomic::{AtomicU32, Ordering, fence};
 
+const FREE: u32 = 0;
 const LOCKED: u32 = 1;
-const ONE_REF: u32 = 2;
+const ONE_REF: u32 = 1;
 /// Spins before a waiting locker yields its thread.
 const SPINS: u32 = 64;
 
 /// An op's lock and reference count.
 #[derive(Debug)]
-pub(crate) struct OpWord(AtomicU32);
+pub(crate) struct OpWord {
+    lock: AtomicU32,
+    refs: AtomicU32,
+}
 
 impl OpWord {
     /// Unlocked, with one reference (the creator's).
     pub(crate) fn new() -> OpWord {
-        OpWord(AtomicU32::new(ONE_REF))
+        OpWord {
+            lock: AtomicU32::new(FREE),
+            refs: AtomicU32::new(ONE_REF),
+        }
     }
 
     /// Takes the lock, spinning (then yielding the thread) while another holder has it.
     pub(crate) fn lock(&self) {
-        let mut cur = self.0.load(Ordering::Relaxed);
         let mut spins = 0;
         loop {
-            if cur & LOCKED == 0 {
-                match self.0.compare_exchange_weak(
-                    cur,
-                    cur | LOCKED,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return,
-                    Err(now) => {
-                        cur = now;
-                        continue;
-                    }
-                }
+            if self
+                .lock
+                .compare_exchange_weak(FREE, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
             }
-            spins += 1;
-            pause(spins);
-            cur = self.0.load(Ordering::Relaxed);
+            // Wait with plain loads until it looks free, without taking the line each time.
+            while self.lock.load(Ordering::Relaxed) != FREE {
+                spins += 1;
+                pause(spins);
+            }
         }
     }
 
     /// Releases the lock this caller holds.
     pub(crate) fn unlock(&self) {
-        self.0.fetch_and(!LOCKED, Ordering::Release);
+        self.lock.store(FREE, Ordering::Release);
     }
 
     /// Adds a reference; the caller holds one already.
     pub(crate) fn add_ref(&self) {
-        let old = self.0.fetch_add(ONE_REF, Ordering::Relaxed);
+        let old = self.refs.fetch_add(ONE_REF, Ordering::Relaxed);
         // A handful of owners at most: reaching half the range is a leak of references.
         if old >= u32::MAX / 2 {
             std::process::abort();
@@ -71,8 +74,7 @@ impl OpWord {
     /// Drops a reference. Returns `true` to the caller that dropped the last one, which then
     /// owns the op alone and frees it.
     pub(crate) fn release(&self) -> bool {
-        let old = self.0.fetch_sub(ONE_REF, Ordering::Release);
-        if old & !LOCKED != ONE_REF {
+        if self.refs.fetch_sub(ONE_REF, Ordering::Release) != ONE_REF {
             return false;
         }
         // Every other owner's use happened before its release; see them all before freeing.
