@@ -623,9 +623,11 @@ impl WorkerCtx {
             eventfd_op.as_ref().is_none_or(|op| op.is_done())
         });
         while self.local.pop().is_some() {}
-        // Empty after a teardown; dropped here in any case, so that no fiber keeps the
-        // runtime's shared state alive past its workers.
-        drop(std::mem::take(&mut *self.fibers.borrow_mut()));
+        // Empty after a teardown; dropped here in any case (after the borrow ends: a fiber's
+        // drop may run code), so that no fiber keeps the runtime's shared state alive past
+        // its workers.
+        let fibers = std::mem::take(&mut *self.fibers.borrow_mut());
+        drop(fibers);
         self.stacks.borrow_mut().clear();
         self.stats().stacks_cached.set(0);
     }
