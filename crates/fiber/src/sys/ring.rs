@@ -465,7 +465,7 @@ impl RingOwner {
     /// Whether an `io_uring_enter` is needed to make progress: SQEs to submit, deferred task
     /// work to run, or overflowed CQEs to flush.
     pub(crate) fn needs_enter(&self) -> bool {
-        if self.pending.get() > 0 || !self.backlog.borrow().is_empty() {
+        if self.unsubmitted() > 0 {
             return true;
         }
         // SAFETY: as in `push`: the owner thread is the only SQ user; the queue is dropped
@@ -502,13 +502,17 @@ impl RingOwner {
     /// itself idle: the completions are reaped on its next round instead of ending at once
     /// the sleep that submitting them in the same enter would begin.
     pub(crate) fn submit_inline(&self) -> bool {
-        let unsubmitted = || self.pending.get() as usize + self.backlog.borrow().len();
-        let before = unsubmitted();
+        let before = self.unsubmitted();
         if before == 0 || self.may_wait.get() {
             return false;
         }
         let _ = self.enter(false);
-        unsubmitted() < before
+        self.unsubmitted() < before
+    }
+
+    /// SQEs pushed and not yet taken by the kernel: in the SQ, or in the backlog behind it.
+    fn unsubmitted(&self) -> usize {
+        self.pending.get() as usize + self.backlog.borrow().len()
     }
 
     /// Submits everything pushed (the SQ, refilled from the backlog as the kernel consumes
@@ -517,7 +521,7 @@ impl RingOwner {
     /// next one.
     fn enter(&self, wait: bool) -> io::Result<()> {
         let r = self.enter_all(wait);
-        if self.pending.get() == 0 && self.backlog.borrow().is_empty() {
+        if self.unsubmitted() == 0 {
             self.may_wait.set(false);
         }
         r
