@@ -63,6 +63,10 @@ const _: () = assert!(
     std::mem::align_of::<Op>() >= 8,
     "the tag needs three free bits"
 );
+const _: () = assert!(
+    std::mem::size_of::<Op>() <= 128,
+    "an op fits in two cache lines (a single-shot op's results cost it one word)"
+);
 
 /// Largest single read or write handed to the kernel.
 pub(crate) const MAX_IO: usize = 1 << 20;
@@ -134,26 +138,33 @@ fn chunk_len(c: &Completion) -> u32 {
 
 /// A FIFO of completions that holds the first one inline: a single-shot op never allocates
 /// for its result, and only multishot ops pay for what lies behind it (boxed, so that it
-/// costs a single-shot op one word: see the size assertion on [`Op`]).
+/// costs a single-shot op one word: see the size assertion on [`Op`]). The counts a
+/// completion and a poll update sit inline too, so that while at most one result waits (an
+/// echo's recv) neither touches the box, a line of its own that is cold by the time the
+/// connection's next CQE arrives.
 #[derive(Debug, Default)]
 struct Results {
-    /// The oldest result, when `multi` holds none or only later ones.
+    /// # Invariant
+    /// The oldest result; `None` only when no result waits (`rest` is then empty).
     first: Option<Completion>,
-    multi: Option<Box<Multi>>,
-}
-
-/// The results of a multishot op past the first, and its backlog of unread data.
-#[derive(Debug, Default)]
-struct Multi {
-    rest: VecDeque<Completion>,
+    /// How many results wait in `multi`'s `rest`, behind `first`.
+    behind: u32,
     /// # Invariant
     /// The sum of the lengths of the provided-buffer data in `first` and `rest` (at most
     /// `RECV_BACKLOG` plus what arrives before the cancel: far below `u32::MAX`; the
     /// arithmetic saturates all the same).
     buffered: u32,
-    /// Set once `buffered` passed [`RECV_BACKLOG`] and the op was handed to its ring for
-    /// cancellation; its final CQE (`-ECANCELED`) then means "read on, then re-arm".
+    /// Set once the op was handed to its ring for cancellation because its reader fell
+    /// behind (see [`Results::throttle`]); its final CQE (`-ECANCELED`) then means "read on,
+    /// then re-arm".
     throttled: bool,
+    multi: Option<Box<Multi>>,
+}
+
+/// What a multishot op rarely needs: the results past the first, and a descriptor to keep.
+#[derive(Debug, Default)]
+struct Multi {
+    rest: VecDeque<Completion>,
     /// A descriptor its owner closed while this op could still reach the kernel with its
     /// number (kept here, off the hot path, as it happens once per connection at most):
     /// open until the op is freed, so that the SQE cannot act on a file that reused it.
@@ -162,63 +173,53 @@ struct Multi {
 
 impl Results {
     fn push_back(&mut self, c: Completion) {
-        let len = chunk_len(&c);
-        if len > 0 {
-            let m = self.multi.get_or_insert_default();
-            m.buffered = m.buffered.saturating_add(len);
-        }
-        let behind =
-            self.first.is_some() || self.multi.as_ref().is_some_and(|m| !m.rest.is_empty());
-        if behind {
-            self.multi.get_or_insert_default().rest.push_back(c);
-        } else {
+        self.buffered = self.buffered.saturating_add(chunk_len(&c));
+        if self.first.is_none() {
             self.first = Some(c);
+        } else {
+            self.multi.get_or_insert_default().rest.push_back(c);
+            self.behind += 1;
         }
     }
 
     fn pop_front(&mut self) -> Option<Completion> {
-        let c = match self.first.take() {
-            Some(c) => c,
-            None => self.multi.as_mut()?.rest.pop_front()?,
-        };
-        if let Some(m) = &mut self.multi {
-            m.buffered = m.buffered.saturating_sub(chunk_len(&c));
+        let c = self.first.take()?;
+        if self.behind > 0 {
+            self.first = self.multi.as_mut().and_then(|m| m.rest.pop_front());
+            self.behind -= 1;
         }
+        self.buffered = self.buffered.saturating_sub(chunk_len(&c));
         Some(c)
     }
 
     /// Whether the unread data just passed [`RECV_BACKLOG`]: true once per op, which is
     /// then marked throttled.
     fn throttle(&mut self) -> bool {
-        match &mut self.multi {
-            Some(m) if !m.throttled && m.buffered as usize > RECV_BACKLOG => {
-                m.throttled = true;
-                true
-            }
-            _ => false,
-        }
+        self.throttle_if(self.buffered as usize > RECV_BACKLOG)
     }
 
     /// Whether more than `limit` results wait to be taken: true once per op, which is then
     /// marked throttled.
     fn throttle_count(&mut self, limit: usize) -> bool {
-        let queued =
-            usize::from(self.first.is_some()) + self.multi.as_ref().map_or(0, |m| m.rest.len());
-        match &mut self.multi {
-            Some(m) if !m.throttled && queued > limit => {
-                m.throttled = true;
-                true
-            }
-            _ => false,
+        let queued = usize::from(self.first.is_some()) + self.behind as usize;
+        self.throttle_if(queued > limit)
+    }
+
+    /// Marks the op throttled the first time `over` holds; returns whether it did now.
+    fn throttle_if(&mut self, over: bool) -> bool {
+        if self.throttled || !over {
+            return false;
         }
+        self.throttled = true;
+        true
     }
 
     fn throttled(&self) -> bool {
-        self.multi.as_ref().is_some_and(|m| m.throttled)
+        self.throttled
     }
 
     fn is_empty(&self) -> bool {
-        self.first.is_none() && self.multi.as_ref().is_none_or(|m| m.rest.is_empty())
+        self.first.is_none()
     }
 
     fn iter(&self) -> impl Iterator<Item = &Completion> {
@@ -604,6 +605,6 @@ mod tests {
             assert_eq!(r.pop_front().map(|c| c.1), Some(u32::from(i)));
         }
         assert!(r.pop_front().is_none());
-        assert_eq!(r.multi.as_ref().map(|m| m.buffered), Some(0));
+        assert_eq!(r.buffered, 0);
     }
 }
