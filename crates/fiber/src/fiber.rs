@@ -169,3 +169,83 @@ fn panic_message(p: &(dyn Any + Send)) -> String {
         "a non-string panic payload".to_owned()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::hint::black_box;
+
+    use crate::JoinHandle;
+    use crate::sync::Sender;
+    use crate::sys::coro;
+
+    /// Spawns a fiber whose closure carries `N` bytes and returns their sum.
+    #[inline(never)]
+    fn spawn_carrying<const N: usize>(byte: u8) -> JoinHandle<u32> {
+        let load = black_box([byte; N]);
+        crate::spawn(move || black_box(load).iter().map(|&b| u32::from(b)).sum())
+    }
+
+    /// Goes down the current fiber's stack as far as a spawn of an `N`-byte closure made
+    /// there still runs on it instead of on the worker's stack (see `coro::on_worker_stack`):
+    /// each level spawns one as a probe. From the deepest level whose probe stayed, it spawns
+    /// enough of them to grow the run queue more than once and wakes `tx`'s receiver, and
+    /// returns the handles and the least room any runtime call there ran in.
+    #[inline(never)]
+    fn spawn_at_the_edge<const N: usize>(
+        tx: &Sender<u32>,
+    ) -> Option<(Vec<JoinHandle<u32>>, usize)> {
+        let least_room = || coro::LEAST_ROOM_RUN_IN.with(Cell::get);
+        let pad = black_box([0u8; 64]);
+        coro::LEAST_ROOM_RUN_IN.with(|l| l.set(usize::MAX));
+        let probe = spawn_carrying::<N>(0);
+        let stayed = least_room() != usize::MAX;
+        let deepest = if !stayed {
+            None
+        } else if let Some(deeper) = spawn_at_the_edge::<N>(tx) {
+            Some(deeper)
+        } else {
+            // The deepest level whose probe stayed: the same frame made the probe.
+            coro::LEAST_ROOM_RUN_IN.with(|l| l.set(usize::MAX));
+            let mut spawned = Vec::with_capacity(300);
+            for _ in 0..300 {
+                spawned.push(spawn_carrying::<N>(1));
+            }
+            tx.send(7).expect("the receiver waits");
+            Some((spawned, least_room()))
+        };
+        black_box(pad);
+        probe.join().expect("a probe");
+        deepest
+    }
+
+    #[test]
+    fn a_spawn_and_a_wake_up_fit_in_the_room_a_fiber_leaves() {
+        const N: usize = 4;
+        if crate::probe().is_err() {
+            eprintln!("skipping: io_uring is unavailable");
+            return;
+        }
+        let rt = crate::Runtime::builder()
+            .workers(1)
+            .stack_size(crate::MIN_STACK_SIZE)
+            .build()
+            .expect("build a runtime");
+        let got = rt.block_on(|| {
+            let (tx, rx) = crate::sync::channel::<u32>(1);
+            // A parked receiver, woken by a send made at the edge.
+            let receiver = crate::spawn(move || rx.recv().unwrap_or(0));
+            crate::yield_now();
+            let (spawned, least) = spawn_at_the_edge::<N>(&tx).expect("a spawn from the top");
+            // They ran on this fiber's stack with little more room than they ask for.
+            let room = coro::RUNTIME_CALL_STACK;
+            assert!((room..room + 1024).contains(&least), "ran in {least} bytes");
+            let sum: u32 = spawned
+                .into_iter()
+                .map(|h| h.join().expect("a fiber"))
+                .sum();
+            sum + receiver.join().expect("the receiver")
+        });
+        assert_eq!(got, Ok(300 * N as u32 + 7));
+    }
+}

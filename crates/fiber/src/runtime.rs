@@ -24,7 +24,7 @@ use crate::{completer, worker};
 /// Default usable bytes of a fiber stack.
 pub const DEFAULT_STACK_SIZE: usize = 64 * 1024;
 /// Smallest stack the builder accepts.
-pub const MIN_STACK_SIZE: usize = 16 * 1024;
+pub const MIN_STACK_SIZE: usize = crate::sys::stack::MIN_STACK_SIZE;
 /// Default SQ entries per worker ring.
 pub const DEFAULT_RING_ENTRIES: u32 = 256;
 /// Default CQ entries per worker ring: twice the operations in flight of 16,000 connections

@@ -340,3 +340,21 @@ fn shutdown_from_another_thread_cancels_sleeping_fibers() {
     let slept = join(h);
     assert!(slept < Duration::from_secs(60), "{slept:?}");
 }
+
+#[test]
+fn a_fiber_may_carry_a_closure_larger_than_a_kibibyte() {
+    require_io_uring!();
+    // Room for the copies of the closure an unoptimised build makes on the way.
+    let rt = fiber::Runtime::builder()
+        .workers(1)
+        .stack_size(256 * 1024)
+        .build()
+        .expect("build a runtime");
+    // corosensei places a coroutine's closure on its new stack and panics past 1 KiB.
+    let load = std::hint::black_box([1u8; 2048]);
+    let sum = move || load.iter().map(|&b| usize::from(b)).sum::<usize>();
+    // From outside the runtime, and from a fiber.
+    assert_eq!(join(rt.spawn(sum)), 2048);
+    let inner = rt.block_on(move || fiber::spawn(sum).join());
+    assert_eq!(inner, Ok(Ok(2048)));
+}

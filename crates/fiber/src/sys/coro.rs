@@ -11,7 +11,7 @@ use std::cell::Cell;
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use super::stack::PooledStack;
+use super::stack::{MIN_STACK_SIZE, PooledStack};
 
 /// Why a fiber gave its thread back to the worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,11 +87,28 @@ pub(crate) fn on_fiber() -> bool {
     current_yielder() != 0
 }
 
+/// The largest fiber body [`FiberCoro::new`] places on the new stack as it is.
+const LARGEST_INLINE_BODY: usize = 512;
+
 impl FiberCoro {
     /// A coroutine that will run `body` on `stack` when first resumed.
     ///
     /// `body` must not unwind: the runtime wraps user code in `catch_unwind`.
+    ///
+    /// A body larger than [`LARGEST_INLINE_BODY`] is moved to the heap first: corosensei
+    /// writes the body onto the new stack and panics on one over 1 KiB.
     pub(crate) fn new<F>(stack: PooledStack, body: F) -> FiberCoro
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        if size_of::<F>() > LARGEST_INLINE_BODY {
+            let body = Box::new(body);
+            return FiberCoro::with_body(stack, body);
+        }
+        FiberCoro::with_body(stack, body)
+    }
+
+    fn with_body<F>(stack: PooledStack, body: F) -> FiberCoro
     where
         F: FnOnce() + Send + 'static,
     {
@@ -169,9 +186,13 @@ pub(crate) fn suspend(why: Suspend) -> bool {
     true
 }
 
-/// Runs `f` on the stack of the worker that resumed the current fiber (directly when not on
-/// a fiber), so that runtime work with deep call chains (a run-queue resize, carving a new
-/// stack) does not eat into small fiber stacks. `f` must not park.
+/// Runs `f` on the stack of the worker that resumed the current fiber when the fiber's own
+/// stack may be too short for it, so that runtime work with deep call chains (a run-queue
+/// resize, carving a new stack) does not overflow a small fiber stack; directly otherwise
+/// (not on a fiber, or with [`RUNTIME_CALL_STACK`] to spare). `f` must not park.
+///
+/// The switch there and back is two of a spawn + join's stack switches, and two of every
+/// wake-up one fiber gives another; a fiber that has used little of its stack skips it.
 #[inline(never)]
 pub(crate) fn on_worker_stack<F, R>(f: F) -> R
 where
@@ -179,6 +200,12 @@ where
 {
     let addr = current_yielder();
     if addr == 0 || in_teardown() {
+        return f();
+    }
+    let left = stack_left(addr);
+    if left >= RUNTIME_CALL_STACK {
+        #[cfg(test)]
+        LEAST_ROOM_RUN_IN.with(|l| l.set(l.get().min(left)));
         return f();
     }
     // SAFETY: as in `suspend`: a non-zero `YIELDER` is the `Yielder` of the coroutine this
@@ -191,6 +218,35 @@ where
     let r = yielder.on_parent_stack(f);
     swap_yielder(addr);
     r
+}
+
+/// The stack a runtime call made through [`on_worker_stack`] may take at most: a spawn
+/// (carving a stack, building the coroutine, registering the fiber) or a wake-up (a run-queue
+/// push that grows the queue). Unoptimised frames are several times larger, so a debug build
+/// asks for more. `fiber::tests::a_spawn_and_a_wake_up_fit_in_the_room_a_fiber_leaves` runs
+/// both at the edge of this room on the smallest stack; they needed less than 1 KiB in a
+/// release build and 2 to 4 KiB in a debug build (the test fails with less).
+pub(crate) const RUNTIME_CALL_STACK: usize = if cfg!(debug_assertions) {
+    8 * 1024
+} else {
+    4 * 1024
+};
+
+/// How much of the current fiber's stack is left below the caller, counting the stack as
+/// [`MIN_STACK_SIZE`] bytes (every fiber stack has at least that many). The `Yielder` at
+/// `yielder` sits in the coroutine's first frame, at the top of the stack, so what lies
+/// between it and here is (slightly less than) what the fiber has used.
+#[inline(always)]
+fn stack_left(yielder: usize) -> usize {
+    let here = 0u8;
+    let used = yielder.saturating_sub(std::ptr::from_ref(&here) as usize);
+    MIN_STACK_SIZE.saturating_sub(used)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The least [`stack_left`] a runtime call ran in on a fiber's own stack on this thread.
+    pub(crate) static LEAST_ROOM_RUN_IN: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
 /// The part of a parked fiber's stack its resume will touch, packed in one word for

@@ -102,14 +102,17 @@ pub(crate) struct PoolCounts {
     pub(crate) guard: Option<GuardKind>,
 }
 
+/// The fewest usable bytes of any fiber stack: the pool rounds smaller requests up to it, and
+/// `coro::on_worker_stack` counts on it to run short runtime calls on the fiber's own stack.
+pub(crate) const MIN_STACK_SIZE: usize = 16 * 1024;
+const _: () = assert!(MIN_STACK_SIZE >= corosensei::stack::MIN_STACK_SIZE);
+
 impl StackPool {
-    /// A pool of stacks with at least `stack_size` usable bytes each.
+    /// A pool of stacks with at least `stack_size` usable bytes each (and at least
+    /// [`MIN_STACK_SIZE`]).
     pub(crate) fn new(stack_size: usize) -> StackPool {
         let page = page_size();
-        let stack_size = stack_size
-            .max(corosensei::stack::MIN_STACK_SIZE)
-            .div_ceil(page)
-            * page;
+        let stack_size = stack_size.max(MIN_STACK_SIZE).div_ceil(page) * page;
         let slot = stack_size + page;
         let per_mapping = (TARGET_MAPPING_BYTES / slot).clamp(1, MAX_SLOTS_PER_MAPPING);
         StackPool {
