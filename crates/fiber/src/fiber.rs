@@ -107,7 +107,7 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    coro::on_worker_stack(move || spawn_here(rt, home, f))
+    coro::on_worker_stack(coro::RUNTIME_CALL_STACK, move || spawn_here(rt, home, f))
 }
 
 fn spawn_here<F, T>(rt: &Arc<Shared>, home: usize, f: F) -> JoinHandle<T>
@@ -174,6 +174,9 @@ fn panic_message(p: &(dyn Any + Send)) -> String {
 mod tests {
     use std::cell::Cell;
     use std::hint::black_box;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
 
     use crate::JoinHandle;
     use crate::sync::Sender;
@@ -189,8 +192,9 @@ mod tests {
     /// Goes down the current fiber's stack as far as a spawn of an `N`-byte closure made
     /// there still runs on it instead of on the worker's stack (see `coro::on_worker_stack`):
     /// each level spawns one as a probe. From the deepest level whose probe stayed, it spawns
-    /// enough of them to grow the run queue more than once and wakes `tx`'s receiver, and
-    /// returns the handles and the least room any runtime call there ran in.
+    /// enough of them to grow the run queue more than once and wakes [`RECEIVERS`] fibers
+    /// parked on `tx`'s channel, and returns the handles and the least room any runtime call
+    /// there ran in.
     #[inline(never)]
     fn spawn_at_the_edge<const N: usize>(
         tx: &Sender<u32>,
@@ -211,7 +215,9 @@ mod tests {
             for _ in 0..300 {
                 spawned.push(spawn_carrying::<N>(1));
             }
-            tx.send(7).expect("the receiver waits");
+            for _ in 0..RECEIVERS {
+                tx.send(7).expect("the receivers wait");
+            }
             Some((spawned, least_room()))
         };
         black_box(pad);
@@ -219,33 +225,69 @@ mod tests {
         deepest
     }
 
-    #[test]
-    fn a_spawn_and_a_wake_up_fit_in_the_room_a_fiber_leaves() {
+    /// Fibers on the second worker woken from the edge: more than one block of the first
+    /// worker's queue of remote wake-ups for it.
+    const RECEIVERS: usize = 100;
+
+    /// Spawns and wakes from the edge of the room on a smallest stack (see
+    /// `spawn_at_the_edge`), on worker 0 of two, and checks that all of it ran and came back.
+    fn spawn_and_wake_at_the_edge(builder: crate::Builder) {
         const N: usize = 4;
         if crate::probe().is_err() {
             eprintln!("skipping: io_uring is unavailable");
             return;
         }
-        let rt = crate::Runtime::builder()
-            .workers(1)
+        let rt = builder
+            .workers(2)
             .stack_size(crate::MIN_STACK_SIZE)
             .build()
             .expect("build a runtime");
-        let got = rt.block_on(|| {
-            let (tx, rx) = crate::sync::channel::<u32>(1);
-            // A parked receiver, woken by a send made at the edge.
-            let receiver = crate::spawn(move || rx.recv().unwrap_or(0));
-            crate::yield_now();
+        let (tx, rx) = crate::sync::channel::<u32>(RECEIVERS);
+        let parked = Arc::new(AtomicUsize::new(0));
+        let receivers: Vec<_> = (0..RECEIVERS)
+            .map(|_| {
+                let (rx, parked) = (rx.clone(), Arc::clone(&parked));
+                rt.handle().spawn_on(1, move || {
+                    parked.fetch_add(1, Ordering::SeqCst);
+                    rx.recv().unwrap_or(0)
+                })
+            })
+            .collect();
+        // Let them park, so that each send below is a wake-up across workers.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while parked.load(Ordering::SeqCst) < RECEIVERS && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        let mut edge = rt.handle().spawn_on(0, move || {
             let (spawned, least) = spawn_at_the_edge::<N>(&tx).expect("a spawn from the top");
-            // They ran on this fiber's stack with little more room than they ask for.
-            let room = coro::RUNTIME_CALL_STACK;
-            assert!((room..room + 1024).contains(&least), "ran in {least} bytes");
             let sum: u32 = spawned
                 .into_iter()
                 .map(|h| h.join().expect("a fiber"))
                 .sum();
-            sum + receiver.join().expect("the receiver")
+            (sum, least)
         });
-        assert_eq!(got, Ok(300 * N as u32 + 7));
+        let (sum, least) = edge
+            .join_timeout(Duration::from_secs(20))
+            .expect("the fiber at the edge");
+        // They ran on that fiber's stack with little more room than they ask for.
+        let room = coro::RUNTIME_CALL_STACK;
+        assert!((room..room + 1024).contains(&least), "ran in {least} bytes");
+        assert_eq!(sum, 300 * N as u32);
+        for mut r in receivers {
+            assert_eq!(r.join_timeout(Duration::from_secs(20)), Ok(7));
+        }
+    }
+
+    #[test]
+    fn a_spawn_and_a_wake_up_fit_in_the_room_a_fiber_leaves() {
+        spawn_and_wake_at_the_edge(crate::Runtime::builder());
+    }
+
+    /// A stealing worker's queue is crossbeam's deque, whose growth retires the old buffer
+    /// through crossbeam's epochs: a deeper call than a pinned worker's `VecDeque`.
+    #[test]
+    fn a_spawn_and_a_wake_up_fit_in_the_room_a_fiber_leaves_when_workers_steal() {
+        spawn_and_wake_at_the_edge(crate::Runtime::builder().stealing_for_tests());
     }
 }

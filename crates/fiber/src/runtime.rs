@@ -344,6 +344,14 @@ impl Builder {
         self
     }
 
+    /// [`work_stealing`](Self::work_stealing) for the crate's own tests, whose fibers keep
+    /// the migration rule.
+    #[cfg(test)]
+    pub(crate) fn stealing_for_tests(mut self) -> Builder {
+        self.stealing = true;
+        self
+    }
+
     /// How [`fs`](crate::fs) opens, reads and closes files: [`FileOps::Direct`] (the
     /// default) tries a system call that finishes at once or refuses (`openat2` with
     /// `RESOLVE_CACHED`, `preadv2` with `RWF_NOWAIT`, `close`) and goes to the ring only

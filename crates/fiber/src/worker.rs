@@ -26,7 +26,7 @@ use slab::Slab;
 use crate::fiber::{Fiber, NO_HOME};
 use crate::runtime::{DRAINING, RUNNING, Requests, STOPPED, Shared, TEARDOWN, lock};
 use crate::stats::WorkerCounters;
-use crate::sys::coro::{FiberCoro, Suspend};
+use crate::sys::coro::{self, FiberCoro, Suspend};
 use crate::sys::fd::pin_to_cpu;
 use crate::sys::op::{OpRef, Sqe};
 use crate::sys::ring::RingOwner;
@@ -115,10 +115,15 @@ pub(crate) fn multishot_recv_here() -> bool {
 /// Makes a fiber runnable: on the calling worker's own queue if it belongs to the same
 /// runtime, else on the runtime's injector.
 ///
-/// On a fiber this runs on the worker's stack: a queue push may resize the queue, which in a
-/// debug build takes more stack than a small fiber has to spare.
+/// On a fiber this runs on the worker's stack unless the fiber has room for it: a queue push
+/// may resize the queue, which can take more stack than a small fiber has to spare.
 pub(crate) fn schedule(f: Arc<Fiber>) {
-    crate::sys::coro::on_worker_stack(move || schedule_here(f));
+    let needs = if f.rt.config.stealing {
+        coro::ALWAYS_ON_WORKER_STACK
+    } else {
+        coro::RUNTIME_CALL_STACK
+    };
+    coro::on_worker_stack(needs, move || schedule_here(f));
 }
 
 #[inline(never)]

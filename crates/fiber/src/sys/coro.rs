@@ -186,15 +186,17 @@ pub(crate) fn suspend(why: Suspend) -> bool {
     true
 }
 
-/// Runs `f` on the stack of the worker that resumed the current fiber when the fiber's own
-/// stack may be too short for it, so that runtime work with deep call chains (a run-queue
-/// resize, carving a new stack) does not overflow a small fiber stack; directly otherwise
-/// (not on a fiber, or with [`RUNTIME_CALL_STACK`] to spare). `f` must not park.
+/// Runs `f` on the fiber's own stack when at least `needs` bytes of it are left below the
+/// caller (or when not on a fiber at all), and otherwise on the stack of the worker that
+/// resumed the fiber, so that runtime work with deep call chains (a run-queue resize, carving
+/// a new stack) does not overflow a small fiber stack. `needs` is
+/// [`RUNTIME_CALL_STACK`] for calls it is measured for, [`ALWAYS_ON_WORKER_STACK`] for
+/// calls whose depth is not bounded. `f` must not park.
 ///
 /// The switch there and back is two of a spawn + join's stack switches, and two of every
 /// wake-up one fiber gives another; a fiber that has used little of its stack skips it.
 #[inline(never)]
-pub(crate) fn on_worker_stack<F, R>(f: F) -> R
+pub(crate) fn on_worker_stack<F, R>(needs: usize, f: F) -> R
 where
     F: FnOnce() -> R + Send,
 {
@@ -203,7 +205,7 @@ where
         return f();
     }
     let left = stack_left(addr);
-    if left >= RUNTIME_CALL_STACK {
+    if left >= needs {
         #[cfg(test)]
         LEAST_ROOM_RUN_IN.with(|l| l.set(l.get().min(left)));
         return f();
@@ -220,27 +222,36 @@ where
     r
 }
 
-/// The stack a runtime call made through [`on_worker_stack`] may take at most: a spawn
-/// (carving a stack, building the coroutine, registering the fiber) or a wake-up (a run-queue
-/// push that grows the queue). Unoptimised frames are several times larger, so a debug build
-/// asks for more. `fiber::tests::a_spawn_and_a_wake_up_fit_in_the_room_a_fiber_leaves` runs
-/// both at the edge of this room on the smallest stack; they needed less than 1 KiB in a
-/// release build and 2 to 4 KiB in a debug build (the test fails with less).
+/// The stack a runtime call made through [`on_worker_stack`] with this room may take at
+/// most: a spawn (carving a stack, building the coroutine, registering the fiber) or a pinned
+/// worker's wake-up (a `VecDeque` push that grows the queue). Unoptimised frames are several
+/// times larger, so a debug build asks for more.
+/// `fiber::tests::a_spawn_and_a_wake_up_fit_in_the_room_a_fiber_leaves` runs both at the edge
+/// of this room on the smallest stack, with wake-ups of fibers on its own worker and on
+/// another; they needed less than 1 KiB in a release build and 2 to 3 KiB in a debug build
+/// (the test dies of SIGSEGV with less).
 pub(crate) const RUNTIME_CALL_STACK: usize = if cfg!(debug_assertions) {
     8 * 1024
 } else {
     4 * 1024
 };
 
+/// The room no fiber has: the call always runs on the worker's stack. For a stealing
+/// worker's wake-up, whose crossbeam deque, when it grows, retires the old buffer through
+/// crossbeam's epochs, moving a bag of 64 deferred functions by value (in a debug build that
+/// overflowed a 16 KiB stack with 14 KiB left).
+pub(crate) const ALWAYS_ON_WORKER_STACK: usize = usize::MAX;
+
 /// How much of the current fiber's stack is left below the caller, counting the stack as
 /// [`MIN_STACK_SIZE`] bytes (every fiber stack has at least that many). The `Yielder` at
 /// `yielder` sits in the coroutine's first frame, at the top of the stack, so what lies
-/// between it and here is (slightly less than) what the fiber has used.
+/// between it and here is (slightly less than) what the fiber has used. Anywhere else (above
+/// the `Yielder`: not on that stack) counts as no room.
 #[inline(always)]
 fn stack_left(yielder: usize) -> usize {
     let here = 0u8;
-    let used = yielder.saturating_sub(std::ptr::from_ref(&here) as usize);
-    MIN_STACK_SIZE.saturating_sub(used)
+    let used = yielder.checked_sub(std::ptr::from_ref(&here) as usize);
+    used.map_or(0, |used| MIN_STACK_SIZE.saturating_sub(used))
 }
 
 #[cfg(test)]
