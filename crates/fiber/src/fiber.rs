@@ -225,6 +225,9 @@ mod tests {
         deepest
     }
 
+    /// Every wait of these tests gives up after this long.
+    const TIMEOUT: Duration = Duration::from_secs(20);
+
     /// Fibers on the second worker woken from the edge: more than one block of the first
     /// worker's queue of remote wake-ups for it.
     const RECEIVERS: usize = 100;
@@ -254,7 +257,7 @@ mod tests {
             })
             .collect();
         // Let them park, so that each send below is a wake-up across workers.
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + TIMEOUT;
         while parked.load(Ordering::SeqCst) < RECEIVERS && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -267,15 +270,13 @@ mod tests {
                 .sum();
             (sum, least)
         });
-        let (sum, least) = edge
-            .join_timeout(Duration::from_secs(20))
-            .expect("the fiber at the edge");
+        let (sum, least) = edge.join_timeout(TIMEOUT).expect("the fiber at the edge");
         // They ran on that fiber's stack with little more room than they ask for.
         let room = coro::RUNTIME_CALL_STACK;
         assert!((room..room + 1024).contains(&least), "ran in {least} bytes");
         assert_eq!(sum, 300 * N as u32);
         for mut r in receivers {
-            assert_eq!(r.join_timeout(Duration::from_secs(20)), Ok(7));
+            assert_eq!(r.join_timeout(TIMEOUT), Ok(7));
         }
     }
 
