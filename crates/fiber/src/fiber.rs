@@ -141,7 +141,7 @@ where
             done.send(Err(JoinError::Panicked(panic_message(&*payload))));
         }
     };
-    let coro = FiberCoro::new(stack, body);
+    let coro = FiberCoro::with_hand_off(stack, body, worker::finish_hand_off);
     let here_index = here.as_ref().map_or(NO_HOME, |w| w.index);
     let fiber = rt.register(here.as_deref(), home, |id, registered| Fiber {
         id,

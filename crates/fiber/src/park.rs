@@ -70,7 +70,7 @@ pub(crate) fn park() -> Parked {
     if coro::in_teardown() {
         return Parked::Cancelled;
     }
-    if !coro::suspend(Suspend::Park) {
+    if !worker::suspend(Suspend::Park) {
         std::thread::park();
     }
     Parked::Woken

@@ -50,6 +50,7 @@ impl LocalCounter {
 #[derive(Debug, Default)]
 pub(crate) struct WorkerCounters {
     pub(crate) resumes: LocalCounter,
+    pub(crate) resumes_direct: LocalCounter,
     pub(crate) steal_attempts: LocalCounter,
     pub(crate) steals: LocalCounter,
     pub(crate) stolen_fibers: LocalCounter,
@@ -79,6 +80,7 @@ impl WorkerCounters {
     pub(crate) fn snapshot(&self) -> WorkerStats {
         WorkerStats {
             resumes: self.resumes.get(),
+            resumes_direct: self.resumes_direct.get(),
             steal_attempts: self.steal_attempts.get(),
             steals: self.steals.get(),
             stolen_fibers: self.stolen_fibers.get(),
@@ -106,6 +108,10 @@ impl WorkerCounters {
 pub struct WorkerStats {
     /// Fiber resumes (context switches into a fiber).
     pub resumes: u64,
+    /// Of the resumes, those a yielding fiber made itself, switching straight to the next
+    /// fiber of its worker's queue instead of through the worker's loop (a runtime that
+    /// pins fibers).
+    pub resumes_direct: u64,
     /// Times this worker looked for fibers to steal in the other workers' run queues (with
     /// work stealing; one attempt looks at every other worker until one gives a batch).
     pub steal_attempts: u64,
@@ -155,6 +161,7 @@ pub struct WorkerStats {
 impl WorkerStats {
     fn add(&mut self, o: &WorkerStats) {
         self.resumes += o.resumes;
+        self.resumes_direct += o.resumes_direct;
         self.steal_attempts += o.steal_attempts;
         self.steals += o.steals;
         self.stolen_fibers += o.stolen_fibers;
@@ -267,7 +274,8 @@ impl fmt::Display for Stats {
         let t = self.total();
         write!(
             f,
-            "workers={} fibers_spawned={} fibers_live={} resumes={} steal_attempts={} \
+            "workers={} fibers_spawned={} fibers_live={} resumes={} resumes_direct={} \
+             steal_attempts={} \
              steals={} stolen_fibers={} wakes_remote={} cross_ring_ops={} \
              injector_pops={} ops={} enters={} cqe_own={} cqe_stolen={} cqe_completer={} \
              sleeps={} wakes_msg_ring={} wakes_eventfd={} cq_overflows={} fixed_files={} \
@@ -277,6 +285,7 @@ impl fmt::Display for Stats {
             self.fibers_spawned,
             self.fibers_live(),
             t.resumes,
+            t.resumes_direct,
             t.steal_attempts,
             t.steals,
             t.stolen_fibers,

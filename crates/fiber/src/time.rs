@@ -4,8 +4,9 @@ use std::time::{Duration, Instant};
 
 use crate::driver;
 use crate::park::{self, Parked, Waker};
-use crate::sys::coro::{self, Suspend};
+use crate::sys::coro::Suspend;
 use crate::sys::op::Sqe;
+use crate::worker;
 
 /// Puts the current fiber to sleep for at least `dur` (an `IORING_OP_TIMEOUT` on the
 /// worker's ring); other fibers run meanwhile. Off a fiber it sleeps the thread.
@@ -41,7 +42,7 @@ pub fn sleep(dur: Duration) {
 /// Lets the other runnable fibers of this worker run before the current one continues.
 /// Off a fiber it yields the thread.
 pub fn yield_now() {
-    if !coro::suspend(Suspend::Yield) {
+    if !worker::suspend(Suspend::Yield) {
         std::thread::yield_now();
     }
 }

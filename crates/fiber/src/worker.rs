@@ -52,8 +52,15 @@ pub(crate) struct WorkerCtx {
     pub(crate) rt: Arc<Shared>,
     local: RunQueue,
     pub(crate) ring: RingOwner,
-    /// The fiber this worker is running now.
-    current: RefCell<Option<Arc<Fiber>>>,
+    /// The fiber this worker is running now, with its coroutine.
+    current: RefCell<Option<Running>>,
+    /// How many more fibers this round may run (from the worker's loop, or switched to
+    /// straight from a fiber that yields or parks: `hand_off`) before the worker reaps its
+    /// ring.
+    round_left: Cell<usize>,
+    /// A fiber that returned and handed the thread straight to another one (`finish_hand_off`):
+    /// that one recycles it on arrival (`recycle_handed_off`).
+    handed_off: RefCell<Option<Running>>,
     /// The pending read of this worker's eventfd, re-armed when it completes.
     eventfd_op: RefCell<Option<OpRef>>,
     rng: Cell<u64>,
@@ -69,6 +76,12 @@ pub(crate) struct WorkerCtx {
 
 /// Most stacks a worker keeps for its next spawns; more go back to the runtime's pool.
 const STACK_CACHE: usize = 32;
+
+/// A fiber running on a worker, and its coroutine (taken out of the fiber meanwhile).
+struct Running {
+    fiber: Arc<Fiber>,
+    coro: FiberCoro,
+}
 
 impl std::fmt::Debug for WorkerCtx {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -93,7 +106,11 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&WorkerCtx) -> R) -> Option<R> {
 /// The fiber running on the calling thread, if any.
 #[inline(never)]
 pub(crate) fn current_fiber() -> Option<Arc<Fiber>> {
-    CTX.with(|c| c.borrow().as_ref().and_then(|w| w.current.borrow().clone()))
+    CTX.with(|c| {
+        c.borrow()
+            .as_ref()
+            .and_then(|w| w.current.borrow().as_ref().map(|r| Arc::clone(&r.fiber)))
+    })
 }
 
 /// The runtime of the calling thread's worker, if any.
@@ -160,6 +177,48 @@ fn schedule_here(f: Arc<Fiber>) {
     }
 }
 
+/// From a fiber: gives its worker's thread up, to run again at once (a yield: after the
+/// other runnable fibers of its worker) or when woken (a park). Where `WorkerCtx::hand_off`
+/// allows, the thread goes straight to the next fiber of the worker's queue; otherwise back to
+/// the worker. `false` off a fiber, or at teardown (nothing done).
+///
+/// Not inlined, like the thread-local accessors: its callers loop around it, and a fiber
+/// of a stealing runtime may come back on another thread.
+#[inline(never)]
+pub(crate) fn suspend(why: Suspend) -> bool {
+    // The worker's context is read here, before the switch, and let go.
+    let next = CTX.with(|c| c.borrow().as_ref().and_then(|ctx| ctx.hand_off(why)));
+    let arrival = match next {
+        Some(next) => Some(coro::switch_to(next)),
+        None => coro::suspend(why),
+    };
+    if arrival == Some(coro::Arrival::AfterReturned) {
+        recycle_handed_off();
+    }
+    arrival.is_some()
+}
+
+/// Back on a fiber after a switch: if the fiber that ran before it returned and handed the
+/// thread here (`finish_hand_off`), its stack goes back to the worker's cache. Not inlined:
+/// the thread-local is read afresh after the switch.
+#[inline(never)]
+fn recycle_handed_off() {
+    with_current(|ctx| {
+        let done = ctx.handed_off.borrow_mut().take();
+        if let Some(Running { fiber, coro }) = done {
+            ctx.finished(&fiber, coro);
+        }
+    });
+}
+
+/// The end of a fiber's body on a runtime that pins fibers: a fiber of the local queue that
+/// has run before (and so has a frame to return into) takes the thread straight from it,
+/// instead of the worker, which would only recycle it and resume that one. The returned
+/// fiber waits in `handed_off` until the other one arrives.
+pub(crate) fn finish_hand_off() -> Option<coro::Entered> {
+    CTX.with(|c| c.borrow().as_ref().and_then(|ctx| ctx.hand_off_finished()))
+}
+
 /// Starts worker `index` on its own thread. It reports on `ready` whether its ring could be
 /// created.
 pub(crate) fn spawn(
@@ -200,6 +259,8 @@ fn worker_main(
         rt,
         ring,
         current: RefCell::new(None),
+        round_left: Cell::new(0),
+        handed_off: RefCell::new(None),
         eventfd_op: RefCell::new(None),
         tick: Cell::new(0),
         stacks: RefCell::new(Vec::new()),
@@ -339,8 +400,10 @@ impl WorkerCtx {
     }
 
     fn run_round(&self) {
-        for _ in 0..BUDGET {
+        self.round_left.set(BUDGET);
+        while self.round_left.get() > 0 {
             let Some(f) = self.next_fiber() else { break };
+            self.round_left.set(self.round_left.get() - 1);
             self.run_fiber(f);
         }
     }
@@ -358,14 +421,16 @@ impl WorkerCtx {
             f.settle_home(self.index);
         }
         f.state.start();
+        let entered = coro.enter();
         // Moved in and out, not cloned: no reference count traffic per resume.
-        *self.current.borrow_mut() = Some(f);
-        let outcome = coro.resume();
-        let Some(f) = self.current.borrow_mut().take() else {
+        *self.current.borrow_mut() = Some(Running { fiber: f, coro });
+        let switched = coro::run(entered);
+        // The fiber that switched back: this one, or one it handed the thread to.
+        let Some(Running { fiber: f, mut coro }) = self.current.borrow_mut().take() else {
             return;
         };
         self.stats().resumes.inc();
-        match outcome {
+        match coro.settle(switched) {
             Some((Suspend::Yield, _)) => {
                 f.put_coro(coro);
                 f.state.yielded();
@@ -380,6 +445,86 @@ impl WorkerCtx {
             }
             None => self.finished(&f, coro),
         }
+    }
+
+    /// From the running fiber, on a runtime that pins fibers: makes the next fiber of the
+    /// local queue the running one, and does for the running one what the worker's loop does
+    /// when a fiber suspends (a yield queues it behind the others; a park leaves it to its
+    /// waker, or queues it if a wake-up came first); the caller then switches straight to
+    /// the fiber returned: one stack switch instead of two, and no pass through the worker's
+    /// loop. `None` (nothing done) when there is no such fiber, the round's budget is spent
+    /// (the worker then reaps its ring before running more), or the fiber has too little
+    /// stack left for the queue operations.
+    fn hand_off(&self, why: Suspend) -> Option<coro::Entered> {
+        if !coro::may_switch_to(coro::RUNTIME_CALL_STACK) {
+            return None;
+        }
+        let (Running { fiber: me, coro }, entered) = self.make_next_current(false)?;
+        // Back in its place before the switch: its coroutine cannot be entered until `next`
+        // marks it suspended, and on a runtime that pins fibers only this thread takes it (a
+        // waker elsewhere queues it here).
+        match why {
+            Suspend::Yield => {
+                me.put_coro(coro);
+                me.state.yielded();
+                self.local.push(me);
+            }
+            Suspend::Park => {
+                me.set_park_window(coro.window_here());
+                me.put_coro(coro);
+                if me.state.park() {
+                    self.local.push(me);
+                }
+            }
+        }
+        Some(entered)
+    }
+
+    /// The end of the running fiber's body (see `finish_hand_off`): as `hand_off`, to a fiber
+    /// that has run before; the returned one waits in `handed_off`.
+    fn hand_off_finished(&self) -> Option<coro::Entered> {
+        if self.handed_off.borrow().is_some() {
+            return None;
+        }
+        let (done, entered) = self.make_next_current(true)?;
+        *self.handed_off.borrow_mut() = Some(done);
+        Some(entered)
+    }
+
+    /// What the hand-offs share, on a runtime that pins fibers with the round's budget not
+    /// spent: the next fiber of the local queue (one that has run before, if `started_only`)
+    /// becomes the running one, entered, and is returned with the one that was running.
+    /// `None` (nothing done) when there is no such fiber.
+    fn make_next_current(&self, started_only: bool) -> Option<(Running, coro::Entered)> {
+        if self.rt.config.stealing || self.round_left.get() == 0 || self.rt.state() >= TEARDOWN {
+            return None;
+        }
+        let mut current = self.current.borrow_mut();
+        // `None`: a coroutine this worker did not resume (none of the runtime's).
+        current.as_ref()?;
+        let next = self.local.pop()?;
+        // `None`: torn down while queued (dropped, as `run_fiber` does).
+        let mut next_coro = next.take_coro()?;
+        if started_only && !next_coro.started() {
+            // No frame to return into: the worker starts it.
+            next.put_coro(next_coro);
+            self.local.push_front(next);
+            return None;
+        }
+        self.round_left.set(self.round_left.get() - 1);
+        next.settle_home(self.index);
+        next.state.start();
+        let entered = next_coro.enter();
+        let was = current.replace(Running {
+            fiber: next,
+            coro: next_coro,
+        });
+        let Some(was) = was else {
+            unreachable!("checked above");
+        };
+        self.stats().resumes.inc();
+        self.stats().resumes_direct.inc();
+        Some((was, entered))
     }
 
     /// A fiber returned: its stack goes to this worker's cache, and it leaves the registry.
@@ -653,6 +798,15 @@ impl RunQueue {
         match self {
             RunQueue::Shared(q) => q.push(f),
             RunQueue::Own(q) => q.borrow_mut().push_back(f),
+        }
+    }
+
+    /// Puts back a fiber just popped, at the front (pinned fibers only: a shared deque has
+    /// no such push, and pushes at its back).
+    fn push_front(&self, f: Arc<Fiber>) {
+        match self {
+            RunQueue::Shared(q) => q.push(f),
+            RunQueue::Own(q) => q.borrow_mut().push_front(f),
         }
     }
 

@@ -115,6 +115,106 @@ fn yield_now_interleaves_fibers_on_one_worker() {
     );
 }
 
+/// Two fibers yielding to each other on a runtime that pins fibers: almost every yield is a
+/// switch straight to the other fiber (one in a round of `BUDGET` goes through the worker's
+/// loop, which reaps the ring); with work stealing none is.
+#[test]
+fn yields_switch_straight_to_the_next_fiber_when_fibers_are_pinned() {
+    require_io_uring!();
+    const YIELDS: u64 = 1000;
+    for (rt, direct) in [(runtime(1), true), (stealing_runtime(1), false)] {
+        let before = rt.stats().total();
+        rt.block_on(|| {
+            let other = fiber::spawn(|| {
+                for _ in 0..YIELDS {
+                    fiber::yield_now();
+                }
+            });
+            for _ in 0..YIELDS {
+                fiber::yield_now();
+            }
+            other.join().unwrap();
+        })
+        .unwrap();
+        let after = rt.stats().total();
+        let switched = after.resumes_direct - before.resumes_direct;
+        if direct {
+            assert!(
+                switched >= 2 * YIELDS * 9 / 10,
+                "{switched} of {} yields",
+                2 * YIELDS
+            );
+            assert!(after.resumes - before.resumes >= 2 * YIELDS, "{after:?}");
+        } else {
+            assert_eq!(switched, 0, "a stealing runtime switched fiber to fiber");
+        }
+    }
+}
+
+/// A fiber joined as soon as it is spawned: the joiner's park switches straight to it, and
+/// its end returns straight to the joiner (both direct resumes, on a runtime that pins
+/// fibers); its stack still goes back to the worker for the next spawn, so a thousand
+/// spawns carve only a few stacks.
+#[test]
+fn spawn_and_join_switch_straight_between_the_two_fibers_and_reuse_the_stack() {
+    require_io_uring!();
+    const SPAWNS: u64 = 1000;
+    let rt = runtime(1);
+    let before = rt.stats();
+    rt.block_on(|| {
+        for i in 0..SPAWNS {
+            assert_eq!(fiber::spawn(move || i).join(), Ok(i));
+        }
+    })
+    .unwrap();
+    let after = rt.stats();
+    let direct = after.total().resumes_direct - before.total().resumes_direct;
+    assert!(
+        direct >= 2 * SPAWNS * 9 / 10,
+        "{direct} direct resumes: {after}"
+    );
+    assert!(
+        after.stacks_carved - before.stacks_carved < 10,
+        "stacks not reused: {after}"
+    );
+}
+
+/// Fibers that only yield to each other do not keep their worker from its ring: the round's
+/// budget sends a yield through the worker's loop, which reaps the timer that ends them.
+#[test]
+fn fibers_that_keep_yielding_let_the_worker_reap_its_ring() {
+    require_io_uring!();
+    let rt = runtime(1);
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let deadline = Instant::now() + util::TIMEOUT;
+    let spinners: Vec<_> = (0..2)
+        .map(|_| {
+            let done = Arc::clone(&done);
+            rt.spawn(move || {
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    if Instant::now() > deadline {
+                        return false;
+                    }
+                    fiber::yield_now();
+                }
+                true
+            })
+        })
+        .collect();
+    let d = Arc::clone(&done);
+    let sleeper = rt.spawn(move || {
+        fiber::sleep(Duration::from_millis(10));
+        d.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    join(sleeper);
+    for s in spinners {
+        assert!(
+            join(s),
+            "the spinners ran until the deadline: the timer was not reaped"
+        );
+    }
+}
+
 #[test]
 fn sleep_parks_the_fiber_not_the_worker() {
     require_io_uring!();

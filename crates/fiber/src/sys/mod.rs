@@ -14,6 +14,7 @@ pub(crate) mod oneshot;
 pub(crate) mod op;
 pub(crate) mod ring;
 pub(crate) mod stack;
+pub(crate) mod switch;
 
 use std::io;
 

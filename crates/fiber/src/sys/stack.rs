@@ -105,7 +105,6 @@ pub(crate) struct PoolCounts {
 /// The fewest usable bytes of any fiber stack: the pool rounds smaller requests up to it, and
 /// `coro::on_worker_stack` counts on it to run short runtime calls on the fiber's own stack.
 pub(crate) const MIN_STACK_SIZE: usize = 16 * 1024;
-const _: () = assert!(MIN_STACK_SIZE >= corosensei::stack::MIN_STACK_SIZE);
 
 impl StackPool {
     /// A pool of stacks with at least `stack_size` usable bytes each (and at least
@@ -267,22 +266,14 @@ impl Drop for PooledStack {
     }
 }
 
-// SAFETY: [1] `limit()..base()` is `guard + stack_size` bytes inside a mapping the pool keeps
-// alive as long as this value exists (it holds an `Arc` of the pool); [2] the lowest page is a
-// guard page (installed by `install_guard` before the slot was first handed out), so an
-// overflow faults instead of writing into the neighbouring slot; [3] `stack_size` is at least
-// `MIN_STACK_SIZE`; [4] both addresses are page-aligned, hence `STACK_ALIGNMENT`-aligned;
-// [5] the slot is handed to one `PooledStack` at a time (it leaves the free list when handed
-// out and returns on drop).
-unsafe impl corosensei::stack::Stack for PooledStack {
-    fn base(&self) -> corosensei::stack::StackPointer {
-        let top = self.bottom + self.pool.slot();
-        corosensei::stack::StackPointer::new(top).unwrap_or(corosensei::stack::StackPointer::MIN)
-    }
-
-    fn limit(&self) -> corosensei::stack::StackPointer {
-        corosensei::stack::StackPointer::new(self.bottom)
-            .unwrap_or(corosensei::stack::StackPointer::MIN)
+impl PooledStack {
+    /// The top (highest address, page-aligned) of the stack: it grows down from here to its
+    /// guard page. `bottom..top` is `guard + stack_size` bytes inside a mapping the pool keeps
+    /// alive as long as this value exists (it holds an `Arc` of the pool), the lowest page
+    /// a guard (installed before the slot was first handed out), and the slot is handed to
+    /// one `PooledStack` at a time.
+    pub(crate) fn top(&self) -> usize {
+        self.bottom + self.pool.slot()
     }
 }
 
@@ -315,13 +306,7 @@ mod tests {
         let pool = StackPool::new(20 * 1024);
         let page = page_size();
         let stacks: Vec<_> = (0..10).map(|_| pool.get().expect("stack")).collect();
-        let mut ranges: Vec<_> = stacks
-            .iter()
-            .map(|s| {
-                use corosensei::stack::Stack;
-                (s.limit().get(), s.base().get())
-            })
-            .collect();
+        let mut ranges: Vec<_> = stacks.iter().map(|s| (s.bottom, s.top())).collect();
         ranges.sort_unstable();
         for w in ranges.windows(2) {
             assert!(w[0].1 <= w[1].0, "slots overlap: {w:?}");
@@ -348,17 +333,20 @@ mod tests {
 
     #[test]
     fn a_coroutine_runs_on_a_pooled_stack() {
-        use corosensei::{Coroutine, CoroutineResult};
+        use crate::sys::coro::{FiberCoro, Suspend, suspend};
         let pool = StackPool::new(32 * 1024);
         let stack = pool.get().expect("stack");
-        let mut co = Coroutine::with_stack(stack, |y: &corosensei::Yielder<u32, u32>, x| {
-            let big = [x as u8; 4096];
-            let z = y.suspend(x + 1);
-            u32::from(big[100]) + z
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let s = std::sync::Arc::clone(&seen);
+        let mut co = FiberCoro::new(stack, move || {
+            let big = std::hint::black_box([7u8; 4096]);
+            assert!(suspend(Suspend::Park).is_some());
+            s.store(usize::from(big[100]), std::sync::atomic::Ordering::SeqCst);
         });
-        assert!(matches!(co.resume(1), CoroutineResult::Yield(2)));
-        assert!(matches!(co.resume(10), CoroutineResult::Return(11)));
-        drop(co);
+        assert_eq!(co.resume().map(|r| r.0), Some(Suspend::Park));
+        assert_eq!(co.resume(), None);
+        assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 7);
+        drop(co.into_stack());
         assert_eq!(pool.counts().in_use, 0);
     }
 }
