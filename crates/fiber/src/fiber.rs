@@ -216,13 +216,29 @@ mod tests {
                 spawned.push(spawn_carrying::<N>(1));
             }
             for _ in 0..RECEIVERS {
-                tx.send(7).expect("the receivers wait");
+                if let Err(e) = tx.send(7) {
+                    return edge_failed(format!("a send to the receivers: {e:?}"));
+                }
             }
             Some((spawned, least_room()))
         };
         black_box(pad);
-        probe.join().expect("a probe");
+        if let Err(e) = probe.join() {
+            return edge_failed(format!("a probe: {e:?}"));
+        }
         deepest
+    }
+
+    /// What went wrong at the edge, for the test's thread to report: a panic there, on a
+    /// fiber with little stack left, would overflow it while printing its backtrace (a
+    /// SIGSEGV that says nothing).
+    static EDGE_FAILURE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+    fn edge_failed<T>(what: String) -> Option<T> {
+        if let Ok(mut f) = EDGE_FAILURE.lock() {
+            f.get_or_insert(what);
+        }
+        None
     }
 
     /// Every wait of these tests gives up after this long.
@@ -263,14 +279,20 @@ mod tests {
         }
         std::thread::sleep(Duration::from_millis(20));
         let mut edge = rt.handle().spawn_on(0, move || {
-            let (spawned, least) = spawn_at_the_edge::<N>(&tx).expect("a spawn from the top");
+            let Some((spawned, least)) = spawn_at_the_edge::<N>(&tx) else {
+                return (0, 0);
+            };
             let sum: u32 = spawned
                 .into_iter()
                 .map(|h| h.join().expect("a fiber"))
                 .sum();
             (sum, least)
         });
-        let (sum, least) = edge.join_timeout(TIMEOUT).expect("the fiber at the edge");
+        let edge = edge.join_timeout(TIMEOUT);
+        if let Some(failure) = EDGE_FAILURE.lock().ok().and_then(|mut f| f.take()) {
+            panic!("at the edge of the stack: {failure}");
+        }
+        let (sum, least) = edge.expect("the fiber at the edge");
         // They ran on that fiber's stack with little more room than they ask for.
         let room = coro::RUNTIME_CALL_STACK;
         assert!((room..room + 1024).contains(&least), "ran in {least} bytes");
