@@ -618,7 +618,13 @@ impl Shared {
 
     /// Announces worker `i` as idle. Pair with [`Shared::unannounce`].
     pub(crate) fn announce_idle(&self, i: usize) {
-        self.workers[i].sleeping.store(true, Ordering::SeqCst);
+        let w = &self.workers[i];
+        // A wake-up sent in an earlier idle period is spent: a notifier that saw that period
+        // could still mark it after this worker woke (`unannounce` clears it first), and a
+        // stale mark would keep every later notifier from waking this worker. Cleared before
+        // the announcement (release): whoever sees it sees the mark cleared.
+        w.notified.store(false, Ordering::Relaxed);
+        w.sleeping.store(true, Ordering::SeqCst);
         fence(Ordering::SeqCst);
     }
 
