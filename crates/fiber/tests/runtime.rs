@@ -179,6 +179,34 @@ fn spawn_and_join_switch_straight_between_the_two_fibers_and_reuse_the_stack() {
     );
 }
 
+/// Fibers spawned from outside, a few at a time, while the workers keep falling asleep and
+/// waking each other: every spawn wakes a worker. (A worker's mark that a wake-up was on its
+/// way once outlived its sleep, and every later notifier skipped it.)
+#[test]
+fn fibers_spawned_from_outside_always_find_a_worker() {
+    require_io_uring!();
+    for rt in [runtime(2), stealing_runtime(2)] {
+        for round in 0..300u32 {
+            let hs: Vec<_> = (0..4u32)
+                .map(|i| {
+                    rt.spawn(move || {
+                        // Wakes the other worker now and then (a spawn that lands there).
+                        if i == 0 {
+                            fiber::spawn(move || round).join().unwrap_or(0)
+                        } else {
+                            round + i
+                        }
+                    })
+                })
+                .collect();
+            for (i, h) in hs.into_iter().enumerate() {
+                let want = if i == 0 { round } else { round + i as u32 };
+                assert_eq!(join(h), want, "round {round}");
+            }
+        }
+    }
+}
+
 /// Fibers that only yield to each other do not keep their worker from its ring: the round's
 /// budget sends a yield through the worker's loop, which reaps the timer that ends them.
 #[test]
