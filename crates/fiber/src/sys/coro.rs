@@ -443,24 +443,39 @@ fn run_with(entered: Entered, word: usize) -> Switched {
     // [2] its stack is mapped while the `FiberCoro` lives, and a `FiberCoro` dropped while
     // RUNNING leaks its stack; [3] `parent_sp` is ours to write, and the link is
     // `#[repr(C)]` with `parent_sp` second, as `start` needs.
-    let word = unsafe {
-        if entered.fresh {
-            let body = (*link).body;
-            switch::start(
-                &raw mut (*link).parent_sp,
-                word,
-                body,
-                (*link).entry,
-                body,
-                link as usize,
-            )
-        } else {
-            switch::switch(&raw mut (*link).parent_sp, (*link).sp, word)
-        }
-    };
+    let word = unsafe { entered.switch_into(&raw mut (*link).parent_sp, word) };
     // Whoever switched back left its own link here (a sibling `switch_to` moves it).
     let from = swap_link(prev);
     Switched { word, from }
+}
+
+impl Entered {
+    /// Switches the thread to this coroutine, saving the caller's stack pointer in `save`:
+    /// a call into its entry if it has not started (`switch::start`), else a switch to the
+    /// stack pointer it saved. Returns the word it (or whoever took over) switches back with.
+    ///
+    /// # Safety
+    ///
+    /// As for `switch::switch`: `save` is the caller's own slot, and the caller's context
+    /// stays where it is until switched to again. The coroutine was entered (`enter`), so
+    /// nobody else switches to it, and its stack is mapped while its `FiberCoro` lives (or is
+    /// leaked with it).
+    #[inline(always)]
+    unsafe fn switch_into(self, save: *mut usize, word: usize) -> usize {
+        let link = self.link.as_ptr();
+        // SAFETY: the caller's guarantees; a fresh coroutine's body sits at `body`, the top
+        // of its unused stack, and `entry` runs it; a suspended one's `sp` is the stack
+        // pointer its last switch saved (published before `enter` could see SUSPENDED); the
+        // link is `#[repr(C)]` with `parent_sp` second, as `start` needs.
+        unsafe {
+            if self.fresh {
+                let body = (*link).body;
+                switch::start(save, word, body, (*link).entry, body, link as usize)
+            } else {
+                switch::switch(save, (*link).sp, word)
+            }
+        }
+    }
 }
 
 /// Whether the caller may hand its thread to a sibling with [`switch_to`]: it runs on a
@@ -498,19 +513,7 @@ pub(crate) fn switch_to(next: Entered) -> Arrival {
     // `next` marks suspended once this switch has saved `sp` (`arrived`).
     let back = unsafe {
         (*to).parent_sp = (*me).parent_sp;
-        if next.fresh {
-            let body = (*to).body;
-            switch::start(
-                &raw mut (*me).sp,
-                me as usize,
-                body,
-                (*to).entry,
-                body,
-                to as usize,
-            )
-        } else {
-            switch::switch(&raw mut (*me).sp, (*to).sp, me as usize)
-        }
+        next.switch_into(&raw mut (*me).sp, me as usize)
     };
     arrived(back)
 }
