@@ -11,7 +11,13 @@ use crate::runtime::{Registered, Shared};
 use crate::state::RunState;
 use crate::sys::cell::TakeCell;
 use crate::sys::coro::{self, FiberCoro};
+use crate::sys::counted::Counted;
 use crate::worker;
+
+/// A reference to a fiber: the registry's, a run queue's, the running one's, a waker's.
+/// Not an `Arc`: a fiber is made with two references at once and its end frees it without
+/// an atomic read-modify-write when those are its last (see `sys::counted`).
+pub(crate) type FiberRef = Counted<Fiber>;
 
 /// A fiber, shared by the run queues, the wakers that may make it runnable and the registry
 /// the runtime tears down at shutdown.
@@ -89,12 +95,12 @@ impl Fiber {
             self.home.store(worker, Ordering::Relaxed);
         }
     }
+}
 
-    /// Makes the fiber runnable if it is parked; remembers the wake-up if it is running.
-    pub(crate) fn wake(self: Arc<Self>) {
-        if self.state.wake() {
-            worker::schedule(self);
-        }
+/// Makes the fiber runnable if it is parked; remembers the wake-up if it is running.
+pub(crate) fn wake(f: FiberRef) {
+    if f.state.wake() {
+        worker::schedule(f);
     }
 }
 

@@ -6,18 +6,17 @@
 //! the fiber state machine (`fiber.rs`) remembers it as `NOTIFIED`, and `Thread::unpark`
 //! leaves a token. Parks may return spuriously, so callers always loop.
 
-use std::sync::Arc;
 use std::thread::Thread;
 use std::time::Duration;
 
-use crate::fiber::Fiber;
+use crate::fiber::{self, FiberRef};
 use crate::sys::coro::{self, Suspend};
 use crate::worker;
 
 /// Something that can be made runnable again: a parked fiber or a parked thread.
 #[derive(Clone)]
 pub(crate) enum Waker {
-    Fiber(Arc<Fiber>),
+    Fiber(FiberRef),
     Thread(Thread),
 }
 
@@ -41,7 +40,7 @@ impl Waker {
 
     pub(crate) fn wake(self) {
         match self {
-            Waker::Fiber(f) => f.wake(),
+            Waker::Fiber(f) => fiber::wake(f),
             Waker::Thread(t) => t.unpark(),
         }
     }
@@ -49,7 +48,7 @@ impl Waker {
     /// Whether both wake the same fiber or thread.
     pub(crate) fn same(&self, other: &Waker) -> bool {
         match (self, other) {
-            (Waker::Fiber(a), Waker::Fiber(b)) => Arc::ptr_eq(a, b),
+            (Waker::Fiber(a), Waker::Fiber(b)) => FiberRef::ptr_eq(a, b),
             (Waker::Thread(a), Waker::Thread(b)) => a.id() == b.id(),
             _ => false,
         }

@@ -11,7 +11,7 @@ use crossbeam_deque::{Injector, Stealer};
 use slab::Slab;
 
 use crate::error::{Error, JoinError};
-use crate::fiber::{self, Fiber};
+use crate::fiber::{self, Fiber, FiberRef};
 use crate::fs::FileOps;
 use crate::join::JoinHandle;
 use crate::stats::{Counter, LocalCounter, Stats, WorkerCounters};
@@ -447,11 +447,11 @@ fn probe_features() -> Result<Features, Error> {
 pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) features: Features,
-    pub(crate) injector: Injector<Arc<Fiber>>,
-    pub(crate) stealers: Vec<Stealer<Arc<Fiber>>>,
+    pub(crate) injector: Injector<FiberRef>,
+    pub(crate) stealers: Vec<Stealer<FiberRef>>,
     pub(crate) workers: Vec<WorkerShared>,
     state: AtomicU8,
-    registry: Vec<Mutex<Slab<Arc<Fiber>>>>,
+    registry: Vec<Mutex<Slab<FiberRef>>>,
     next_id: AtomicU64,
     pub(crate) stacks: StackPool,
     /// Fibers spawned from threads that are not this runtime's workers (the workers count
@@ -494,7 +494,7 @@ pub(crate) struct WorkerShared {
     /// Whether `requests` may hold something: the worker looks at it only when set.
     pub(crate) has_requests: std::sync::atomic::AtomicBool,
     /// Fibers pinned to this worker that another thread made runnable.
-    pub(crate) remote: Injector<Arc<Fiber>>,
+    pub(crate) remote: Injector<FiberRef>,
     pub(crate) stats: WorkerCounters,
 }
 
@@ -555,7 +555,7 @@ impl Shared {
         here: Option<&worker::WorkerCtx>,
         home: usize,
         make: impl FnOnce(u64, Registered) -> Fiber,
-    ) -> Arc<Fiber> {
+    ) -> FiberRef {
         let id = self.new_fiber_id(here);
         let fiber = match here {
             Some(w) if !self.config.stealing && (home == fiber::NO_HOME || home == w.index) => {
@@ -565,8 +565,9 @@ impl Shared {
                 let shard = (id as usize) % REGISTRY_SHARDS;
                 let mut slab = lock(&self.registry[shard]);
                 let entry = slab.vacant_entry();
-                let fiber = Arc::new(make(id, Registered::Shared(shard, entry.key())));
-                entry.insert(Arc::clone(&fiber));
+                let (fiber, kept) =
+                    FiberRef::new_pair(make(id, Registered::Shared(shard, entry.key())));
+                entry.insert(kept);
                 fiber
             }
         };
@@ -592,8 +593,10 @@ impl Shared {
 
     /// Removes a finished or torn-down fiber from the registry; only worker threads do
     /// (`here` is the calling one, which for a fiber in a worker's own registry is that
-    /// worker: such a fiber never runs, finishes or is torn down anywhere else).
-    pub(crate) fn unregister(&self, here: &worker::WorkerCtx, f: &Fiber) {
+    /// worker: such a fiber never runs, finishes or is torn down anywhere else). Returns the
+    /// registry's reference (`None` if it was removed before), for the caller to drop outside
+    /// the registry's lock or borrow.
+    pub(crate) fn unregister(&self, here: &worker::WorkerCtx, f: &Fiber) -> Option<FiberRef> {
         let removed = match f.registered() {
             Registered::Shared(shard, key) => lock(&self.registry[shard]).try_remove(key),
             Registered::Worker(key) => {
@@ -604,14 +607,15 @@ impl Shared {
         if removed.is_some() {
             here.stats().finished.inc();
         }
+        removed
     }
 
     /// Every fiber in the shared registry (a worker adds those in its own, see
     /// `WorkerCtx::registered_here`).
-    pub(crate) fn registered(&self) -> Vec<Arc<Fiber>> {
+    pub(crate) fn registered(&self) -> Vec<FiberRef> {
         let mut v = Vec::new();
         for shard in &self.registry {
-            v.extend(lock(shard).iter().map(|(_, f)| Arc::clone(f)));
+            v.extend(lock(shard).iter().map(|(_, f)| f.clone()));
         }
         v
     }
@@ -687,7 +691,7 @@ impl Shared {
     }
 
     /// Queues a fiber pinned to worker `t` from another thread, and wakes `t` if it sleeps.
-    pub(crate) fn push_remote(&self, t: usize, f: Arc<Fiber>, from: Option<&worker::WorkerCtx>) {
+    pub(crate) fn push_remote(&self, t: usize, f: FiberRef, from: Option<&worker::WorkerCtx>) {
         let target = &self.workers[t];
         target.remote.push(f);
         target.stats.wakes_remote.inc();

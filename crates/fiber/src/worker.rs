@@ -23,7 +23,7 @@ use std::thread;
 use crossbeam_deque::Steal;
 use slab::Slab;
 
-use crate::fiber::{Fiber, NO_HOME};
+use crate::fiber::{Fiber, FiberRef, NO_HOME};
 use crate::runtime::{DRAINING, RUNNING, Requests, STOPPED, Shared, TEARDOWN, lock};
 use crate::stats::WorkerCounters;
 use crate::sys::coro::{self, FiberCoro, Suspend};
@@ -71,7 +71,7 @@ pub(crate) struct WorkerCtx {
     /// The fibers that live on this worker for good (spawned here, fibers pinned): its
     /// own part of the runtime's registry, without the shared part's lock (see
     /// `Shared::register`).
-    fibers: RefCell<Slab<Arc<Fiber>>>,
+    fibers: RefCell<Slab<FiberRef>>,
 }
 
 /// Most stacks a worker keeps for its next spawns; more go back to the runtime's pool.
@@ -79,7 +79,7 @@ const STACK_CACHE: usize = 32;
 
 /// A fiber running on a worker, and its coroutine (taken out of the fiber meanwhile).
 struct Running {
-    fiber: Arc<Fiber>,
+    fiber: FiberRef,
     coro: FiberCoro,
 }
 
@@ -105,11 +105,11 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&WorkerCtx) -> R) -> Option<R> {
 
 /// The fiber running on the calling thread, if any.
 #[inline(never)]
-pub(crate) fn current_fiber() -> Option<Arc<Fiber>> {
+pub(crate) fn current_fiber() -> Option<FiberRef> {
     CTX.with(|c| {
         c.borrow()
             .as_ref()
-            .and_then(|w| w.current.borrow().as_ref().map(|r| Arc::clone(&r.fiber)))
+            .and_then(|w| w.current.borrow().as_ref().map(|r| r.fiber.clone()))
     })
 }
 
@@ -134,7 +134,7 @@ pub(crate) fn multishot_recv_here() -> bool {
 ///
 /// On a fiber this runs on the worker's stack unless the fiber has room for it: a queue push
 /// may resize the queue, which can take more stack than a small fiber has to spare.
-pub(crate) fn schedule(f: Arc<Fiber>) {
+pub(crate) fn schedule(f: FiberRef) {
     let needs = if f.rt.config.stealing {
         coro::ALWAYS_ON_WORKER_STACK
     } else {
@@ -144,7 +144,7 @@ pub(crate) fn schedule(f: Arc<Fiber>) {
 }
 
 #[inline(never)]
-fn schedule_here(f: Arc<Fiber>) {
+fn schedule_here(f: FiberRef) {
     // Without stealing a fiber that has run must go back to its own worker.
     let home = if f.rt.config.stealing {
         NO_HOME
@@ -206,7 +206,7 @@ fn recycle_handed_off() {
     with_current(|ctx| {
         let done = ctx.handed_off.borrow_mut().take();
         if let Some(Running { fiber, coro }) = done {
-            ctx.finished(&fiber, coro);
+            ctx.finished(fiber, coro);
         }
     });
 }
@@ -224,7 +224,7 @@ pub(crate) fn finish_hand_off() -> Option<coro::Entered> {
 pub(crate) fn spawn(
     rt: Arc<Shared>,
     index: usize,
-    local: crossbeam_deque::Worker<Arc<Fiber>>,
+    local: crossbeam_deque::Worker<FiberRef>,
     ready: mpsc::Sender<(usize, io::Result<()>)>,
 ) -> io::Result<thread::JoinHandle<()>> {
     let name = format!("{}-w{index}", rt.config.name);
@@ -236,7 +236,7 @@ pub(crate) fn spawn(
 fn worker_main(
     rt: Arc<Shared>,
     index: usize,
-    local: crossbeam_deque::Worker<Arc<Fiber>>,
+    local: crossbeam_deque::Worker<FiberRef>,
     ready: &mpsc::Sender<(usize, io::Result<()>)>,
 ) {
     let ring = match init(&rt, index) {
@@ -314,29 +314,29 @@ impl WorkerCtx {
     }
 
     /// Adds a fiber to this worker's own registry (see `Shared::register`).
-    pub(crate) fn register_here(&self, make: impl FnOnce(usize) -> Fiber) -> Arc<Fiber> {
+    pub(crate) fn register_here(&self, make: impl FnOnce(usize) -> Fiber) -> FiberRef {
         let mut fibers = self.fibers.borrow_mut();
         let entry = fibers.vacant_entry();
-        let fiber = Arc::new(make(entry.key()));
-        entry.insert(Arc::clone(&fiber));
+        let (fiber, kept) = FiberRef::new_pair(make(entry.key()));
+        entry.insert(kept);
         fiber
     }
 
     /// Removes a fiber from this worker's own registry.
-    pub(crate) fn unregister_here(&self, key: usize) -> Option<Arc<Fiber>> {
+    pub(crate) fn unregister_here(&self, key: usize) -> Option<FiberRef> {
         self.fibers.borrow_mut().try_remove(key)
     }
 
     /// The fibers in this worker's own registry.
-    fn registered_here(&self) -> Vec<Arc<Fiber>> {
+    fn registered_here(&self) -> Vec<FiberRef> {
         self.fibers
             .borrow()
             .iter()
-            .map(|(_, f)| Arc::clone(f))
+            .map(|(_, f)| f.clone())
             .collect()
     }
 
-    fn push_local(&self, f: Arc<Fiber>) {
+    fn push_local(&self, f: FiberRef) {
         self.local.push(f);
         // More than one runnable fiber here: an idle worker could take some (only with
         // stealing; pinned fibers wait for this worker).
@@ -408,7 +408,7 @@ impl WorkerCtx {
         }
     }
 
-    fn run_fiber(&self, f: Arc<Fiber>) {
+    fn run_fiber(&self, f: FiberRef) {
         if self.rt.state() >= TEARDOWN {
             teardown_one(self, &f);
             return;
@@ -443,7 +443,7 @@ impl WorkerCtx {
                     self.local.push(f);
                 }
             }
-            None => self.finished(&f, coro),
+            None => self.finished(f, coro),
         }
     }
 
@@ -528,16 +528,21 @@ impl WorkerCtx {
     }
 
     /// A fiber returned: its stack goes to this worker's cache, and it leaves the registry.
-    /// Out of line, once per fiber, so that the resume loop around it stays small.
+    /// `f` is the running one's reference; with the registry's, usually the last two (freed
+    /// then without an atomic read-modify-write). Out of line, once per fiber, so that the
+    /// resume loop around it stays small.
     #[cold]
     #[inline(never)]
-    fn finished(&self, f: &Fiber, coro: FiberCoro) {
+    fn finished(&self, f: FiberRef, coro: FiberCoro) {
         f.state.finish();
         self.cache_stack(coro.into_stack());
-        self.rt.unregister(self, f);
+        match self.rt.unregister(self, &f) {
+            Some(registry_ref) => FiberRef::release_pair(f, registry_ref),
+            None => drop(f),
+        }
     }
 
-    fn next_fiber(&self) -> Option<Arc<Fiber>> {
+    fn next_fiber(&self) -> Option<FiberRef> {
         let t = self.tick.get().wrapping_add(1);
         self.tick.set(t);
         if t % INJECTOR_INTERVAL == 0 {
@@ -553,11 +558,11 @@ impl WorkerCtx {
     }
 
     /// A fiber pinned here that another thread woke.
-    fn pop_remote(&self) -> Option<Arc<Fiber>> {
+    fn pop_remote(&self) -> Option<FiberRef> {
         self.local.take_from(&self.rt.workers[self.index].remote)
     }
 
-    fn pop_injector(&self) -> Option<Arc<Fiber>> {
+    fn pop_injector(&self) -> Option<FiberRef> {
         let f = self.local.take_from(&self.rt.injector);
         if f.is_some() {
             self.stats().injector_pops.inc();
@@ -581,7 +586,7 @@ impl WorkerCtx {
     /// instead costs a look at every other worker's queue (a SeqCst fence each) per round,
     /// and takes fibers from a worker that would have run them a moment later on a warm cache
     /// and its own ring.
-    fn steal_when_idle(&self) -> Option<Arc<Fiber>> {
+    fn steal_when_idle(&self) -> Option<FiberRef> {
         let n = self.rt.stealers.len();
         let RunQueue::Shared(local) = &self.local else {
             return None;
@@ -786,15 +791,15 @@ impl WorkerCtx {
 /// A worker's queue of runnable fibers.
 enum RunQueue {
     /// With work stealing: other workers steal from it through their `Stealer`.
-    Shared(crossbeam_deque::Worker<Arc<Fiber>>),
+    Shared(crossbeam_deque::Worker<FiberRef>),
     /// Pinned fibers: only this worker touches it, so it needs no atomics. (Quiescence
     /// does not need to look at it: a worker announces itself idle only with it empty,
     /// and only the worker itself pushes to it.)
-    Own(RefCell<VecDeque<Arc<Fiber>>>),
+    Own(RefCell<VecDeque<FiberRef>>),
 }
 
 impl RunQueue {
-    fn push(&self, f: Arc<Fiber>) {
+    fn push(&self, f: FiberRef) {
         match self {
             RunQueue::Shared(q) => q.push(f),
             RunQueue::Own(q) => q.borrow_mut().push_back(f),
@@ -803,14 +808,14 @@ impl RunQueue {
 
     /// Puts back a fiber just popped, at the front (pinned fibers only: a shared deque has
     /// no such push, and pushes at its back).
-    fn push_front(&self, f: Arc<Fiber>) {
+    fn push_front(&self, f: FiberRef) {
         match self {
             RunQueue::Shared(q) => q.push(f),
             RunQueue::Own(q) => q.borrow_mut().push_front(f),
         }
     }
 
-    fn pop(&self) -> Option<Arc<Fiber>> {
+    fn pop(&self) -> Option<FiberRef> {
         match self {
             RunQueue::Shared(q) => q.pop(),
             RunQueue::Own(q) => q.borrow_mut().pop_front(),
@@ -829,7 +834,7 @@ impl RunQueue {
     }
 
     /// Moves a batch from `from` into this queue and returns one of them.
-    fn take_from(&self, from: &crossbeam_deque::Injector<Arc<Fiber>>) -> Option<Arc<Fiber>> {
+    fn take_from(&self, from: &crossbeam_deque::Injector<FiberRef>) -> Option<FiberRef> {
         // Looking costs two loads; stealing from an empty injector costs a SeqCst fence. A
         // push this misses wakes the worker or is seen by its idle check, as ever.
         if from.is_empty() {

@@ -7,6 +7,7 @@
 pub(crate) mod bufring;
 pub(crate) mod cell;
 pub(crate) mod coro;
+pub(crate) mod counted;
 pub(crate) mod fd;
 pub(crate) mod file;
 pub(crate) mod files;
