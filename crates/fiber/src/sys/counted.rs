@@ -15,8 +15,8 @@
 //! only by cloning an existing one, and any such clone (and its drop, with release ordering)
 //! is in the count's modification order before the value the acquire load read, so nothing
 //! can raise the count afterwards and every use through another reference happened before.
-//! The loom model at the end checks that a value shared by two threads is freed once, after
-//! both are done with it.
+//! The loom models at the end check that a value shared by two threads is freed once, after
+//! both are done with it, by a last drop and by a pair's release.
 
 use std::marker::PhantomData;
 use std::ops::Deref;
@@ -261,5 +261,26 @@ mod loom_model {
                 other.join().unwrap();
             });
         }
+    }
+
+    /// The pair's own free: the clone's thread uses and drops it; the pair's thread lets go
+    /// of its two once it sees them alone (a relaxed look, which does not synchronize by
+    /// itself), so that `release_pair` frees the value. Fails if `release_pair`'s load is
+    /// relaxed. (In the model above loom always runs the pair's release first.)
+    #[test]
+    fn a_pair_left_alone_frees_the_value_after_the_clones_use() {
+        loom::model(|| {
+            let (a, b) = Counted::new_pair(Cell(UnsafeCell::new(0)));
+            let c = a.clone();
+            let other = thread::spawn(move || {
+                touch(&c);
+                drop(c);
+            });
+            while a.inner().count.load(Ordering::Relaxed) != 2 {
+                thread::yield_now();
+            }
+            Counted::release_pair(a, b);
+            other.join().unwrap();
+        });
     }
 }
