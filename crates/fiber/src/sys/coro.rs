@@ -1055,10 +1055,12 @@ mod loom_model {
             let (st, s) = (Arc::clone(&state), Arc::clone(&sp));
             let switched_away = thread::spawn(move || {
                 // The switch saves the stack pointer; the arrival on the other side marks it.
+                // SAFETY: loom checks that no other access to the cell is concurrent.
                 s.with_mut(|p| unsafe { *p = 0x7000 });
                 publish_suspended(&st);
             });
             if may_enter(&state) {
+                // SAFETY: as above; the model fails if this read races with the write.
                 assert_eq!(sp.with(|p| unsafe { *p }), 0x7000);
             }
             switched_away.join().unwrap();

@@ -400,7 +400,9 @@ mod loom_model {
                 None => match rx.poll(|| Count(Arc::clone(&woken), 2), |a, b| a.1 == b.1) {
                     Some(v) => v,
                     None => {
-                        sender.take().map(|s| s.join().unwrap());
+                        if let Some(s) = sender.take() {
+                            s.join().unwrap();
+                        }
                         // Both polls found nothing: the sender must have woken the waiter.
                         assert_eq!(woken.load(Ordering::SeqCst), 1, "a lost wake-up");
                         assert!(rx.is_done());
