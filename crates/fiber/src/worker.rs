@@ -431,18 +431,7 @@ impl WorkerCtx {
         };
         self.stats().resumes.inc();
         match coro.settle(switched) {
-            Some((Suspend::Yield, _)) => {
-                f.put_coro(coro);
-                f.state.yielded();
-                self.local.push(f);
-            }
-            Some((Suspend::Park, window)) => {
-                f.set_park_window(window);
-                f.put_coro(coro);
-                if f.state.park() {
-                    self.local.push(f);
-                }
-            }
+            Some((why, window)) => self.suspended(f, coro, why, |_| window),
             None => self.finished(f, coro),
         }
     }
@@ -463,21 +452,37 @@ impl WorkerCtx {
         // Back in its place before the switch: its coroutine cannot be entered until `next`
         // marks it suspended, and on a runtime that pins fibers only this thread takes it (a
         // waker elsewhere queues it here).
+        self.suspended(me, coro, why, FiberCoro::window_here);
+        Some(entered)
+    }
+
+    /// A fiber suspended: its coroutine goes back in its place; a yield queues it behind the
+    /// others, a park leaves it to its waker (with `window`, the part of its stack its next
+    /// resume touches, found only then), or queues it if a wake-up came first. Inlined into
+    /// both callers, as the code was before it was shared (a call here made a yield about
+    /// 10% slower).
+    #[inline(always)]
+    fn suspended(
+        &self,
+        f: FiberRef,
+        coro: FiberCoro,
+        why: Suspend,
+        window: impl FnOnce(&FiberCoro) -> usize,
+    ) {
         match why {
             Suspend::Yield => {
-                me.put_coro(coro);
-                me.state.yielded();
-                self.local.push(me);
+                f.put_coro(coro);
+                f.state.yielded();
+                self.local.push(f);
             }
             Suspend::Park => {
-                me.set_park_window(coro.window_here());
-                me.put_coro(coro);
-                if me.state.park() {
-                    self.local.push(me);
+                f.set_park_window(window(&coro));
+                f.put_coro(coro);
+                if f.state.park() {
+                    self.local.push(f);
                 }
             }
         }
-        Some(entered)
     }
 
     /// The end of the running fiber's body (see `finish_hand_off`): as `hand_off`, to a fiber
