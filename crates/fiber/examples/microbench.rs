@@ -1,6 +1,6 @@
 //! Quick costs of the runtime's basic operations, for the report (not a test):
 //! `cargo run --release -p fiber --example microbench`. For a profile of one of them,
-//! `microbench yield N` or `microbench spawn N` runs only that one, `N` times.
+//! `microbench yield N` (or `spawn`, `nop`, `echo`) runs only that one, `N` times.
 
 use std::time::{Duration, Instant};
 
@@ -39,6 +39,55 @@ fn spawn_joins(rt: &fiber::Runtime, n: u64) -> Result<Duration, fiber::JoinError
     })
 }
 
+/// `n` io_uring NOPs, each submitted and waited for by one fiber: the runtime's whole round
+/// trip for one operation (its SQE and op, the enter, the reap, the wake-up and the resume).
+fn nops(rt: &fiber::Runtime, n: u64) -> Result<Duration, Box<dyn std::error::Error>> {
+    let d = rt.block_on(move || {
+        let start = Instant::now();
+        for _ in 0..n {
+            fiber::nop()?;
+        }
+        Ok::<_, std::io::Error>(start.elapsed())
+    })??;
+    Ok(d)
+}
+
+/// `n` 16-byte echoes over loopback TCP between a client fiber and a server fiber on the
+/// same worker: each is a write-behind send and a multishot recv on both sides.
+fn echoes(rt: &fiber::Runtime, n: u64) -> Result<Duration, Box<dyn std::error::Error>> {
+    let d = rt.block_on(move || -> std::io::Result<Duration> {
+        let l = fiber::net::TcpListener::bind("127.0.0.1:0")?;
+        let addr = l.local_addr()?;
+        let server = fiber::spawn(move || -> std::io::Result<()> {
+            let (s, _) = l.accept()?;
+            let mut buf = [0u8; 64];
+            loop {
+                let n = s.read(&mut buf)?;
+                if n == 0 {
+                    return Ok(());
+                }
+                s.write_all(&buf[..n])?;
+            }
+        });
+        let c = fiber::net::TcpStream::connect(addr)?;
+        c.set_nodelay(true)?;
+        let mut buf = [0u8; 16];
+        let start = Instant::now();
+        for _ in 0..n {
+            c.write_all(&[7u8; 16])?;
+            let mut got = 0;
+            while got < 16 {
+                got += c.read(&mut buf[got..])?;
+            }
+        }
+        let d = start.elapsed();
+        drop(c);
+        server.join().unwrap()?;
+        Ok(d)
+    })??;
+    Ok(d)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rt = fiber::Runtime::builder().workers(1).cpus([1]).build()?;
     let mut args = std::env::args().skip(1);
@@ -47,7 +96,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         match what.as_str() {
             "yield" => per_op("yield_now", n, yields(&rt, n)?),
             "spawn" => per_op("spawn + run + join", n, spawn_joins(&rt, n)?),
-            other => return Err(format!("unknown benchmark {other}: yield or spawn").into()),
+            "nop" => per_op("io_uring nop from a fiber", n, nops(&rt, n)?),
+            "echo" => per_op("16-byte echo round trip, same worker", n, echoes(&rt, n)?),
+            other => {
+                return Err(format!("unknown benchmark {other}: yield, spawn, nop or echo").into());
+            }
         }
         return Ok(());
     }
@@ -101,36 +154,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let rt = fiber::Runtime::builder().workers(1).cpus([1]).build()?;
     const ECHOES: u64 = 200_000;
-    let d = rt.block_on(|| -> std::io::Result<Duration> {
-        let l = fiber::net::TcpListener::bind("127.0.0.1:0")?;
-        let addr = l.local_addr()?;
-        let server = fiber::spawn(move || -> std::io::Result<()> {
-            let (s, _) = l.accept()?;
-            let mut buf = [0u8; 64];
-            loop {
-                let n = s.read(&mut buf)?;
-                if n == 0 {
-                    return Ok(());
-                }
-                s.write_all(&buf[..n])?;
-            }
-        });
-        let c = fiber::net::TcpStream::connect(addr)?;
-        c.set_nodelay(true)?;
-        let mut buf = [0u8; 16];
-        let start = Instant::now();
-        for _ in 0..ECHOES {
-            c.write_all(&[7u8; 16])?;
-            let mut got = 0;
-            while got < 16 {
-                got += c.read(&mut buf[got..])?;
-            }
-        }
-        let d = start.elapsed();
-        drop(c);
-        server.join().unwrap()?;
-        Ok(d)
-    })??;
+    let d = echoes(&rt, ECHOES)?;
     per_op("16-byte echo round trip, same worker", ECHOES, d);
     println!("{}", rt.stats());
 

@@ -99,7 +99,7 @@ fn run(rt: &runtime::Shared, ring: &RingOwner) {
     let mut stop = arm(ring, &me.stop);
     while rt.state() != STOPPED {
         let _ = ring.wait();
-        ring.shared().try_reap(usize::MAX, drop);
+        ring.try_reap(usize::MAX, drop);
         me.wakeups.inc();
         for (j, watch) in watches.iter_mut().enumerate() {
             if !watch.as_ref().is_some_and(|op| op.is_done()) {
@@ -132,7 +132,7 @@ fn run(rt: &runtime::Shared, ring: &RingOwner) {
     let _ = ring.push(Sqe::cancel_all());
     for _ in 0..1000 {
         let _ = ring.flush();
-        ring.shared().try_reap(usize::MAX, drop);
+        ring.try_reap(usize::MAX, drop);
         let all_done = watches
             .iter()
             .chain(std::iter::once(&stop))

@@ -8,7 +8,6 @@
 
 use std::cell::RefCell;
 use std::io;
-use std::sync::Arc;
 
 use crate::park::{self, Parked, Waker};
 use crate::runtime::Shared;
@@ -21,8 +20,10 @@ use crate::worker;
 #[derive(Debug)]
 pub(crate) struct Pushed {
     pub(crate) op: OpRef,
-    /// The runtime and worker whose ring holds it (`None`: a thread ring, or failed early).
-    ring: Option<(Arc<Shared>, usize)>,
+    /// The runtime (its [`Shared::id`]) and worker whose ring holds it (`None`: a thread
+    /// ring, or failed early). A number, not an `Arc`: a clone and a drop of a shared count
+    /// per operation cost more than the rare cancel from another thread's lookup.
+    ring: Option<(u64, usize)>,
 }
 
 thread_local! {
@@ -48,7 +49,7 @@ pub(crate) fn submit((sqe, op): (Sqe, OpRef)) -> io::Result<Pushed> {
             ctx.stats().ops_submitted.inc();
             return Ok(Pushed {
                 op,
-                ring: Some((Arc::clone(&ctx.rt), ctx.index)),
+                ring: Some((ctx.rt.id, ctx.index)),
             });
         }
     }
@@ -77,7 +78,7 @@ fn thread_ring_wait() -> io::Result<()> {
         };
         ring.wait()?;
         // Completions here only ever belong to this thread's own operations.
-        ring.shared().try_reap(usize::MAX, drop);
+        ring.try_reap(usize::MAX, drop);
         Ok(())
     })
 }
@@ -130,15 +131,24 @@ pub(crate) fn run(sqe: (Sqe, OpRef)) -> io::Result<(i32, OpRef)> {
 
 /// Asks the ring that holds `p` to cancel it. The op's memory stays alive until its CQE.
 pub(crate) fn cancel(p: &Pushed) {
-    let Some((rt, index)) = &p.ring else { return };
+    let Some((id, index)) = p.ring else { return };
     if p.op.is_done() {
         return;
     }
+    let request = |rt: &Shared| rt.request(index, |r| r.cancels.push(p.op.clone()));
     if let Some(ctx) = worker::current() {
-        if Arc::ptr_eq(&ctx.rt, rt) && ctx.index == *index && !coro::in_teardown() {
-            let _ = ctx.ring.push(Sqe::cancel(&p.op));
+        if ctx.rt.id == id {
+            if ctx.index == index && !coro::in_teardown() {
+                let _ = ctx.ring.push(Sqe::cancel(&p.op));
+            } else {
+                request(&ctx.rt);
+            }
             return;
         }
     }
-    rt.request(*index, |r| r.cancels.push(p.op.clone()));
+    // A thread that is none of the runtime's workers. A runtime already gone has no ring
+    // left to cancel on.
+    if let Some(rt) = Shared::find(id) {
+        request(&rt);
+    }
 }

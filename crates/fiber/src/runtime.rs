@@ -4,7 +4,7 @@ use std::fmt;
 use std::os::fd::{AsFd, OwnedFd};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering, fence};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, mpsc};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak, mpsc};
 use std::thread;
 
 use crossbeam_deque::{Injector, Stealer};
@@ -416,6 +416,7 @@ impl Builder {
                 } else {
                     0
                 },
+                reaped_by_others: features.msg_ring && (self.completer || self.io_stealing),
             },
             // Both reap other workers' rings and must then re-deliver wake-ups they took,
             // which needs MSG_RING (5.18).
@@ -445,6 +446,8 @@ fn probe_features() -> Result<Features, Error> {
 
 /// What the workers of a runtime share.
 pub(crate) struct Shared {
+    /// This runtime's number, unique in the process (see [`Shared::find`]).
+    pub(crate) id: u64,
     pub(crate) config: Config,
     pub(crate) features: Features,
     pub(crate) injector: Injector<FiberRef>,
@@ -511,7 +514,27 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The runtimes alive in this process, by [`Shared::id`]: an operation in flight names its
+/// runtime by number, not by an `Arc` (a clone and a drop per operation), and the rare
+/// caller that is none of that runtime's workers finds it here.
+static LIVE: Mutex<Vec<(u64, Weak<Shared>)>> = Mutex::new(Vec::new());
+
+/// The next [`Shared::id`].
+static NEXT_RUNTIME: AtomicU64 = AtomicU64::new(0);
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        lock(&LIVE).retain(|(id, _)| *id != self.id);
+    }
+}
+
 impl Shared {
+    /// The live runtime numbered `id`, if it is still alive.
+    pub(crate) fn find(id: u64) -> Option<Arc<Shared>> {
+        let live = lock(&LIVE);
+        live.iter().find(|(i, _)| *i == id)?.1.upgrade()
+    }
+
     pub(crate) fn state(&self) -> u8 {
         self.state.load(Ordering::Acquire)
     }
@@ -875,6 +898,7 @@ impl Runtime {
             None
         };
         let shared = Arc::new(Shared {
+            id: NEXT_RUNTIME.fetch_add(1, Ordering::Relaxed),
             stacks: StackPool::new(config.stack_size),
             config,
             features,
@@ -891,6 +915,7 @@ impl Runtime {
             teardown_by: AtomicUsize::new(usize::MAX),
             teardowns: AtomicUsize::new(0),
         });
+        lock(&LIVE).push((shared.id, Arc::downgrade(&shared)));
 
         let (ready_tx, ready_rx) = mpsc::channel();
         let mut threads = Vec::with_capacity(n);

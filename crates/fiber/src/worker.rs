@@ -626,11 +626,7 @@ impl WorkerCtx {
     /// Reaps this worker's ring: the CQEs reaped, and how many of them were wake-ups or
     /// internal completions.
     fn reap_own(&self) -> (usize, usize) {
-        match self
-            .ring
-            .shared()
-            .try_reap(REAP_MAX, crate::park::Waker::wake)
-        {
+        match self.ring.try_reap(REAP_MAX, crate::park::Waker::wake) {
             Some(c) => {
                 self.stats().completions_own.add(c.ops as u64);
                 if self.ring.cq_overflowed() {

@@ -42,6 +42,9 @@ pub(crate) struct RingSetup {
     /// Slots of a table of fixed files (see [`FixedFiles`]); 0: no table. The ring does
     /// without one where the kernel refuses it.
     pub(crate) fixed_files: u32,
+    /// Whether threads other than the owner reap this ring ([`RingShared::try_reap`]: the
+    /// Completer, workers stealing I/O). Without them the owner reaps without the CQ lock.
+    pub(crate) reaped_by_others: bool,
 }
 
 /// What the running kernel supports, probed once.
@@ -101,8 +104,10 @@ pub(crate) enum ProbeError {
 /// The shared half of a ring.
 pub(crate) struct RingShared {
     uring: IoUring,
-    /// The CQ lock: held by whoever is reaping this ring's completions.
+    /// The CQ lock: held by whoever is reaping this ring's completions, where others than
+    /// the owner may (`reaped_by_others`).
     cq_lock: AtomicBool,
+    reaped_by_others: bool,
     /// User operations pushed and not yet finally completed.
     in_flight: AtomicUsize,
     /// Multishot recvs whose reader fell behind, to be cancelled by the owner (whoever
@@ -146,6 +151,15 @@ impl ReapCount {
 
 struct CqGuard<'a>(&'a AtomicBool);
 
+/// Clears an owner's `reaping` flag when its reap ends (also by a panic in a `wake`).
+struct Reaping<'a>(&'a Cell<bool>);
+
+impl Drop for Reaping<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
 impl Drop for CqGuard<'_> {
     fn drop(&mut self) {
         self.0.store(false, Ordering::Release);
@@ -168,16 +182,37 @@ impl RingShared {
         self.has_throttled.load(Ordering::Acquire)
     }
 
-    /// Reaps up to `max` CQEs if nobody else is reaping this ring. Each op's waiter goes to
-    /// `wake`. Returns `None` if another thread holds the CQ lock.
-    pub(crate) fn try_reap(&self, max: usize, mut wake: impl FnMut(Waker)) -> Option<ReapCount> {
+    /// Reaps up to `max` CQEs of a ring this thread does not own, if the ring lets others
+    /// reap it and nobody else is reaping it. Each op's waiter goes to `wake`. Returns
+    /// `None` if another thread holds the CQ lock, or the ring is its owner's alone.
+    pub(crate) fn try_reap(&self, max: usize, wake: impl FnMut(Waker)) -> Option<ReapCount> {
+        if !self.reaped_by_others {
+            return None;
+        }
+        self.reap_locked(max, wake)
+    }
+
+    /// Reaps under the CQ lock; `None` if another thread holds it.
+    fn reap_locked(&self, max: usize, wake: impl FnMut(Waker)) -> Option<ReapCount> {
         if self.cq_lock.swap(true, Ordering::Acquire) {
             return None;
         }
         let _guard = CqGuard(&self.cq_lock);
+        // SAFETY: the CQ lock is held, so nobody else reaps meanwhile; the guard releases it
+        // after `reap` returned.
+        Some(unsafe { self.reap(max, wake) })
+    }
+
+    /// Reaps up to `max` CQEs; each op's waiter goes to `wake`.
+    ///
+    /// # Safety
+    ///
+    /// Nobody else reaps this ring until this returns (the CQ lock is held, or this is the
+    /// owner of a ring nobody else reaps, or the ring is being dropped).
+    unsafe fn reap(&self, max: usize, mut wake: impl FnMut(Waker)) -> ReapCount {
         let mut count = ReapCount::default();
-        // SAFETY: the CQ lock is held, so no other `CompletionQueue` of this ring exists; it
-        // is dropped (publishing the new head) before the guard releases the lock.
+        // SAFETY: per the caller no other `CompletionQueue` of this ring exists; this one is
+        // dropped (publishing the new head) before the function returns.
         let mut cq = unsafe { self.uring.completion_shared() };
         for cqe in (&mut cq).take(max) {
             let data = match (io_uring::cqueue::buffer_select(cqe.flags()), &self.bufs) {
@@ -228,7 +263,7 @@ impl RingShared {
             }
         }
         drop(cq);
-        Some(count)
+        count
     }
 }
 
@@ -237,7 +272,8 @@ impl Drop for RingShared {
         // Release what already completed; an op still in flight keeps its memory (its reference
         // stays in the kernel's hands and is leaked), because the kernel may still write it
         // while it tears the ring down asynchronously.
-        let _ = self.try_reap(usize::MAX, drop);
+        // SAFETY: `&mut self`: nobody else holds the ring.
+        let _ = unsafe { self.reap(usize::MAX, drop) };
         if self.in_flight() > 0 {
             // The kernel may still pick and fill provided buffers: never unmap them.
             std::mem::forget(self.bufs.take());
@@ -248,6 +284,9 @@ impl Drop for RingShared {
 /// The submitting half of a ring; one per ring, on its creator thread.
 pub(crate) struct RingOwner {
     shared: Arc<RingShared>,
+    /// Set while this owner reaps without the CQ lock: a reap from inside a `wake` finds
+    /// it set and reaps nothing.
+    reaping: Cell<bool>,
     /// SQEs pushed since the last `io_uring_enter`.
     pending: Cell<u32>,
     /// SQEs that found the SQ full, oldest first: they enter the SQ, in order, as the
@@ -337,11 +376,13 @@ impl RingOwner {
             shared: Arc::new(RingShared {
                 uring,
                 cq_lock: AtomicBool::new(false),
+                reaped_by_others: setup.reaped_by_others,
                 in_flight: AtomicUsize::new(0),
                 throttled: Mutex::new(Vec::new()),
                 has_throttled: AtomicBool::new(false),
                 bufs,
             }),
+            reaping: Cell::new(false),
             pending: Cell::new(0),
             backlog: RefCell::new(VecDeque::new()),
             may_wait: Cell::new(false),
@@ -375,6 +416,22 @@ impl RingOwner {
 
     pub(crate) fn shared(&self) -> &Arc<RingShared> {
         &self.shared
+    }
+
+    /// Reaps up to `max` CQEs as the ring's owner; each op's waiter goes to `wake`. `None`
+    /// if another thread holds the CQ lock (or this owner is reaping already).
+    pub(crate) fn try_reap(&self, max: usize, wake: impl FnMut(Waker)) -> Option<ReapCount> {
+        if self.shared.reaped_by_others {
+            return self.shared.reap_locked(max, wake);
+        }
+        if self.reaping.replace(true) {
+            return None;
+        }
+        let _guard = Reaping(&self.reaping);
+        // SAFETY: nobody but the owner reaps this ring (`reaped_by_others` is fixed at its
+        // setup), the owner is `!Sync` and so on one thread, and `reaping` keeps that thread
+        // from reaping twice at once.
+        Some(unsafe { self.shared.reap(max, wake) })
     }
 
     pub(crate) fn enters(&self) -> u64 {
@@ -571,7 +628,7 @@ impl RingOwner {
         let deadline = Instant::now() + grace;
         loop {
             let _ = self.flush();
-            self.shared.try_reap(usize::MAX, &mut wake);
+            self.try_reap(usize::MAX, &mut wake);
             if self.shared.in_flight() == 0 && done() {
                 return true;
             }
@@ -741,7 +798,7 @@ impl RingOwner {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while !op.is_done() && std::time::Instant::now() < deadline {
             self.wait().unwrap();
-            self.shared().try_reap(usize::MAX, drop);
+            self.try_reap(usize::MAX, drop);
         }
         assert!(op.is_done(), "the operation never completed");
     }
@@ -794,6 +851,35 @@ mod tests {
         }
     }
 
+    /// A ring nobody but its owner reaps is reaped without the CQ lock: another thread's
+    /// `RingShared::try_reap` reaps nothing, and a reap from inside a wake-up finds the
+    /// owner's reap under way and reaps nothing either.
+    #[test]
+    fn a_ring_only_its_owner_reaps_is_reaped_once_at_a_time() {
+        let Some(ring) = small_ring() else { return };
+        let ops: Vec<_> = (0..2)
+            .map(|_| {
+                let (sqe, op) = Sqe::nop();
+                ring.push(sqe).unwrap();
+                op
+            })
+            .collect();
+        for op in &ops {
+            assert_eq!(op.poll(|| Waker::Thread(std::thread::current())), Ok(None));
+        }
+        ring.wait().unwrap();
+        assert_eq!(ring.shared().try_reap(usize::MAX, drop), None);
+        let mut inner = Vec::new();
+        let outer = ring.try_reap(usize::MAX, |_| inner.push(ring.try_reap(usize::MAX, drop)));
+        assert_eq!(outer.map(|c| c.ops), Some(2));
+        assert_eq!(inner, [None, None]);
+        assert!(ops.iter().all(|op| op.is_done()));
+        assert!(
+            ring.try_reap(usize::MAX, drop).is_some(),
+            "the flag is cleared"
+        );
+    }
+
     /// Five times the SQ, pushed while every enter fails (a signal, EBUSY, EAGAIN, then a
     /// hard error): no push fails, the hard error is reported by the flush that met it,
     /// and every operation still reaches the kernel and completes afterwards.
@@ -820,7 +906,7 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(10);
         while ops.iter().any(|o| !o.is_done()) && Instant::now() < deadline {
             ring.flush().unwrap();
-            ring.shared().try_reap(usize::MAX, drop);
+            ring.try_reap(usize::MAX, drop);
             if ring.shared().in_flight() > 0 {
                 ring.wait().unwrap();
             }
