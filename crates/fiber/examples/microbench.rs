@@ -52,23 +52,25 @@ fn nops(rt: &fiber::Runtime, n: u64) -> Result<Duration, Box<dyn std::error::Err
     Ok(d)
 }
 
+/// Sends back what `s` receives until it ends: the echo server of both echo benchmarks.
+fn echo_back(mut s: impl std::io::Read + std::io::Write) -> std::io::Result<()> {
+    let mut buf = [0u8; 64];
+    loop {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        s.write_all(&buf[..n])?;
+    }
+}
+
 /// `n` 16-byte echoes over loopback TCP between a client fiber and a server fiber on the
 /// same worker: each is a write-behind send and a multishot recv on both sides.
 fn echoes(rt: &fiber::Runtime, n: u64) -> Result<Duration, Box<dyn std::error::Error>> {
     let d = rt.block_on(move || -> std::io::Result<Duration> {
         let l = fiber::net::TcpListener::bind("127.0.0.1:0")?;
         let addr = l.local_addr()?;
-        let server = fiber::spawn(move || -> std::io::Result<()> {
-            let (s, _) = l.accept()?;
-            let mut buf = [0u8; 64];
-            loop {
-                let n = s.read(&mut buf)?;
-                if n == 0 {
-                    return Ok(());
-                }
-                s.write_all(&buf[..n])?;
-            }
-        });
+        let server = fiber::spawn(move || echo_back(&l.accept()?.0));
         let c = fiber::net::TcpStream::connect(addr)?;
         c.set_nodelay(true)?;
         let mut buf = [0u8; 16];
@@ -161,18 +163,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The same echo with two std threads and blocking calls, as a reference point.
     let l = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = l.local_addr()?;
-    let server = std::thread::spawn(move || -> std::io::Result<()> {
-        use std::io::{Read, Write};
-        let (mut s, _) = l.accept()?;
-        let mut buf = [0u8; 64];
-        loop {
-            let n = s.read(&mut buf)?;
-            if n == 0 {
-                return Ok(());
-            }
-            s.write_all(&buf[..n])?;
-        }
-    });
+    let server = std::thread::spawn(move || echo_back(l.accept()?.0));
     let d = {
         use std::io::{Read, Write};
         let mut c = std::net::TcpStream::connect(addr)?;
