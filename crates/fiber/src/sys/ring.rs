@@ -429,8 +429,8 @@ impl RingOwner {
         }
         let _guard = Reaping(&self.reaping);
         // SAFETY: nobody but the owner reaps this ring (`reaped_by_others` is fixed at its
-        // setup), the owner is `!Sync` and so on one thread, and `reaping` keeps that thread
-        // from reaping twice at once.
+        // setup), the owner is unique and `!Send`, so only its thread gets here, and
+        // `reaping` keeps that thread from reaping twice at once.
         Some(unsafe { self.shared.reap(max, wake) })
     }
 
