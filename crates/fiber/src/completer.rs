@@ -110,7 +110,7 @@ fn run(rt: &runtime::Shared, ring: &RingOwner) {
             // to re-deliver it, which would fire this eventfd again.)
             let busy = !rt.workers[j].sleeping.load(Ordering::SeqCst);
             if let Some(wring) = rt.workers[j].ring.get().filter(|_| busy) {
-                if let Some(c) = wring.try_reap(usize::MAX, Waker::wake) {
+                if let Some(c) = wring.try_reap_foreign(usize::MAX, Waker::wake) {
                     me.completions.add(c.ops as u64);
                     if c.wakeups > 0 {
                         // We took the worker's wake-up: hand it a new one.

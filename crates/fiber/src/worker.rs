@@ -651,7 +651,7 @@ impl WorkerCtx {
                 continue;
             }
             let Some(ring) = w.ring.get() else { continue };
-            if let Some(c) = ring.try_reap(REAP_MAX, crate::park::Waker::wake) {
+            if let Some(c) = ring.try_reap_foreign(REAP_MAX, crate::park::Waker::wake) {
                 self.stats().completions_stolen.add(c.ops as u64);
                 total += c.ops;
                 if c.wakeups > 0 {

@@ -42,7 +42,7 @@ pub(crate) struct RingSetup {
     /// Slots of a table of fixed files (see [`FixedFiles`]); 0: no table. The ring does
     /// without one where the kernel refuses it.
     pub(crate) fixed_files: u32,
-    /// Whether threads other than the owner reap this ring ([`RingShared::try_reap`]: the
+    /// Whether threads other than the owner reap this ring ([`RingShared::try_reap_foreign`]: the
     /// Completer, workers stealing I/O). Without them the owner reaps without the CQ lock.
     pub(crate) reaped_by_others: bool,
 }
@@ -185,7 +185,11 @@ impl RingShared {
     /// Reaps up to `max` CQEs of a ring this thread does not own, if the ring lets others
     /// reap it and nobody else is reaping it. Each op's waiter goes to `wake`. Returns
     /// `None` if another thread holds the CQ lock, or the ring is its owner's alone.
-    pub(crate) fn try_reap(&self, max: usize, wake: impl FnMut(Waker)) -> Option<ReapCount> {
+    pub(crate) fn try_reap_foreign(
+        &self,
+        max: usize,
+        wake: impl FnMut(Waker),
+    ) -> Option<ReapCount> {
         if !self.reaped_by_others {
             return None;
         }
@@ -852,7 +856,7 @@ mod tests {
     }
 
     /// A ring nobody but its owner reaps is reaped without the CQ lock: another thread's
-    /// `RingShared::try_reap` reaps nothing, and a reap from inside a wake-up finds the
+    /// `RingShared::try_reap_foreign` reaps nothing, and a reap from inside a wake-up finds the
     /// owner's reap under way and reaps nothing either.
     #[test]
     fn a_ring_only_its_owner_reaps_is_reaped_once_at_a_time() {
@@ -868,7 +872,7 @@ mod tests {
             assert_eq!(op.poll(|| Waker::Thread(std::thread::current())), Ok(None));
         }
         ring.wait().unwrap();
-        assert_eq!(ring.shared().try_reap(usize::MAX, drop), None);
+        assert_eq!(ring.shared().try_reap_foreign(usize::MAX, drop), None);
         let mut inner = Vec::new();
         let outer = ring.try_reap(usize::MAX, |_| inner.push(ring.try_reap(usize::MAX, drop)));
         assert_eq!(outer.map(|c| c.ops), Some(2));
