@@ -14,7 +14,8 @@ def steal(): return int(open("/proc/stat").readline().split()[8])
 rounds, conns, dur, rate = map(int, sys.argv[1:5]); cmds = sys.argv[5:]
 res = {c: [] for c in cmds}; s0 = steal()
 for r in range(rounds):
-    for c in cmds:
+    # Rotated: round r starts with command r, so no command always runs first or last.
+    for c in cmds[r % len(cmds):] + cmds[:r % len(cmds)]:
         res[c].append(ns["one"](c, conns, dur, rate))
     print(f"round {r}: " + " ".join(f"{res[c][-1][0]:.2f}" for c in cmds), flush=True)
 for c in cmds:
@@ -23,6 +24,7 @@ for c in cmds:
 for i in range(0, len(cmds) - 1, 2):
     a, b = cmds[i], cmds[i + 1]
     rs = [x[0] / y[0] for x, y in zip(res[a], res[b])]
-    print(f"PAIR {a}  /  {b}: ratio median {statistics.median(rs):.3f} [{min(rs):.3f}-{max(rs):.3f}]")
+    lower = sum(1 for q in rs if q < 1)
+    print(f"PAIR {a}  /  {b}: ratio median {statistics.median(rs):.3f} [{min(rs):.3f}-{max(rs):.3f}], AFTER lower in {lower} of {len(rs)}")
 print(f"steal ticks during the run: {steal() - s0}")
 json.dump({c: res[c] for c in cmds}, open(os.environ.get("OUT", "/tmp/eqpair.json"), "w"))
