@@ -151,18 +151,18 @@ impl ReapCount {
 
 struct CqGuard<'a>(&'a AtomicBool);
 
+impl Drop for CqGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
 /// Clears an owner's `reaping` flag when its reap ends (also by a panic in a `wake`).
 struct Reaping<'a>(&'a Cell<bool>);
 
 impl Drop for Reaping<'_> {
     fn drop(&mut self) {
         self.0.set(false);
-    }
-}
-
-impl Drop for CqGuard<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
     }
 }
 
