@@ -366,15 +366,20 @@ impl WorkerCtx {
                 break;
             }
             self.push_remote_requests();
-            self.run_round();
-            // Completions that arrived while the fibers ran (or that the last enter posted).
-            let (reaped, wakeups) = self.reap_own();
+            // Completions the last enter posted (the one that woke this worker, or that
+            // submitted write-behind sends), or that arrived since: their fibers run in
+            // this round. Reaping before running, not after, makes an echo two passes of
+            // this loop instead of four.
+            let (_, wakeups) = self.reap_own();
             if wakeups > 0 {
                 // Perhaps the read of the eventfd completed.
                 self.rearm_eventfd_if_done();
             }
+            self.run_round();
             self.stats().enters.set(self.ring.enters());
-            if reaped > 0 || !self.local.is_empty() {
+            // A wake-up says that another thread changed what this worker must look at (the
+            // runtime's state, its requests), perhaps after this pass read it: look again.
+            if wakeups > 0 || !self.local.is_empty() || self.ring.has_completions() {
                 // More to run right away: hand the kernel this round's SQEs and go on.
                 let _ = self.ring.flush();
                 continue;

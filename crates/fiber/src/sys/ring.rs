@@ -535,6 +535,14 @@ impl RingOwner {
         sq.taskrun() || sq.cq_overflow()
     }
 
+    /// Whether the CQ holds completions not yet reaped (posted since the last reap: by the
+    /// kernel on its own, or by the last enter).
+    pub(crate) fn has_completions(&self) -> bool {
+        // SAFETY: reading the CQ's head and tail changes nothing; the queue is dropped at
+        // the end of this statement without having consumed an entry.
+        !unsafe { self.shared.uring.completion_shared() }.is_empty()
+    }
+
     /// Whether completions overflowed the CQ and wait on the kernel's overflow list (they are
     /// not lost: the next enter flushes them, but each one cost the kernel an allocation).
     pub(crate) fn cq_overflowed(&self) -> bool {
