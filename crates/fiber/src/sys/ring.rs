@@ -538,9 +538,14 @@ impl RingOwner {
     /// Whether the CQ holds completions not yet reaped (posted since the last reap: by the
     /// kernel on its own, or by the last enter).
     pub(crate) fn has_completions(&self) -> bool {
-        // SAFETY: reading the CQ's head and tail changes nothing; the queue is dropped at
-        // the end of this statement without having consumed an entry.
-        !unsafe { self.shared.uring.completion_shared() }.is_empty()
+        // SAFETY: only reads the CQ's head and tail. The view is forgotten, not dropped: its
+        // drop would store the head it read, and where another thread reaps this ring (the
+        // Completer, I/O stealing) that store could move the head back over CQEs reaped
+        // meanwhile, which would then be reaped twice.
+        let cq = unsafe { self.shared.uring.completion_shared() };
+        let empty = cq.is_empty();
+        std::mem::forget(cq);
+        !empty
     }
 
     /// Whether completions overflowed the CQ and wait on the kernel's overflow list (they are
@@ -890,6 +895,61 @@ mod tests {
             ring.try_reap(usize::MAX, drop).is_some(),
             "the flag is cleared"
         );
+    }
+
+    /// Where another thread reaps the ring, the owner's look at its CQ
+    /// (`has_completions`) must not write the CQ's head: a head written back from before
+    /// the other thread's reap would hand the kernel's CQEs out twice (found by wrk against
+    /// `srv-fiber --completer`). Every no-op is reaped exactly once.
+    #[test]
+    fn looking_at_a_ring_another_thread_reaps_reaps_nothing_twice() {
+        let Ok(ring) = RingOwner::new(RingSetup {
+            entries: 64,
+            cq_entries: 4096,
+            reaped_by_others: true,
+            ..RingSetup::default()
+        }) else {
+            eprintln!("skipping: io_uring unavailable");
+            return;
+        };
+        const OPS: usize = 20_000;
+        let shared = Arc::clone(ring.shared());
+        let reaper = std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let mut reaped = 0;
+            while reaped < OPS && std::time::Instant::now() < deadline {
+                if let Some(c) = shared.try_reap_foreign(usize::MAX, drop) {
+                    reaped += c.ops;
+                }
+            }
+            // A little longer: CQEs reaped twice would show up now.
+            for _ in 0..1000 {
+                if let Some(c) = shared.try_reap_foreign(usize::MAX, drop) {
+                    reaped += c.ops;
+                }
+            }
+            reaped
+        });
+        // Each op held twice over, so that even a CQE reaped twice (which releases the
+        // ring's reference twice) frees nothing: the test then counts, instead of crashing.
+        let mut ops = Vec::with_capacity(OPS);
+        for _ in 0..OPS / 32 {
+            for _ in 0..32 {
+                let (sqe, op) = Sqe::nop();
+                ring.push(sqe).unwrap();
+                ops.push((op.clone(), op));
+            }
+            ring.flush().unwrap();
+            for _ in 0..200 {
+                std::hint::black_box(ring.has_completions());
+            }
+        }
+        assert_eq!(reaper.join().unwrap(), ops.len(), "CQEs reaped");
+        for (op, _) in &ops {
+            let waker = || Waker::Thread(std::thread::current());
+            assert_eq!(op.poll(waker), Ok(Some((0, 0))), "one result");
+            assert_eq!(op.poll(waker), Err(()), "and only one");
+        }
     }
 
     /// Five times the SQ, pushed while every enter fails (a signal, EBUSY, EAGAIN, then a
