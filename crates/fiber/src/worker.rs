@@ -143,24 +143,24 @@ pub(crate) fn schedule(f: FiberRef) {
     coro::on_worker_stack(needs, move || schedule_here(f));
 }
 
-#[inline(never)]
-fn schedule_here(f: FiberRef) {
-    // Without stealing a fiber that has run must go back to its own worker.
-    let home = if f.rt.config.stealing {
+/// Where a woken fiber must run: without stealing, a fiber that has run goes back to its own
+/// worker; with stealing, anywhere ([`NO_HOME`]).
+fn wake_home(f: &FiberRef) -> usize {
+    if f.rt.config.stealing {
         NO_HOME
     } else {
         f.home()
-    };
+    }
+}
+
+#[inline(never)]
+fn schedule_here(f: FiberRef) {
+    let home = wake_home(&f);
     let f = CTX.with(|c| {
         let c = c.borrow();
         match c.as_ref() {
             Some(ctx) if Arc::ptr_eq(&ctx.rt, &f.rt) => {
-                if home == NO_HOME || home == ctx.index {
-                    f.prefetch_stack();
-                    ctx.push_local(f);
-                } else {
-                    ctx.rt.push_remote(home, f, Some(ctx));
-                }
+                ctx.schedule_own(f, home);
                 None
             }
             _ => Some(f),
@@ -334,6 +334,34 @@ impl WorkerCtx {
             .iter()
             .map(|(_, f)| f.clone())
             .collect()
+    }
+
+    /// Queues a woken fiber of this worker's runtime from this worker's thread: here, with
+    /// its stack's window prefetched, if it may run here (`home` is this worker or
+    /// [`NO_HOME`]), else on its home worker's remote queue.
+    fn schedule_own(&self, f: FiberRef, home: usize) {
+        if home == NO_HOME || home == self.index {
+            f.prefetch_stack();
+            self.push_local(f);
+        } else {
+            self.rt.push_remote(home, f, Some(self));
+        }
+    }
+
+    /// Wakes the waiter of a completion this worker reaped from its own ring, on its own
+    /// stack: as [`Waker::wake`](crate::park::Waker::wake), but a fiber of this runtime is
+    /// scheduled with this context directly, without the thread-local lookup and the stack
+    /// check a wake-up from a fiber needs.
+    fn wake_reaped(&self, waker: crate::park::Waker) {
+        match waker {
+            crate::park::Waker::Fiber(f) if Arc::ptr_eq(&f.rt, &self.rt) => {
+                if f.state.wake() {
+                    let home = wake_home(&f);
+                    self.schedule_own(f, home);
+                }
+            }
+            other => other.wake(),
+        }
     }
 
     fn push_local(&self, f: FiberRef) {
@@ -631,7 +659,7 @@ impl WorkerCtx {
     /// Reaps this worker's ring: the CQEs reaped, and how many of them were wake-ups or
     /// internal completions.
     fn reap_own(&self) -> (usize, usize) {
-        match self.ring.try_reap(REAP_MAX, crate::park::Waker::wake) {
+        match self.ring.try_reap(REAP_MAX, |w| self.wake_reaped(w)) {
             Some(c) => {
                 self.stats().completions_own.add(c.ops as u64);
                 if self.ring.cq_overflowed() {
