@@ -16,7 +16,7 @@ use crate::fixed::FixedSlot;
 use crate::sync::{Mutex, MutexGuard};
 use crate::sys::bufring::Chunk;
 use crate::sys::fd::{tcp_listen, tcp_socket};
-use crate::sys::op::{self, Sqe};
+use crate::sys::op::{self, OpRef, Sqe};
 use crate::worker;
 
 /// Listen backlog; the kernel caps it at `net.core.somaxconn`.
@@ -405,9 +405,10 @@ impl TcpStream {
             return Ok(usize::try_from(n).unwrap_or(0));
         }
         let mut send = self.send.lock();
-        settle(&mut send)?;
+        let spent = settle(&mut send)?;
         let n = buf.len().min(WRITE_BEHIND);
-        let pushed = driver::submit(Sqe::send_all(self.file().target(), &buf[..n]))?;
+        let sqe = Sqe::send_all_reusing(self.file().target(), &buf[..n], spent);
+        let pushed = driver::submit(sqe)?;
         *send = Some((pushed, n));
         Ok(n)
     }
@@ -427,7 +428,7 @@ impl TcpStream {
 
     /// Waits until every byte written has been sent, and reports a send that failed.
     pub fn flush(&self) -> io::Result<()> {
-        settle(&mut self.send.lock())
+        settle(&mut self.send.lock()).map(drop)
     }
 
     /// Shuts down the read half, the write half, or both.
@@ -482,10 +483,11 @@ impl TcpStream {
     }
 }
 
-/// Waits for the write-behind send in `slot` and reports how it ended.
-fn settle(slot: &mut Option<(Pushed, usize)>) -> io::Result<()> {
+/// Waits for the write-behind send in `slot` and reports how it ended; its op, when it
+/// ended well, for the next send to reuse.
+fn settle(slot: &mut Option<(Pushed, usize)>) -> io::Result<Option<OpRef>> {
     let Some((pushed, len)) = slot.take() else {
-        return Ok(());
+        return Ok(None);
     };
     let (res, _) = driver::wait(&pushed)?;
     if res < 0 {
@@ -497,7 +499,7 @@ fn settle(slot: &mut Option<(Pushed, usize)>) -> io::Result<()> {
             "the connection broke during a send",
         ));
     }
-    Ok(())
+    Ok(Some(pushed.op))
 }
 
 impl Drop for TcpStream {

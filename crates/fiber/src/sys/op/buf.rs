@@ -117,7 +117,7 @@ impl RawBuf {
         RawBuf { ptr, cap }
     }
 
-    fn cap(&self) -> usize {
+    pub(super) fn cap(&self) -> usize {
         self.cap as usize
     }
 
@@ -129,6 +129,19 @@ impl RawBuf {
             std::ptr::copy_nonoverlapping(data.as_ptr(), buf.ptr.as_ptr(), data.len());
         }
         buf
+    }
+
+    /// Copies `data` to the start of the buffer, if it fits; `&mut`: no operation uses it.
+    pub(super) fn fill_from(&mut self, data: &[u8]) -> bool {
+        if data.len() > self.cap() {
+            return false;
+        }
+        // SAFETY: the buffer has room for `data.len()` bytes, `&mut self` means no op lends
+        // it to the kernel, and a slice the caller holds cannot overlap memory this owns.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr(), data.len());
+        }
+        true
     }
 
     /// Copies the first `n` bytes (clamped to the capacity and to `dst`) into `dst`.

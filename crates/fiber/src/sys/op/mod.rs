@@ -125,6 +125,23 @@ struct State {
     written: u32,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Ops [`Op::refill`] reused on this thread, for its tests.
+    static REFILLS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+impl State {
+    fn new() -> State {
+        State {
+            phase: Phase::Pending,
+            results: Results::default(),
+            waiter: None,
+            written: 0,
+        }
+    }
+}
+
 /// One result of an op: `(res, flags, the provided buffer the CQE selected, lent)`.
 pub(crate) type Completion = (i32, u32, Option<Chunk>);
 
@@ -305,16 +322,37 @@ impl Op {
     fn alloc(mem: Mem, kind: ResKind, internal: bool) -> OpRef {
         OpRef::new(Op {
             word: OpWord::new(),
-            state: UnsafeCell::new(State {
-                phase: Phase::Pending,
-                results: Results::default(),
-                waiter: None,
-                written: 0,
-            }),
+            state: UnsafeCell::new(State::new()),
             mem,
             kind,
             internal,
         })
+    }
+
+    /// Makes `op`, a spent op that lent the kernel a buffer (its final CQE in, every result
+    /// taken), into a new one lending it `data`: the same slot and buffer, with nothing
+    /// freed and nothing allocated. `false` (nothing done) unless `op` is the only reference
+    /// ([`OpRef::get_mut`]) to such an op with room for `data`. For a stream's write-behind
+    /// sends, one after another.
+    fn refill(op: &mut OpRef, data: &[u8]) -> bool {
+        let Some(op) = op.get_mut() else {
+            return false;
+        };
+        let st = op.state.get_mut();
+        let spent = st.phase == Phase::Done && st.results.is_empty() && st.results.multi.is_none();
+        if !spent || op.kind != ResKind::Plain || op.internal {
+            return false;
+        }
+        let Mem::Buf(buf) = &mut op.mem else {
+            return false;
+        };
+        if !buf.fill_from(data) {
+            return false;
+        }
+        *st = State::new();
+        #[cfg(test)]
+        REFILLS.set(REFILLS.get() + 1);
+        true
     }
 
     fn lock(&self) -> OpGuard<'_> {
@@ -569,6 +607,67 @@ pub(crate) fn fail_unsubmitted(op: &Op, errno: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A send as the kernel would finish it: its CQE (with the ring's reference released,
+    /// as the reaper does for a final CQE), then the owner taking the result.
+    fn finish_send(sqe: Sqe, op: &OpRef, res: i32) {
+        drop(sqe);
+        drop(op.complete(res, 0, true, None));
+        assert_eq!(op.poll(|| unreachable!("done")), Ok(Some((res, 0))));
+    }
+
+    #[test]
+    fn a_spent_send_is_refilled_in_place_when_nobody_else_holds_it() {
+        let (sqe, op) = Sqe::send_all_reusing(Target::Fd(-1), b"first", None);
+        finish_send(sqe, &op, 5);
+        let slot = std::ptr::from_ref::<Op>(&op);
+        let before = REFILLS.get();
+        let (sqe, op) = Sqe::send_all_reusing(Target::Fd(-1), b"second!", Some(op));
+        assert_eq!(
+            REFILLS.get(),
+            before + 1,
+            "refilled, not freed and made again"
+        );
+        assert_eq!(std::ptr::from_ref::<Op>(&op), slot, "the same slot");
+        let Mem::Buf(buf) = &op.mem else {
+            panic!("a send lends a buffer")
+        };
+        // SAFETY: the op is not in flight (never submitted); 7 bytes were copied in.
+        assert_eq!(unsafe { buf.prefix(7) }, b"second!");
+        assert!(!op.is_done(), "a new op: pending again");
+        assert_eq!(
+            op.poll(|| crate::park::Waker::Thread(std::thread::current())),
+            Ok(None)
+        );
+        finish_send(sqe, &op, 7);
+    }
+
+    #[test]
+    fn a_send_is_not_refilled_while_shared_unfinished_or_too_small() {
+        let before = REFILLS.get();
+        let (sqe, op) = Sqe::send_all_reusing(Target::Fd(-1), b"x", None);
+        // Still in flight (the SQE holds a reference) and pending.
+        let slot = std::ptr::from_ref::<Op>(&op);
+        let (sqe2, op2) = Sqe::send_all_reusing(Target::Fd(-1), b"y", Some(op.clone()));
+        assert_ne!(std::ptr::from_ref::<Op>(&op2), slot);
+        finish_send(sqe2, &op2, 1);
+        finish_send(sqe, &op, 1);
+        // Done, but another reference (a cancel request's, say) is alive.
+        let other = op.clone();
+        let (sqe3, op3) = Sqe::send_all_reusing(Target::Fd(-1), b"z", Some(op));
+        assert_ne!(std::ptr::from_ref::<Op>(&op3), slot);
+        finish_send(sqe3, &op3, 1);
+        drop(other);
+        // Done and alone, but its buffer (the smallest class) cannot hold this.
+        let big = vec![7u8; 64 * 1024];
+        let (sqe4, op4) = Sqe::send_all_reusing(Target::Fd(-1), &big, Some(op3));
+        let Mem::Buf(buf) = &op4.mem else {
+            panic!("a send lends a buffer")
+        };
+        assert!(buf.cap() >= big.len());
+        finish_send(sqe4, &op4, 64 * 1024);
+        assert_eq!(REFILLS.get(), before, "none of them refilled");
+    }
 
     #[test]
     fn results_come_out_in_order() {

@@ -136,6 +136,20 @@ impl OpRef {
         OpRef(slot.cast())
     }
 
+    /// The op itself, if this is its only reference ([`OpWord::is_sole`]): the kernel and
+    /// every other owner are done with it.
+    ///
+    /// [`OpWord::is_sole`]: super::word::OpWord::is_sole
+    pub(super) fn get_mut(&mut self) -> Option<&mut Op> {
+        if !self.word.is_sole() {
+            return None;
+        }
+        // SAFETY: no other reference exists, none can be made but from this one (which
+        // `&mut self` borrows), and `is_sole` ordered every former owner's use of the op
+        // before this point: the op is ours alone for as long as the borrow lives.
+        Some(unsafe { self.0.as_mut() })
+    }
+
     /// Gives up this reference without dropping it: the pointer carries it.
     pub(super) fn into_raw(this: OpRef) -> *const Op {
         let p = this.0.as_ptr();

@@ -112,14 +112,28 @@ impl Sqe {
 
     /// `send(fd, data, MSG_WAITALL)`: the kernel sends all of `data` (retrying short sends
     /// itself) or fails; a result short of `data.len()` means the connection broke midway.
-    /// For write-behind, where the caller was told the bytes were written.
-    pub(crate) fn send_all(file: Target, data: &[u8]) -> (Sqe, OpRef) {
-        Sqe::send_flags(file, data, libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+    /// For write-behind, where the caller was told the bytes were written. The op is
+    /// `spent`, the stream's previous send, refilled, when that one is done, taken and held
+    /// by nobody else (`Op::refill`): a send after a send frees and allocates nothing.
+    pub(crate) fn send_all_reusing(
+        file: Target,
+        data: &[u8],
+        spent: Option<OpRef>,
+    ) -> (Sqe, OpRef) {
+        Sqe::send_in(file, data, libc::MSG_NOSIGNAL | libc::MSG_WAITALL, spent)
     }
 
     fn send_flags(file: Target, data: &[u8], flags: i32) -> (Sqe, OpRef) {
+        Sqe::send_in(file, data, flags, None)
+    }
+
+    fn send_in(file: Target, data: &[u8], flags: i32, spent: Option<OpRef>) -> (Sqe, OpRef) {
         let data = &data[..data.len().min(MAX_IO)];
-        let op = Op::alloc(Mem::Buf(RawBuf::from_slice(data)), ResKind::Plain, false);
+        let op = spent
+            .and_then(|mut op| Op::refill(&mut op, data).then_some(op))
+            .unwrap_or_else(|| {
+                Op::alloc(Mem::Buf(RawBuf::from_slice(data)), ResKind::Plain, false)
+            });
         let (buf, len) = (Sqe::buf_ptr(&op), io_len(data.len()));
         let e = on_target!(file, |f| opcode::Send::new(f, buf, len)
             .flags(flags)

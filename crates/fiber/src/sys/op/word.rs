@@ -71,6 +71,17 @@ impl OpWord {
         }
     }
 
+    /// Whether the caller's reference is the only one. Acquire, as the last [`release`]'s
+    /// fence: every owner that let go of its reference did so before this returns `true`, so
+    /// its writes to the op (a reaper's completion, under the lock) are seen. No other
+    /// reference can appear afterwards, since references are only cloned from existing ones:
+    /// the caller may then use the op as its own, as the last `release` may free it.
+    ///
+    /// [`release`]: Self::release
+    pub(crate) fn is_sole(&self) -> bool {
+        self.refs.load(Ordering::Acquire) == ONE_REF
+    }
+
     /// Drops a reference. Returns `true` to the caller that dropped the last one, which then
     /// owns the op alone and frees it.
     pub(crate) fn release(&self) -> bool {
@@ -162,6 +173,32 @@ mod loom_model {
             release(&op, &freed);
             reaper.join().unwrap();
             assert_eq!(freed.load(Ordering::Relaxed), 1, "freed exactly once");
+        });
+    }
+
+    /// A write-behind send's op is reused by the stream once it holds the only reference
+    /// (`OpRef::get_mut`): the reaper's completion, under the lock, must be seen by the
+    /// owner's unlocked reuse, which must not race with it. Fails if `is_sole` loads
+    /// relaxed (loom reports the concurrent access) or if the reaper's release is relaxed.
+    #[test]
+    fn a_sole_owner_sees_the_reapers_completion() {
+        loom::model(|| {
+            let (op, _) = setup(1);
+            let reaper = {
+                let op = Arc::clone(&op);
+                thread::spawn(move || {
+                    complete(&op);
+                    assert!(!op.word.release(), "the owner still holds a reference");
+                })
+            };
+            if op.word.is_sole() {
+                // As `Op::refill`: the state is reset without the lock.
+                op.completions.with_mut(|c| unsafe {
+                    assert_eq!(*c, 1, "the completion is seen");
+                    *c = 0;
+                });
+            }
+            reaper.join().unwrap();
         });
     }
 
