@@ -478,7 +478,9 @@ impl WorkerCtx {
     /// (the worker then reaps its ring before running more), or the fiber has too little
     /// stack left for the queue operations.
     fn hand_off(&self, why: Suspend) -> Option<coro::Entered> {
-        if !coro::may_switch_to(coro::RUNTIME_CALL_STACK) {
+        // Nothing to hand the thread to (an echo's fiber, parking alone): say so first,
+        // before the stack check and the rest.
+        if self.local.is_empty() || !coro::may_switch_to(coro::RUNTIME_CALL_STACK) {
             return None;
         }
         let (Running { fiber: me, coro }, entered) = self.make_next_current(false)?;
