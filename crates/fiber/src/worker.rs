@@ -398,7 +398,7 @@ impl WorkerCtx {
             // submitted write-behind sends), or that arrived since: their fibers run in
             // this round. Reaping before running, not after, makes an echo two passes of
             // this loop instead of four.
-            let (_, wakeups) = self.reap_own();
+            let wakeups = self.reap_own();
             if wakeups > 0 {
                 // Perhaps the read of the eventfd completed.
                 self.rearm_eventfd_if_done();
@@ -658,18 +658,18 @@ impl WorkerCtx {
         None
     }
 
-    /// Reaps this worker's ring: the CQEs reaped, and how many of them were wake-ups or
-    /// internal completions.
-    fn reap_own(&self) -> (usize, usize) {
+    /// Reaps this worker's ring; returns how many of the CQEs were wake-ups (MSG_RING
+    /// messages, the eventfd read completing).
+    fn reap_own(&self) -> usize {
         match self.ring.try_reap(REAP_MAX, |w| self.wake_reaped(w)) {
             Some(c) => {
                 self.stats().completions_own.add(c.ops as u64);
                 if self.ring.cq_overflowed() {
                     self.stats().cq_overflows.inc();
                 }
-                (c.total(), c.wakeups)
+                c.wakeups
             }
-            None => (0, 0),
+            None => 0,
         }
     }
 

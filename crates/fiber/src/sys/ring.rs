@@ -143,12 +143,6 @@ pub(crate) struct ReapCount {
     pub(crate) wakeups: usize,
 }
 
-impl ReapCount {
-    pub(crate) fn total(&self) -> usize {
-        self.ops + self.other
-    }
-}
-
 struct CqGuard<'a>(&'a AtomicBool);
 
 impl Drop for CqGuard<'_> {
