@@ -399,10 +399,6 @@ impl WorkerCtx {
             // this round. Reaping before running, not after, makes an echo two passes of
             // this loop instead of four.
             let wakeups = self.reap_own();
-            if wakeups > 0 {
-                // Perhaps the read of the eventfd completed.
-                self.rearm_eventfd_if_done();
-            }
             self.run_round();
             self.stats().enters.set(self.ring.enters());
             // A wake-up says that another thread changed what this worker must look at (the
@@ -422,10 +418,15 @@ impl WorkerCtx {
                 continue;
             }
             // Nothing runnable. SQEs that complete as they are submitted (write-behind
-            // sends): submit them alone and reap them next round, rather than announce this
-            // worker idle for an enter that their own completions end at once.
+            // sends): submit them alone and reap them at once, rather than announce this
+            // worker idle for an enter that their own completions end at once; then go round
+            // again only if that made something runnable (an echo's send wakes nobody), and
+            // otherwise go idle, whose check finds any other work.
             if self.ring.submit_inline() {
-                continue;
+                let wakeups = self.reap_own();
+                if wakeups > 0 || !self.local.is_empty() || self.ring.has_completions() {
+                    continue;
+                }
             }
             // Submit the round's SQEs and sleep in the same enter.
             self.idle();
@@ -658,19 +659,21 @@ impl WorkerCtx {
         None
     }
 
-    /// Reaps this worker's ring; returns how many of the CQEs were wake-ups (MSG_RING
-    /// messages, the eventfd read completing).
+    /// Reaps this worker's ring (and re-arms the eventfd read if it completed); returns how
+    /// many of the CQEs were wake-ups (MSG_RING messages, the eventfd read).
     fn reap_own(&self) -> usize {
-        match self.ring.try_reap(REAP_MAX, |w| self.wake_reaped(w)) {
-            Some(c) => {
-                self.stats().completions_own.add(c.ops as u64);
-                if self.ring.cq_overflowed() {
-                    self.stats().cq_overflows.inc();
-                }
-                c.wakeups
-            }
-            None => 0,
+        let Some(c) = self.ring.try_reap(REAP_MAX, |w| self.wake_reaped(w)) else {
+            return 0;
+        };
+        self.stats().completions_own.add(c.ops as u64);
+        if self.ring.cq_overflowed() {
+            self.stats().cq_overflows.inc();
         }
+        if c.wakeups > 0 {
+            // Perhaps the read of the eventfd completed.
+            self.rearm_eventfd_if_done();
+        }
+        c.wakeups
     }
 
     /// I/O stealing: reaps other workers' rings; their fibers become runnable here.
