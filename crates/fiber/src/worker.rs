@@ -1,13 +1,13 @@
 //! Workers: an OS thread each, owning a ring and a run queue, running the dispatch loop.
 //!
-//! One dispatch round runs up to [`BUDGET`] fibers (from the local queue, then the remote
-//! queue and the injector), then reaps the ring's completions, which make their fibers
-//! runnable again, and submits every SQE the fibers prepared with a single `io_uring_enter`.
-//! A worker that finds nothing to run steals (with work stealing), or submits SQEs that
-//! complete as they are submitted (sends) and goes round again to reap them; failing both, it
-//! announces itself idle, checks every queue once more, and sleeps in `io_uring_enter` until
-//! a CQE arrives: its own I/O, a MSG_RING from another worker, or the read of its eventfd
-//! completing.
+//! One dispatch round reaps the ring's completions, which make their fibers runnable again,
+//! then runs up to [`BUDGET`] fibers (from the local queue, then the remote queue and the
+//! injector), and submits every SQE the fibers prepared with a single `io_uring_enter`. A
+//! worker that finds nothing to run steals (with work stealing), or submits SQEs that
+//! complete as they are submitted (sends) and reaps them at once; failing both, or if that
+//! made nothing runnable, it announces itself idle, checks every queue once more, and sleeps
+//! in `io_uring_enter` until a CQE arrives: its own I/O, a MSG_RING from another worker, or
+//! the read of its eventfd completing.
 //!
 //! The worker's thread-local context is only read through `#[inline(never)]` accessors and
 //! never held across a fiber switch, because a fiber may resume on another worker.
@@ -396,8 +396,8 @@ impl WorkerCtx {
             self.push_remote_requests();
             // Completions the last enter posted (the one that woke this worker, or that
             // submitted write-behind sends), or that arrived since: their fibers run in
-            // this round. Reaping before running, not after, makes an echo two passes of
-            // this loop instead of four.
+            // this round. Reaping before running, not after (and the inline submission's
+            // completions at once, below), makes an echo one pass of this loop, not four.
             let wakeups = self.reap_own();
             self.run_round();
             self.stats().enters.set(self.ring.enters());

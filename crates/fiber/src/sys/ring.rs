@@ -567,8 +567,8 @@ impl RingOwner {
     /// Submits what was pushed if every SQE of it completes, as a rule, while it is
     /// submitted (see `Sqe::inline`: a send, a no-op, a close), and returns whether the
     /// kernel took any. A worker with nothing else to run calls this before it announces
-    /// itself idle: the completions are reaped on its next round instead of ending at once
-    /// the sleep that submitting them in the same enter would begin.
+    /// itself idle, and reaps the completions right after, instead of letting them end at
+    /// once the sleep that submitting them in the same enter would begin.
     pub(crate) fn submit_inline(&self) -> bool {
         let before = self.unsubmitted();
         if before == 0 || self.may_wait.get() {
