@@ -17,7 +17,7 @@ misses (one connection, so everything the path touches is warm).
 
 Needs gdb (`apt-get install gdb`) and ptrace rights (root, or kernel.yama.ptrace_scope 0).
 --tree FUNCTION prints the call tree under FUNCTION instead of the flat list."""
-import argparse, collections, json, os, re, shutil, socket, statistics, subprocess, sys, tempfile, textwrap, time
+import argparse, collections, json, os, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, textwrap, time
 
 MSG = b"0123456789abcde\n"
 # Frames every step of a thread or a fiber has under it, which the flat list leaves out.
@@ -139,6 +139,8 @@ def tree(echoes, root, depth=6, min_share=0.01):
             sub = stack[stack.index(root):][: depth + 1]
             for k in range(1, len(sub) + 1):
                 paths[tuple(sub[:k])] += 1
+    if not paths:
+        raise SystemExit(f"pathlen: no frame named {root!r} in the trace (--top lists the names)")
     n = len(echoes)
     total = sum(len(s) for s in echoes) / n
 
@@ -154,6 +156,8 @@ def tree(echoes, root, depth=6, min_share=0.01):
 
 
 def main():
+    # Piped into `head`: stop quietly, as a shell tool does.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--echoes", type=int, default=5)
     ap.add_argument("--top", type=int, default=40)
