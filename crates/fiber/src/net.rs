@@ -486,10 +486,14 @@ impl TcpStream {
 /// Waits for the write-behind send in `slot` and reports how it ended; its op, when it
 /// ended well, for the next send to reuse.
 fn settle(slot: &mut Option<(Pushed, usize)>) -> io::Result<Option<OpRef>> {
-    let Some((pushed, len)) = slot.take() else {
+    let Some((mut pushed, len)) = slot.take() else {
         return Ok(None);
     };
-    let (res, _) = driver::wait(&pushed)?;
+    // Usually the send is done and the stream holds its op alone: read it without the lock.
+    let (res, _) = match op::Op::take_if_done(&mut pushed.op) {
+        Some(r) => r,
+        None => driver::wait(&pushed)?,
+    };
     if res < 0 {
         return Err(io::Error::from_raw_os_error(-res));
     }

@@ -407,6 +407,18 @@ impl Op {
         Ok(None)
     }
 
+    /// The result of a single-shot op that is done and of which `op` is the only reference
+    /// left ([`OpRef::get_mut`]: the kernel is done with it, so nobody else can be writing
+    /// its state), taken without the lock; `None` (nothing taken) otherwise. For a stream's
+    /// previous send, which is usually done by the time the next write comes.
+    pub(crate) fn take_if_done(op: &mut OpRef) -> Option<(i32, u32)> {
+        let st = op.get_mut()?.state.get_mut();
+        if st.phase != Phase::Done || st.results.behind > 0 {
+            return None;
+        }
+        st.results.pop_front().map(|(res, flags, _)| (res, flags))
+    }
+
     /// Whether the op has ended and every result was taken: it can do nothing more.
     pub(crate) fn is_spent(&self) -> bool {
         let st = self.lock();
@@ -640,6 +652,29 @@ mod tests {
             Ok(None)
         );
         finish_send(sqe, &op, 7);
+    }
+
+    #[test]
+    fn a_done_op_held_alone_gives_its_result_without_the_lock() {
+        let (sqe, mut op) = Sqe::send_all_reusing(Target::Fd(-1), b"abc", None);
+        assert_eq!(
+            Op::take_if_done(&mut op),
+            None,
+            "in flight: the SQE holds a reference"
+        );
+        drop(sqe);
+        assert_eq!(Op::take_if_done(&mut op), None, "alone, but pending");
+        drop(op.complete(3, 0, true, None));
+        let other = op.clone();
+        assert_eq!(Op::take_if_done(&mut op), None, "done, but shared");
+        drop(other);
+        assert_eq!(Op::take_if_done(&mut op), Some((3, 0)));
+        assert_eq!(Op::take_if_done(&mut op), None, "taken once");
+        assert_eq!(
+            op.poll(|| unreachable!("done")),
+            Err(()),
+            "and gone for a poll too"
+        );
     }
 
     #[test]
