@@ -401,9 +401,7 @@ impl WorkerCtx {
             let wakeups = self.reap_own();
             self.run_round();
             self.stats().enters.set(self.ring.enters());
-            // A wake-up says that another thread changed what this worker must look at (the
-            // runtime's state, its requests), perhaps after this pass read it: look again.
-            if wakeups > 0 || !self.local.is_empty() || self.ring.has_completions() {
+            if self.go_round_again(wakeups) {
                 // More to run right away: hand the kernel this round's SQEs and go on.
                 let _ = self.ring.flush();
                 continue;
@@ -422,15 +420,20 @@ impl WorkerCtx {
             // worker idle for an enter that their own completions end at once; then go round
             // again only if that made something runnable (an echo's send wakes nobody), and
             // otherwise go idle, whose check finds any other work.
-            if self.ring.submit_inline() {
-                let wakeups = self.reap_own();
-                if wakeups > 0 || !self.local.is_empty() || self.ring.has_completions() {
-                    continue;
-                }
+            if self.ring.submit_inline() && self.go_round_again(self.reap_own()) {
+                continue;
             }
             // Submit the round's SQEs and sleep in the same enter.
             self.idle();
         }
+    }
+
+    /// Whether the loop must go round again rather than on towards idle, after a reap that
+    /// saw `wakeups`: fibers are runnable, completions wait in the CQ, or a wake-up said that
+    /// another thread changed what this worker must look at (the runtime's state, its
+    /// requests), perhaps after this pass read it.
+    fn go_round_again(&self, wakeups: usize) -> bool {
+        wakeups > 0 || !self.local.is_empty() || self.ring.has_completions()
     }
 
     fn run_round(&self) {

@@ -910,19 +910,17 @@ mod tests {
         let shared = Arc::clone(ring.shared());
         let reaper = std::thread::spawn(move || {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            let reap = || {
+                shared
+                    .try_reap_foreign(usize::MAX, drop)
+                    .map_or(0, |c| c.ops)
+            };
             let mut reaped = 0;
             while reaped < OPS && std::time::Instant::now() < deadline {
-                if let Some(c) = shared.try_reap_foreign(usize::MAX, drop) {
-                    reaped += c.ops;
-                }
+                reaped += reap();
             }
             // A little longer: CQEs reaped twice would show up now.
-            for _ in 0..1000 {
-                if let Some(c) = shared.try_reap_foreign(usize::MAX, drop) {
-                    reaped += c.ops;
-                }
-            }
-            reaped
+            reaped + (0..1000).map(|_| reap()).sum::<usize>()
         });
         // Each op held twice over, so that even a CQE reaped twice (which releases the
         // ring's reference twice) frees nothing: the test then counts, instead of crashing.

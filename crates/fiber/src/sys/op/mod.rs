@@ -335,11 +335,11 @@ impl Op {
     /// ([`OpRef::get_mut`]) to such an op with room for `data`. For a stream's write-behind
     /// sends, one after another.
     fn refill(op: &mut OpRef, data: &[u8]) -> bool {
-        let Some(op) = op.get_mut() else {
+        let Some(op) = Op::done_alone(op) else {
             return false;
         };
         let st = op.state.get_mut();
-        let spent = st.phase == Phase::Done && st.results.is_empty() && st.results.multi.is_none();
+        let spent = st.results.is_empty() && st.results.multi.is_none();
         if !spent || op.kind != ResKind::Plain || op.internal {
             return false;
         }
@@ -412,11 +412,18 @@ impl Op {
     /// its state), taken without the lock; `None` (nothing taken) otherwise. For a stream's
     /// previous send, which is usually done by the time the next write comes.
     pub(crate) fn take_if_done(op: &mut OpRef) -> Option<(i32, u32)> {
-        let st = op.get_mut()?.state.get_mut();
-        if st.phase != Phase::Done || st.results.behind > 0 {
+        let results = &mut Op::done_alone(op)?.state.get_mut().results;
+        if results.behind > 0 {
             return None;
         }
-        st.results.pop_front().map(|(res, flags, _)| (res, flags))
+        results.pop_front().map(|(res, flags, _)| (res, flags))
+    }
+
+    /// The op itself, without its lock, if it is done (its final CQE in) and `op` is its
+    /// only reference ([`OpRef::get_mut`]).
+    fn done_alone(op: &mut OpRef) -> Option<&mut Op> {
+        let op = op.get_mut()?;
+        (op.state.get_mut().phase == Phase::Done).then_some(op)
     }
 
     /// Whether the op has ended and every result was taken: it can do nothing more.
