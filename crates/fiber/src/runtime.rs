@@ -452,7 +452,8 @@ pub(crate) struct Shared {
     pub(crate) features: Features,
     pub(crate) injector: Injector<FiberRef>,
     pub(crate) stealers: Vec<Stealer<FiberRef>>,
-    pub(crate) workers: Vec<WorkerShared>,
+    /// Each in its own allocation, which its worker holds too (`WorkerCtx::me`).
+    pub(crate) workers: Vec<Arc<WorkerShared>>,
     state: AtomicU8,
     registry: Vec<Mutex<Slab<FiberRef>>>,
     next_id: AtomicU64,
@@ -879,7 +880,7 @@ impl Runtime {
             } else {
                 None
             };
-            workers.push(WorkerShared {
+            workers.push(Arc::new(WorkerShared {
                 ring: OnceLock::new(),
                 eventfd,
                 cq_eventfd,
@@ -890,7 +891,7 @@ impl Runtime {
                 requests: Mutex::new(Requests::default()),
                 remote: Injector::new(),
                 stats: WorkerCounters::default(),
-            });
+            }));
         }
         let completer = if config.completer {
             Some(completer::Shared::new().map_err(|source| Error::Worker { worker: n, source })?)

@@ -24,7 +24,7 @@ use crossbeam_deque::Steal;
 use slab::Slab;
 
 use crate::fiber::{Fiber, FiberRef, NO_HOME};
-use crate::runtime::{DRAINING, RUNNING, Requests, STOPPED, Shared, TEARDOWN, lock};
+use crate::runtime::{DRAINING, RUNNING, Requests, STOPPED, Shared, TEARDOWN, WorkerShared, lock};
 use crate::stats::WorkerCounters;
 use crate::sys::coro::{self, FiberCoro, Suspend};
 use crate::sys::fd::pin_to_cpu;
@@ -50,6 +50,8 @@ thread_local! {
 pub(crate) struct WorkerCtx {
     pub(crate) index: usize,
     pub(crate) rt: Arc<Shared>,
+    /// `rt.workers[index]`, without the index and its bounds check on every look.
+    me: Arc<WorkerShared>,
     local: RunQueue,
     pub(crate) ring: RingOwner,
     /// The fiber this worker is running now, with its coroutine.
@@ -256,6 +258,7 @@ fn worker_main(
         } else {
             RunQueue::Own(RefCell::new(VecDeque::new()))
         },
+        me: Arc::clone(&rt.workers[index]),
         rt,
         ring,
         current: RefCell::new(None),
@@ -292,7 +295,7 @@ fn init(rt: &Shared, index: usize) -> io::Result<RingOwner> {
 
 impl WorkerCtx {
     pub(crate) fn stats(&self) -> &WorkerCounters {
-        &self.rt.workers[self.index].stats
+        &self.me.stats
     }
 
     /// A stack from this worker's cache, if it has one.
@@ -603,7 +606,7 @@ impl WorkerCtx {
 
     /// A fiber pinned here that another thread woke.
     fn pop_remote(&self) -> Option<FiberRef> {
-        self.local.take_from(&self.rt.workers[self.index].remote)
+        self.local.take_from(&self.me.remote)
     }
 
     fn pop_injector(&self) -> Option<FiberRef> {
@@ -707,7 +710,7 @@ impl WorkerCtx {
 
     fn arm_eventfd(&self) {
         use std::os::fd::AsRawFd;
-        let fd = self.rt.workers[self.index].eventfd.as_raw_fd();
+        let fd = self.me.eventfd.as_raw_fd();
         let (sqe, op) = Sqe::eventfd_read(fd);
         if self.ring.push(sqe).is_ok() {
             *self.eventfd_op.borrow_mut() = Some(op);
@@ -727,7 +730,7 @@ impl WorkerCtx {
 
     fn push_remote_requests(&self) {
         self.ring.cancel_throttled();
-        let me = &self.rt.workers[self.index];
+        let me = &self.me;
         if !me.has_requests.load(Ordering::SeqCst) {
             return;
         }
@@ -764,10 +767,10 @@ impl WorkerCtx {
     fn has_work(&self) -> bool {
         let rt = &self.rt;
         !self.local.is_empty()
-            || !rt.workers[self.index].remote.is_empty()
+            || !self.me.remote.is_empty()
             || !rt.injector.is_empty()
             || rt.stealers.iter().any(|s| !s.is_empty())
-            || rt.workers[self.index].has_requests.load(Ordering::SeqCst)
+            || self.me.has_requests.load(Ordering::SeqCst)
             || self.ring.shared().has_throttled()
     }
 
