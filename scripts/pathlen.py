@@ -16,7 +16,15 @@ with the host's load, unlike CPU time. What it does not see: the kernel's work, 
 misses (one connection, so everything the path touches is warm).
 
 Needs gdb (`apt-get install gdb`) and ptrace rights (root, or kernel.yama.ptrace_scope 0).
---tree FUNCTION prints the call tree under FUNCTION instead of the flat list."""
+--tree FUNCTION prints the call tree under FUNCTION instead of the flat list.
+
+  scripts/pathlen.py --per SYMBOL [--echoes N] -- COMMAND...
+  e.g. scripts/pathlen.py --per ringside_fiber_switch -- target/release/examples/microbench yield 1000000000
+
+counts instead the instructions between two visits of SYMBOL (a symbol of COMMAND's executable,
+as `nm` lists it) on the busiest thread of any COMMAND that repeats one operation: COMMAND runs
+on CPU 1, and after a second gdb steps that thread through N + 1 visits. A fiber switch marks a
+yield (`ringside_fiber_switch`), a fiber's start a spawn and join (`ringside_fiber_start`)."""
 import argparse, collections, json, os, re, shutil, signal, socket, statistics, subprocess, sys, tempfile, textwrap, time
 
 MSG = b"0123456789abcde\n"
@@ -40,8 +48,24 @@ mem = gdb.selected_inferior()
 echoes, current, waits = [], [], 0
 deadline = time.time() + cfg["timeout"]
 first = True
+marker = cfg.get("marker")
 while waits <= cfg["echoes"] and time.time() < deadline:
     pc = int(gdb.parse_and_eval("$pc"))
+    if marker is not None:
+        # One unit is the run from one visit of the marker to the next.
+        if pc == marker:
+            if waits > 0:
+                echoes.append(current)
+            current, waits = [], waits + 1
+        if waits > 0 and waits <= cfg["echoes"]:
+            names = []
+            f = gdb.newest_frame()
+            while f is not None and len(names) < 64:
+                names.append(f.name() or "?")
+                f = f.older()
+            current.append(names)
+        gdb.execute("stepi", to_string=True)
+        continue
     is_syscall = mem.read_memory(pc, 2).tobytes() == b"\x0f\x05"
     if first:
         # Attached inside a system call: the thread stopped just after its `syscall`.
@@ -79,6 +103,20 @@ def thread_cpu(pid):
         except OSError:
             continue
     return cpu
+
+
+def symbol_address(pid, exe, symbol):
+    """Where `symbol` of `exe` sits in process `pid` (a position-independent executable is
+    loaded at the start of its first mapping)."""
+    exe = os.path.realpath(exe)
+    nm = subprocess.run(["nm", exe], capture_output=True, text=True)
+    offsets = [int(l.split()[0], 16) for l in nm.stdout.splitlines()
+               if len(l.split()) == 3 and l.split()[2] == symbol]
+    if not offsets:
+        raise SystemExit(f"pathlen: {exe} has no symbol {symbol!r} (`nm {exe}` lists them)")
+    bases = [int(l.split("-")[0], 16) for l in open(f"/proc/{pid}/maps") if l.split()[-1] == exe]
+    elf_type = open(exe, "rb").read(18)[16]
+    return offsets[0] + (min(bases) if elf_type == 3 else 0)
 
 
 def echo(sock):
@@ -163,6 +201,8 @@ def main():
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--tree", metavar="FUNCTION")
     ap.add_argument("--json", metavar="FILE", help="write the per-echo counts here")
+    ap.add_argument("--per", metavar="SYMBOL",
+                    help="count per visit of SYMBOL in any COMMAND, not per echo of a server")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -170,6 +210,77 @@ def main():
         ap.error("give the server command after --")
     if shutil.which("gdb") is None:
         raise SystemExit("pathlen: needs gdb: apt-get install gdb")
+    echoes = trace_per_symbol(cmd, a) if a.per else trace_echoes(cmd, a)
+    counts = [len(s) for s in echoes]
+    unit = f"visit of {a.per}" if a.per else "echo"
+    print(f"{' '.join(cmd)}: user instructions per {unit} {statistics.median(counts):.0f} "
+          f"(each: {' '.join(map(str, counts))})")
+    if a.json:
+        json.dump({"command": cmd, "per_" + ("visit" if a.per else "echo"): counts}, open(a.json, "w"))
+    if a.tree:
+        tree(echoes, a.tree)
+        return
+    n = len(echoes)
+    shown = [(name, c) for name, c in inclusive(echoes).most_common() if not SCAFFOLD.search(name)]
+    for name, c in shown[: a.top]:
+        print(f"{c / n:8.1f}  {name[:130]}")
+
+
+def run_gdb(pid, cfg, tmp):
+    """Starts gdb on `pid` with the stepping script and `cfg`; returns it and its log."""
+    json.dump(cfg, open(os.path.join(tmp, "cfg.json"), "w"))
+    script = os.path.join(tmp, "trace.py")
+    open(script, "w").write(f"CFG = {os.path.join(tmp, 'cfg.json')!r}\n" + GDB_SCRIPT)
+    # gdb prints every step's stop: into a file, which no pipe's buffer can block.
+    log = open(os.path.join(tmp, "gdb.log"), "w+b")
+    gdb = subprocess.Popen(["gdb", "-q", "-batch", "-p", str(pid), "-x", script],
+                           stdout=log, stderr=subprocess.STDOUT)
+    return gdb, log
+
+
+def read_trace(cfg, log):
+    if not os.path.exists(cfg["out"]):
+        raise SystemExit("pathlen: gdb gave no trace; it said:\n" + tail(log))
+    units = json.load(open(cfg["out"]))
+    if not units:
+        raise SystemExit("pathlen: nothing traced (the thread never reached the end of a unit)")
+    return units
+
+
+def trace_per_symbol(cmd, a):
+    """The instructions between visits of `a.per` on the busiest thread of `cmd`."""
+    tmp = tempfile.mkdtemp(prefix="pathlen-")
+    gdb = None
+    try:
+        proc = subprocess.Popen(["taskset", "-c", "1"] + cmd, stdout=subprocess.DEVNULL)
+    except OSError as e:
+        raise SystemExit(f"pathlen: cannot run {cmd[0]}: {e}")
+    try:
+        time.sleep(1.0)
+        before = thread_cpu(proc.pid)
+        time.sleep(0.3)
+        after = thread_cpu(proc.pid)
+        if proc.poll() is not None or not after:
+            raise SystemExit(f"pathlen: {cmd[0]} ended within a second: give it more to do")
+        busiest = max(after, key=lambda tid: after[tid] - before.get(tid, 0))
+        cfg = {"tid": busiest, "echoes": a.echoes, "timeout": 60 + 10 * a.echoes,
+               "marker": symbol_address(proc.pid, shutil.which(cmd[0]) or cmd[0], a.per),
+               "attached": os.path.join(tmp, "attached"),
+               "in_syscall": os.path.join(tmp, "in-syscall"), "out": os.path.join(tmp, "units.json")}
+        gdb, log = run_gdb(proc.pid, cfg, tmp)
+        gdb.wait(timeout=cfg["timeout"] + 30)
+        return read_trace(cfg, log)
+    finally:
+        if gdb is not None and gdb.poll() is None:
+            gdb.kill()
+            gdb.wait()
+        proc.kill()
+        proc.wait(10)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def trace_echoes(cmd, a):
+    """The instructions per echo of the server `cmd`, on the thread that does them."""
     tmp = tempfile.mkdtemp(prefix="pathlen-")
     gdb = None
     srv = subprocess.Popen(["taskset", "-c", "1"] + cmd + ["--proto", "echo", "--addr", "127.0.0.1:0"],
@@ -190,13 +301,7 @@ def main():
         cfg = {"tid": busiest, "echoes": a.echoes, "timeout": 60 + 2 * a.echoes,
                "attached": os.path.join(tmp, "attached"),
                "in_syscall": os.path.join(tmp, "in-syscall"), "out": os.path.join(tmp, "echoes.json")}
-        json.dump(cfg, open(os.path.join(tmp, "cfg.json"), "w"))
-        script = os.path.join(tmp, "trace.py")
-        open(script, "w").write(f"CFG = {os.path.join(tmp, 'cfg.json')!r}\n" + GDB_SCRIPT)
-        # gdb prints every step's stop: into a file, which no pipe's buffer can block.
-        log = open(os.path.join(tmp, "gdb.log"), "w+b")
-        gdb = subprocess.Popen(["gdb", "-q", "-batch", "-p", str(srv.pid), "-x", script],
-                               stdout=log, stderr=subprocess.STDOUT)
+        gdb, log = run_gdb(srv.pid, cfg, tmp)
         wait_for(cfg["attached"], 60, "gdb to attach")
         try:
             for _ in range(a.echoes + 1):
@@ -207,11 +312,7 @@ def main():
             gdb.wait()
             raise SystemExit(f"pathlen: an echo failed under gdb ({e}); gdb said:\n" + tail(log))
         gdb.wait(timeout=cfg["timeout"] + 30)
-        if not os.path.exists(cfg["out"]):
-            raise SystemExit("pathlen: gdb gave no trace; it said:\n" + tail(log))
-        echoes = json.load(open(cfg["out"]))
-        if not echoes:
-            raise SystemExit("pathlen: no echo traced")
+        return read_trace(cfg, log)
     finally:
         if gdb is not None and gdb.poll() is None:
             gdb.kill()
@@ -219,18 +320,6 @@ def main():
         srv.kill()
         srv.wait(10)
         shutil.rmtree(tmp, ignore_errors=True)
-    counts = [len(s) for s in echoes]
-    print(f"{' '.join(cmd)}: user instructions per echo {statistics.median(counts):.0f} "
-          f"(each: {' '.join(map(str, counts))})")
-    if a.json:
-        json.dump({"command": cmd, "per_echo": counts}, open(a.json, "w"))
-    if a.tree:
-        tree(echoes, a.tree)
-        return
-    n = len(echoes)
-    shown = [(name, c) for name, c in inclusive(echoes).most_common() if not SCAFFOLD.search(name)]
-    for name, c in shown[: a.top]:
-        print(f"{c / n:8.1f}  {name[:130]}")
 
 
 if __name__ == "__main__":
