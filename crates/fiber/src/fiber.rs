@@ -188,6 +188,19 @@ mod tests {
     use crate::sync::Sender;
     use crate::sys::coro;
 
+    #[test]
+    fn a_fibers_record_and_the_join_slot_of_a_small_result_take_reusable_blocks() {
+        use crate::error::JoinError;
+        use crate::park::Waker;
+        use crate::sys::{counted::Counted, oneshot};
+        assert!(Counted::<super::Fiber>::in_block());
+        assert!(oneshot::in_block::<Result<u64, JoinError>, Waker>());
+        assert!(oneshot::in_block::<
+            Result<std::io::Result<usize>, JoinError>,
+            Waker,
+        >());
+    }
+
     /// Spawns a fiber whose closure carries `N` bytes and returns their sum.
     #[inline(never)]
     fn spawn_carrying<const N: usize>(byte: u8) -> JoinHandle<u32> {

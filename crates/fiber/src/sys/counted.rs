@@ -47,7 +47,7 @@ struct Inner<T> {
 pub(crate) struct Counted<T> {
     /// # Invariant
     ///
-    /// From `Box::into_raw` in [`Counted::new_pair`], and alive while this reference is:
+    /// From `blocks::new` in [`Counted::new_pair`], and alive while this reference is:
     /// the count includes it.
     inner: NonNull<Inner<T>>,
     /// Owns a `T` (for drop check and auto traits).
@@ -63,17 +63,23 @@ unsafe impl<T: Send + Sync> Sync for Counted<T> {}
 impl<T> Counted<T> {
     /// `value` on the heap, with two references to it.
     pub(crate) fn new_pair(value: T) -> (Counted<T>, Counted<T>) {
-        let inner = NonNull::from(Box::leak(Box::new(Inner {
+        let inner = super::blocks::new(Inner {
             count: AtomicUsize::new(2),
             value,
             #[cfg(loom)]
             _leak_check: loom::alloc::Track::new(()),
-        })));
+        });
         let one = || Counted {
             inner,
             _owns: PhantomData,
         };
         (one(), one())
+    }
+
+    /// Whether a `T`'s record takes a block of `blocks` (for tests).
+    #[cfg(test)]
+    pub(crate) const fn in_block() -> bool {
+        super::blocks::fits::<Inner<T>>()
     }
 
     fn inner(&self) -> &Inner<T> {
@@ -115,8 +121,8 @@ impl<T> Counted<T> {
     /// No reference to it is used afterwards, and every use through another one happened
     /// before (a release decrement read by the caller's acquire).
     unsafe fn free(inner: NonNull<Inner<T>>) {
-        // SAFETY: from `Box::into_raw` (the invariant), freed once (the caller's contract).
-        drop(unsafe { Box::from_raw(inner.as_ptr()) });
+        // SAFETY: from `blocks::new` (the invariant), freed once (the caller's contract).
+        unsafe { super::blocks::free(inner) };
     }
 }
 

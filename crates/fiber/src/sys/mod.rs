@@ -4,6 +4,7 @@
 //! module tree says, in a `// SAFETY:` comment, which invariant makes it sound, and every
 //! `unsafe fn` states in `# Safety` what its caller must guarantee.
 
+pub(crate) mod blocks;
 pub(crate) mod bufring;
 pub(crate) mod cell;
 pub(crate) mod coro;

@@ -91,7 +91,7 @@ struct Shared<V, W> {
 ///
 /// # Invariant
 ///
-/// `shared` came from `Box::into_raw` in [`channel`] and is freed once, by [`free`], by the
+/// `shared` came from `blocks::new` in [`channel`] and is freed once, by [`free`], by the
 /// half that sees the other one done with it (see the module's docs): until then both
 /// halves may read it.
 struct Slot<V, W> {
@@ -132,8 +132,8 @@ impl<V, W> Slot<V, W> {
             // SAFETY: as above.
             drop(unsafe { (*p).take() })
         });
-        // SAFETY: allocated by `Box::new` in `channel`, freed once (the caller's contract).
-        drop(unsafe { Box::from_raw(self.shared.as_ptr()) });
+        // SAFETY: allocated by `blocks::new` in `channel`, freed once (the caller's contract).
+        unsafe { super::blocks::free(self.shared) };
     }
 }
 
@@ -161,15 +161,21 @@ impl<V, W> std::fmt::Debug for Receiver<V, W> {
     }
 }
 
+/// Whether a slot for a `V` takes a block of `blocks` (for tests).
+#[cfg(test)]
+pub(crate) const fn in_block<V, W>() -> bool {
+    super::blocks::fits::<Shared<V, W>>()
+}
+
 /// A new empty slot: one allocation for both halves.
 pub(crate) fn channel<V, W: Wake>() -> (Sender<V, W>, Receiver<V, W>) {
-    let shared = NonNull::from(Box::leak(Box::new(Shared {
+    let shared = super::blocks::new(Shared {
         state: AtomicU8::new(0),
         value: UnsafeCell::new(None),
         waiter: UnsafeCell::new(None),
         #[cfg(loom)]
         _leak_check: loom::alloc::Track::new(()),
-    })));
+    });
     let slot = || Slot {
         shared,
         _owns: PhantomData,
