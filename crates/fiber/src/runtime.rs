@@ -652,7 +652,12 @@ impl Shared {
         // stale mark would keep every later notifier from waking this worker. Cleared before
         // the announcement (release): whoever sees it sees the mark cleared.
         w.notified.store(false, Ordering::Relaxed);
-        w.sleeping.store(true, Ordering::SeqCst);
+        // Release, not SeqCst (which costs a locked exchange per idle period): against a
+        // notifier (push; SeqCst fence; load `sleeping`) the fence below is what orders this
+        // store before the worker's looks at its queues, as in Dekker's protocol with fences,
+        // and a `quiescent` check that reads `true` here sees, through the release, the
+        // worker's last `unannounce` (its epoch) too.
+        w.sleeping.store(true, Ordering::Release);
         fence(Ordering::SeqCst);
     }
 

@@ -769,7 +769,8 @@ impl WorkerCtx {
         !self.local.is_empty()
             || !self.me.remote.is_empty()
             || !rt.injector.is_empty()
-            || rt.stealers.iter().any(|s| !s.is_empty())
+            // Each look at a deque costs a SeqCst fence; without stealing they stay empty.
+            || (rt.config.stealing && rt.stealers.iter().any(|s| !s.is_empty()))
             || self.me.has_requests.load(Ordering::SeqCst)
             || self.ring.shared().has_throttled()
     }
