@@ -2,7 +2,7 @@
 """User-space instructions a server executes per echo, counted exactly by single-stepping.
 
 usage (from the repository root, after cargo build --release):
-  scripts/pathlen.py [--echoes N] [--top K] [--tree FUNCTION] -- SERVER-COMMAND...
+  scripts/pathlen.py [--echoes N] [--top K] [--tree FUNCTION | --locked] -- SERVER-COMMAND...
   e.g. scripts/pathlen.py -- target/release/srv-fiber --workers 1
 
 Starts the server on CPU 1 with `--proto echo --addr 127.0.0.1:0`, warms one connection with
@@ -16,7 +16,9 @@ with the host's load, unlike CPU time. What it does not see: the kernel's work, 
 misses (one connection, so everything the path touches is warm).
 
 Needs gdb (`apt-get install gdb`) and ptrace rights (root, or kernel.yama.ptrace_scope 0).
---tree FUNCTION prints the call tree under FUNCTION instead of the flat list.
+--tree FUNCTION prints the call tree under FUNCTION instead of the flat list. Each count comes
+with how many of its instructions were locked (a `lock` prefix, `xchg` with memory, `mfence`:
+each drains the store buffer); --locked lists where they are instead.
 
   scripts/pathlen.py --per SYMBOL [--echoes N] -- COMMAND...
   e.g. scripts/pathlen.py --per ringside_fiber_switch -- target/release/examples/microbench yield 1000000000
@@ -32,7 +34,10 @@ MSG = b"0123456789abcde\n"
 SCAFFOLD = re.compile(r"catch_unwind|do_call|call_once|start_thread|clone3|thread_start|"
                       r"begin_short_backtrace|^\{closure#\d+\}|^\?$")
 
-GDB_SCRIPT = r'''
+# The innermost "frame" of a step that ran a locked instruction.
+LOCKED = "(locked instruction)"
+
+GDB_SCRIPT = f"LOCKED = {LOCKED!r}\n" + r'''
 import gdb, json, os, time
 cfg = json.load(open(CFG))
 gdb.execute("set pagination off")
@@ -46,6 +51,26 @@ else:
 open(cfg["attached"], "w").close()
 mem = gdb.selected_inferior()
 echoes, current, waits = [], [], 0
+
+
+def is_locked(pc):
+    """A locked read-modify-write (lock prefix, or xchg with memory) or an mfence: each
+    drains the store buffer."""
+    b = mem.read_memory(pc, 4).tobytes()
+    k = 1 if 0x40 <= b[0] <= 0x4f else 0
+    return (b[0] == 0xf0 or (b[k] in (0x86, 0x87) and b[k + 1] >> 6 != 3)
+            or b[:3] == b"\x0f\xae\xf0")
+
+
+def frames(pc):
+    names = [LOCKED] if is_locked(pc) else []
+    f = gdb.newest_frame()
+    while f is not None and len(names) < 64:
+        names.append(f.name() or "?")
+        f = f.older()
+    return names
+
+
 deadline = time.time() + cfg["timeout"]
 first = True
 marker = cfg.get("marker")
@@ -58,12 +83,7 @@ while waits <= cfg["echoes"] and time.time() < deadline:
                 echoes.append(current)
             current, waits = [], waits + 1
         if waits > 0 and waits <= cfg["echoes"]:
-            names = []
-            f = gdb.newest_frame()
-            while f is not None and len(names) < 64:
-                names.append(f.name() or "?")
-                f = f.older()
-            current.append(names)
+            current.append(frames(pc))
         gdb.execute("stepi", to_string=True)
         continue
     is_syscall = mem.read_memory(pc, 2).tobytes() == b"\x0f\x05"
@@ -71,12 +91,7 @@ while waits <= cfg["echoes"] and time.time() < deadline:
         # Attached inside a system call: the thread stopped just after its `syscall`.
         is_syscall, first = mem.read_memory(pc - 2, 2).tobytes() == b"\x0f\x05", False
     if waits > 0:
-        names = []
-        f = gdb.newest_frame()
-        while f is not None and len(names) < 64:
-            names.append(f.name() or "?")
-            f = f.older()
-        current.append(names)
+        current.append(frames(pc))
     t0 = time.time()
     if is_syscall:
         open(cfg["in_syscall"], "w").close()
@@ -201,6 +216,8 @@ def main():
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--tree", metavar="FUNCTION")
     ap.add_argument("--json", metavar="FILE", help="write the per-echo counts here")
+    ap.add_argument("--locked", action="store_true",
+                    help="list where the locked instructions are (their innermost four frames)")
     ap.add_argument("--per", metavar="SYMBOL",
                     help="count per visit of SYMBOL in any COMMAND, not per echo of a server")
     ap.add_argument("command", nargs=argparse.REMAINDER)
@@ -212,11 +229,19 @@ def main():
         raise SystemExit("pathlen: needs gdb: apt-get install gdb")
     echoes = trace_per_symbol(cmd, a) if a.per else trace_echoes(cmd, a)
     counts = [len(s) for s in echoes]
+    locked = [sum(1 for names in s if names[0] == LOCKED) for s in echoes]
     unit = f"visit of {a.per}" if a.per else "echo"
     print(f"{' '.join(cmd)}: user instructions per {unit} {statistics.median(counts):.0f} "
-          f"(each: {' '.join(map(str, counts))})")
+          f"(each: {' '.join(map(str, counts))}), locked {statistics.median(locked):.0f}")
+    if a.locked:
+        where = collections.Counter(" < ".join(n[:60] for n in names[1:5])
+                                    for s in echoes for names in s if names[0] == LOCKED)
+        for place, c in where.most_common():
+            print(f"{c / len(echoes):6.1f}  {place}")
+        return
     if a.json:
-        json.dump({"command": cmd, "per_" + ("visit" if a.per else "echo"): counts}, open(a.json, "w"))
+        json.dump({"command": cmd, "per_" + ("visit" if a.per else "echo"): counts,
+                   "locked": locked}, open(a.json, "w"))
     if a.tree:
         tree(echoes, a.tree)
         return
