@@ -16,6 +16,7 @@ use crate::fixed::FixedSlot;
 use crate::sync::{Mutex, MutexGuard};
 use crate::sys::bufring::Chunk;
 use crate::sys::fd::{tcp_listen, tcp_socket};
+use crate::sys::file::{self, Direct};
 use crate::sys::op::{self, OpRef, Sqe};
 use crate::worker;
 
@@ -392,9 +393,10 @@ impl TcpStream {
         self.reader().read(buf)
     }
 
-    /// Writes some of `buf`. On a fiber the bytes (up to [`WRITE_BEHIND`]) are handed to
-    /// the kernel and the call returns without waiting for the send, after the previous
-    /// send of this stream finished (its error, if any, is returned here). Off a fiber it
+    /// Writes some of `buf`. On a fiber, once the previous send of this stream finished (its
+    /// error, if any, is returned here), the bytes (up to [`WRITE_BEHIND`]) go straight into
+    /// the socket's buffer if it has room (a plain non-blocking `send`), and are otherwise
+    /// handed to the ring, the call returning without waiting for that send. Off a fiber it
     /// parks until the kernel took at least one byte.
     pub fn write(&self, buf: &[u8]) -> io::Result<usize> {
         if buf.is_empty() {
@@ -407,6 +409,12 @@ impl TcpStream {
         let mut send = self.send.lock();
         let spent = settle(&mut send)?;
         let n = buf.len().min(WRITE_BEHIND);
+        // Nothing of this stream is in flight now: if the socket takes the bytes at once,
+        // they need no op (see `sys::file`).
+        match file::send_nowait(self.sock().as_fd(), &buf[..n]) {
+            Direct::Done(r) => return r,
+            Direct::WouldBlock | Direct::Unsupported => {}
+        }
         let sqe = Sqe::send_all_reusing(self.file().target(), &buf[..n], spent);
         let pushed = driver::submit(sqe)?;
         *send = Some((pushed, n));

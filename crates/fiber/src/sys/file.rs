@@ -17,6 +17,12 @@
 //!   close:  close(2) -------------------------------------------------> done
 //! ```
 //!
+//! A stream's send goes the same way ([`send_nowait`]): with nothing of the stream in flight,
+//! `send(MSG_DONTWAIT)` copies the bytes into the socket's buffer, which is all the ring's
+//! send would do inline, without an SQE, a CQE, an op and its reaping; only a full socket
+//! buffer (`EAGAIN`) sends it to the ring, as Go's and mio's writers wait for readiness only
+//! after a write that would block.
+//!
 //! A short result is not the end of the file: `RWF_NOWAIT` returns what the page cache
 //! holds, and the caller reads again from there. A result of 0 is the end of the file,
 //! except on Linux 5.9 and 5.10, whose `RWF_NOWAIT` may return 0 before it (preadv2(2),
@@ -39,7 +45,8 @@ const NOT_CACHEABLE: i32 = libc::O_CREAT | libc::O_TRUNC | libc::O_TMPFILE;
 pub(crate) enum Direct<T> {
     /// The call completed: its result.
     Done(T),
-    /// The call would have had to wait for the disk (`EAGAIN`): use the ring.
+    /// The call would have had to wait (`EAGAIN`: for the disk, or for room in a socket's
+    /// buffer): use the ring.
     WouldBlock,
     /// The kernel or the file system does not do this kind of call (an unknown flag, no
     /// `openat2`, a filter): use the ring, and do not try again where that is known.
@@ -147,6 +154,41 @@ pub(crate) fn pread_nowait(
     }
 }
 
+/// Sends what a connected socket takes of `data` at once: `send` with `MSG_DONTWAIT` (and
+/// `MSG_NOSIGNAL`, as the ring's sends: a closed peer is an error, not a signal). The count
+/// may be short of `data.len()` (the buffer filled up meanwhile).
+pub(crate) fn send_nowait(fd: BorrowedFd<'_>, data: &[u8]) -> Direct<io::Result<usize>> {
+    #[cfg(test)]
+    if test_hook::get() == test_hook::Hook::Eagain {
+        return Direct::WouldBlock;
+    }
+    // The system call itself, not libc's `send`: that one is a cancellation point, whose
+    // bookkeeping costs two locked instructions per call in a threaded process.
+    // SAFETY: the kernel reads `data.len()` bytes from `data`, which is live and borrowed
+    // for the call, and no address (null, length 0); it writes nothing of ours.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_sendto,
+            libc::c_long::from(fd.as_raw_fd()),
+            data.as_ptr(),
+            data.len(),
+            libc::c_long::from(libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL),
+            std::ptr::null::<libc::sockaddr>(),
+            0 as libc::c_long,
+        )
+    };
+    match cvt(ret) {
+        Ok(n) => Direct::Done(Ok(usize::try_from(n).unwrap_or(0))),
+        Err(e) => match e.raw_os_error() {
+            Some(libc::EAGAIN | libc::EINTR) => Direct::WouldBlock,
+            // Not a socket (a stream made from some other descriptor), or a filter: the
+            // ring's send reports what it makes of it.
+            Some(libc::ENOTSOCK | libc::EOPNOTSUPP | libc::EPERM) => Direct::Unsupported,
+            _ => Direct::Done(Err(e)),
+        },
+    }
+}
+
 /// Whether a 0 from [`pread_nowait`] must be confirmed: Linux 5.9 and 5.10 may return 0
 /// before the end of the file (fixed in 5.11). An unreadable release is treated as suspect.
 pub(crate) fn zero_is_suspect() -> bool {
@@ -198,7 +240,7 @@ pub(crate) mod test_hook {
     pub(crate) enum Hook {
         /// Nothing forced.
         Off,
-        /// Every `open_cached` and `pread_nowait` answers `WouldBlock`.
+        /// Every `open_cached`, `pread_nowait` and `send_nowait` answers `WouldBlock`.
         Eagain,
         /// Every `pread_nowait` returns 0, and `zero_is_suspect` is true.
         SpuriousZero,
@@ -234,6 +276,42 @@ pub(crate) mod test_hook {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn send_nowait_sends_until_the_socket_is_full_and_reports_a_closed_peer() {
+        use std::os::fd::AsFd;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let tx = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (rx, _) = listener.accept().unwrap();
+        let chunk = [7u8; 64 * 1024];
+        let mut sent = 0usize;
+        // Loopback buffers hold a few MiB at most: full long before 1 GiB.
+        let full = loop {
+            match send_nowait(tx.as_fd(), &chunk) {
+                Direct::Done(Ok(n)) if n > 0 && sent < 1 << 30 => sent += n,
+                other => break other,
+            }
+        };
+        assert!(
+            matches!(full, Direct::WouldBlock),
+            "{full:?} after {sent} bytes"
+        );
+        assert!(sent > 0);
+        drop(rx);
+        let closed = (0..100)
+            .map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                send_nowait(tx.as_fd(), &chunk)
+            })
+            .find(|r| matches!(r, Direct::Done(Err(_))));
+        let Some(Direct::Done(Err(e))) = closed else {
+            panic!("no error after the peer closed: {closed:?}");
+        };
+        assert!(
+            matches!(e.raw_os_error(), Some(libc::EPIPE | libc::ECONNRESET)),
+            "{e}"
+        );
+    }
 
     #[test]
     fn releases_with_the_zero_bug() {
