@@ -395,8 +395,9 @@ impl TcpStream {
 
     /// Writes some of `buf`. On a fiber, once the previous send of this stream finished (its
     /// error, if any, is returned here), the bytes (up to [`WRITE_BEHIND`]) go straight into
-    /// the socket's buffer if it has room (a plain non-blocking `send`), and are otherwise
-    /// handed to the ring, the call returning without waiting for that send. Off a fiber it
+    /// the socket's buffer if it has room and the worker has nothing else to run (a plain
+    /// non-blocking `send`), and are otherwise handed to the ring, to be submitted with the
+    /// other fibers' SQEs, the call returning without waiting for that send. Off a fiber it
     /// parks until the kernel took at least one byte.
     pub fn write(&self, buf: &[u8]) -> io::Result<usize> {
         if buf.is_empty() {
@@ -410,10 +411,12 @@ impl TcpStream {
         let spent = settle(&mut send)?;
         let n = buf.len().min(WRITE_BEHIND);
         // Nothing of this stream is in flight now: if the socket takes the bytes at once,
-        // they need no op (see `sys::file`).
-        match file::send_nowait(self.sock().as_fd(), &buf[..n]) {
-            Direct::Done(r) => return r,
-            Direct::WouldBlock | Direct::Unsupported => {}
+        // they need no op (see `sys::file`), unless the SQE would share an enter with others.
+        if worker::send_alone() {
+            match file::send_nowait(self.sock().as_fd(), &buf[..n]) {
+                Direct::Done(r) => return r,
+                Direct::WouldBlock | Direct::Unsupported => {}
+            }
         }
         let sqe = Sqe::send_all_reusing(self.file().target(), &buf[..n], spent);
         let pushed = driver::submit(sqe)?;
