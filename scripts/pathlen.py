@@ -272,6 +272,16 @@ def read_trace(cfg, log):
     return units
 
 
+def clean_up(gdb, proc, tmp):
+    """Stops gdb if it still runs, kills the traced process and removes the scratch files."""
+    if gdb is not None and gdb.poll() is None:
+        gdb.kill()
+        gdb.wait()
+    proc.kill()
+    proc.wait(10)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def trace_per_symbol(cmd, a):
     """The instructions between visits of `a.per` on the busiest thread of `cmd`."""
     tmp = tempfile.mkdtemp(prefix="pathlen-")
@@ -296,12 +306,7 @@ def trace_per_symbol(cmd, a):
         gdb.wait(timeout=cfg["timeout"] + 30)
         return read_trace(cfg, log)
     finally:
-        if gdb is not None and gdb.poll() is None:
-            gdb.kill()
-            gdb.wait()
-        proc.kill()
-        proc.wait(10)
-        shutil.rmtree(tmp, ignore_errors=True)
+        clean_up(gdb, proc, tmp)
 
 
 def trace_echoes(cmd, a):
@@ -339,12 +344,7 @@ def trace_echoes(cmd, a):
         gdb.wait(timeout=cfg["timeout"] + 30)
         return read_trace(cfg, log)
     finally:
-        if gdb is not None and gdb.poll() is None:
-            gdb.kill()
-            gdb.wait()
-        srv.kill()
-        srv.wait(10)
-        shutil.rmtree(tmp, ignore_errors=True)
+        clean_up(gdb, srv, tmp)
 
 
 if __name__ == "__main__":
