@@ -414,7 +414,10 @@ impl TcpStream {
         // they need no op (see `sys::file`), unless the SQE would share an enter with others.
         if worker::send_alone() {
             match file::send_nowait(self.sock().as_fd(), &buf[..n]) {
-                Direct::Done(r) => return r,
+                Direct::Done(r) => {
+                    worker::sent_directly();
+                    return r;
+                }
                 Direct::WouldBlock | Direct::Unsupported => {}
             }
         }

@@ -68,6 +68,7 @@ pub(crate) struct WorkerCounters {
     pub(crate) fixed_files: LocalCounter,
     pub(crate) files_direct: LocalCounter,
     pub(crate) files_to_ring: LocalCounter,
+    pub(crate) sends_direct: LocalCounter,
     /// Fibers this worker spawned and finished (off-worker spawns count in `Shared`).
     pub(crate) spawned: LocalCounter,
     pub(crate) finished: LocalCounter,
@@ -98,6 +99,7 @@ impl WorkerCounters {
             fixed_files: self.fixed_files.get(),
             files_direct: self.files_direct.get(),
             files_to_ring: self.files_to_ring.get(),
+            sends_direct: self.sends_direct.get(),
         }
     }
 }
@@ -156,6 +158,10 @@ pub struct WorkerStats {
     /// File operations tried directly that had to go to the ring after all: the kernel
     /// would have waited (`EAGAIN`), or does not do the direct call.
     pub files_to_ring: u64,
+    /// Stream writes a fiber of this worker sent with a direct `send(2)`, without an op:
+    /// its worker had nothing else to run and the socket had room (see `TcpStream::write`).
+    /// Published each time the worker goes idle, so a busy worker's figure lags.
+    pub sends_direct: u64,
 }
 
 impl WorkerStats {
@@ -179,6 +185,7 @@ impl WorkerStats {
         self.fixed_files += o.fixed_files;
         self.files_direct += o.files_direct;
         self.files_to_ring += o.files_to_ring;
+        self.sends_direct += o.sends_direct;
     }
 }
 
@@ -250,6 +257,7 @@ impl fmt::Display for PerUnit {
         let pairs = [
             ("resumes", t.resumes),
             ("ops", t.ops_submitted),
+            ("sends_direct", t.sends_direct),
             ("enters", t.enters),
             ("sleeps", t.sleeps),
             ("steal_attempts", t.steal_attempts),
@@ -277,7 +285,7 @@ impl fmt::Display for Stats {
             "workers={} fibers_spawned={} fibers_live={} resumes={} resumes_direct={} \
              steal_attempts={} \
              steals={} stolen_fibers={} wakes_remote={} cross_ring_ops={} \
-             injector_pops={} ops={} enters={} cqe_own={} cqe_stolen={} cqe_completer={} \
+             injector_pops={} ops={} sends_direct={} enters={} cqe_own={} cqe_stolen={} cqe_completer={} \
              sleeps={} wakes_msg_ring={} wakes_eventfd={} cq_overflows={} fixed_files={} \
              files_direct={} files_to_ring={} stacks_in_use={} stacks_carved={} \
              stack_mappings={} guard={} ops_live={}",
@@ -293,6 +301,7 @@ impl fmt::Display for Stats {
             t.cross_ring_ops,
             t.injector_pops,
             t.ops_submitted,
+            t.sends_direct,
             t.enters,
             t.completions_own,
             t.completions_stolen,

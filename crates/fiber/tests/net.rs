@@ -565,6 +565,13 @@ fn a_write_the_socket_takes_at_once_pushes_no_op() {
     let got = client.join().unwrap().unwrap();
     assert!(got.chunks(16).enumerate().all(|(i, c)| c == [i as u8; 16]));
     assert_eq!(after, before, "{}", rt.stats());
+    // Counted as direct sends once the worker goes idle and publishes them.
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while rt.stats().total().sends_direct < 99 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let stats = rt.stats();
+    assert!((99..=100).contains(&stats.total().sends_direct), "{stats}");
 }
 
 /// How the server lets go of a stream registered in its worker's table of fixed files.
