@@ -134,6 +134,11 @@ def symbol_address(pid, exe, symbol):
     return offsets[0] + (min(bases) if elf_type == 3 else 0)
 
 
+def busiest(before, after):
+    """The thread whose CPU time grew most between two `thread_cpu` readings."""
+    return max(after, key=lambda tid: after[tid] - before.get(tid, 0))
+
+
 def echo(sock):
     sock.sendall(MSG)
     got = b""
@@ -297,8 +302,7 @@ def trace_per_symbol(cmd, a):
         after = thread_cpu(proc.pid)
         if proc.poll() is not None or not after:
             raise SystemExit(f"pathlen: {cmd[0]} ended within a second: give it more to do")
-        busiest = max(after, key=lambda tid: after[tid] - before.get(tid, 0))
-        cfg = {"tid": busiest, "echoes": a.echoes, "timeout": 60 + 10 * a.echoes,
+        cfg = {"tid": busiest(before, after), "echoes": a.echoes, "timeout": 60 + 10 * a.echoes,
                "marker": symbol_address(proc.pid, shutil.which(cmd[0]) or cmd[0], a.per),
                "attached": os.path.join(tmp, "attached"),
                "in_syscall": os.path.join(tmp, "in-syscall"), "out": os.path.join(tmp, "units.json")}
@@ -327,8 +331,7 @@ def trace_echoes(cmd, a):
         for _ in range(200):
             echo(sock)
         after = thread_cpu(srv.pid)
-        busiest = max(after, key=lambda tid: after[tid] - before.get(tid, 0))
-        cfg = {"tid": busiest, "echoes": a.echoes, "timeout": 60 + 2 * a.echoes,
+        cfg = {"tid": busiest(before, after), "echoes": a.echoes, "timeout": 60 + 2 * a.echoes,
                "attached": os.path.join(tmp, "attached"),
                "in_syscall": os.path.join(tmp, "in-syscall"), "out": os.path.join(tmp, "echoes.json")}
         gdb, log = run_gdb(srv.pid, cfg, tmp)

@@ -285,8 +285,8 @@ impl fmt::Display for Stats {
             "workers={} fibers_spawned={} fibers_live={} resumes={} resumes_direct={} \
              steal_attempts={} \
              steals={} stolen_fibers={} wakes_remote={} cross_ring_ops={} \
-             injector_pops={} ops={} sends_direct={} enters={} cqe_own={} cqe_stolen={} cqe_completer={} \
-             sleeps={} wakes_msg_ring={} wakes_eventfd={} cq_overflows={} fixed_files={} \
+             injector_pops={} ops={} sends_direct={} enters={} cqe_own={} cqe_stolen={} \
+             cqe_completer={} sleeps={} wakes_msg_ring={} wakes_eventfd={} cq_overflows={} fixed_files={} \
              files_direct={} files_to_ring={} stacks_in_use={} stacks_carved={} \
              stack_mappings={} guard={} ops_live={}",
             self.workers.len(),

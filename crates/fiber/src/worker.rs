@@ -44,6 +44,10 @@ const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 thread_local! {
     static CTX: RefCell<Option<Rc<WorkerCtx>>> = const { RefCell::new(None) };
+    /// Direct sends the fibers of this thread's worker made since the worker last published
+    /// them (`publish_sends_direct`): a plain `Cell`, which costs a fiber's send a few
+    /// instructions where the worker's context would cost about forty.
+    static SENDS_DIRECT: Cell<u64> = const { Cell::new(0) };
 }
 
 /// The state of a worker that only its own thread touches.
@@ -229,13 +233,6 @@ pub(crate) fn finish_hand_off() -> Option<coro::Entered> {
 /// echo, against a `send` each). Off a worker: no.
 pub(crate) fn send_alone() -> bool {
     with_current(|ctx| ctx.local.is_empty() && ctx.ring.unsubmitted() == 0).unwrap_or(false)
-}
-
-thread_local! {
-    /// Direct sends the fibers of this thread's worker made since the worker last published
-    /// them (`publish_sends_direct`): a plain `Cell`, which costs a fiber's send a few
-    /// instructions where the worker's context would cost about forty.
-    static SENDS_DIRECT: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Counts a send that [`send_alone`] let go directly and the socket took.

@@ -132,8 +132,10 @@ mod tests {
 
     #[test]
     fn a_thread_keeps_at_most_keep_blocks_and_any_thread_may_free_a_block() {
-        let blocks: Vec<_> = (0..KEEP + 10).map(|i| new(i as u64)).collect();
-        let addrs: Vec<usize> = blocks.iter().map(|p| p.as_ptr() as usize).collect();
+        // Addresses, since a pointer cannot cross threads.
+        let addrs: Vec<usize> = (0..KEEP + 10)
+            .map(|i| new(i as u64).as_ptr() as usize)
+            .collect();
         std::thread::spawn(move || {
             for p in addrs {
                 // SAFETY: from `new` on the other thread, freed once, here.

@@ -579,7 +579,6 @@ impl RingOwner {
     }
 
     /// SQEs pushed and not yet taken by the kernel: in the SQ, or in the backlog behind it.
-    /// SQEs pushed and not yet submitted (in the SQ or waiting in the backlog).
     pub(crate) fn unsubmitted(&self) -> usize {
         self.pending.get() as usize + self.backlog.borrow().len()
     }

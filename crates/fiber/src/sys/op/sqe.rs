@@ -107,7 +107,7 @@ impl Sqe {
     /// `send(fd, data)` from a copy the op owns (MSG_NOSIGNAL: a closed peer is an error, not
     /// a signal).
     pub(crate) fn send(file: Target, data: &[u8]) -> (Sqe, OpRef) {
-        Sqe::send_flags(file, data, libc::MSG_NOSIGNAL)
+        Sqe::send_in(file, data, libc::MSG_NOSIGNAL, None)
     }
 
     /// `send(fd, data, MSG_WAITALL)`: the kernel sends all of `data` (retrying short sends
@@ -121,10 +121,6 @@ impl Sqe {
         spent: Option<OpRef>,
     ) -> (Sqe, OpRef) {
         Sqe::send_in(file, data, libc::MSG_NOSIGNAL | libc::MSG_WAITALL, spent)
-    }
-
-    fn send_flags(file: Target, data: &[u8], flags: i32) -> (Sqe, OpRef) {
-        Sqe::send_in(file, data, flags, None)
     }
 
     fn send_in(file: Target, data: &[u8], flags: i32, spent: Option<OpRef>) -> (Sqe, OpRef) {
