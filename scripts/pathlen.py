@@ -20,6 +20,15 @@ Needs gdb (`apt-get install gdb`) and ptrace rights (root, or kernel.yama.ptrace
 with how many of its instructions were locked (a `lock` prefix, `xchg` with memory, `mfence`:
 each drains the store buffer); --locked lists where they are instead.
 
+  scripts/pathlen.py --lines [--echoes N] -- SERVER-COMMAND...
+
+counts instead the cache lines each echo reads or writes (from each step's memory operands,
+pushes and returns; prefetches excluded), over two connections whose echoes alternate: "its
+own" are those no echo of the other connection touched, the connection's own state (its
+fiber's stack, its ops, its stream) or memory that changes every echo. With a thousand
+connections those are the lines an echo finds cold, so this counts what CPU time at equal load
+cannot resolve: floor-uring and srv-reactor touch 2 to 3 of their own per echo.
+
   scripts/pathlen.py --per SYMBOL [--echoes N] -- COMMAND...
   e.g. scripts/pathlen.py --per ringside_fiber_switch -- target/release/examples/microbench yield 1000000000
 
@@ -38,7 +47,7 @@ SCAFFOLD = re.compile(r"catch_unwind|do_call|call_once|start_thread|clone3|threa
 LOCKED = "(locked instruction)"
 
 GDB_SCRIPT = f"LOCKED = {LOCKED!r}\n" + r'''
-import gdb, json, os, time
+import gdb, json, os, re, time
 cfg = json.load(open(CFG))
 gdb.execute("set pagination off")
 gdb.execute("set scheduler-locking on")
@@ -60,6 +69,59 @@ def is_locked(pc):
     k = 1 if 0x40 <= b[0] <= 0x4f else 0
     return (b[0] == 0xf0 or (b[k] in (0x86, 0x87) and b[k + 1] >> 6 != 3)
             or b[:3] == b"\x0f\xae\xf0")
+
+
+MEM = re.compile(r"(?:%([fg]s):)?(-?0x[0-9a-f]+|-?[0-9]+)?\((%[a-z0-9]+)?(?:,(%[a-z0-9]+)(?:,([1248]))?)?\)")
+NO_ACCESS = re.compile(r"^(lea|nop|prefetch|endbr)")
+PREFIX = re.compile(r"^(rep[a-z]*|lock|data16|addr32|[c-gs]s|rex(\.[WRXB]+)?|notrack|bnd)$")
+
+
+def reg(f, name):
+    if name == "rip":
+        return 0
+    return int(f.read_register(name)) & 0xFFFFFFFFFFFFFFFF
+
+
+def touched(pc):
+    """The cache lines the instruction at `pc` is about to read or write (user space only:
+    a system call's own accesses are the kernel's), with the innermost function's name."""
+    f = gdb.newest_frame()
+    d = f.architecture().disassemble(pc)[0]
+    asm, size = d["asm"], d["length"]
+    words = asm.split()
+    while len(words) > 1 and PREFIX.match(words[0]):
+        words = words[1:]
+    mnem = words[0] if words else ""
+    addrs = []
+    if asm.startswith("rep") and mnem[:4] in ("movs", "stos", "cmps", "scas"):
+        # A string instruction: rcx elements from rsi and/or rdi (counted as bytes).
+        n = reg(f, "rcx")
+        for r in ("rsi", "rdi") if mnem[:4] in ("movs", "cmps") else ("rdi",):
+            a = reg(f, r)
+            addrs += range(a & ~63, a + max(n, 1), 64)
+    elif not NO_ACCESS.match(mnem):
+        width = 64 if "%zmm" in asm else 32 if "%ymm" in asm else 16 if "%xmm" in asm else 8
+        for seg, disp, base, index, scale in MEM.findall(asm.split("#")[0]):
+            a = int(disp, 0) if disp else 0
+            if base == "%rip":
+                a += pc + size
+            elif base:
+                a += reg(f, base[1:])
+            if index:
+                a += reg(f, index[1:]) * int(scale or 1)
+            if seg:
+                a += reg(f, seg + "_base")
+            addrs += [a, a + width - 1]
+    sp = None
+    if mnem.startswith(("push", "call")):
+        sp = reg(f, "rsp") - 8
+    elif mnem.startswith(("pop", "ret")):
+        sp = reg(f, "rsp")
+    elif mnem == "leave":
+        sp = reg(f, "rbp")
+    if sp is not None:
+        addrs.append(sp)
+    return [f.name() or "?", sorted({a & ~63 for a in addrs if a > 4095}), reg(f, "rsp")]
 
 
 def frames(pc):
@@ -91,16 +153,17 @@ while waits <= cfg["echoes"] and time.time() < deadline:
         # Attached inside a system call: the thread stopped just after its `syscall`.
         is_syscall, first = mem.read_memory(pc - 2, 2).tobytes() == b"\x0f\x05", False
     if waits > 0:
-        current.append(frames(pc))
+        current.append(touched(pc) if cfg.get("lines") else frames(pc))
     t0 = time.time()
     if is_syscall:
         open(cfg["in_syscall"], "w").close()
     gdb.execute("stepi", to_string=True)
     if is_syscall:
         os.unlink(cfg["in_syscall"])
-    if time.time() - t0 > 0.1:
+    if is_syscall and time.time() - t0 > 0.1:
         # The step before this one ran a system call that blocked: the thread waited for the
-        # next message, so the path of one echo ends here.
+        # next message, so the path of one echo ends here. (Only a system call: gdb may take
+        # as long to step over a fiber's stack switch.)
         if waits > 0:
             echoes.append(current)
         current, waits = [], waits + 1
@@ -153,7 +216,9 @@ def echo(sock):
 
 def tail(log):
     log.seek(0)
-    return log.read().decode(errors="replace")[-3000:]
+    text = log.read().decode(errors="replace")
+    err = text.find("Python Exception")
+    return text[err:err + 3000] if err >= 0 else text[-3000:]
 
 
 def wait_blocked(marker, seconds):
@@ -225,6 +290,9 @@ def main():
                     help="list where the locked instructions are (their innermost four frames)")
     ap.add_argument("--per", metavar="SYMBOL",
                     help="count per visit of SYMBOL in any COMMAND, not per echo of a server")
+    ap.add_argument("--lines", action="store_true",
+                    help="count the cache lines each echo touches, and those no echo of another "
+                         "connection touches, instead of instructions")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -232,7 +300,12 @@ def main():
         ap.error("give the server command after --")
     if shutil.which("gdb") is None:
         raise SystemExit("pathlen: needs gdb: apt-get install gdb")
+    if a.lines and a.per:
+        ap.error("--lines counts per echo of a server, not --per")
     echoes = trace_per_symbol(cmd, a) if a.per else trace_echoes(cmd, a)
+    if a.lines:
+        report_lines(cmd, echoes, a.maps)
+        return
     counts = [len(s) for s in echoes]
     locked = [sum(1 for names in s if names[0] == LOCKED) for s in echoes]
     unit = f"visit of {a.per}" if a.per else "echo"
@@ -254,6 +327,50 @@ def main():
     shown = [(name, c) for name, c in inclusive(echoes).most_common() if not SCAFFOLD.search(name)]
     for name, c in shown[: a.top]:
         print(f"{c / n:8.1f}  {name[:130]}")
+
+
+def region(maps, line, sp):
+    """Where address `line` is: the stack the instruction ran on (within 32 KiB of its stack
+    pointer: a fiber's or the thread's), or the mapping of /proc/PID/maps that holds it, named
+    by its file or, for an anonymous one, by its size."""
+    if abs(line - sp) < 32 << 10:
+        return "stack"
+    for m in maps:
+        f = m.split()
+        lo, hi = (int(x, 16) for x in f[0].split("-"))
+        if lo <= line < hi:
+            name = f[5] if len(f) > 5 else f"anonymous {(hi - lo) >> 10} KiB"
+            return os.path.basename(name) if name.startswith("/") else name
+    return "unmapped"
+
+
+def report_lines(cmd, echoes, maps):
+    """Per echo: the distinct cache lines touched, and its own ones: those that no echo of the
+    other connection touched (the connection's state, or memory that changes every echo).
+    With many connections these are the lines an echo finds cold."""
+    sets = []
+    for steps in echoes:
+        first = {}
+        for name, lines, sp in steps:
+            for line in lines:
+                first.setdefault(line, (name, sp))
+        sets.append(first)
+    conns = [set().union(*sets[c::2]) for c in (0, 1)]
+    own = [{l: n for l, n in s.items() if l not in conns[1 - k % 2]} for k, s in enumerate(sets)]
+    pages = [len({l >> 12 for l in s}) for s in own]
+    print(f"{' '.join(cmd)}: cache lines per echo {statistics.median(len(s) for s in sets):.0f} "
+          f"(each: {' '.join(str(len(s)) for s in sets)}), its own {statistics.median(len(s) for s in own):.0f} "
+          f"(each: {' '.join(str(len(s)) for s in own)}) in {statistics.median(pages):.0f} pages")
+    by = collections.Counter()
+    for s in own:
+        for line, (name, sp) in s.items():
+            by[(region(maps, line, sp), name)] += 1
+    print("its own lines per echo, by mapping and the function that touched each first:")
+    for (where, name), c in by.most_common():
+        print(f"{c / len(own):6.1f}  {where[:28]:28}  {name[:90]}")
+    print("the first echo's own lines, in address order:")
+    for line, (name, sp) in sorted(own[0].items()):
+        print(f"  {line:#x}  {region(maps, line, sp)[:28]:28}  {name[:90]}")
 
 
 def run_gdb(pid, cfg, tmp):
@@ -324,27 +441,34 @@ def trace_echoes(cmd, a):
         if len(ready) < 2 or ready[0] != "READY":
             raise SystemExit(f"pathlen: the server did not print READY (got {ready!r})")
         host, port = ready[1].rsplit(":", 1)
-        sock = socket.create_connection((host, int(port)), timeout=30)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        echo(sock)
-        before = thread_cpu(srv.pid)
-        for _ in range(200):
+        # --lines alternates two connections, so that what one echo touches can be told
+        # apart from what every echo touches.
+        socks = []
+        for _ in range(2 if a.lines else 1):
+            sock = socket.create_connection((host, int(port)), timeout=30)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             echo(sock)
+            socks.append(sock)
+        before = thread_cpu(srv.pid)
+        for i in range(200):
+            echo(socks[i % len(socks)])
         after = thread_cpu(srv.pid)
-        cfg = {"tid": busiest(before, after), "echoes": a.echoes, "timeout": 60 + 2 * a.echoes,
-               "attached": os.path.join(tmp, "attached"),
+        cfg = {"tid": busiest(before, after), "echoes": a.echoes, "timeout": 60 + (40 if a.lines else 2) * a.echoes,
+               "lines": a.lines, "attached": os.path.join(tmp, "attached"),
                "in_syscall": os.path.join(tmp, "in-syscall"), "out": os.path.join(tmp, "echoes.json")}
         gdb, log = run_gdb(srv.pid, cfg, tmp)
         wait_for(cfg["attached"], 60, "gdb to attach")
         try:
-            for _ in range(a.echoes + 1):
+            for i in range(a.echoes + 1):
                 wait_blocked(cfg["in_syscall"], 120)
-                echo(sock)
+                echo(socks[i % len(socks)])
         except (OSError, SystemExit) as e:
             gdb.kill()
             gdb.wait()
             raise SystemExit(f"pathlen: an echo failed under gdb ({e}); gdb said:\n" + tail(log))
         gdb.wait(timeout=cfg["timeout"] + 30)
+        if a.lines:
+            a.maps = open(f"/proc/{srv.pid}/maps").read().splitlines()
         return read_trace(cfg, log)
     finally:
         clean_up(gdb, srv, tmp)
