@@ -71,8 +71,10 @@ const DONE: u8 = 3;
 /// What a coroutine and its resumer share. It lives at the top of the coroutine's own stack,
 /// so it has a fixed address for the coroutine's lifetime (the coroutine's code finds it
 /// through `LINK`) and costs no allocation. `#[repr(C)]`: the assembly of `switch::start`
-/// finds `parent_sp` in its second word.
-#[repr(C)]
+/// finds `parent_sp` in its second word. Aligned to a cache line, with what every resume and
+/// suspension reads or writes (`sp`, `parent_sp`, `state`, `top`) in its first: a parked
+/// fiber's link is cold when it is resumed, so this is one miss, not two.
+#[repr(C, align(64))]
 struct Link {
     /// The coroutine's stack pointer while it is suspended (0 before it starts).
     sp: usize,
@@ -81,6 +83,8 @@ struct Link {
     /// NOT_STARTED or SUSPENDED: `sp` may be switched to; RUNNING: it may not (the
     /// coroutine runs, or its switch away has not saved `sp` yet); DONE.
     state: AtomicU8,
+    /// The top (highest address) of the stack this link lives on.
+    top: usize,
     /// The body not yet started (at the top of the stack, the first frame starting below
     /// it), the function that runs it, and how to drop it if it never is.
     body: usize,
@@ -95,11 +99,10 @@ struct Link {
     /// (`into_stack`, or its drop), and kept for good (leaked) by a coroutine whose frames
     /// may still run.
     stack: Option<PooledStack>,
-    /// The top (highest address) of that stack.
-    top: usize,
 }
 
 const _: () = assert!(std::mem::offset_of!(Link, parent_sp) == size_of::<usize>());
+const _: () = assert!(std::mem::offset_of!(Link, top) + size_of::<usize>() <= 64);
 
 /// The unwinding a teardown starts in a suspended coroutine (from its `suspend` call).
 struct ForcedUnwind;
@@ -229,13 +232,16 @@ impl FiberCoro {
         F: FnOnce() + Send + 'static,
     {
         let top = stack.top();
+        // A stack's top is the end of its pool slot: page-aligned, by `PooledStack`'s making.
+        debug_assert_eq!(top % align_of::<Link>(), 0, "a stack top that is not line-aligned");
         let link_addr = top - size_of::<Link>().next_multiple_of(16);
         let body_addr = top - reserved_top::<F>();
         // SAFETY: [1] the stack is ours alone (a `PooledStack` is handed to one owner) and at
         // least `MIN_STACK_SIZE` long, so the `reserved_top` bytes for the link and the body
-        // (at most 512 + 64) are writable memory of it; [2] both addresses are 16-aligned, and
-        // `F`'s alignment is at most 16 (a larger one was boxed); [3] `entry::<F>` reads the
-        // body from `body_addr` (`run_with` and `switch_to` pass it).
+        // (at most 512 + 128) are writable memory of it; [2] `link_addr` is aligned for a
+        // `Link` (the top is, and its size is a multiple of its alignment), `body_addr` is
+        // 16-aligned, and `F`'s alignment is at most 16 (a larger one was boxed); [3]
+        // `entry::<F>` reads the body from `body_addr` (`run_with` and `switch_to` pass it).
         unsafe { (body_addr as *mut F).write(body) };
         let link = Link {
             sp: 0,
@@ -249,8 +255,8 @@ impl FiberCoro {
             stack: Some(stack),
             top,
         };
-        // SAFETY: `link_addr` is 16-aligned writable memory of our stack, above the body
-        // ([1] above), and nothing else lives there.
+        // SAFETY: `link_addr` is aligned writable memory of our stack, above the body ([1]
+        // and [2] above), and nothing else lives there.
         unsafe { (link_addr as *mut Link).write(link) };
         FiberCoro {
             // SAFETY: a stack's top is never 0, so neither is anything below it in it.

@@ -31,6 +31,8 @@ use std::sync::atomic::{AtomicUsize, Ordering, fence};
 /// could wrap.
 const MAX_REFS: usize = isize::MAX as usize;
 
+/// `repr(C)`: the count first, then the value, whose first fields share its cache line.
+#[repr(C)]
 struct Inner<T> {
     /// # Invariant
     ///
