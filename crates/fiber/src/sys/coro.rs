@@ -233,7 +233,11 @@ impl FiberCoro {
     {
         let top = stack.top();
         // A stack's top is the end of its pool slot: page-aligned, by `PooledStack`'s making.
-        debug_assert_eq!(top % align_of::<Link>(), 0, "a stack top that is not line-aligned");
+        debug_assert_eq!(
+            top % align_of::<Link>(),
+            0,
+            "a stack top that is not line-aligned"
+        );
         let link_addr = top - size_of::<Link>().next_multiple_of(16);
         let body_addr = top - reserved_top::<F>();
         // SAFETY: [1] the stack is ours alone (a `PooledStack` is handed to one owner) and at
