@@ -90,25 +90,37 @@ pub(crate) fn wait(p: &Pushed) -> io::Result<(i32, u32)> {
 
 /// Waits for the next result of a pushed operation, with the bytes of the provided buffer
 /// its CQE selected (multishot recv).
+#[inline]
 pub(crate) fn wait_data(p: &Pushed) -> io::Result<op::Completion> {
-    let fiber = park::on_fiber() && p.ring.is_some();
+    if !(park::on_fiber() && p.ring.is_some()) {
+        return wait_data_thread(p);
+    }
     loop {
-        let polled = if fiber {
-            p.op.poll_data(Waker::current)
-        } else {
-            p.op.poll_data(|| Waker::Thread(std::thread::current()))
-        };
-        match polled {
+        match p.op.poll_data(Waker::current) {
             Ok(Some(r)) => return Ok(r),
             Err(()) => return Err(shutting_down()),
             Ok(None) => {}
         }
-        if fiber {
-            if park::park() == Parked::Cancelled {
-                cancel(p);
-                return Err(shutting_down());
-            }
-        } else if p.ring.is_some() {
+        if park::park() == Parked::Cancelled {
+            cancel(p);
+            return Err(shutting_down());
+        }
+    }
+}
+
+/// [`wait_data`] off a fiber, or for an op no worker's ring holds. Out of line: a fiber
+/// parks inside `wait_data`, and what this path would add to its frame would be cold lines
+/// on the fiber's stack when it is resumed.
+#[cold]
+#[inline(never)]
+fn wait_data_thread(p: &Pushed) -> io::Result<op::Completion> {
+    loop {
+        match p.op.poll_data(|| Waker::Thread(std::thread::current())) {
+            Ok(Some(r)) => return Ok(r),
+            Err(()) => return Err(shutting_down()),
+            Ok(None) => {}
+        }
+        if p.ring.is_some() {
             // A plain thread waiting for an op a worker's ring holds (a multishot armed by a
             // fiber): the worker that reaps it unparks this thread.
             std::thread::park();

@@ -252,17 +252,8 @@ impl RecvState {
         self.pos = 0;
         let armed = match self.armed.take() {
             Some(p) => p,
-            None if self.plain_once || !multishot_recv_here() => {
-                self.plain_once = false;
-                let (n, op) = driver::run(Sqe::recv(file.target(), PLAIN_RECV))?;
-                if n == 0 {
-                    self.eof = true;
-                } else {
-                    self.data = Some(Data::Plain(op));
-                }
-                return Ok(());
-            }
-            None => driver::submit(Sqe::recv_multi(file.target()))?,
+            None if self.plain_once || !multishot_recv_here() => return self.receive_plain(file),
+            None => arm_recv(file)?,
         };
         let result = driver::wait_data(&armed);
         let more = matches!(&result, Ok((_, flags, _)) if op::cqe_more(*flags));
@@ -286,6 +277,32 @@ impl RecvState {
         }
         Ok(())
     }
+}
+
+impl RecvState {
+    /// A plain recv into a buffer of its own (see [`RecvState::receive`]). Out of line, as
+    /// [`arm_recv`] is: both build an SQE on the stack, and a receive that waits for an
+    /// armed multishot (an echo's) parks with this frame under it, whose lines are cold
+    /// when the fiber is resumed.
+    #[cold]
+    #[inline(never)]
+    fn receive_plain(&mut self, file: &File<'_>) -> io::Result<()> {
+        self.plain_once = false;
+        let (n, op) = driver::run(Sqe::recv(file.target(), PLAIN_RECV))?;
+        if n == 0 {
+            self.eof = true;
+        } else {
+            self.data = Some(Data::Plain(op));
+        }
+        Ok(())
+    }
+}
+
+/// Arms a multishot recv for the stream (see [`RecvState::receive_plain`] for why apart).
+#[cold]
+#[inline(never)]
+fn arm_recv(file: &File<'_>) -> io::Result<driver::Pushed> {
+    driver::submit(Sqe::recv_multi(file.target()))
 }
 
 /// A buffered reader of a [`TcpStream`] that reads the kernel's buffers in place.
