@@ -277,9 +277,7 @@ impl RecvState {
         }
         Ok(())
     }
-}
 
-impl RecvState {
     /// A plain recv into a buffer of its own (see [`RecvState::receive`]). Out of line, as
     /// [`arm_recv`] is: both build an SQE on the stack, and a receive that waits for an
     /// armed multishot (an echo's) parks with this frame under it, whose lines are cold
