@@ -192,7 +192,8 @@ fn schedule_here(f: FiberRef) {
 /// of a stealing runtime may come back on another thread.
 #[inline(never)]
 pub(crate) fn suspend(why: Suspend) -> bool {
-    let next = hand_off(why);
+    // The worker's context is read here, before the switch, and let go.
+    let next = CTX.with(|c| c.borrow().as_ref().and_then(|ctx| ctx.hand_off(why)));
     let arrival = match next {
         Some(next) => Some(coro::switch_to(next)),
         None => coro::suspend(why),
@@ -201,14 +202,6 @@ pub(crate) fn suspend(why: Suspend) -> bool {
         recycle_handed_off();
     }
     arrival.is_some()
-}
-
-/// What [`suspend`] does before its switch: the worker's context is read here and let go.
-/// Out of line, so that its frame is gone before the switch: the frames a parked fiber
-/// leaves on its stack are cold lines when it is resumed, and `suspend`'s stays small.
-#[inline(never)]
-fn hand_off(why: Suspend) -> Option<coro::Entered> {
-    CTX.with(|c| c.borrow().as_ref().and_then(|ctx| ctx.hand_off(why)))
 }
 
 /// Back on a fiber after a switch: if the fiber that ran before it returned and handed the
