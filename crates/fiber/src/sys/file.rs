@@ -138,17 +138,33 @@ pub(crate) fn pread_nowait(
     // call, so the kernel writes only memory this function may write; [2] one iovec is
     // passed and `iov` is one live iovec.
     let ret = unsafe { libc::preadv2(fd.as_raw_fd(), &iov, 1, offset, libc::RWF_NOWAIT) };
-    match cvt(ret) {
+    // EOPNOTSUPP: a file system without FMODE_NOWAIT, or a kernel without RWF_NOWAIT (before
+    // 4.14); ENOSYS: no preadv2 (before 4.6); EPERM: a filter; EINVAL: an unaligned O_DIRECT
+    // read, whose error the ring reports as well; ESPIPE: not seekable (a FIFO), which the
+    // ring reads at its position.
+    let unsupported = [
+        libc::EOPNOTSUPP,
+        libc::ENOSYS,
+        libc::EPERM,
+        libc::EINVAL,
+        libc::ESPIPE,
+    ];
+    count_or_ring(cvt(ret).map(|n| n as i64), &[libc::EAGAIN], &unsupported)
+}
+
+/// The [`Direct`] of a system call that returns a byte count: an error of `would_block`
+/// sends this call to the ring, one of `unsupported` every call of its kind, and any other
+/// is the call's own.
+fn count_or_ring(
+    ret: io::Result<i64>,
+    would_block: &[i32],
+    unsupported: &[i32],
+) -> Direct<io::Result<usize>> {
+    match ret {
         Ok(n) => Direct::Done(Ok(usize::try_from(n).unwrap_or(0))),
         Err(e) => match e.raw_os_error() {
-            Some(libc::EAGAIN) => Direct::WouldBlock,
-            // EOPNOTSUPP: a file system without FMODE_NOWAIT, or a kernel without
-            // RWF_NOWAIT (before 4.14); ENOSYS: no preadv2 (before 4.6); EPERM: a filter;
-            // EINVAL: an unaligned O_DIRECT read, whose error the ring reports as well;
-            // ESPIPE: not seekable (a FIFO), which the ring reads at its position.
-            Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::EPERM | libc::EINVAL | libc::ESPIPE) => {
-                Direct::Unsupported
-            }
+            Some(c) if would_block.contains(&c) => Direct::WouldBlock,
+            Some(c) if unsupported.contains(&c) => Direct::Unsupported,
             _ => Direct::Done(Err(e)),
         },
     }
@@ -177,16 +193,13 @@ pub(crate) fn send_nowait(fd: BorrowedFd<'_>, data: &[u8]) -> Direct<io::Result<
             0 as libc::c_long,
         )
     };
-    match cvt(ret) {
-        Ok(n) => Direct::Done(Ok(usize::try_from(n).unwrap_or(0))),
-        Err(e) => match e.raw_os_error() {
-            Some(libc::EAGAIN | libc::EINTR) => Direct::WouldBlock,
-            // Not a socket (a stream made from some other descriptor), or a filter: the
-            // ring's send reports what it makes of it.
-            Some(libc::ENOTSOCK | libc::EOPNOTSUPP | libc::EPERM) => Direct::Unsupported,
-            _ => Direct::Done(Err(e)),
-        },
-    }
+    // ENOTSOCK, EOPNOTSUPP: not a socket (a stream made from some other descriptor); EPERM:
+    // a filter. The ring's send reports what it makes of those.
+    count_or_ring(
+        cvt(ret),
+        &[libc::EAGAIN, libc::EINTR],
+        &[libc::ENOTSOCK, libc::EOPNOTSUPP, libc::EPERM],
+    )
 }
 
 /// Whether a 0 from [`pread_nowait`] must be confirmed: Linux 5.9 and 5.10 may return 0
