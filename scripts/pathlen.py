@@ -350,18 +350,20 @@ def report_lines(cmd, echoes, maps):
     """Per echo: the distinct cache lines touched, and its own ones: those that no echo of the
     other connection touched (the connection's state, or memory that changes every echo).
     With many connections these are the lines an echo finds cold."""
-    sets = []
+    # Per echo, each data line and each code line with what touched it first.
+    sets, code_sets = [], []
     for steps in echoes:
-        first = {}
-        for name, lines, sp, _ in steps:
+        first, code_first = {}, {}
+        for name, lines, sp, pc in steps:
+            code_first.setdefault(pc & ~63, name)
             for line in lines:
                 first.setdefault(line, (name, sp))
         sets.append(first)
+        code_sets.append(code_first)
     conns = [set().union(*sets[c::2]) for c in (0, 1)]
     own = [{l: n for l, n in s.items() if l not in conns[1 - k % 2]} for k, s in enumerate(sets)]
     pages = [len({l >> 12 for l in s}) for s in own]
-    code = [len({pc & ~63 for _, _, _, pc in steps}) for steps in echoes]
-    print(f"{' '.join(cmd)}: code lines per echo {statistics.median(code):.0f}, "
+    print(f"{' '.join(cmd)}: code lines per echo {statistics.median(len(c) for c in code_sets):.0f}, "
           f"data lines {statistics.median(len(s) for s in sets):.0f} "
           f"(each: {' '.join(str(len(s)) for s in sets)}), its own {statistics.median(len(s) for s in own):.0f} "
           f"(each: {' '.join(str(len(s)) for s in own)}) in {statistics.median(pages):.0f} pages")
@@ -373,11 +375,8 @@ def report_lines(cmd, echoes, maps):
     for (where, name), c in by.most_common():
         print(f"{c / len(own):6.1f}  {where[:28]:28}  {name[:90]}")
     by_code = collections.Counter()
-    for steps in echoes:
-        first = {}
-        for name, _, _, pc in steps:
-            first.setdefault(pc & ~63, name)
-        by_code.update(first.values())
+    for c in code_sets:
+        by_code.update(c.values())
     print("code lines per echo, by the function that ran in each first (the 12 with most):")
     for name, c in by_code.most_common(12):
         print(f"{c / len(echoes):6.1f}  {name[:110]}")
