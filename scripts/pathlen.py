@@ -306,7 +306,7 @@ def main():
         ap.error("--lines counts per echo of a server, not --per")
     echoes = trace_per_symbol(cmd, a) if a.per else trace_echoes(cmd, a)
     if a.lines:
-        report_lines(cmd, echoes, a.maps)
+        report_lines(cmd, echoes, a.maps, a.top)
         return
     counts = [len(s) for s in echoes]
     locked = [sum(1 for names in s if names[0] == LOCKED) for s in echoes]
@@ -346,7 +346,7 @@ def region(maps, line, sp):
     return "unmapped"
 
 
-def report_lines(cmd, echoes, maps):
+def report_lines(cmd, echoes, maps, top):
     """Per echo: the distinct cache lines touched, and its own ones: those that no echo of the
     other connection touched (the connection's state, or memory that changes every echo).
     With many connections these are the lines an echo finds cold."""
@@ -363,7 +363,11 @@ def report_lines(cmd, echoes, maps):
     conns = [set().union(*sets[c::2]) for c in (0, 1)]
     own = [{l: n for l, n in s.items() if l not in conns[1 - k % 2]} for k, s in enumerate(sets)]
     pages = [len({l >> 12 for l in s}) for s in own]
-    print(f"{' '.join(cmd)}: code lines per echo {statistics.median(len(c) for c in code_sets):.0f}, "
+    pcs = [{pc for _, _, _, pc in steps} for steps in echoes]
+    print(f"{' '.join(cmd)}: code lines per echo {statistics.median(len(c) for c in code_sets):.0f} "
+          f"in {statistics.median(len({pc >> 12 for pc in p}) for p in pcs):.0f} pages, "
+          f"{statistics.median(len(p) / len(c) for p, c in zip(pcs, code_sets)):.1f} distinct "
+          f"instructions per code line, "
           f"data lines {statistics.median(len(s) for s in sets):.0f} "
           f"(each: {' '.join(str(len(s)) for s in sets)}), its own {statistics.median(len(s) for s in own):.0f} "
           f"(each: {' '.join(str(len(s)) for s in own)}) in {statistics.median(pages):.0f} pages")
@@ -377,8 +381,8 @@ def report_lines(cmd, echoes, maps):
     by_code = collections.Counter()
     for c in code_sets:
         by_code.update(c.values())
-    print("code lines per echo, by the function that ran in each first (the 12 with most):")
-    for name, c in by_code.most_common(12):
+    print(f"code lines per echo, by the function that ran in each first (the {top} with most):")
+    for name, c in by_code.most_common(top):
         print(f"{c / len(echoes):6.1f}  {name[:110]}")
     print("the first echo's own lines, in address order:")
     for line, (name, sp) in sorted(own[0].items()):
