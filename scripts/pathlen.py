@@ -350,20 +350,22 @@ def report_lines(cmd, echoes, maps, top):
     """Per echo: the distinct cache lines touched, and its own ones: those that no echo of the
     other connection touched (the connection's state, or memory that changes every echo).
     With many connections these are the lines an echo finds cold."""
-    # Per echo, each data line and each code line with what touched it first.
-    sets, code_sets = [], []
+    # Per echo, each data line and each code line with what touched it first, and the
+    # distinct instructions run.
+    sets, code_sets, pcs = [], [], []
     for steps in echoes:
-        first, code_first = {}, {}
+        first, code_first, ran = {}, {}, set()
         for name, lines, sp, pc in steps:
             code_first.setdefault(pc & ~63, name)
+            ran.add(pc)
             for line in lines:
                 first.setdefault(line, (name, sp))
         sets.append(first)
         code_sets.append(code_first)
+        pcs.append(ran)
     conns = [set().union(*sets[c::2]) for c in (0, 1)]
     own = [{l: n for l, n in s.items() if l not in conns[1 - k % 2]} for k, s in enumerate(sets)]
     pages = [len({l >> 12 for l in s}) for s in own]
-    pcs = [{pc for _, _, _, pc in steps} for steps in echoes]
     print(f"{' '.join(cmd)}: code lines per echo {statistics.median(len(c) for c in code_sets):.0f} "
           f"in {statistics.median(len({pc >> 12 for pc in p}) for p in pcs):.0f} pages, "
           f"{statistics.median(len(p) / len(c) for p, c in zip(pcs, code_sets)):.1f} distinct "
@@ -469,7 +471,9 @@ def trace_echoes(cmd, a):
         for i in range(200):
             echo(socks[i % len(socks)])
         after = thread_cpu(srv.pid)
-        cfg = {"tid": busiest(before, after), "echoes": a.echoes, "timeout": 60 + (40 if a.lines else 2) * a.echoes,
+        # Decoding each instruction's operands (--lines) makes a step much slower: a longer timeout.
+        per_echo = 40 if a.lines else 2
+        cfg = {"tid": busiest(before, after), "echoes": a.echoes, "timeout": 60 + per_echo * a.echoes,
                "lines": a.lines, "attached": os.path.join(tmp, "attached"),
                "in_syscall": os.path.join(tmp, "in-syscall"), "out": os.path.join(tmp, "echoes.json")}
         gdb, log = run_gdb(srv.pid, cfg, tmp)
