@@ -95,6 +95,10 @@ macro_rules! server_list {
             tokio_uring: "srv-tokio-uring" [] [IoUring]
                 bench "tokio-uring", true, "tokio-uring, one io_uring runtime per worker thread",
             tokio_uring_one_worker: "srv-tokio-uring" ["--workers", "1"] [IoUring],
+            monoio: "srv-monoio" [] [IoUring]
+                bench "monoio", true, "monoio (io_uring driver), one runtime per worker thread",
+            compio: "srv-compio" [] [IoUring]
+                bench "compio", true, "compio (io_uring), one runtime per worker thread",
             fiber: "srv-fiber" [] [IoUring]
                 bench "fiber", true,
                 "our io_uring runtime of stackful fibers, blocking-style code",

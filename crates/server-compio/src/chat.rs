@@ -1,0 +1,189 @@
+//! The chat connection on compio: the stream split into two handles on one socket
+//! (compio's `TcpStream::into_split`), a reader task and a writer task on the worker's
+//! runtime.
+//! The reader reads commands with an owned buffer, runs each through the shared
+//! `Session`, and queues the replies in the connection's [`Outbox`]; the writer alone
+//! writes, taking everything queued (replies, replay, the seam, live lines from any
+//! worker) in one buffer.
+//!
+//! ```text
+//!  socket ──► reader: read ─► Session ─► push_own ─┐
+//!                                                   ▼        offer / push_seam
+//!  socket ◄── writer: write ◄────── next ◄────── Outbox ◄──── Hub (any worker)
+//! ```
+//!
+//! Why two tasks: an io_uring read cannot be abandoned the way an epoll readiness wait
+//! can (bytes it completes with would be lost), so one task could not wait for "a
+//! command arrived" and "a live line is queued" at once. The reader keeps one read in
+//! flight; the writer waits on the outbox.
+//!
+//! A cut-off (a live line past `--max-pending`) wakes the writer, which abandons its
+//! write (dropping a compio operation cancels it on the ring), cancels the reader's read
+//! with compio's `CancelToken` (the read runs `with_cancel`), and shuts the socket's
+//! sending side down; the reader then leaves the rooms. compio's `shutdown` is
+//! `SHUT_WR`, so the token is what stops the read, as compio's cancellation API intends.
+
+use std::io;
+use std::sync::Arc;
+
+use compio::buf::BufResult;
+use compio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use compio::net::TcpStream;
+use compio::runtime::{CancelToken, FutureExt};
+use launch::Counters;
+use proto::chat::{LineBuffer, MAX_LINE};
+use proto::echo::READ_BUF;
+use service::offload::{BlockingPool, HubCalls, Job, Op};
+use service::session::Flow;
+
+use crate::count;
+use crate::race::{First, first};
+use crate::outbox::{Next, Outbox};
+
+/// The rooms every chat connection of the server shares, across all runtimes.
+pub(crate) type Rooms = service::offload::Rooms<Outbox>;
+
+/// A connection's hub calls: inline, or on the runtime's blocking pool with
+/// `--fsync always` (the crate docs say why).
+type Calls = HubCalls<Outbox, Pool>;
+
+/// The thread pool of the worker's compio driver, through `compio::runtime::spawn_blocking`.
+#[derive(Debug, Clone, Copy)]
+struct Pool;
+
+impl BlockingPool for Pool {
+    async fn run<R: Send + 'static>(&self, job: impl Job<R>) -> Option<R> {
+        compio::runtime::spawn_blocking(job).await.ok()
+    }
+}
+
+/// Serves one chat connection until the client leaves, a line is too long, the
+/// socket fails, or it is cut off as a slow subscriber; then leaves every room
+/// it joined and waits for its writer to finish.
+pub(crate) async fn serve(
+    stream: TcpStream,
+    rooms: &Arc<Rooms>,
+    counters: &Arc<Counters>,
+) -> io::Result<()> {
+    let (mut reader, writer) = stream.into_split();
+    let outbox = Outbox::new(rooms.max_pending);
+    let cancel = CancelToken::new();
+    let writer = compio::runtime::spawn(write_out(
+        writer,
+        outbox.clone(),
+        cancel.clone(),
+        Arc::clone(counters),
+    ));
+    let mut calls = Calls::new(rooms, &outbox, Pool);
+    let read = read_commands(&mut reader, &cancel, &mut calls, &outbox, counters).await;
+    let left = calls.call(Op::Close, &mut Vec::new()).await;
+    outbox.reader_done();
+    let wrote = writer
+        .await
+        .unwrap_or_else(|_| Err(io::Error::other("the writer task failed")));
+    if outbox.is_cut() {
+        count::cut(counters);
+    }
+    read.and(wrote).and(left.map(drop))
+}
+
+/// The reader task's loop: one read in flight, lines handled in order, replies
+/// queued (waiting for room when the client is behind).
+async fn read_commands(
+    stream: &mut TcpStream,
+    cancel: &CancelToken,
+    calls: &mut Calls,
+    outbox: &Outbox,
+    counters: &Counters,
+) -> io::Result<()> {
+    let mut lines = LineBuffer::new(MAX_LINE);
+    let mut buf = Vec::with_capacity(READ_BUF);
+    let mut out = Vec::new();
+    loop {
+        buf.clear();
+        let BufResult(read, back) = stream.read(buf).with_cancel(cancel.clone()).await;
+        buf = back;
+        let n = match read {
+            // A cut cancelled the read under us.
+            _ if outbox.is_cut() => return Ok(()),
+            Ok(0) => return Ok(()),
+            Ok(n) => n,
+            Err(e) => return Err(e),
+        };
+        count::bytes_in(counters, n);
+        // One copy of the few bytes read: the ring needs a buffer it owns, and
+        // lines are split in the LineBuffer.
+        lines.extend_from_slice(&buf[..n]);
+        while let Some(line) = lines.next_line() {
+            count::line(counters);
+            let mut flow = calls.call(Op::Line(line), &mut out).await?;
+            loop {
+                if !outbox.push_own(&mut out).await {
+                    return Ok(());
+                }
+                match flow {
+                    // HubCalls::call waits a sync out before it returns.
+                    Flow::Continue | Flow::Syncing => break,
+                    Flow::Replaying => flow = calls.call(Op::ReplayMore, &mut out).await?,
+                    Flow::Close => return Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// The writer task: writes what the outbox holds, one batch at a time, until
+/// the reader is done and everything is written, the socket fails, or a cut.
+async fn write_out(
+    mut stream: TcpStream,
+    outbox: Outbox,
+    cancel: CancelToken,
+    counters: Arc<Counters>,
+) -> io::Result<()> {
+    let mut batch = Vec::with_capacity(READ_BUF);
+    let result = loop {
+        match outbox.next(&mut batch) {
+            Next::Wait => outbox.writer_notified().await,
+            Next::Done => {
+                outbox.writer_done();
+                return Ok(());
+            }
+            Next::Cut => break Ok(()),
+            Next::Write(taken) => {
+                let len = batch.len();
+                let Some((result, back)) = write_or_cut(&mut stream, &outbox, batch).await
+                else {
+                    break Ok(());
+                };
+                batch = back;
+                if let Err(e) = result {
+                    break Err(e);
+                }
+                count::bytes_out(&counters, len);
+                outbox.sent(taken, &mut batch);
+            }
+        }
+    };
+    // A cut or a failed write: stop the reader too, and tell the client.
+    outbox.writer_done();
+    cancel.cancel();
+    let _ = stream.shutdown().await;
+    result
+}
+
+/// Writes `batch` whole, unless the connection is cut meanwhile: then the write (to a
+/// client that does not read) is abandoned and `None` returned.
+async fn write_or_cut(
+    stream: &mut TcpStream,
+    outbox: &Outbox,
+    batch: Vec<u8>,
+) -> Option<(io::Result<()>, Vec<u8>)> {
+    let mut write = std::pin::pin!(stream.write_all(batch));
+    loop {
+        match first(&mut write, outbox.writer_notified()).await {
+            First::A(BufResult(result, back)) => return Some((result, back)),
+            First::B(()) if outbox.is_cut() => return None,
+            First::B(()) => {}
+        }
+    }
+}

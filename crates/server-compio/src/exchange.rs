@@ -1,0 +1,56 @@
+//! The request-reply connection of kv and http on compio: one owned read buffer lent
+//! to the ring for each `read`, every request of a read answered with the protocol's
+//! [`Exchange`] (`service::kv::Served`, `service::http::Connection`), and the replies
+//! lent to the ring in one `write_all`. The output buffer goes to the ring and comes
+//! back, so neither buffer is allocated per request.
+
+use std::io;
+
+use compio::buf::BufResult;
+use compio::io::{AsyncRead, AsyncWriteExt};
+use compio::net::TcpStream;
+use launch::Counters;
+use proto::echo::READ_BUF;
+use service::exchange::{Exchange, Flow};
+
+use crate::count;
+
+/// Serves `stream` until the peer closes it or a request ends it. No read is
+/// submitted while a write is in flight, so a peer that does not read stops this
+/// connection's reads, with at most the limit and one reply held.
+pub(crate) async fn serve(
+    stream: &mut TcpStream,
+    conn: &mut impl Exchange,
+    counters: &Counters,
+) -> io::Result<()> {
+    // compio reads into a `Vec`'s capacity and sets its length to what it read.
+    let mut buf = Vec::with_capacity(READ_BUF);
+    let mut out = Vec::new();
+    loop {
+        buf.clear();
+        let BufResult(read, back) = stream.read(buf).await;
+        buf = back;
+        let n = read?;
+        if n == 0 {
+            return Ok(());
+        }
+        count::bytes_in(counters, n);
+        conn.feed(&buf[..n]);
+        loop {
+            let flow = conn.execute(&mut out);
+            if !out.is_empty() {
+                let len = out.len();
+                let BufResult(written, back) = stream.write_all(out).await;
+                out = back;
+                written?;
+                count::bytes_out(counters, len);
+                out.clear();
+            }
+            match flow {
+                Flow::NeedInput => break,
+                Flow::OutputFull => continue,
+                Flow::Close => return Ok(()),
+            }
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! `srv-compio`: the compio server, written the way compio's own examples serve
+//! sockets (`compio::net::TcpListener`, a task per connection with
+//! `compio::runtime::spawn`, owned buffers through `compio::io::{AsyncRead,
+//! AsyncWriteExt}`), with one compio runtime per worker thread (started by
+//! `launch::workers`, pinned with `--cpus`, worker i to `cpus.for_worker(i)`), each with
+//! its own listener on the same address through `SO_REUSEPORT`, so the kernel spreads
+//! the connections and each connection lives on one ring for its whole life. compio's
+//! runtime is a thread's own, as monoio's and tokio-uring's are; a server on several
+//! cores runs one per thread.
+//!
+//! # Choices
+//!
+//! - **The runtime**: compio 0.19, the current stable release (0.20 is a beta), with the
+//!   features `runtime` and `net`, plus `time` (the accept back-off of
+//!   `launch::accept_failed`) and `fs` (search-compio); its default driver is io_uring,
+//!   and where the kernel refuses io_uring the start fails before READY. The runtime is
+//!   `Runtime::new()`: compio's defaults (1024 ring entries, its queues and event
+//!   interval), as its examples use it.
+//! - **The listeners**: compio's `TcpListener::bind` listens with a backlog of 128 and
+//!   no `SO_REUSEPORT`, so each worker's listener comes from `launch::bind_group` (the
+//!   4096 of every server, `SO_REUSEPORT` one per worker) and is handed to
+//!   `TcpListener::from_std`, a public compio call.
+//! - **Tasks**: `compio::runtime::spawn` returns a handle that cancels its task when
+//!   dropped; the connection tasks are detached, as compio's examples do.
+//!
+//! # Echo, kv and http
+//!
+//! Echo keeps one buffer of 16 KiB (plus room for a held partial message), allocated
+//! when the connection starts; `read` takes a view of it by value and gives it back,
+//! `write_all` likewise, so no message allocates. `--compute-us` spins inside the
+//! task, holding the worker as a real handler would. Kv and http keep a read buffer
+//! and a reply buffer per connection, one write per read batch (`src/exchange.rs`).
+//!
+//! # Chat
+//!
+//! The rooms are one `service::hub::Hub` shared by every runtime; a connection's
+//! `Subscriber` is its [`outbox::Outbox`], which another worker's `SAY` can fill. compio's
+//! wakers may be woken from any thread (a remote wake goes to the runtime's queue and
+//! wakes its driver), but it has no cross-thread `Notify`, so the outbox keeps its
+//! tasks' wakers itself ([`signal::Signal`]), as srv-monoio's does. A reader task and a
+//! writer task share the socket (compio's `into_split`); `chat.rs` says why two, and how
+//! a cut stops the read (compio's `CancelToken`). The queue's buffer and slow-subscriber
+//! rule are `service::outbox::OutQueue`, and the hub calls go through
+//! `service::offload::HubCalls`, both shared with the Tokio servers.
+//!
+//! Hub calls do blocking file I/O (`write(2)` of a small record for a `SAY`, `pread(2)`
+//! for replay; the hub owns those files, so they cannot go through the ring). As in
+//! srv-tokio-uring, they run inline with `--fsync never` (microseconds into the page
+//! cache, cheaper than a hop to another thread) and with `--fsync always` on compio's
+//! own blocking pool, `compio::runtime::spawn_blocking` (each driver's thread pool, up
+//! to 256 threads started on demand, compio's default). The `fdatasync(2)` itself is
+//! made by the hub's group commit (`service::commit`) on a thread of its own, one sync
+//! for every append since the last; the task awaits its outcome before it sends the
+//! `ACK`, and the ring serves every other connection meanwhile.
+//!
+//! It has no unsafe code of its own: every operation and buffer hand-over is compio's.
+#![forbid(unsafe_code)]
+
+mod chat;
+mod count;
+mod echo;
+mod exchange;
+mod outbox;
+mod race;
+mod serve;
+mod signal;
+
+use clap::Parser;
+
+/// One compio runtime (io_uring) per worker thread, each with its own SO_REUSEPORT
+/// listener; a task per connection.
+#[derive(Debug, Parser)]
+#[command(name = "srv-compio", version, about)]
+struct Cli {
+    #[command(flatten)]
+    common: launch::CommonArgs,
+}
+
+const NAME: &str = "srv-compio";
+
+fn main() {
+    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common))
+}

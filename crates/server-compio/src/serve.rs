@@ -1,0 +1,137 @@
+//! Start, accept and stop: a thread per worker, each pinned (with `--cpus`), each
+//! running its own compio runtime (io_uring driver) and accept loop on its own listener.
+//!
+//! Start: block the stop signals, pin `main` to the `--cpus` list, open the rooms,
+//! bind every listener, start the workers and wait until each has pinned itself
+//! and set up its ring, then print READY. Any failure before READY (no io_uring,
+//! a CPU that is not there, the port in use) is one line and exit status 2.
+//! Stop: on SIGINT or SIGTERM, tell every worker to stop (its accept loop ends, and
+//! dropping its runtime drops its tasks and cancels what is in flight on its ring),
+//! `fdatasync` every room, print the counters, and return.
+
+use std::net::TcpListener as StdListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use launch::workers::{Placement, Workers};
+use launch::{App, CommonArgs, CpuList, Shutdown};
+use compio::net::{TcpListener, TcpStream};
+use compio::runtime::Runtime;
+
+use crate::outbox::Outbox;
+use crate::signal::Signal;
+use crate::race::first;
+use crate::{NAME, chat, count, echo, exchange};
+
+/// How long the stop waits for the workers' runtimes to come down.
+const STOP_GRACE: Duration = Duration::from_secs(4);
+
+/// What every connection task of the server shares.
+pub(crate) type Service = launch::Service<Outbox>;
+
+pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
+    let shutdown = Shutdown::install()?;
+    if let Some(cpus) = &args.cpus {
+        // Every thread started from here on inherits the list; workers then narrow
+        // it to their own CPU.
+        launch::cpus::pin_current_thread_to(cpus)?;
+    }
+    let service = Arc::new(Service::open(args)?);
+    let listeners = launch::bind_group(args.addr, args.worker_count())?;
+    let addr = listeners[0]
+        .local_addr()
+        .context("reading the bound address")?;
+    let workers = start(listeners, args.cpus.as_ref(), &service)?;
+    launch::announce_ready(addr)?;
+    shutdown.wait();
+    workers.stop();
+    service.finish(NAME)
+}
+
+/// Started workers, and how to tell each to stop.
+#[derive(Debug)]
+struct Running {
+    stops: Vec<Arc<Signal>>,
+    workers: Workers<()>,
+}
+
+/// Starts a worker thread per listener (pinned, with its own ring) and returns
+/// once every one has its runtime.
+fn start(
+    listeners: Vec<StdListener>,
+    cpus: Option<&CpuList>,
+    service: &Arc<Service>,
+) -> anyhow::Result<Running> {
+    let stops: Vec<Arc<Signal>> = listeners.iter().map(|_| Arc::default()).collect();
+    let items = listeners.into_iter().zip(stops.iter().cloned()).collect();
+    let service = Arc::clone(service);
+    let placement = Placement::one_per_worker(cpus);
+    let workers = Workers::start(NAME, items, placement, move |_, (listener, stop)| {
+        let runtime = Runtime::new().context(
+            "cannot set up an io_uring (is it disabled by kernel.io_uring_disabled, \
+             a seccomp filter, or RLIMIT_MEMLOCK?)",
+        )?;
+        let service = Arc::clone(&service);
+        Ok(move || {
+            runtime.block_on(async move {
+                match TcpListener::from_std(listener) {
+                    Ok(listener) => drop(first(accept_loop(listener, service), stop.notified()).await),
+                    Err(e) => eprintln!("{NAME}: error: cannot take the listener: {e}"),
+                }
+            });
+            // Drops every connection task of this worker and cancels its operations.
+            drop(runtime);
+        })
+    })?;
+    Ok(Running { stops, workers })
+}
+
+impl Running {
+    /// Tells every worker to stop and waits, a bounded time, until they have.
+    fn stop(self) {
+        for stop in &self.stops {
+            stop.notify();
+        }
+        self.workers.join(STOP_GRACE);
+    }
+}
+
+/// Accepts connections for as long as the runtime runs it, a task each, on this
+/// worker's runtime.
+async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                count::accepted(&service.counters);
+                // Replies are small and each one matters: no Nagle delay.
+                let _ = stream.set_nodelay(true);
+                // A compio task dropped with its handle is cancelled: detached, it
+                // lives until the connection ends or the runtime is dropped.
+                compio::runtime::spawn(connection(stream, Arc::clone(&service))).detach();
+            }
+            Err(e) => {
+                if let Some(pause) = launch::accept_failed(NAME, &e) {
+                    compio::time::sleep(pause).await;
+                }
+            }
+        }
+    }
+}
+
+async fn connection(mut stream: TcpStream, service: Arc<Service>) {
+    let counters = &service.counters;
+    let result = match &service.app {
+        App::Echo(config) => echo::serve(&mut stream, config, counters).await,
+        App::Chat(rooms) => chat::serve(stream, rooms, counters).await,
+        App::Kv(kv) => {
+            let mut conn = service::kv::Served::new(&kv.store, kv.limit);
+            exchange::serve(&mut stream, &mut conn, counters).await
+        }
+        App::Http(limit) => {
+            let mut conn = service::http::Connection::new(*limit);
+            exchange::serve(&mut stream, &mut conn, counters).await
+        }
+    };
+    count::closed(counters, result.is_err());
+}

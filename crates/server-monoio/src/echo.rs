@@ -1,0 +1,56 @@
+//! The echo connection on monoio: one owned buffer, allocated once, lent to the ring
+//! for each `read` (monoio's `AsyncReadRent`) and each `write_all` (`AsyncWriteRentExt`)
+//! and given back when the operation completes, so nothing is allocated per message.
+//! The message cutting of `--compute-us` is `proto::echo`'s, the same as every server.
+
+use std::io;
+
+use launch::Counters;
+use monoio::buf::{IoBuf, IoBufMut};
+use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
+use monoio::net::TcpStream;
+use service::echo::{EchoConfig, Held};
+
+use crate::count;
+
+/// Echoes `stream` until the peer closes its side, then sends what is still
+/// held (a trailing partial message) and returns.
+///
+/// Pending output is bounded by the buffer (16 KiB plus a held partial message):
+/// a peer that does not read leaves this task waiting on its write, and no read
+/// is submitted until the write completes.
+pub(crate) async fn serve(
+    stream: &mut TcpStream,
+    config: &EchoConfig,
+    counters: &Counters,
+) -> io::Result<()> {
+    let mut held = Held::new(config);
+    let mut buf = held.buffer();
+    loop {
+        // The view reads behind the held bytes; monoio sets the buffer's length to
+        // their end, and the capacity stays the full size.
+        let (read, view) = stream.read(buf.slice_mut(held.read_at()..)).await;
+        buf = view.into_inner();
+        let n = read?;
+        if n == 0 {
+            break;
+        }
+        count::bytes_in(counters, n);
+        let ready = held.received(n);
+        if ready > 0 {
+            let (written, view) = stream.write_all(buf.slice(..ready)).await;
+            buf = view.into_inner();
+            written?;
+            count::bytes_out(counters, ready);
+        }
+        held.written(&mut buf);
+    }
+    // EOF: a trailing partial message is echoed as it is, without a spin.
+    let rest = held.held();
+    if rest > 0 {
+        let (written, _) = stream.write_all(buf.slice(..rest)).await;
+        written?;
+        count::bytes_out(counters, rest);
+    }
+    Ok(())
+}

@@ -1,0 +1,87 @@
+//! `srv-monoio`: the monoio server, written the way monoio's own examples and
+//! benchmark serve sockets: one monoio runtime per worker thread
+//! (`RuntimeBuilder::<IoUringDriver>`, started by `launch::workers`, pinned with
+//! `--cpus`, worker i to `cpus.for_worker(i)`), each with its own listener on the same
+//! address through `SO_REUSEPORT`, so the kernel spreads the connections and each
+//! connection lives on one ring for its whole life; a task per connection (two for
+//! chat), and owned buffers lent to the ring and given back (`AsyncReadRent`,
+//! `AsyncWriteRent`), as monoio's `examples/echo.rs` does.
+//!
+//! # Choices
+//!
+//! - **The driver**: `IoUringDriver` alone, not the `FusionDriver` of monoio's
+//!   examples (which falls back to epoll where io_uring is missing): this server is
+//!   the io_uring one, and where the kernel refuses io_uring it fails before READY.
+//!   Features: `iouring`, `sync` (below), `async-cancel` (on by default: dropping an
+//!   operation cancels it on the ring), `macros` (`monoio::select!`); not `legacy`
+//!   (the epoll driver, unused).
+//! - **The listeners**: monoio's own `TcpListener::bind` sets `SO_REUSEPORT` by default
+//!   (its `ListenerOpts`), which is how its examples get a listener per thread. This
+//!   server takes the group from `launch::bind_group` instead and hands each to
+//!   `TcpListener::from_std`, a public monoio call: the same thing, with the backlog
+//!   of 4096 every server has (monoio's default is 1024) and an address already in use
+//!   refused rather than shared.
+//! - **The ring**: 1024 entries (monoio's default), a read in flight per connection.
+//!   The timer is enabled for the accept back-off of `launch::accept_failed`.
+//!
+//! # Echo, kv and http
+//!
+//! Echo keeps one buffer of 16 KiB (plus room for a held partial message), allocated
+//! when the connection starts; `read` takes a view of it by value and gives it back,
+//! `write_all` likewise, so no message allocates. `--compute-us` spins inside the
+//! task, holding the worker as a real handler would. Kv and http keep a read buffer
+//! and a reply buffer per connection, one write per read batch (`src/exchange.rs`).
+//!
+//! # Chat
+//!
+//! The rooms are one `service::hub::Hub` shared by every runtime; a connection's
+//! `Subscriber` is its [`outbox::Outbox`], which another worker's `SAY` can fill. A
+//! wake-up from another thread needs monoio's `sync` feature (without it a waker may
+//! only be woken on its own thread); with it, a remote wake goes to the worker's
+//! queue and rings its eventfd. monoio has no cross-thread `Notify`, so the outbox
+//! keeps its tasks' wakers itself ([`signal::Signal`]). A reader task and a writer
+//! task share the socket through monoio's `into_split`; `chat.rs` says why two, and
+//! how a cut stops the read (monoio's `Canceller`). The queue's buffer and
+//! slow-subscriber rule are `service::outbox::OutQueue`, and the hub calls go through
+//! `service::offload::HubCalls`, both shared with the Tokio servers.
+//!
+//! Hub calls do blocking file I/O (`write(2)` of a small record for a `SAY`,
+//! `pread(2)` for replay; the hub owns those files, so they cannot go through the
+//! ring). As in srv-tokio-uring, they run inline with `--fsync never` (microseconds
+//! into the page cache, cheaper than a hop to another thread) and with `--fsync
+//! always` on the blocking pool, which is what monoio's docs prescribe for blocking
+//! work: `monoio::spawn_blocking` on a `DefaultThreadPool` attached to every worker's
+//! runtime (without one, monoio panics or runs the call on the worker). The pool is
+//! one, of a fixed size (monoio's pool does not grow), shared by the workers, and made
+//! only for `--fsync always`. The `fdatasync(2)` itself is made by the hub's group
+//! commit (`service::commit`) on a thread of its own, one sync for every append since
+//! the last; the task awaits its outcome before it sends the `ACK`, and the ring
+//! serves every other connection meanwhile.
+//!
+//! It has no unsafe code of its own: every operation and buffer hand-over is monoio's.
+#![forbid(unsafe_code)]
+
+mod chat;
+mod count;
+mod echo;
+mod exchange;
+mod outbox;
+mod serve;
+mod signal;
+
+use clap::Parser;
+
+/// One monoio runtime (io_uring) per worker thread, each with its own SO_REUSEPORT
+/// listener; a task per connection.
+#[derive(Debug, Parser)]
+#[command(name = "srv-monoio", version, about)]
+struct Cli {
+    #[command(flatten)]
+    common: launch::CommonArgs,
+}
+
+const NAME: &str = "srv-monoio";
+
+fn main() {
+    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common))
+}
