@@ -122,6 +122,8 @@ const RUNTIMES: &[&str] = &[
     "io-uring",
     "fiber",
     "corosensei",
+    "monoio",
+    "compio",
 ];
 
 /// Each crate the servers share, and each server crate, with the runtime crates it may
@@ -139,6 +141,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("server-fiber", &["fiber", "io-uring", "corosensei"]),
     ("server-floor", &["io-uring"]),
+    ("server-monoio", &["monoio", "io-uring"]),
+    ("server-compio", &["compio", "io-uring"]),
 ];
 
 /// The host's target triple, as `rustc -vV` names it.
@@ -316,6 +320,8 @@ fn unsafe_code_is_fenced_where_the_architecture_says() {
         "server-reactor",
         "server-tokio",
         "server-tokio-uring",
+        "server-monoio",
+        "server-compio",
         "xtask",
     ] {
         for root in crate_roots(krate) {

@@ -1,7 +1,7 @@
-//! Every search program (search-threads, -tokio, -tokio-uring, -fiber and -go) on the
-//! walk's edge cases, on unreadable entries, on a bad command line, and against ripgrep
-//! on a small generated tree. Programs that cannot run here (Go missing, no io_uring) and
-//! the ripgrep comparison (rg missing) are skipped with a message.
+//! Every search program (search-threads, -tokio, -tokio-uring, -fiber, -monoio, -compio
+//! and -go) on the walk's edge cases, on unreadable entries, on a bad command line, and
+//! against ripgrep on a small generated tree. Programs that cannot run here (Go missing,
+//! no io_uring) and the ripgrep comparison (rg missing) are skipped with a message.
 
 mod util;
 
@@ -22,7 +22,8 @@ fn programs() -> Vec<(&'static str, std::path::PathBuf)> {
     let uring = io_uring::IoUring::new(8).is_ok();
     let mut out = Vec::new();
     for p in PROGRAMS {
-        if !uring && (p.ends_with("uring") || p.ends_with("fiber")) {
+        let needs_uring = ["uring", "fiber", "monoio", "compio"];
+        if !uring && needs_uring.iter().any(|r| p.ends_with(r)) {
             eprintln!("skipped {p}: io_uring is not available on this kernel");
             continue;
         }

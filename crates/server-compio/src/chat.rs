@@ -37,8 +37,8 @@ use service::offload::{BlockingPool, HubCalls, Job, Op};
 use service::session::Flow;
 
 use crate::count;
-use crate::race::{First, first};
 use crate::outbox::{Next, Outbox};
+use crate::race::{First, first};
 
 /// The rooms every chat connection of the server shares, across all runtimes.
 pub(crate) type Rooms = service::offload::Rooms<Outbox>;
@@ -151,8 +151,7 @@ async fn write_out(
             Next::Cut => break Ok(()),
             Next::Write(taken) => {
                 let len = batch.len();
-                let Some((result, back)) = write_or_cut(&mut stream, &outbox, batch).await
-                else {
+                let Some((result, back)) = write_or_cut(&mut stream, &outbox, batch).await else {
                     break Ok(());
                 };
                 batch = back;

@@ -14,14 +14,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, CpuList, Shutdown};
 use compio::net::{TcpListener, TcpStream};
 use compio::runtime::Runtime;
+use launch::workers::{Placement, Workers};
+use launch::{App, CommonArgs, CpuList, Shutdown};
 
 use crate::outbox::Outbox;
-use crate::signal::Signal;
 use crate::race::first;
+use crate::signal::Signal;
 use crate::{NAME, chat, count, echo, exchange};
 
 /// How long the stop waits for the workers' runtimes to come down.
@@ -76,7 +76,9 @@ fn start(
         Ok(move || {
             runtime.block_on(async move {
                 match TcpListener::from_std(listener) {
-                    Ok(listener) => drop(first(accept_loop(listener, service), stop.notified()).await),
+                    Ok(listener) => {
+                        drop(first(accept_loop(listener, service), stop.notified()).await)
+                    }
                     Err(e) => eprintln!("{NAME}: error: cannot take the listener: {e}"),
                 }
             });

@@ -150,8 +150,7 @@ async fn write_out(
             Next::Cut => break Ok(()),
             Next::Write(taken) => {
                 let len = batch.len();
-                let Some((result, back)) = write_or_cut(&mut stream, &outbox, batch).await
-                else {
+                let Some((result, back)) = write_or_cut(&mut stream, &outbox, batch).await else {
                     break Ok(());
                 };
                 batch = back;

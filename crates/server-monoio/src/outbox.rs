@@ -183,7 +183,10 @@ mod tests {
         let outbox = Outbox::new(1 << 20);
         let mut batch = Vec::new();
         assert!(matches!(outbox.next(&mut batch), Next::Wait));
-        assert_eq!(poll_once(outbox.push_own(&mut b"OK\n".to_vec())), Poll::Ready(true));
+        assert_eq!(
+            poll_once(outbox.push_own(&mut b"OK\n".to_vec())),
+            Poll::Ready(true)
+        );
         assert!(outbox.offer(&line("MSG r 1 a x\n")));
         outbox.reader_done();
         assert!(!outbox.offer(&line("MSG r 2 a y\n")), "closed");
@@ -209,14 +212,25 @@ mod tests {
         let pushed = poll_once(outbox.push_own(&mut vec![b'a'; 30]));
         assert_eq!(pushed, Poll::Ready(true), "an empty queue takes anything");
         let mut more = vec![b'b'; 5];
-        assert_eq!(poll_once(outbox.push_own(&mut more)), Poll::Pending, "30 + 5 > 10 must wait");
+        assert_eq!(
+            poll_once(outbox.push_own(&mut more)),
+            Poll::Pending,
+            "30 + 5 > 10 must wait"
+        );
         let mut batch = Vec::new();
         let Next::Write(done) = outbox.next(&mut batch) else {
             panic!("expected a batch");
         };
         outbox.sent(done, &mut batch);
-        assert_eq!(poll_once(outbox.push_own(&mut more)), Poll::Ready(true), "room was made");
+        assert_eq!(
+            poll_once(outbox.push_own(&mut more)),
+            Poll::Ready(true),
+            "room was made"
+        );
         outbox.writer_done();
-        assert_eq!(poll_once(outbox.push_own(&mut b"late".to_vec())), Poll::Ready(false));
+        assert_eq!(
+            poll_once(outbox.push_own(&mut b"late".to_vec())),
+            Poll::Ready(false)
+        );
     }
 }
