@@ -20,7 +20,7 @@ use launch::workers::{Placement, Workers};
 use launch::{App, CommonArgs, CpuList, Shutdown};
 
 use crate::outbox::Outbox;
-use crate::race::first;
+use crate::race::{First, first};
 use crate::signal::Signal;
 use crate::{NAME, chat, count, echo, exchange};
 
@@ -72,14 +72,16 @@ fn start(
             "cannot set up an io_uring (is it disabled by kernel.io_uring_disabled, \
              a seccomp filter, or RLIMIT_MEMLOCK?)",
         )?;
+        // compio takes a descriptor only inside its runtime.
+        let listener = runtime
+            .enter(|| TcpListener::from_std(listener))
+            .context("cannot take the listener into the runtime")?;
         let service = Arc::clone(&service);
         Ok(move || {
             runtime.block_on(async move {
-                match TcpListener::from_std(listener) {
-                    Ok(listener) => {
-                        drop(first(accept_loop(listener, service), stop.notified()).await)
-                    }
-                    Err(e) => eprintln!("{NAME}: error: cannot take the listener: {e}"),
+                // The accept loop ends only with the stop.
+                match first(accept_loop(listener, service), stop.notified()).await {
+                    First::A(()) | First::B(()) => {}
                 }
             });
             // Drops every connection task of this worker and cancels its operations.

@@ -96,15 +96,16 @@ fn start(
             "cannot set up an io_uring (is it disabled by kernel.io_uring_disabled, \
              a seccomp filter, or RLIMIT_MEMLOCK?)",
         )?;
+        // monoio takes a descriptor only inside its runtime (the ring's thread-local).
+        let listener = runtime
+            .block_on(async { TcpListener::from_std(listener) })
+            .context("cannot take the listener into the runtime")?;
         let service = Arc::clone(&service);
         Ok(move || {
             runtime.block_on(async move {
-                match TcpListener::from_std(listener) {
-                    Ok(listener) => monoio::select! {
-                        () = accept_loop(listener, service) => {}
-                        () = stop.notified() => {}
-                    },
-                    Err(e) => eprintln!("{NAME}: error: cannot take the listener: {e}"),
+                monoio::select! {
+                    () = accept_loop(listener, service) => {}
+                    () = stop.notified() => {}
                 }
             });
             // Drops every connection task of this worker and cancels its operations.
