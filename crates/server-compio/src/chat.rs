@@ -1,10 +1,9 @@
 //! The chat connection on compio: the stream split into two handles on one socket
 //! (compio's `TcpStream::into_split`), a reader task and a writer task on the worker's
-//! runtime.
-//! The reader reads commands with an owned buffer, runs each through the shared
-//! `Session`, and queues the replies in the connection's [`Outbox`]; the writer alone
-//! writes, taking everything queued (replies, replay, the seam, live lines from any
-//! worker) in one buffer.
+//! runtime. The reader reads commands with an owned buffer, runs each through the
+//! shared `Session`, and queues the replies in the connection's [`Outbox`]; the writer
+//! alone writes, taking everything queued (replies, replay, the seam, live lines from
+//! any worker) in one buffer.
 //!
 //! ```text
 //!  socket ──► reader: read ─► Session ─► push_own ─┐

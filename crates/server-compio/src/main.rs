@@ -6,7 +6,10 @@
 //! its own listener on the same address through `SO_REUSEPORT`, so the kernel spreads
 //! the connections and each connection lives on one ring for its whole life. compio's
 //! runtime is a thread's own, as monoio's and tokio-uring's are; a server on several
-//! cores runs one per thread.
+//! cores runs one per thread. (compio also ships a dispatcher, one accepting thread that
+//! hands connections to worker runtimes; the listener per worker is chosen instead, so
+//! that no connection crosses threads and the kernel spreads them as it does for
+//! srv-monoio and srv-tokio-uring.)
 //!
 //! # Choices
 //!
