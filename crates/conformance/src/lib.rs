@@ -111,6 +111,12 @@ macro_rules! server_list {
             floor_uring: "srv-floor" ["--api", "io_uring"] [EchoOnly, IoUring]
                 bench "floor-uring", true,
                 "the kernel's floor: one thread, bare io_uring (multishot, buffer ring), plain echo only",
+            glommio: "srv-glommio" [] [IoUring]
+                bench "glommio", true,
+                "glommio, an io_uring executor per worker pinned to its CPU, its own SO_REUSEPORT listener",
+            smol: "srv-smol" [] []
+                bench "smol", true,
+                "smol, one executor on --workers threads over async-io's epoll reactor",
         }
     };
 }

@@ -15,6 +15,8 @@ pub(crate) const PROGRAMS: &[&str] = &[
     "search-tokio",
     "search-tokio-uring",
     "search-fiber",
+    "search-glommio",
+    "search-smol",
     "search-go",
 ];
 
