@@ -122,6 +122,10 @@ const RUNTIMES: &[&str] = &[
     "io-uring",
     "fiber",
     "corosensei",
+    "glommio",
+    "smol",
+    "async-io",
+    "async-executor",
 ];
 
 /// Each crate the servers share, and each server crate, with the runtime crates it may
@@ -139,6 +143,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("server-fiber", &["fiber", "io-uring", "corosensei"]),
     ("server-floor", &["io-uring"]),
+    ("server-glommio", &["glommio"]),
+    ("server-smol", &["smol", "async-io", "async-executor"]),
 ];
 
 /// The host's target triple, as `rustc -vV` names it.
@@ -316,6 +322,8 @@ fn unsafe_code_is_fenced_where_the_architecture_says() {
         "server-reactor",
         "server-tokio",
         "server-tokio-uring",
+        "server-glommio",
+        "server-smol",
         "xtask",
     ] {
         for root in crate_roots(krate) {

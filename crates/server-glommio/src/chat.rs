@@ -21,11 +21,11 @@ use std::io;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
+use glommio::net::TcpStream;
 use proto::chat::{LineBuffer, MAX_LINE};
 use service::offload::{BlockingPool, HubCalls, Job, Op};
 use service::session::Flow;
-use futures_lite::{AsyncReadExt, AsyncWriteExt, FutureExt};
-use glommio::net::TcpStream;
 
 use crate::count::Count;
 use crate::outbox::Outbox;

@@ -6,9 +6,9 @@
 
 use std::io;
 
-use service::echo::{EchoConfig, Held};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
+use service::echo::{EchoConfig, Held};
 
 use crate::count::Count;
 

@@ -6,10 +6,10 @@
 
 use std::io;
 
-use proto::echo::READ_BUF;
-use service::exchange::{Exchange, Flow};
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
+use proto::echo::READ_BUF;
+use service::exchange::{Exchange, Flow};
 
 use crate::count::Count;
 

@@ -24,9 +24,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use async_channel::{Receiver, Sender, bounded};
 use service::hub::{Line, Subscriber};
 use service::outbox::{Batch, Offered, OutQueue};
-use async_channel::{Receiver, Sender, bounded};
 
 /// A handle to one connection's outbound queue; clones share it. The rule is
 /// [`OutQueue`]'s; this adds the task's wake-up.
@@ -164,6 +164,31 @@ mod tests {
             .join()
             .unwrap();
         assert!(woken(&outbox), "the permit was kept");
+    }
+
+    #[test]
+    fn an_offer_from_another_thread_wakes_a_task_that_waits() {
+        let ex = glommio::LocalExecutorBuilder::default().make().unwrap();
+        let outbox = Outbox::new(100);
+        let other = outbox.clone();
+        let woken = ex.run(async {
+            // Started from inside the executor: the offer most likely comes while
+            // the task waits, through glommio's foreign-waker path.
+            let offering = std::thread::spawn(move || other.offer(&line("MSG r 1 a x\n")));
+            let woken = futures_lite::future::or(
+                async {
+                    outbox.notified().await;
+                    true
+                },
+                async {
+                    glommio::timer::sleep(Duration::from_secs(5)).await;
+                    false
+                },
+            )
+            .await;
+            (woken, offering.join().unwrap())
+        });
+        assert_eq!(woken, (true, true));
     }
 
     #[test]

@@ -46,8 +46,13 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     let (stop, stopped) = unbounded::<()>();
     let workers = start(&ex, args, stopped)?;
     let count = Count::new(&service.counters);
-    ex.spawn(accept_loop(listener, Arc::clone(&ex), service.clone(), count))
-        .detach();
+    ex.spawn(accept_loop(
+        listener,
+        Arc::clone(&ex),
+        service.clone(),
+        count,
+    ))
+    .detach();
     launch::announce_ready(addr)?;
     shutdown.wait();
     drop(stop);
