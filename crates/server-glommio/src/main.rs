@@ -16,9 +16,11 @@
 //!   the 4096 of `launch::bind`: glommio has no way to set it, and handing it a socket
 //!   bound elsewhere needs `FromRawFd` (unsafe, which this crate forbids). The address
 //!   is checked and port 0 resolved with `launch::bind` first, so a port in use is
-//!   reported, not shared. Accepts go through the ring; a socket read tries `recv(2)`
-//!   at once and otherwise waits for readiness with a poll on the ring, and writes
-//!   likewise (glommio's design for sockets).
+//!   reported, not shared. glommio's sockets try the system call first and fall back
+//!   to the ring: an accept tries `accept(2)` at once (setting `O_NONBLOCK` on the
+//!   listener around it) and otherwise submits an accept to the ring; a read tries
+//!   `recv(2)` and otherwise waits for readiness with a poll on the ring; a write
+//!   likewise with `send(2)`. That is glommio's design for sockets, kept as is.
 //! - Streams are read and written through futures-io's `AsyncReadExt` and
 //!   `AsyncWriteExt`, as glommio's examples do.
 //! - glommio needs io_uring, and memory it may lock (RLIMIT_MEMLOCK of at least

@@ -107,8 +107,9 @@ fn executor(index: usize, cpus: Option<&CpuList>) -> anyhow::Result<LocalExecuto
     match std::panic::catch_unwind(AssertUnwindSafe(|| builder.make())) {
         Ok(Ok(ex)) => Ok(ex),
         Ok(Err(e)) => Err(anyhow!(
-            "cannot start a glommio executor: {e} (io_uring disabled by \
-             kernel.io_uring_disabled or a seccomp filter, or RLIMIT_MEMLOCK too low?)"
+            "cannot start a glommio executor: {e} (glommio needs io_uring, which \
+             kernel.io_uring_disabled or a seccomp filter may forbid, and an \
+             RLIMIT_MEMLOCK of at least 512 KiB: see `ulimit -l`)"
         )),
         Err(_) => Err(anyhow!(
             "cannot start a glommio executor: it panicked (is io_uring available?)"
