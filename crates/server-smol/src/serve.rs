@@ -7,10 +7,11 @@
 //! inherits the whole list), start the worker threads and wait until each is
 //! pinned, then spawn the accept task and print READY. Any failure before READY is
 //! one line and exit status 2. Stop: on SIGINT or SIGTERM, close the stop channel
-//! (every worker's `run` returns, and no task is polled again), `fdatasync` every
-//! room, print the counters, and return.
+//! (every worker's `run` returns), drop the executor and with it every task (the
+//! listener and every connection close: the accept task holds the executor only
+//! weakly), `fdatasync` every room, print the counters, and return.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -46,17 +47,13 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     let (stop, stopped) = unbounded::<()>();
     let workers = start(&ex, args, stopped)?;
     let count = Count::new(&service.counters);
-    ex.spawn(accept_loop(
-        listener,
-        Arc::clone(&ex),
-        service.clone(),
-        count,
-    ))
-    .detach();
+    let accept = accept_loop(listener, Arc::downgrade(&ex), Arc::clone(&service), count);
+    ex.spawn(accept).detach();
     launch::announce_ready(addr)?;
     shutdown.wait();
     drop(stop);
     workers.join(STOP_GRACE);
+    drop(ex);
     service.finish(NAME)
 }
 
@@ -83,7 +80,7 @@ fn start(
 /// Accepts connections for as long as the executor runs it, a task each.
 async fn accept_loop(
     listener: TcpListener,
-    ex: Arc<Executor<'static>>,
+    ex: Weak<Executor<'static>>,
     service: Arc<Service>,
     count: Count,
 ) {
@@ -93,6 +90,8 @@ async fn accept_loop(
                 count.accepted();
                 // Replies are small and each one matters: no Nagle delay.
                 let _ = stream.set_nodelay(true);
+                // The executor is gone only once the server stops.
+                let Some(ex) = ex.upgrade() else { return };
                 ex.spawn(connection(stream, Arc::clone(&service), count.clone()))
                     .detach();
             }
