@@ -114,7 +114,8 @@ impl Subscriber for Outbox {
 
 #[cfg(test)]
 mod tests {
-    //! The rule itself is `service::outbox`'s to test; these check the wrapping.
+    //! The rule itself is `service::outbox`'s to test; these check the wrapping,
+    //! and that a wake-up reaches the task from another thread.
 
     use std::time::Duration;
 
@@ -126,18 +127,22 @@ mod tests {
         Line::from(s.as_bytes())
     }
 
-    /// Whether `outbox.notified()` completes within 5 s.
-    fn woken(outbox: &Outbox) -> bool {
-        smol::block_on(
-            async {
+    /// Whether `outbox.notified()` completes within 5 s, while `meanwhile` runs on
+    /// another thread started from the waiting future (and returns true).
+    fn woken(outbox: &Outbox, meanwhile: impl FnOnce() -> bool + Send + 'static) -> bool {
+        smol::block_on(async {
+            let other = std::thread::spawn(meanwhile);
+            let woken = async {
                 outbox.notified().await;
                 true
             }
             .or(async {
                 smol::Timer::after(Duration::from_secs(5)).await;
                 false
-            }),
-        )
+            })
+            .await;
+            woken && other.join().unwrap_or(false)
+        })
     }
 
     #[test]
@@ -152,20 +157,24 @@ mod tests {
     }
 
     #[test]
-    fn an_offer_from_another_thread_wakes_the_task_even_if_it_was_busy() {
+    fn an_offer_made_while_the_task_was_busy_is_kept() {
+        let outbox = Outbox::new(100);
+        assert!(outbox.offer(&line("MSG r 1 a x\n")));
+        assert!(woken(&outbox, || true));
+    }
+
+    #[test]
+    fn an_offer_from_another_thread_wakes_a_task_that_waits() {
         let outbox = Outbox::new(100);
         let other = outbox.clone();
-        std::thread::spawn(move || assert!(other.offer(&line("MSG r 1 a x\n"))))
-            .join()
-            .unwrap();
-        assert!(woken(&outbox), "the permit was kept");
+        assert!(woken(&outbox, move || other.offer(&line("MSG r 1 a x\n"))));
     }
 
     #[test]
     fn a_cut_wakes_the_task() {
         let outbox = Outbox::new(4);
         assert!(!outbox.offer(&line("MSG r 1 a x\n")));
-        assert!(woken(&outbox), "the cut left a permit");
+        assert!(woken(&outbox, || true), "the cut left a permit");
         assert!(outbox.is_cut());
     }
 }
