@@ -71,8 +71,8 @@ fn start(
     let cpus = args.cpus.clone();
     let placement = Placement::one_per_worker(cpus.as_ref());
     let service = Arc::clone(service);
-    let items: Vec<usize> = (0..args.worker_count()).collect();
-    Workers::start(NAME, items, placement, move |index, _| {
+    let items = vec![(); args.worker_count()];
+    Workers::start(NAME, items, placement, move |index, ()| {
         let ex = executor(index, cpus.as_ref())?;
         let listener = ex
             .run(async { TcpListener::bind(addr) })
