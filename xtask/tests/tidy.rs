@@ -124,6 +124,10 @@ const RUNTIMES: &[&str] = &[
     "corosensei",
     "monoio",
     "compio",
+    "glommio",
+    "smol",
+    "async-io",
+    "async-executor",
 ];
 
 /// Each crate the servers share, and each server crate, with the runtime crates it may
@@ -143,6 +147,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("server-floor", &["io-uring"]),
     ("server-monoio", &["monoio", "io-uring"]),
     ("server-compio", &["compio", "io-uring"]),
+    ("server-glommio", &["glommio"]),
+    ("server-smol", &["smol", "async-io", "async-executor"]),
 ];
 
 /// The host's target triple, as `rustc -vV` names it.
@@ -322,6 +328,8 @@ fn unsafe_code_is_fenced_where_the_architecture_says() {
         "server-tokio-uring",
         "server-monoio",
         "server-compio",
+        "server-glommio",
+        "server-smol",
         "xtask",
     ] {
         for root in crate_roots(krate) {

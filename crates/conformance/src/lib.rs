@@ -99,6 +99,12 @@ macro_rules! server_list {
                 bench "monoio", true, "monoio (io_uring driver), one runtime per worker thread",
             compio: "srv-compio" [] [IoUring]
                 bench "compio", true, "compio (io_uring), one runtime per worker thread",
+            glommio: "srv-glommio" [] [IoUring]
+                bench "glommio", true,
+                "glommio, an io_uring executor per worker pinned to its CPU, its own SO_REUSEPORT listener",
+            smol: "srv-smol" [] []
+                bench "smol", true,
+                "smol, one executor on --workers threads over async-io's epoll reactor",
             fiber: "srv-fiber" [] [IoUring]
                 bench "fiber", true,
                 "our io_uring runtime of stackful fibers, blocking-style code",

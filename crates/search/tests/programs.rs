@@ -1,6 +1,6 @@
-//! Every search program (search-threads, -tokio, -tokio-uring, -fiber, -monoio, -compio
-//! and -go) on the walk's edge cases, on unreadable entries, on a bad command line, and
-//! against ripgrep on a small generated tree. Programs that cannot run here (Go missing,
+//! Every search program (search-threads, -tokio, -tokio-uring, -fiber, -monoio, -compio,
+//! -glommio, -smol, -may and -go) on the walk's edge cases, on unreadable entries, on a bad
+//! command line, and against ripgrep on a small generated tree. Programs that cannot run here (Go missing,
 //! no io_uring) and the ripgrep comparison (rg missing) are skipped with a message.
 
 mod util;
@@ -22,7 +22,7 @@ fn programs() -> Vec<(&'static str, std::path::PathBuf)> {
     let uring = io_uring::IoUring::new(8).is_ok();
     let mut out = Vec::new();
     for p in PROGRAMS {
-        let needs_uring = ["uring", "fiber", "monoio", "compio"];
+        let needs_uring = ["uring", "fiber", "monoio", "compio", "glommio"];
         if !uring && needs_uring.iter().any(|r| p.ends_with(r)) {
             eprintln!("skipped {p}: io_uring is not available on this kernel");
             continue;

@@ -17,6 +17,8 @@ pub(crate) const PROGRAMS: &[&str] = &[
     "search-fiber",
     "search-monoio",
     "search-compio",
+    "search-glommio",
+    "search-smol",
     "search-go",
 ];
 

@@ -1,0 +1,84 @@
+//! `srv-glommio`: the glommio server, written the way glommio's documentation and
+//! examples serve sockets: thread-per-core, one `LocalExecutor` per worker thread
+//! (started by `launch::workers`, pinned with `--cpus`, worker i to
+//! `cpus.for_worker(i)`, and built with `Placement::Fixed` on that CPU), each with its
+//! own `glommio::net::TcpListener` on the same address (glommio's `bind` sets
+//! `SO_REUSEPORT` itself, so the kernel spreads the connections), and a task per
+//! connection on the executor that accepted it, which it never leaves. READY comes only
+//! once every executor listens.
+//!
+//! Choices, and why:
+//!
+//! - The executors are made with glommio's defaults (ring depth 128, 10 MiB of I/O
+//!   memory registered with the ring, no spin before parking, a preemption timer of
+//!   100 ms): the settings glommio recommends, none tuned for this benchmark.
+//! - glommio's own listener and streams. Its `bind` asks for a backlog of 1024, not
+//!   the 4096 of `launch::bind`: glommio has no way to set it, and handing it a socket
+//!   bound elsewhere needs `FromRawFd` (unsafe, which this crate forbids). The address
+//!   is checked and port 0 resolved with `launch::bind` first, so a port in use is
+//!   reported, not shared. glommio's sockets try the system call first and fall back
+//!   to the ring: an accept tries `accept(2)` at once (setting `O_NONBLOCK` on the
+//!   listener around it) and otherwise submits an accept to the ring; a read tries
+//!   `recv(2)` and otherwise waits for readiness with a poll on the ring; a write
+//!   likewise with `send(2)`. That is glommio's design for sockets, kept as is.
+//! - Streams are read and written through futures-io's `AsyncReadExt` and
+//!   `AsyncWriteExt`, as glommio's examples do.
+//! - glommio needs io_uring, and memory it may lock (RLIMIT_MEMLOCK of at least
+//!   512 KiB; as root, `CAP_IPC_LOCK` covers the registered buffers). If an executor
+//!   cannot start, the server exits with status 2 and one line saying so.
+//!
+//! # Echo
+//!
+//! A read into a 16 KiB buffer, then `write_all` of what was read (the complete
+//! messages with `--compute-us`, which spins in the task, holding the executor: its
+//! other connections wait, as on any thread-per-core runtime). A peer that does not
+//! read leaves the task in `write_all`: it reads no more (backpressure).
+//!
+//! # Chat
+//!
+//! The rooms are one `service::hub::Hub` shared by every executor; a connection's
+//! `Subscriber` is its [`outbox::Outbox`]. One task per connection reads and writes
+//! its socket, racing the read against the outbox, as srv-tokio does (`chat.rs` says
+//! why one task is safe on glommio). Fan-out across executors: glommio's channels join
+//! one executor to one other, so instead the outbox is woken through glommio's
+//! foreign wakers: a task's `Waker` woken on another thread is queued to its own
+//! executor, whose ring wakes on an eventfd (`outbox.rs`). The queue's buffer and
+//! slow-subscriber rule are `service::outbox::OutQueue`.
+//!
+//! Hub calls go through `service::offload::HubCalls`: inline with `--fsync never` (a
+//! `write(2)` into the page cache, cheaper than a hop to another thread), on the
+//! executor's blocking pool (`spawn_blocking`: one thread per executor, placed with
+//! it, glommio's default) with `--fsync always`. The `fdatasync(2)` itself is made by
+//! the hub's group commit (`service::commit`) on a thread of its own, one sync for
+//! every append since the last; the task awaits its outcome before it queues the
+//! `ACK`, and the executor serves every other connection meanwhile.
+//!
+//! # Kv and http
+//!
+//! `src/exchange.rs`: read, answer every request of the read, one `write_all`. The kv
+//! store is one for the server, shared by every executor.
+#![forbid(unsafe_code)]
+
+mod chat;
+mod count;
+mod echo;
+mod exchange;
+mod outbox;
+mod serve;
+
+use clap::Parser;
+
+/// glommio: an io_uring executor per worker thread, pinned to its CPU, each with its
+/// own SO_REUSEPORT listener; a task per connection.
+#[derive(Debug, Parser)]
+#[command(name = "srv-glommio", version, about)]
+struct Cli {
+    #[command(flatten)]
+    common: launch::CommonArgs,
+}
+
+const NAME: &str = "srv-glommio";
+
+fn main() {
+    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common))
+}

@@ -1,0 +1,156 @@
+//! Start, accept and stop: a thread per worker (started by `launch::workers`, pinned
+//! with `--cpus`), each running its own glommio executor with its own listener on the
+//! same address (glommio's `TcpListener::bind` sets `SO_REUSEPORT`), so the kernel
+//! spreads the connections and each one lives on one executor for its whole life.
+//!
+//! Start: block the stop signals, pin `main` to the `--cpus` list, open the rooms,
+//! resolve the address (`launch::bind` once, which also names a port in use), then
+//! start the workers: each makes its executor and binds its listener inside it, and
+//! READY comes only once every executor listens. Any failure before READY (glommio
+//! cannot make its rings, RLIMIT_MEMLOCK, a CPU that is not there, the port taken
+//! meanwhile) is one line and exit status 2. Stop: on SIGINT or SIGTERM, close the
+//! stop channel (each executor's main future ends, and its tasks are dropped with
+//! it), `fdatasync` every room, print the counters, and return.
+
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow};
+use async_channel::Receiver;
+use glommio::net::{TcpListener, TcpStream};
+use glommio::{LocalExecutor, LocalExecutorBuilder};
+use launch::workers::{Placement, Workers};
+use launch::{App, CommonArgs, CpuList, Shutdown};
+
+use crate::count::Count;
+use crate::outbox::Outbox;
+use crate::{NAME, chat, echo, exchange};
+
+/// How long the stop waits for the executors to come down.
+const STOP_GRACE: Duration = Duration::from_secs(4);
+
+/// What every connection task of the server shares.
+pub(crate) type Service = launch::Service<Outbox>;
+
+pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
+    let shutdown = Shutdown::install()?;
+    if let Some(cpus) = &args.cpus {
+        // Every thread started from here on inherits the list; workers then
+        // narrow it to their own CPU.
+        launch::cpus::pin_current_thread_to(cpus)?;
+    }
+    let service = Arc::new(Service::open(args)?);
+    let addr = resolve(args.addr)?;
+    let (stop, stopped) = async_channel::unbounded::<()>();
+    let workers = start(addr, args, &service, stopped)?;
+    launch::announce_ready(addr)?;
+    shutdown.wait();
+    drop(stop);
+    workers.join(STOP_GRACE);
+    service.finish(NAME)
+}
+
+/// The address every executor binds: `addr` with port 0 resolved, after checking
+/// that nobody holds it (glommio's own bind sets `SO_REUSEPORT`, so it would share
+/// a port with another process that set it too, instead of failing).
+fn resolve(addr: SocketAddr) -> anyhow::Result<SocketAddr> {
+    let probe = launch::bind(addr)?;
+    probe.local_addr().context("reading the bound address")
+}
+
+/// Starts a worker thread per `--workers`, each with its executor (made on the
+/// thread, pinned to its CPU) and its listener; returns once every one listens.
+fn start(
+    addr: SocketAddr,
+    args: &CommonArgs,
+    service: &Arc<Service>,
+    stopped: Receiver<()>,
+) -> anyhow::Result<Workers<()>> {
+    let cpus = args.cpus.clone();
+    let placement = Placement::one_per_worker(cpus.as_ref());
+    let service = Arc::clone(service);
+    let items = vec![(); args.worker_count()];
+    Workers::start(NAME, items, placement, move |index, ()| {
+        let ex = executor(index, cpus.as_ref())?;
+        let listener = ex
+            .run(async { TcpListener::bind(addr) })
+            .map_err(std::io::Error::from)
+            .with_context(|| format!("cannot listen on {addr} (worker {index})"))?;
+        let (service, stopped) = (Arc::clone(&service), stopped.clone());
+        Ok(move || {
+            let count = Count::new(&service.counters);
+            ex.run(futures_lite::future::or(
+                accept_loop(listener, service, count),
+                async {
+                    // Never sent to: closed at the stop.
+                    let _ = stopped.recv().await;
+                },
+            ));
+            // Drops every connection task of this executor.
+            drop(ex);
+        })
+    })
+}
+
+/// Makes worker `index`'s executor on the calling thread, bound to its CPU of
+/// `--cpus` (the thread is pinned there already; glommio is told so that its
+/// blocking pool thread is placed with it).
+fn executor(index: usize, cpus: Option<&CpuList>) -> anyhow::Result<LocalExecutor> {
+    let placement = match cpus {
+        Some(cpus) => glommio::Placement::Fixed(cpus.for_worker(index)),
+        None => glommio::Placement::Unbound,
+    };
+    let builder = LocalExecutorBuilder::new(placement).name(&format!("{NAME}-{index}"));
+    // glommio panics on some failures of its rings instead of returning them.
+    match std::panic::catch_unwind(AssertUnwindSafe(|| builder.make())) {
+        Ok(Ok(ex)) => Ok(ex),
+        Ok(Err(e)) => Err(anyhow!(
+            "cannot start a glommio executor: {e} (glommio needs io_uring, which \
+             kernel.io_uring_disabled or a seccomp filter may forbid, and an \
+             RLIMIT_MEMLOCK of at least 512 KiB: see `ulimit -l`)"
+        )),
+        Err(_) => Err(anyhow!(
+            "cannot start a glommio executor: it panicked (is io_uring available?)"
+        )),
+    }
+}
+
+/// Accepts connections for as long as the executor runs it, a task each, on this
+/// executor.
+async fn accept_loop(listener: TcpListener, service: Arc<Service>, count: Count) {
+    loop {
+        match listener.accept().await {
+            Ok(stream) => {
+                count.accepted();
+                // Replies are small and each one matters: no Nagle delay.
+                let _ = stream.set_nodelay(true);
+                glommio::spawn_local(connection(stream, Arc::clone(&service), count.clone()))
+                    .detach();
+            }
+            Err(e) => {
+                let e = std::io::Error::from(e);
+                if let Some(pause) = launch::accept_failed(NAME, &e) {
+                    glommio::timer::sleep(pause).await;
+                }
+            }
+        }
+    }
+}
+
+async fn connection(mut stream: TcpStream, service: Arc<Service>, count: Count) {
+    let result = match &service.app {
+        App::Echo(config) => echo::serve(&mut stream, config, &count).await,
+        App::Chat(rooms) => chat::serve(&mut stream, rooms, &count).await,
+        App::Kv(kv) => {
+            let mut conn = service::kv::Served::new(&kv.store, kv.limit);
+            exchange::serve(&mut stream, &mut conn, &count).await
+        }
+        App::Http(limit) => {
+            let mut conn = service::http::Connection::new(*limit);
+            exchange::serve(&mut stream, &mut conn, &count).await
+        }
+    };
+    count.closed(result.is_err());
+}

@@ -1,0 +1,76 @@
+//! `srv-smol`: the smol server, the futures-io side of the async ecosystem, written
+//! the way smol's own documentation serves sockets: one `smol::Executor` run by
+//! `--workers` threads (async-executor's documented multi-threaded pattern, each
+//! thread in `block_on(ex.run(..))`), one listener on async-io's epoll reactor, one
+//! accept task, and a task per connection spawned on the executor, which any idle
+//! thread may run (a work-stealing pool, as Tokio's multi flavor is). With
+//! `--cpus`, worker i is pinned to `cpus.for_worker(i)` by `launch::workers`.
+//!
+//! Choices, and why:
+//!
+//! - One listener, not one per thread: every smol example binds one and spawns a
+//!   task per `accept`; the executor spreads the tasks over its threads.
+//! - async-io's reactor is global: one thread at a time waits in `epoll_wait` for
+//!   all of them (whichever `block_on` is idle, or async-io's own thread), then
+//!   wakes the tasks whose sockets are ready. That is smol's design, kept as is.
+//! - Streams are `smol::net::TcpStream` (`Async<std::net::TcpStream>`), read and
+//!   written with futures-io's `AsyncReadExt` and `AsyncWriteExt`: the buffers are
+//!   the task's own, so a read waits for readiness and then reads, and a read
+//!   dropped by `future::or` loses nothing.
+//! - Blocking work goes to `smol::unblock` (the `blocking` crate's pool), smol's
+//!   answer to Tokio's `spawn_blocking`. Its threads are started on demand by
+//!   whichever worker needs one, and so with `--cpus` inherit that worker's CPU:
+//!   smol offers no thread-start hook to widen them.
+//!
+//! # Echo
+//!
+//! A read into a 16 KiB buffer, then `write_all` of what was read (the complete
+//! messages with `--compute-us`, which spins in the task, holding its thread while
+//! the other threads run the other tasks). A peer that does not read leaves the
+//! task in `write_all`: it reads no more (backpressure).
+//!
+//! # Chat
+//!
+//! One task per connection reads and writes the socket, racing the socket against
+//! its [`outbox::Outbox`] (the connection's `Subscriber` for the shared
+//! `service::hub::Hub`), as srv-tokio does. smol has no `Notify`, so the wake-up is
+//! a permit in an `async-channel` of capacity one (`outbox.rs` says why that is
+//! what smol's users do); the queue's buffer and slow-subscriber rule are
+//! `service::outbox::OutQueue`. Fan-out across threads needs nothing more: smol's
+//! wakers are ordinary thread-safe `Waker`s.
+//!
+//! Hub calls go through `service::offload::HubCalls`: inline with `--fsync never`
+//! (a `write(2)` into the page cache, cheaper than a hop to another thread), on
+//! `smol::unblock` with `--fsync always`. The `fdatasync(2)` itself is made by the
+//! hub's group commit (`service::commit`) on a thread of its own, one sync for
+//! every append since the last; the task awaits its outcome before it queues the
+//! `ACK`, and the executor serves every other connection meanwhile.
+//!
+//! # Kv and http
+//!
+//! `src/exchange.rs`: read, answer every request of the read, one `write_all`.
+#![forbid(unsafe_code)]
+
+mod chat;
+mod count;
+mod echo;
+mod exchange;
+mod outbox;
+mod serve;
+
+use clap::Parser;
+
+/// smol: one executor run by --workers threads over async-io's epoll reactor, one
+/// listener, a task per connection.
+#[derive(Debug, Parser)]
+#[command(name = "srv-smol", version, about)]
+struct Cli {
+    #[command(flatten)]
+    common: launch::CommonArgs,
+}
+
+const NAME: &str = "srv-smol";
+
+fn main() {
+    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common))
+}

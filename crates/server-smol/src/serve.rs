@@ -1,0 +1,121 @@
+//! Start, accept and stop: one `smol::Executor` run by `--workers` threads (each
+//! pinned with `--cpus`), one listener, one accept task that spawns a task per
+//! connection on the executor.
+//!
+//! Start: block the stop signals, pin `main` to the `--cpus` list, open the rooms,
+//! bind the listener (registering it with async-io's reactor, whose thread then
+//! inherits the whole list), start the worker threads and wait until each is
+//! pinned, then spawn the accept task and print READY. Any failure before READY is
+//! one line and exit status 2. Stop: on SIGINT or SIGTERM, close the stop channel
+//! (every worker's `run` returns), drop the executor and with it every task (the
+//! listener and every connection close: the accept task holds the executor only
+//! weakly), `fdatasync` every room, print the counters, and return.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use anyhow::Context;
+use launch::workers::{Placement, Workers};
+use launch::{App, CommonArgs, Shutdown};
+use smol::Executor;
+use smol::channel::{Receiver, unbounded};
+use smol::net::{TcpListener, TcpStream};
+
+use crate::count::Count;
+use crate::outbox::Outbox;
+use crate::{NAME, chat, echo, exchange};
+
+/// How long the stop waits for the worker threads to leave the executor.
+const STOP_GRACE: Duration = Duration::from_secs(4);
+
+/// What every connection task of the server shares.
+pub(crate) type Service = launch::Service<Outbox>;
+
+pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
+    let shutdown = Shutdown::install()?;
+    if let Some(cpus) = &args.cpus {
+        // Every thread started from here on inherits the list; workers then
+        // narrow it to their own CPU.
+        launch::cpus::pin_current_thread_to(cpus)?;
+    }
+    let service = Arc::new(Service::open(args)?);
+    let listener = launch::bind(args.addr)?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    let listener =
+        TcpListener::try_from(listener).context("registering the listener with async-io")?;
+    let ex = Arc::new(Executor::new());
+    let (stop, stopped) = unbounded::<()>();
+    let workers = start(&ex, args, stopped)?;
+    let count = Count::new(&service.counters);
+    let accept = accept_loop(listener, Arc::downgrade(&ex), Arc::clone(&service), count);
+    ex.spawn(accept).detach();
+    launch::announce_ready(addr)?;
+    shutdown.wait();
+    drop(stop);
+    workers.join(STOP_GRACE);
+    drop(ex);
+    service.finish(NAME)
+}
+
+/// Starts `--workers` threads, each pinned (with `--cpus`) and then running the
+/// executor until `stopped` closes; returns once every one is pinned.
+fn start(
+    ex: &Arc<Executor<'static>>,
+    args: &CommonArgs,
+    stopped: Receiver<()>,
+) -> anyhow::Result<Workers<()>> {
+    let placement = Placement::one_per_worker(args.cpus.as_ref());
+    let ex = Arc::clone(ex);
+    let items = vec![(); args.worker_count()];
+    Workers::start(NAME, items, placement, move |_, ()| {
+        let (ex, stopped) = (Arc::clone(&ex), stopped.clone());
+        // smol's multi-threaded pattern: every thread runs the one executor,
+        // and `block_on` drives async-io's reactor while the thread is idle.
+        Ok(move || {
+            let _ = smol::block_on(ex.run(stopped.recv()));
+        })
+    })
+}
+
+/// Accepts connections for as long as the executor runs it, a task each.
+async fn accept_loop(
+    listener: TcpListener,
+    ex: Weak<Executor<'static>>,
+    service: Arc<Service>,
+    count: Count,
+) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                count.accepted();
+                // Replies are small and each one matters: no Nagle delay.
+                let _ = stream.set_nodelay(true);
+                // The executor is gone only once the server stops.
+                let Some(ex) = ex.upgrade() else { return };
+                ex.spawn(connection(stream, Arc::clone(&service), count.clone()))
+                    .detach();
+            }
+            Err(e) => {
+                if let Some(pause) = launch::accept_failed(NAME, &e) {
+                    smol::Timer::after(pause).await;
+                }
+            }
+        }
+    }
+}
+
+async fn connection(mut stream: TcpStream, service: Arc<Service>, count: Count) {
+    let result = match &service.app {
+        App::Echo(config) => echo::serve(&mut stream, config, &count).await,
+        App::Chat(rooms) => chat::serve(&mut stream, rooms, &count).await,
+        App::Kv(kv) => {
+            let mut conn = service::kv::Served::new(&kv.store, kv.limit);
+            exchange::serve(&mut stream, &mut conn, &count).await
+        }
+        App::Http(limit) => {
+            let mut conn = service::http::Connection::new(*limit);
+            exchange::serve(&mut stream, &mut conn, &count).await
+        }
+    };
+    count.closed(result.is_err());
+}
