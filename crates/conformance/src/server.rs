@@ -75,6 +75,12 @@ pub enum Limit {
     /// Serves no `--proto kv` (srv-threads `--mode process`: its processes share no
     /// store, so it refuses kv with exit status 2).
     NoKv,
+    /// Serves no `--proto chat` (srv-go `--model poll`, the Go article's busy loop, serves
+    /// echo and kv only and refuses chat with exit status 2).
+    NoChat,
+    /// Serves no `--proto http` (srv-go `--model poll`: it refuses http with exit
+    /// status 2).
+    NoHttp,
 }
 
 /// What a check needs of a server beyond plain echo and the common command line.
@@ -124,7 +130,15 @@ impl ServerSpec {
     /// Whether the server serves what a check needs.
     pub fn serves(&self, need: Need) -> bool {
         match need {
-            Need::Chat | Need::Compute | Need::Http => !self.limits.contains(&Limit::EchoOnly),
+            Need::Compute => !self.limits.contains(&Limit::EchoOnly),
+            Need::Chat => !self
+                .limits
+                .iter()
+                .any(|l| matches!(l, Limit::EchoOnly | Limit::NoChat)),
+            Need::Http => !self
+                .limits
+                .iter()
+                .any(|l| matches!(l, Limit::EchoOnly | Limit::NoHttp)),
             Need::Counters => !self.limits.contains(&Limit::NotLaunch),
             Need::Kv => !self
                 .limits
