@@ -77,7 +77,8 @@ func (c *loopClient) push(b []byte, live bool) {
 		return
 	}
 	if live && c.live+len(b) > c.srv.maxPending {
-		c.dead, c.segs = true, nil
+		// Cut: the loop must learn it even while the socket is full.
+		c.dead, c.segs, c.asleep = true, nil, true
 	} else {
 		if n := len(c.segs); n == 0 || c.segs[n-1].join != nil {
 			c.segs = append(c.segs, segment{})
@@ -356,6 +357,14 @@ func (c *loopClient) eof(out []byte) ([]byte, kvFlow) {
 	c.leaveAll()
 	c.finishing, c.in = true, nil
 	return c.output(out, ownPendingLimit)
+}
+
+// aborted says whether the connection was cut, for a loop that would not
+// call output now (its socket is full).
+func (c *loopClient) aborted() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dead
 }
 
 // closed is the loop's word that the connection is gone.

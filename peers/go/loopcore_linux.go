@@ -147,6 +147,10 @@ func (l *loopCore) woken(c *loopConn) {
 	if c.closed {
 		return
 	}
+	if a, ok := c.sess.(interface{ aborted() bool }); ok && a.aborted() {
+		l.close(c)
+		return
+	}
 	if c.flow != flowClose {
 		c.flow = flowOutputFull
 	}
