@@ -40,7 +40,16 @@ type gnetServer struct {
 
 	mu        sync.Mutex
 	lingering map[gnet.Conn]time.Time // half-closed connections and their deadline
+	held      map[gnet.Conn]struct{}  // connections with output held back
 }
+
+// gnetHeldPoll is how often the ticker wakes connections with output held.
+// While none is held it ticks at gnetIdleTick, so a connection whose output
+// is newly held waits that long at most for its first wake.
+const (
+	gnetHeldPoll = 5 * time.Millisecond
+	gnetIdleTick = 50 * time.Millisecond
+)
 
 // gnetConn is a connection's context.
 type gnetConn struct {
@@ -49,6 +58,8 @@ type gnetConn struct {
 	out  []byte
 	flow kvFlow
 	done bool // the session is finished: drop input until the close
+	// lingering: half-closed, input dropped until EOF or the deadline.
+	lingering bool
 }
 
 func runGnet(cfg config, sigs <-chan os.Signal) int {
@@ -62,7 +73,8 @@ func runGnet(cfg config, sigs <-chan os.Signal) int {
 		unix.Close(fd[0])
 		return fail(err)
 	}
-	s := &gnetServer{maker: maker, limit: limit, booted: make(chan gnet.Engine, 1), lingering: map[gnet.Conn]time.Time{}}
+	s := &gnetServer{maker: maker, limit: limit, booted: make(chan gnet.Engine, 1),
+		lingering: map[gnet.Conn]time.Time{}, held: map[gnet.Conn]struct{}{}}
 	failed := make(chan error, 1)
 	go func() {
 		failed <- gnet.Run(s, "tcp://"+addr.String(),
@@ -125,17 +137,22 @@ func (s *gnetServer) OnClose(c gnet.Conn, err error) gnet.Action {
 	}
 	s.mu.Lock()
 	delete(s.lingering, c)
+	delete(s.held, c)
 	s.mu.Unlock()
 	return gnet.None
 }
 
-// OnTraffic runs when gnet has read from c, or when c's session woke it.
+// OnTraffic runs when gnet has read from c, or when c was woken: by its
+// session (chat), or by the ticker while its output is held.
 func (s *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 	gc := c.Context().(*gnetConn)
 	in, _ := c.Next(-1)
 	gc.st.bytesIn.Add(uint64(len(in)))
 	if gc.done {
-		return gnet.None // half-closed: input is dropped
+		return s.finish(c, gc) // half-closed: input is dropped
+	}
+	if a, ok := gc.sess.(interface{ aborted() bool }); ok && a.aborted() {
+		return gnet.Close
 	}
 	if len(in) > 0 {
 		gc.sess.input(in)
@@ -143,7 +160,7 @@ func (s *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 	if gc.flow != flowClose {
 		gc.flow = flowOutputFull
 	}
-	for gc.flow == flowOutputFull {
+	for gc.flow == flowOutputFull && c.OutboundBuffered() < s.limit {
 		gc.out, gc.flow = gc.sess.output(gc.out[:0], s.limit)
 		if len(gc.out) > 0 {
 			n, err := c.Write(gc.out)
@@ -154,12 +171,23 @@ func (s *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 		}
 	}
 	switch gc.flow {
-	case flowClose:
-		return s.finish(c, gc)
 	case flowAbort:
 		return gnet.Close
+	case flowClose:
+		gc.done = true
+		return s.finish(c, gc)
+	case flowOutputFull:
+		s.hold(c) // more to produce once gnet's write queue drains
 	}
 	return gnet.None
+}
+
+// hold has the ticker wake c soon: gnet says nothing when a connection's
+// write queue drains, so a connection with output held back is polled.
+func (s *gnetServer) hold(c gnet.Conn) {
+	s.mu.Lock()
+	s.held[c] = struct{}{}
+	s.mu.Unlock()
 }
 
 // finish half-closes a connection whose session is done, once gnet has
@@ -167,31 +195,46 @@ func (s *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 // ticker closes it); a close with unread input would reset the connection
 // and could destroy the last replies before the peer reads them.
 func (s *gnetServer) finish(c gnet.Conn, gc *gnetConn) gnet.Action {
-	gc.done = true
-	if err := c.Flush(); err != nil || c.OutboundBuffered() > 0 {
-		return gnet.Close // gnet writes what it can before it closes
+	if gc.lingering {
+		return gnet.None
+	}
+	if err := c.Flush(); err != nil {
+		return gnet.Close
+	}
+	if c.OutboundBuffered() > 0 {
+		s.hold(c)
+		return gnet.None
 	}
 	if unix.Shutdown(c.Fd(), unix.SHUT_WR) != nil {
 		return gnet.Close
 	}
+	gc.lingering = true
 	s.mu.Lock()
 	s.lingering[c] = time.Now().Add(lingerTime)
 	s.mu.Unlock()
 	return gnet.None
 }
 
-// OnTick closes the half-closed connections whose time is up.
+// OnTick wakes the connections whose output is held, and closes the
+// half-closed ones whose time is up.
 func (s *gnetServer) OnTick() (time.Duration, gnet.Action) {
 	now := time.Now()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for c, until := range s.lingering {
 		if now.After(until) {
 			_ = c.Close()
 			delete(s.lingering, c)
 		}
 	}
-	s.mu.Unlock()
-	return lingerCheck, gnet.None
+	if len(s.held) == 0 {
+		return gnetIdleTick, gnet.None
+	}
+	for c := range s.held {
+		_ = c.Wake(nil)
+		delete(s.held, c)
+	}
+	return gnetHeldPoll, gnet.None
 }
 
 // gnetLogger sends gnet's warnings and errors to stderr, one line each, and

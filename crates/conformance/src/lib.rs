@@ -111,7 +111,7 @@ macro_rules! server_list {
             go_poll: "srv-go" ["--model", "poll"] [NotLaunch, NoChat, NoHttp]
                 bench "go-poll", false,
                 "Go, a busy loop per worker trying every non-blocking socket (the article's); spends a CPU per worker even idle",
-            go_gnet: "srv-go" ["--model", "gnet"] [NotLaunch]
+            go_gnet: "srv-go" ["--model", "gnet"] [NotLaunch, NoReadPause]
                 bench "go-gnet", true, "Go on gnet v2, an event loop per worker",
             floor_epoll: "srv-floor" ["--api", "epoll"] [EchoOnly]
                 bench "floor-epoll", true,
