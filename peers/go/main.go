@@ -313,22 +313,10 @@ func parseArgs(args []string) (config, error) {
 	default:
 		return cfg, usagef("--proto %q: expected echo, chat, kv or http", *proto)
 	}
-	switch *modelName {
-	case "goroutines":
-		cfg.model = modelGoroutines
-	case "eventloop":
-		cfg.model = modelEventloop
-	case "poll":
-		cfg.model = modelPoll
-	case "gnet":
-		cfg.model = modelGnet
-	default:
-		return cfg, usagef("--model %q: expected goroutines, eventloop, poll or gnet", *modelName)
-	}
-	if !cfg.model.serves(cfg.proto) {
-		return cfg, usagef("--model %s serves --proto echo and kv only, not %s", modelNames[cfg.model], protoNames[cfg.proto])
-	}
 	var err error
+	if cfg.model, err = parseModel(*modelName, cfg.proto); err != nil {
+		return cfg, err
+	}
 	if *workers != "" {
 		if cfg.workers, err = intFlag("workers", *workers, 1, 4096); err != nil {
 			return cfg, err
@@ -361,6 +349,20 @@ func parseArgs(args []string) (config, error) {
 		return cfg, usagef("--addr must not be empty")
 	}
 	return cfg, nil
+}
+
+// parseModel parses --model and checks that the model serves proto.
+func parseModel(name string, proto protocol) (model, error) {
+	for m, n := range modelNames {
+		if n != name {
+			continue
+		}
+		if !model(m).serves(proto) {
+			return 0, usagef("--model %s serves --proto echo and kv only, not %s", name, protoNames[proto])
+		}
+		return model(m), nil
+	}
+	return 0, usagef("--model %q: expected goroutines, eventloop, poll or gnet", name)
 }
 
 // intFlag parses a decimal flag value in [lo, hi].
