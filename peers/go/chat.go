@@ -71,7 +71,7 @@ type room struct {
 	// them in seq order.
 	mu   sync.Mutex
 	log  *roomLog
-	subs map[*client]struct{}
+	subs map[subscriber]struct{}
 	line []byte // scratch for the MSG line of an append
 	// commit is the room file's group commit (--fsync always).
 	commit groupCommit
@@ -159,7 +159,7 @@ func (s *chatServer) recover() error {
 			}
 			return fmt.Errorf("room log %s: %w", path, unwrapPath(err))
 		}
-		s.rooms[name] = &room{name: name, log: l, subs: map[*client]struct{}{}}
+		s.rooms[name] = &room{name: name, log: l, subs: map[subscriber]struct{}{}}
 	}
 	return nil
 }
@@ -189,7 +189,7 @@ func (s *chatServer) room(name []byte) (*room, error) {
 			return nil, err
 		}
 	}
-	r = &room{name: string(name), log: l, subs: map[*client]struct{}{}}
+	r = &room{name: string(name), log: l, subs: map[subscriber]struct{}{}}
 	s.rooms[r.name] = r
 	return r, nil
 }
@@ -236,28 +236,11 @@ func (s *chatServer) closeLogs() {
 // connection's reader waits for the sync before it sends the ACK and reads its
 // next command.
 func (r *room) say(c *client, text []byte, fsync bool) {
-	r.mu.Lock()
-	var seq, ticket uint64
-	err := r.commit.failed()
-	if err == nil {
-		seq, err = r.log.append(c.nick, text, false)
-	}
+	seq, ticket, err := r.publish(c, c.nick, text, fsync)
 	if err != nil {
-		r.mu.Unlock()
-		fmt.Fprintf(os.Stderr, "%s: room %s: appending a message: %v\n", progName, r.name, err)
 		c.replyErr(reasonStorage)
 		return
 	}
-	r.line = appendMsg(r.line[:0], r.name, seq, c.nick, text)
-	for other := range r.subs {
-		if other != c {
-			other.pushLive(r.line)
-		}
-	}
-	if fsync {
-		ticket = r.commit.written()
-	}
-	r.mu.Unlock()
 	if fsync {
 		if err := r.commit.wait(ticket, r.log.f); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: room %s: syncing a message: %v\n", progName, r.name, err)
@@ -268,6 +251,42 @@ func (r *room) say(c *client, text []byte, fsync bool) {
 	c.out = append(append(append(c.out[:0], "ACK "...), r.name...), ' ')
 	c.out = append(strconv.AppendUint(c.out, seq, 10), '\n')
 	c.pushOwn(c.out)
+}
+
+// subscriber is a connection that a room queues MSG lines to: a goroutine
+// model's client, or a loop model's.
+type subscriber interface {
+	// pushLive queues another connection's MSG line, or cuts the connection
+	// if that would put more than --max-pending bytes in its queue.
+	pushLive(b []byte)
+}
+
+// publish appends text by nick to the room and queues its MSG line to every
+// subscriber but from, under the room's mutex, so every subscriber gets the
+// room in seq order. With fsync it returns the group commit's ticket for the
+// append, which the caller waits for before the ACK. A failure is reported on
+// stderr; the caller answers ERR storage failure.
+func (r *room) publish(from subscriber, nick, text []byte, fsync bool) (seq, ticket uint64, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err = r.commit.failed()
+	if err == nil {
+		seq, err = r.log.append(nick, text, false)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: room %s: appending a message: %v\n", progName, r.name, err)
+		return 0, 0, err
+	}
+	r.line = appendMsg(r.line[:0], r.name, seq, nick, text)
+	for other := range r.subs {
+		if other != from {
+			other.pushLive(r.line)
+		}
+	}
+	if fsync {
+		ticket = r.commit.written()
+	}
+	return seq, ticket, nil
 }
 
 func appendMsg(b []byte, room string, seq uint64, name, text []byte) []byte {
@@ -296,6 +315,8 @@ type joinJob struct {
 type client struct {
 	conn *net.TCPConn
 	srv  *chatServer
+	// rc counts for the reader goroutine, wc for the writer: each its own.
+	rc, wc *counters
 
 	// Owned by the reader goroutine.
 	nick   []byte
@@ -328,10 +349,12 @@ func notify(ch chan struct{}) {
 
 // serve runs a connection: this goroutine reads and runs its commands, a
 // second one writes its output.
-func (s *chatServer) serve(conn *net.TCPConn) {
+func (s *chatServer) serve(conn *net.TCPConn, st *counters) {
 	c := &client{
 		conn:       conn,
 		srv:        s,
+		rc:         st,
+		wc:         newCounters(),
 		nick:       []byte("anon"),
 		joined:     map[string]*room{},
 		wake:       make(chan struct{}, 1),
@@ -340,7 +363,7 @@ func (s *chatServer) serve(conn *net.TCPConn) {
 	}
 	go c.writeLoop()
 
-	lr := lineReader{r: conn, buf: make([]byte, readBufSize)}
+	lr := lineReader{r: conn, buf: make([]byte, readBufSize), st: st}
 	for {
 		line, err := lr.next()
 		if err != nil {
@@ -358,7 +381,7 @@ func (s *chatServer) serve(conn *net.TCPConn) {
 			conn.Close()
 			return
 		}
-		stats.msgs.Add(1)
+		st.msgs.Add(1)
 		s.run(c, line)
 		if !c.waitOwn() {
 			c.leaveAll()
@@ -532,13 +555,14 @@ func (c *client) linger() {
 		return
 	}
 	n, _ := io.Copy(io.Discard, c.conn)
-	stats.bytesIn.Add(uint64(n))
+	c.rc.bytesIn.Add(uint64(n))
 }
 
 // writeLoop sends the queued output until the reader finishes or the
 // connection dies.
 func (c *client) writeLoop() {
 	defer close(c.writerDone)
+	defer c.wc.retire()
 	var batch []segment
 	for {
 		c.mu.Lock()
@@ -563,7 +587,7 @@ func (c *client) writeLoop() {
 			} else {
 				var n int
 				n, err = c.conn.Write(seg.data)
-				stats.bytesOut.Add(uint64(n))
+				c.wc.bytesOut.Add(uint64(n))
 			}
 			c.mu.Lock()
 			c.live -= seg.live
@@ -587,7 +611,7 @@ func (c *client) writeLoop() {
 // writes, so a slow reader holds up only itself.
 func (c *client) replay(j *joinJob) error {
 	r := j.room
-	w := bufio.NewWriterSize(countingWriter{c.conn}, readBufSize)
+	w := bufio.NewWriterSize(countingWriter{c.conn, c.wc}, readBufSize)
 	var line []byte
 	err := r.log.readRecords(j.off, j.end, func(seq uint64, name, text []byte) error {
 		line = appendMsg(line[:0], r.name, seq, name, text)
@@ -614,11 +638,14 @@ func isNetError(err error) bool {
 }
 
 // countingWriter counts the bytes written to a connection.
-type countingWriter struct{ w io.Writer }
+type countingWriter struct {
+	w  io.Writer
+	st *counters
+}
 
 func (cw countingWriter) Write(p []byte) (int, error) {
 	n, err := cw.w.Write(p)
-	stats.bytesOut.Add(uint64(n))
+	cw.st.bytesOut.Add(uint64(n))
 	return n, err
 }
 
@@ -634,6 +661,7 @@ type lineReader struct {
 	scanned int   // bytes from start known to hold no newline
 	end     int   // end of the data in buf
 	err     error // the read error to report once the buffer is used up
+	st      *counters
 }
 
 // next returns the next line without its newline or a \r before it. The line
@@ -660,7 +688,7 @@ func (lr *lineReader) next() ([]byte, error) {
 			lr.start = 0
 		}
 		n, err := lr.r.Read(lr.buf[lr.end:])
-		stats.bytesIn.Add(uint64(n))
+		lr.st.bytesIn.Add(uint64(n))
 		lr.end += n
 		lr.err = err
 	}

@@ -110,7 +110,7 @@ func TestLineReader(t *testing.T) {
 	want := []string{"a", "b", "", "", max[:maxLineLen-1], maxCR[:maxLineLen-2], "c c\rd"}
 	// One byte per read, and whole reads, must split the same way.
 	for _, r := range []io.Reader{strings.NewReader(input), iotest.OneByteReader(strings.NewReader(input))} {
-		lr := lineReader{r: r, buf: make([]byte, readBufSize)}
+		lr := lineReader{r: r, buf: make([]byte, readBufSize), st: &counters{}}
 		for i, w := range want {
 			line, err := lr.next()
 			if err != nil || string(line) != w {
@@ -133,7 +133,7 @@ func TestLineReaderTooLong(t *testing.T) {
 		// A reader that never reaches EOF proves the reader does not wait
 		// for the end of the line.
 		r := io.MultiReader(iotest.HalfReader(strings.NewReader(input)), blockForever{t})
-		lr := lineReader{r: r, buf: make([]byte, readBufSize)}
+		lr := lineReader{r: r, buf: make([]byte, readBufSize), st: &counters{}}
 		var err error
 		for i := 0; i < 3 && err == nil; i++ {
 			var line []byte

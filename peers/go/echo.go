@@ -18,27 +18,27 @@ type echoServer struct {
 	msgSize   int
 }
 
-func (e *echoServer) serve(c *net.TCPConn) {
+func (e *echoServer) serve(c *net.TCPConn, st *counters) {
 	defer c.Close()
 	if e.computeUs == 0 {
-		e.echo(c)
+		e.echo(c, st)
 	} else {
-		e.echoMessages(c)
+		e.echoMessages(c, st)
 	}
 }
 
 // echo sends every read back as it is. On EOF everything read has already
 // been written, so returning (and closing) is the half-close the protocol asks for.
-func (e *echoServer) echo(c *net.TCPConn) {
+func (e *echoServer) echo(c *net.TCPConn, st *counters) {
 	buf := make([]byte, readBufSize)
 	var echoed int
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
-			stats.bytesIn.Add(uint64(n))
+			st.bytesIn.Add(uint64(n))
 			w, werr := c.Write(buf[:n])
-			stats.bytesOut.Add(uint64(w))
-			stats.msgs.Add(uint64((echoed+w)/e.msgSize - echoed/e.msgSize))
+			st.bytesOut.Add(uint64(w))
+			st.msgs.Add(uint64((echoed+w)/e.msgSize - echoed/e.msgSize))
 			echoed += w
 			if werr != nil {
 				return
@@ -46,7 +46,7 @@ func (e *echoServer) echo(c *net.TCPConn) {
 		}
 		if err != nil {
 			if echoed%e.msgSize != 0 {
-				stats.msgs.Add(1) // the trailing partial message
+				st.msgs.Add(1) // the trailing partial message
 			}
 			return
 		}
@@ -57,13 +57,13 @@ func (e *echoServer) echo(c *net.TCPConn) {
 // computeUs before echoing each complete one. All the complete messages of a
 // read go back in one write; a partial tail stays in the buffer until the
 // rest of it arrives, or goes back without a spin at EOF.
-func (e *echoServer) echoMessages(c *net.TCPConn) {
+func (e *echoServer) echoMessages(c *net.TCPConn, st *counters) {
 	buf := make([]byte, max(readBufSize, e.msgSize))
 	compute := time.Duration(e.computeUs) * time.Microsecond
 	have := 0
 	for {
 		n, err := c.Read(buf[have:])
-		stats.bytesIn.Add(uint64(n))
+		st.bytesIn.Add(uint64(n))
 		have += n
 		if complete := have / e.msgSize; complete > 0 {
 			for range complete {
@@ -71,8 +71,8 @@ func (e *echoServer) echoMessages(c *net.TCPConn) {
 			}
 			done := complete * e.msgSize
 			w, werr := c.Write(buf[:done])
-			stats.bytesOut.Add(uint64(w))
-			stats.msgs.Add(uint64(complete))
+			st.bytesOut.Add(uint64(w))
+			st.msgs.Add(uint64(complete))
 			if werr != nil {
 				return
 			}
@@ -81,8 +81,8 @@ func (e *echoServer) echoMessages(c *net.TCPConn) {
 		if err != nil {
 			if have > 0 {
 				w, _ := c.Write(buf[:have])
-				stats.bytesOut.Add(uint64(w))
-				stats.msgs.Add(1)
+				st.bytesOut.Add(uint64(w))
+				st.msgs.Add(1)
 			}
 			return
 		}

@@ -14,10 +14,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 )
 
 const (
@@ -35,6 +37,10 @@ type httpMessage struct {
 
 // serveHTTP answers one request.
 func serveHTTP(w http.ResponseWriter, r *http.Request) {
+	st, _ := r.Context().Value(countersKey{}).(*counters)
+	if st == nil {
+		st = &counters{} // not a connection of newHTTPServer's: uncounted
+	}
 	h := w.Header()
 	h.Set("Server", httpServer)
 	if len(r.TransferEncoding) > 0 || r.ContentLength > httpMaxBody {
@@ -76,20 +82,33 @@ func serveHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodGet {
 		n, _ := w.Write(body)
-		stats.bytesOut.Add(uint64(n))
+		st.bytesOut.Add(uint64(n))
 	}
-	stats.msgs.Add(1)
+	st.msgs.Add(1)
 }
 
-// newHTTPServer is the net/http server of --proto http; it counts the
-// connections it accepts.
+// countersKey keys a connection's counters in its requests' context.
+type countersKey struct{}
+
+// newHTTPServer is the net/http server of --proto http. Each connection
+// counts into counters of its own, made when it is accepted and retired when
+// it closes.
 func newHTTPServer() *http.Server {
+	var conns sync.Map // net.Conn -> *counters
 	return &http.Server{
 		Handler:        http.HandlerFunc(serveHTTP),
 		MaxHeaderBytes: httpMaxHead,
-		ConnState: func(_ net.Conn, state http.ConnState) {
-			if state == http.StateNew {
-				stats.conns.Add(1)
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			st := newCounters()
+			st.conns.Add(1)
+			conns.Store(c, st)
+			return context.WithValue(ctx, countersKey{}, st)
+		},
+		ConnState: func(c net.Conn, state http.ConnState) {
+			if state == http.StateClosed || state == http.StateHijacked {
+				if st, ok := conns.LoadAndDelete(c); ok {
+					st.(*counters).retire()
+				}
 			}
 		},
 	}

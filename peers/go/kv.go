@@ -549,7 +549,7 @@ func newKVServer(limit int, owner bool) *kvServer {
 // serve reads, executes every request of the read, and writes the replies in
 // one Write before it reads again: a peer that does not read blocks the
 // Write, and no more is read, with at most the limit and one reply pending.
-func (k *kvServer) serve(c *net.TCPConn) {
+func (k *kvServer) serve(c *net.TCPConn, st *counters) {
 	defer c.Close()
 	var p reqParser
 	buf := make([]byte, readBufSize)
@@ -561,7 +561,7 @@ func (k *kvServer) serve(c *net.TCPConn) {
 	for {
 		n, err := c.Read(buf)
 		if n > 0 {
-			stats.bytesIn.Add(uint64(n))
+			st.bytesIn.Add(uint64(n))
 			p.feed(buf[:n])
 			for {
 				var flow kvFlow
@@ -574,7 +574,7 @@ func (k *kvServer) serve(c *net.TCPConn) {
 				}
 				if len(out) > 0 {
 					w, werr := c.Write(out)
-					stats.bytesOut.Add(uint64(w))
+					st.bytesOut.Add(uint64(w))
 					if werr != nil {
 						return
 					}

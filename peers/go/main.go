@@ -1,11 +1,17 @@
-// Command srv-go is ringside's goroutine-per-connection reference server: the
-// idiomatic Go server that the papers measure against, serving the echo, chat
-// and kv protocols of docs/PROTOCOL.md with the standard library alone, and
-// HTTP/1.1 (--proto http) on net/http.
+// Command srv-go is ringside's Go server. By default (--model goroutines) it
+// is the goroutine-per-connection reference server: the idiomatic Go server
+// that the papers measure against, serving the echo, chat and kv protocols of
+// docs/PROTOCOL.md with the standard library alone, and HTTP/1.1 (--proto
+// http) on net/http. The other models serve the same services from event
+// loops (the Go event-loop article's designs): --model eventloop (epoll, a
+// loop per worker), --model poll (one busy loop per worker trying every
+// socket; echo and kv only; it keeps its CPUs busy even when idle) and
+// --model gnet (the gnet v2 engine).
 //
 // Usage:
 //
-//	srv-go --proto echo|chat|kv|http [--addr 127.0.0.1:0] [--workers N] [--cpus LIST]
+//	srv-go --proto echo|chat|kv|http [--model goroutines|eventloop|poll|gnet]
+//	       [--addr 127.0.0.1:0] [--workers N] [--cpus LIST]
 //	       [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always]
 //	       [--max-pending BYTES] [--kv-owner]
 //
@@ -27,7 +33,6 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,8 +49,12 @@ const (
 	defaultAddr     = "127.0.0.1:0"
 	exitBadUsage    = 2
 	progName        = "srv-go"
-	usageLine       = "usage: srv-go --proto echo|chat|kv|http [--addr 127.0.0.1:0] [--workers N] [--cpus LIST] [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always] [--max-pending BYTES] [--kv-owner]"
+	usageLine       = "usage: srv-go --proto echo|chat|kv|http [--model goroutines|eventloop|poll|gnet] [--addr 127.0.0.1:0] [--workers N] [--cpus LIST] [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always] [--max-pending BYTES] [--kv-owner]"
 	maxComputeMicro = 10_000_000 // 10 s of spin per message is already absurd
+	modelHelp       = `--model goroutines: a goroutine per connection (the default); eventloop: an epoll loop per worker;
+  poll: a loop per worker trying every non-blocking socket in turn, echo and kv only: it keeps a CPU
+  per worker busy even when no one is connected, by design (the Go article's non-blocking loop);
+  gnet: the gnet v2 engine, a loop per worker.`
 )
 
 type protocol int
@@ -57,9 +66,30 @@ const (
 	protoHTTP
 )
 
+// model is how the server does its I/O.
+type model int
+
+const (
+	modelGoroutines model = iota // a goroutine per connection, Go's netpoller
+	modelEventloop               // an epoll loop per worker
+	modelPoll                    // a busy loop per worker trying every socket
+	modelGnet                    // the gnet v2 engine, a loop per worker
+)
+
+var modelNames = [...]string{"goroutines", "eventloop", "poll", "gnet"}
+
+var protoNames = [...]string{"echo", "chat", "kv", "http"}
+
+// serves says whether a model serves a protocol: poll, the article's
+// design for its kv server, serves echo and kv only.
+func (m model) serves(p protocol) bool {
+	return m != modelPoll || p == protoEcho || p == protoKV
+}
+
 // config is the parsed command line.
 type config struct {
 	proto      protocol
+	model      model
 	addr       string
 	workers    int
 	cpus       []int
@@ -69,16 +99,6 @@ type config struct {
 	fsync      bool
 	maxPending int
 	kvOwner    bool
-}
-
-// stats are the counters printed at exit. They are updated with atomic adds
-// on every read and write; a connection touches them from its own goroutines
-// only, so the cache line is rarely contended on the machines ringside targets.
-var stats struct {
-	conns    atomic.Uint64
-	bytesIn  atomic.Uint64
-	bytesOut atomic.Uint64
-	msgs     atomic.Uint64
 }
 
 func main() {
@@ -101,6 +121,7 @@ func run(args []string) int {
 	cfg, err := parseArgs(args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Println(usageLine)
+		fmt.Println(modelHelp)
 		return 0
 	}
 	if err != nil {
@@ -125,7 +146,16 @@ func run(args []string) int {
 		}
 	}
 	runtime.GOMAXPROCS(workers)
+	cfg.workers = workers
 
+	if cfg.model != modelGoroutines {
+		return runLoops(cfg, sigs)
+	}
+	return runGoroutines(cfg, sigs)
+}
+
+// runGoroutines serves with a goroutine per connection until a signal.
+func runGoroutines(cfg config, sigs <-chan os.Signal) int {
 	// Listen before touching --data, so that a port in use leaves the room
 	// logs exactly as they were.
 	ln, err := net.Listen("tcp", cfg.addr)
@@ -133,7 +163,7 @@ func run(args []string) int {
 		return fail(fmt.Errorf("cannot listen on %s: %w", cfg.addr, unwrapOp(err)))
 	}
 
-	var serve func(*net.TCPConn)
+	var serve func(*net.TCPConn, *counters)
 	var chat *chatServer
 	var httpSrv *http.Server
 	switch cfg.proto {
@@ -153,13 +183,12 @@ func run(args []string) int {
 		httpSrv = newHTTPServer()
 	}
 
-	// os.Stdout is not buffered in Go: the line is out once Fprintf returns.
-	if _, err := fmt.Fprintf(os.Stdout, "READY %s\n", ln.Addr()); err != nil {
+	if err := ready(ln.Addr()); err != nil {
 		ln.Close()
 		if chat != nil {
 			chat.shutdown()
 		}
-		return fail(fmt.Errorf("writing the READY line: %w", err))
+		return fail(err)
 	}
 
 	if httpSrv != nil {
@@ -173,16 +202,33 @@ func run(args []string) int {
 	if httpSrv != nil {
 		httpSrv.Close()
 	}
+	return stop(chat)
+}
+
+// ready prints the READY line. os.Stdout is not buffered in Go: the line is
+// out once Fprintf returns.
+func ready(addr net.Addr) error {
+	if _, err := fmt.Fprintf(os.Stdout, "READY %s\n", addr); err != nil {
+		return fmt.Errorf("writing the READY line: %w", err)
+	}
+	return nil
+}
+
+// stop flushes the room logs and prints the stop line: every owner's
+// counters, summed.
+func stop(chat *chatServer) int {
 	if chat != nil {
 		chat.shutdown()
 	}
+	t := totals()
 	fmt.Fprintf(os.Stderr, "%s: stopped: conns=%d bytes_in=%d bytes_out=%d msgs=%d\n", progName,
-		stats.conns.Load(), stats.bytesIn.Load(), stats.bytesOut.Load(), stats.msgs.Load())
+		t[0], t[1], t[2], t[3])
 	return 0
 }
 
 // acceptLoop runs a goroutine per accepted connection until ln is closed.
-func acceptLoop(ln net.Listener, serve func(*net.TCPConn)) {
+// Each connection counts into counters of its own, retired when it ends.
+func acceptLoop(ln net.Listener, serve func(*net.TCPConn, *counters)) {
 	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
@@ -202,9 +248,13 @@ func acceptLoop(ln net.Listener, serve func(*net.TCPConn)) {
 			continue
 		}
 		backoff = 0
-		stats.conns.Add(1)
+		st := newCounters()
+		st.conns.Add(1)
 		// TCP_NODELAY is already on: Go sets it on every TCP connection.
-		go serve(c.(*net.TCPConn))
+		go func() {
+			serve(c.(*net.TCPConn), st)
+			st.retire()
+		}()
 	}
 }
 
@@ -229,6 +279,7 @@ func parseArgs(args []string) (config, error) {
 	fs := flag.NewFlagSet(progName, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported once, on one line, by run
 	proto := fs.String("proto", "", "echo, chat, kv or http")
+	modelName := fs.String("model", "goroutines", "goroutines, eventloop, poll (echo and kv; keeps a CPU busy per worker even when idle) or gnet")
 	fs.StringVar(&cfg.addr, "addr", defaultAddr, "address to listen on")
 	workers := fs.String("workers", "", "GOMAXPROCS (default: the CPUs it may use)")
 	cpus := fs.String("cpus", "", "CPUs to pin the process to, e.g. 1,3 or 0-3")
@@ -263,6 +314,9 @@ func parseArgs(args []string) (config, error) {
 		return cfg, usagef("--proto %q: expected echo, chat, kv or http", *proto)
 	}
 	var err error
+	if cfg.model, err = parseModel(*modelName, cfg.proto); err != nil {
+		return cfg, err
+	}
 	if *workers != "" {
 		if cfg.workers, err = intFlag("workers", *workers, 1, 4096); err != nil {
 			return cfg, err
@@ -295,6 +349,20 @@ func parseArgs(args []string) (config, error) {
 		return cfg, usagef("--addr must not be empty")
 	}
 	return cfg, nil
+}
+
+// parseModel parses --model and checks that the model serves proto.
+func parseModel(name string, proto protocol) (model, error) {
+	for m, n := range modelNames {
+		if n != name {
+			continue
+		}
+		if !model(m).serves(proto) {
+			return 0, usagef("--model %s serves --proto echo and kv only, not %s", name, protoNames[proto])
+		}
+		return model(m), nil
+	}
+	return 0, usagef("--model %q: expected goroutines, eventloop, poll or gnet", name)
 }
 
 // intFlag parses a decimal flag value in [lo, hi].

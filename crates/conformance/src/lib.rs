@@ -115,6 +115,14 @@ macro_rules! server_list {
             fiber_plain_fds: "srv-fiber" ["--fixed-files", "false"] [IoUring],
             go: "srv-go" [] [NotLaunch]
                 bench "go", true, "Go, a goroutine per connection (the papers' reference)",
+            go_eventloop: "srv-go" ["--model", "eventloop"] [NotLaunch]
+                bench "go-eventloop", true,
+                "Go, a hand-written epoll loop per worker (the Go event-loop article's kqueue design)",
+            go_poll: "srv-go" ["--model", "poll"] [NotLaunch, NoChat, NoHttp]
+                bench "go-poll", false,
+                "Go, a busy loop per worker trying every non-blocking socket (the article's); spends a CPU per worker even idle",
+            go_gnet: "srv-go" ["--model", "gnet"] [NotLaunch, NoReadPause]
+                bench "go-gnet", true, "Go on gnet v2, an event loop per worker",
             floor_epoll: "srv-floor" ["--api", "epoll"] [EchoOnly]
                 bench "floor-epoll", true,
                 "the kernel's floor: one thread, bare epoll, plain echo only",

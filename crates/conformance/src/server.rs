@@ -75,6 +75,16 @@ pub enum Limit {
     /// Serves no `--proto kv` (srv-threads `--mode process`: its processes share no
     /// store, so it refuses kv with exit status 2).
     NoKv,
+    /// Serves no `--proto chat` (srv-go `--model poll`, the Go article's busy loop, serves
+    /// echo and kv only and refuses chat with exit status 2).
+    NoChat,
+    /// Serves no `--proto http` (srv-go `--model poll`: it refuses http with exit
+    /// status 2).
+    NoHttp,
+    /// Cannot stop reading a connection whose output waits (srv-go `--model gnet`: gnet
+    /// reads every readable socket into its own buffer and has no call to pause one, gnet
+    /// issue #722), so a client that sends and never reads grows it without bound.
+    NoReadPause,
 }
 
 /// What a check needs of a server beyond plain echo and the common command line.
@@ -91,6 +101,9 @@ pub enum Need {
     Kv,
     /// `--proto http`.
     Http,
+    /// Not reading a connection while 64 KiB of its output wait (docs/PROTOCOL.md's
+    /// backpressure), which the bounded-memory checks measure.
+    ReadPause,
 }
 
 impl std::fmt::Display for Need {
@@ -101,6 +114,7 @@ impl std::fmt::Display for Need {
             Need::Counters => "the service counters on its stop line",
             Need::Kv => "--proto kv",
             Need::Http => "--proto http",
+            Need::ReadPause => "not reading a client while its output waits (backpressure)",
         })
     }
 }
@@ -124,8 +138,17 @@ impl ServerSpec {
     /// Whether the server serves what a check needs.
     pub fn serves(&self, need: Need) -> bool {
         match need {
-            Need::Chat | Need::Compute | Need::Http => !self.limits.contains(&Limit::EchoOnly),
+            Need::Compute => !self.limits.contains(&Limit::EchoOnly),
+            Need::Chat => !self
+                .limits
+                .iter()
+                .any(|l| matches!(l, Limit::EchoOnly | Limit::NoChat)),
+            Need::Http => !self
+                .limits
+                .iter()
+                .any(|l| matches!(l, Limit::EchoOnly | Limit::NoHttp)),
             Need::Counters => !self.limits.contains(&Limit::NotLaunch),
+            Need::ReadPause => !self.limits.contains(&Limit::NoReadPause),
             Need::Kv => !self
                 .limits
                 .iter()

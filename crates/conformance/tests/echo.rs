@@ -14,7 +14,7 @@ use conformance::{IO_TIMEOUT, Target};
 
 conformance::conformance_tests!(
     echo_random_splits,
-    echo_backpressure,
+    echo_backpressure needs ReadPause,
     echo_half_close,
     echo_1000_connections,
     echo_compute_us needs Compute,

@@ -23,7 +23,7 @@ conformance::conformance_tests!(
     http_connection_close_and_http10 needs Http,
     http_pipelined_and_split needs Http,
     http_body_is_discarded needs Http,
-    http_never_reading_client_is_not_read needs Http,
+    http_never_reading_client_is_not_read needs Http & ReadPause,
     http_slow_client_does_not_stall_others needs Http,
     http_wrk_pipelined needs Http,
 );

@@ -24,7 +24,7 @@ conformance::conformance_tests!(
     kv_redis_client needs Kv,
     kv_pipelined_splits needs Kv,
     kv_one_store_for_all_connections needs Kv,
-    kv_bounded_memory needs Kv,
+    kv_bounded_memory needs Kv & ReadPause,
 );
 
 const MIB: usize = 1 << 20;
