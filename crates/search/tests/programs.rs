@@ -1,4 +1,4 @@
-//! Every search program (search-threads, -tokio, -tokio-uring, -fiber and -go) on the
+//! Every search program (search-threads, -tokio, -tokio-uring, -fiber, -may and -go) on the
 //! walk's edge cases, on unreadable entries, on a bad command line, and against ripgrep
 //! on a small generated tree. Programs that cannot run here (Go missing, no io_uring) and
 //! the ripgrep comparison (rg missing) are skipped with a message.

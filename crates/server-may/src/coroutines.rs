@@ -24,11 +24,11 @@ use may::coroutine::{Builder, JoinHandle};
 
 /// A coroutine's stack in machine words, as may counts it: 64 KiB, the same as
 /// srv-fiber's default stack (may's own default is 32 KiB).
-pub(crate) const STACK_WORDS: usize = 64 * 1024 / size_of::<usize>();
+pub const STACK_WORDS: usize = 64 * 1024 / size_of::<usize>();
 
 /// Starts `f` as a coroutine on may's scheduler (starting the scheduler's threads on
 /// first use).
-pub(crate) fn spawn<F, T>(f: F) -> io::Result<JoinHandle<T>>
+pub fn spawn<F, T>(f: F) -> io::Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
@@ -40,7 +40,7 @@ where
 }
 
 /// Ends a coroutine at its next blocking point (its stack unwinds; what it owns drops).
-pub(crate) fn cancel<T>(handle: &JoinHandle<T>) {
+pub fn cancel<T>(handle: &JoinHandle<T>) {
     // SAFETY: may's contract for `cancel` is that the coroutine's resources are dropped
     // where it is blocked. The only coroutine this cancels is an accept loop, which owns
     // its listener and a tally and holds no lock while it waits in `accept`.
@@ -49,7 +49,7 @@ pub(crate) fn cancel<T>(handle: &JoinHandle<T>) {
 
 /// Hands a listener bound by `launch::bind` (its backlog and options, as every server's)
 /// to may's event loop.
-pub(crate) fn listener(std: std::net::TcpListener) -> may::net::TcpListener {
+pub fn listener(std: std::net::TcpListener) -> may::net::TcpListener {
     let fd = std.into_raw_fd();
     // SAFETY: `fd` is an open listening socket that `into_raw_fd` has just released, so
     // the may listener becomes its one owner.

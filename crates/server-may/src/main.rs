@@ -31,11 +31,10 @@
 //!   its blocking `accept`), flushes the rooms and prints the counters; connections still
 //!   open end with the process, as srv-threads' threads do.
 //!
-//! may marks spawning `unsafe`; all of it is in `coroutines.rs`, with the contract it
-//! keeps.
-#![deny(unsafe_code)] // Only `coroutines.rs` may use it, and says why.
+//! may marks spawning `unsafe`; all of it is in the library's `coroutines.rs`, with the
+//! contract it keeps.
+#![forbid(unsafe_code)] // may's unsafe API is fenced in the library's `coroutines`.
 
-mod coroutines;
 mod serve;
 mod wakeup;
 

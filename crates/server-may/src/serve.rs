@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use launch::{App, CommonArgs, Count, Counters, Shutdown, Tally};
 use may::net::TcpStream;
+use server_may::coroutines;
 use service::blocking::{Outbox, read_commands};
 use service::echo::{buffered, serve_blocking};
 use service::hub::Hub;
 use service::{http, kv};
 
 use crate::NAME;
-use crate::coroutines;
 use crate::wakeup::MayWakeup;
 
 /// A chat connection's outbox, for connections that are may coroutines.
@@ -106,7 +106,13 @@ fn connection(stream: TcpStream, service: &Service, mut tally: Tally) {
         App::Chat(rooms) => serve_chat(stream, &rooms.hub, rooms.max_pending, &service.counters, t),
         App::Kv(kv) => {
             let stream = RefCell::new(stream);
-            kv::serve_blocking(buffered(Turns(&stream)), Turns(&stream), &kv.store, kv.limit, t)
+            kv::serve_blocking(
+                buffered(Turns(&stream)),
+                Turns(&stream),
+                &kv.store,
+                kv.limit,
+                t,
+            )
         }
         App::Http(limit) => {
             let stream = RefCell::new(stream);

@@ -15,6 +15,7 @@ pub(crate) const PROGRAMS: &[&str] = &[
     "search-tokio",
     "search-tokio-uring",
     "search-fiber",
+    "search-may",
     "search-go",
 ];
 
