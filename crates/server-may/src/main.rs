@@ -11,11 +11,12 @@
 //!
 //! - **Workers**: `may::config().set_workers(--workers)`, may's work-stealing
 //!   scheduler (its default features), before anything starts the scheduler.
-//! - **Pinning**: may pins worker *i* to core *i* by itself (`set_worker_pin`, on by
-//!   default) and cannot be told which cores. Without `--cpus` that default stands; with
-//!   `--cpus`, may's pinning is turned off and the main thread pins itself to the list
-//!   before may starts its threads, which inherit it: the workers run within the list,
-//!   but not one per CPU (may offers no way to place them).
+//! - **Pinning**: may pins its workers by itself (`set_worker_pin`, on by default):
+//!   worker *i* to the *i*-th CPU, in ascending order, of the mask of the thread that
+//!   starts its scheduler, cycling when there are more workers. It takes no list, so with
+//!   `--cpus` the main thread pins itself to the list before may starts: worker *i* then
+//!   runs on the list's *i*-th CPU (ascending; the list's own order is not kept), one
+//!   per CPU as every server's `--cpus` asks, and may's timer thread within the list.
 //! - **Stacks**: 64 KiB a coroutine, srv-fiber's default (may's is 32 KiB), see
 //!   `coroutines`.
 //! - **Listener**: bound by `launch::bind` (the backlog every server has) and handed to

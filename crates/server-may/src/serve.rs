@@ -60,8 +60,9 @@ fn configure(args: &CommonArgs) -> anyhow::Result<()> {
     config.set_workers(args.worker_count());
     config.set_stack_size(coroutines::STACK_WORDS);
     if let Some(cpus) = &args.cpus {
-        // may can pin only worker i to core i; within the list, the workers inherit it.
-        config.set_worker_pin(false);
+        // may pins worker i to the i-th CPU of the mask of the thread that starts it
+        // (this one, below, when the listener is handed over): the list's i-th CPU.
+        config.set_worker_pin(true);
         launch::cpus::pin_current_thread_to(cpus)?;
     }
     Ok(())

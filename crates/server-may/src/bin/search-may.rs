@@ -8,8 +8,9 @@
 //! pseudo-blocking runtime exists to avoid (srv-fiber's file reads park the fiber on
 //! io_uring instead), and may offers no file I/O of its own: this is how its users read
 //! files. The walk's rules (no link followed, only regular files opened, `O_NONBLOCK`
-//! against FIFOs) are `search::walk`'s; `--cpus` restricts the scheduler threads to the
-//! list (may pins only worker *i* to core *i*, so its own pinning is off then).
+//! against FIFOs) are `search::walk`'s. With `--cpus`, the main thread pins itself to the
+//! list before may starts, and may pins its worker *i* to the list's *i*-th CPU (it pins
+//! to the starting thread's mask, in ascending order).
 
 #![forbid(unsafe_code)]
 
@@ -89,7 +90,8 @@ fn configure(config: &Config) {
     may.set_workers(config.workers);
     may.set_stack_size(coroutines::STACK_WORDS);
     if !config.cpus.is_empty() {
-        may.set_worker_pin(false);
+        // may pins worker i to the i-th CPU of the mask of the thread that starts it.
+        may.set_worker_pin(true);
         if let Err(e) = config.pin_all() {
             eprintln!("{NAME}: {e}");
             std::process::exit(1);
