@@ -34,3 +34,32 @@ impl Wakeup for MayWakeup {
         self.cond.notify_one();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, mpsc};
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn a_wake_is_kept_and_a_parked_coroutine_is_woken_by_a_thread() {
+        let wakeup = Arc::new(MayWakeup::default());
+        // A wake with nobody waiting: the next wait returns at once.
+        wakeup.wake();
+        wakeup.wait();
+        let (done_tx, done_rx) = mpsc::channel();
+        let waiter = Arc::clone(&wakeup);
+        let parked = server_may::coroutines::spawn(move || {
+            waiter.wait();
+            let _ = done_tx.send(());
+        })
+        .expect("a coroutine starts");
+        // A plain thread (as the group commit's is) wakes the coroutine.
+        std::thread::spawn(move || wakeup.wake());
+        done_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the parked coroutine is woken");
+        assert!(parked.join().is_ok());
+    }
+}
