@@ -128,6 +128,9 @@ const RUNTIMES: &[&str] = &[
     "smol",
     "async-io",
     "async-executor",
+    "may",
+    "generator",
+    "may_queue",
 ];
 
 /// Each crate the servers share, and each server crate, with the runtime crates it may
@@ -149,6 +152,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("server-compio", &["compio", "io-uring"]),
     ("server-glommio", &["glommio"]),
     ("server-smol", &["smol", "async-io", "async-executor"]),
+    ("server-may", &["may", "generator", "may_queue"]),
 ];
 
 /// The host's target triple, as `rustc -vV` names it.
@@ -338,7 +342,13 @@ fn unsafe_code_is_fenced_where_the_architecture_says() {
             }
         }
     }
-    for krate in ["server-threads", "server-floor", "server-fiber", "fiber"] {
+    for krate in [
+        "server-threads",
+        "server-floor",
+        "server-fiber",
+        "server-may",
+        "fiber",
+    ] {
         for root in crate_roots(krate) {
             // `forbid` is stricter still (a program of the crate that needs no fence).
             if !has(&root, "#![deny(unsafe_code)]") && !has(&root, "#![forbid(unsafe_code)]") {
@@ -347,8 +357,9 @@ fn unsafe_code_is_fenced_where_the_architecture_says() {
         }
     }
     // Where each of those may allow it, and nowhere else.
-    let fences: [Fence; 4] = [
+    let fences: [Fence; 5] = [
         ("crates/server-threads", None, &[("fork.rs", "file")]),
+        ("crates/server-may", None, &[("coroutines.rs", "file")]),
         ("crates/server-floor", None, &[("uring.rs", "file")]),
         (
             "crates/server-fiber",

@@ -113,6 +113,9 @@ macro_rules! server_list {
             fiber_work_stealing: "srv-fiber" ["--scheduler", "stealing"] [IoUring],
             fiber_plain_recv: "srv-fiber" ["--plain-recv", "--ring-flags", "coop_taskrun"] [IoUring],
             fiber_plain_fds: "srv-fiber" ["--fixed-files", "false"] [IoUring],
+            may: "srv-may" [] []
+                bench "may", true,
+                "may's stackful coroutines, a coroutine per connection, blocking-style code",
             go: "srv-go" [] [NotLaunch]
                 bench "go", true, "Go, a goroutine per connection (the papers' reference)",
             go_eventloop: "srv-go" ["--model", "eventloop"] [NotLaunch]

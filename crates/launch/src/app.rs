@@ -20,8 +20,9 @@ use crate::{CommonArgs, Counters, FsyncMode, Proto};
 pub struct Service<S: Subscriber> {
     /// The protocol and its state.
     pub app: App<S>,
-    /// What the connections count, printed at exit.
-    pub counters: Arc<Counters>,
+    /// What the connections count, printed at exit: each task or thread takes a
+    /// [`crate::Tally`] of its own from it.
+    pub counters: Counters,
 }
 
 /// The protocol a server speaks, with what it needs.
@@ -69,7 +70,7 @@ impl<S: Subscriber> Service<S> {
         };
         Ok(Service {
             app,
-            counters: Arc::default(),
+            counters: Counters::default(),
         })
     }
 

@@ -49,7 +49,7 @@ pub use app::{App, Kv, Service};
 pub use cli::{CommonArgs, FsyncMode, Proto};
 pub use cpus::CpuList;
 pub use listen::{ACCEPT_BACKOFF, BACKLOG, accept_failed, bind, bind_group};
-pub use service::counters::{Counters, Snapshot};
+pub use service::counters::{Count, Counters, Snapshot, Tally};
 pub use signals::Shutdown;
 
 /// Parses the command line as `C`, raises the open-file limit, and runs `serve`.
@@ -107,7 +107,10 @@ pub fn finish<S: service::hub::Subscriber>(
 ) -> anyhow::Result<()> {
     if let Some(hub) = rooms {
         hub.sync_all().context("flushing the room logs")?;
-        Counters::add(&counters.messages, hub.stats().messages);
+        counters.absorb(&Snapshot {
+            messages: hub.stats().messages,
+            ..Snapshot::default()
+        });
     }
     counters.report(name);
     Ok(())

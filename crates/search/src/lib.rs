@@ -3,7 +3,7 @@
 //! The io_uring (EMPER) paper's headline benchmark is a file-content search (its Figure 9):
 //! walk a directory tree concurrently, read every regular file in 4 KiB chunks, count a
 //! needle. ringside has one such program per runtime (`search-threads`, `search-tokio`,
-//! `search-tokio-uring`, `search-fiber`, and `search-go` beside them), each in its runtime's
+//! `search-tokio-uring`, `search-fiber`, `search-may`, and `search-go` beside them), each in its runtime's
 //! crate. This crate is what they share, so that only the runtime differs:
 //!
 //! - [`matcher`]: the count of non-overlapping occurrences across chunk boundaries

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use clap::Args;
 use fiber::net::TcpStream;
 use fiber::sync::{Receiver, Sender, channel};
-use launch::{CommonArgs, Counters, Proto};
+use launch::{CommonArgs, Proto, Tally};
 use service::kv::{Connection, Flow, Store, serve_blocking, serve_blocking_by};
 
 /// Requests batches that may wait for the owner fiber before a sender parks.
@@ -72,10 +72,10 @@ impl Kv {
     }
 
     /// Serves one connection until the peer closes it or a request ends it.
-    pub(crate) fn serve(&self, stream: &TcpStream, counters: &Counters) -> io::Result<()> {
+    pub(crate) fn serve(&self, stream: &TcpStream, tally: &mut Tally) -> io::Result<()> {
         match &self.owner {
-            None => serve_blocking(stream.reader(), stream, &self.store, self.limit, counters),
-            Some(owner) => through_owner(stream, owner, counters),
+            None => serve_blocking(stream.reader(), stream, &self.store, self.limit, tally),
+            Some(owner) => through_owner(stream, owner, tally),
         }
     }
 }
@@ -95,10 +95,10 @@ fn own(store: &Store, inbox: &Receiver<Job>, limit: usize) {
 /// owner, which gets the connection's state and reply buffer and sends both back. While
 /// the write blocks nothing is read, and the owner never returns more than the limit and
 /// one reply at a time.
-fn through_owner(stream: &TcpStream, owner: &Sender<Job>, counters: &Counters) -> io::Result<()> {
+fn through_owner(stream: &TcpStream, owner: &Sender<Job>, tally: &mut Tally) -> io::Result<()> {
     let gone = || io::Error::other("the kv owner fiber is gone");
     let (back, replies) = channel(1);
-    serve_blocking_by(stream.reader(), stream, counters, |conn, out| {
+    serve_blocking_by(stream.reader(), stream, tally, |conn, out| {
         let job = Job {
             conn: std::mem::take(conn),
             out: std::mem::take(out),

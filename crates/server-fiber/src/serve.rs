@@ -26,7 +26,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use fiber::net::{TcpListener, TcpStream};
-use launch::{CommonArgs, Counters, Proto, Shutdown};
+use launch::{CommonArgs, Count, Counters, Proto, Shutdown, Tally};
 use service::blocking::{Outbox, read_commands};
 use service::echo::{EchoConfig, serve_blocking};
 use service::hub::Hub;
@@ -179,7 +179,8 @@ struct Conns {
     http: Option<usize>,
     echo: EchoConfig,
     max_pending: usize,
-    counters: Arc<Counters>,
+    /// Where each connection fiber takes its tally.
+    counters: Counters,
 }
 
 pub(crate) fn serve(
@@ -208,14 +209,14 @@ pub(crate) fn serve(
         .map_err(|e| anyhow::anyhow!("starting the fiber runtime: {e}"))?;
     let handle = runtime.handle();
 
-    let counters = Arc::new(Counters::default());
+    let counters = Counters::default();
     let conns = Arc::new(Conns {
         hub: hub.clone(),
         kv: Kv::start(common, kv_args, &handle),
         http: (common.proto == Proto::Http).then(|| common.kv_max_pending()),
         echo: common.echo(),
         max_pending: common.max_pending,
-        counters: Arc::clone(&counters),
+        counters: counters.clone(),
     });
     for (worker, listener) in listeners.into_iter().enumerate() {
         let listener = TcpListener::from_std(listener);
@@ -261,13 +262,17 @@ fn stopping() -> bool {
     fiber::Handle::current().is_none_or(|h| h.is_shutting_down())
 }
 
+/// Each accept loop and each connection fiber counts into a tally of its own, which
+/// moves with the fiber when another worker steals it: one writer per block, whatever
+/// the worker, and no thread-local to go stale across a park.
 fn accept_loop(listener: &TcpListener, conns: &Arc<Conns>) {
+    let mut tally = conns.counters.tally();
     loop {
         match listener.accept() {
             Ok((stream, _)) => {
                 let _ = stream.set_nodelay(true);
-                Counters::add(&conns.counters.accepted, 1);
-                let guard = Closing::new(&conns.counters);
+                tally.add(Count::Accepted, 1);
+                let guard = Closing::new(conns.counters.tally());
                 let conns = Arc::clone(conns);
                 // Detached; if the fiber cannot start, dropping the closure closes the
                 // stream and the guard counts the connection as failed.
@@ -283,18 +288,19 @@ fn accept_loop(listener: &TcpListener, conns: &Arc<Conns>) {
     }
 }
 
-/// Counts a connection as closed exactly once, however its fiber ends: it returns, it
-/// is torn down at shutdown (its stack unwound), or it never started (an error).
+/// A connection's tally, which counts it as closed exactly once, however its fiber
+/// ends: it returns, it is torn down at shutdown (its stack unwound), or it never
+/// started (an error).
 #[derive(Debug)]
 struct Closing {
-    counters: Arc<Counters>,
+    tally: Tally,
     served: bool,
 }
 
 impl Closing {
-    fn new(counters: &Arc<Counters>) -> Closing {
+    fn new(tally: Tally) -> Closing {
         Closing {
-            counters: Arc::clone(counters),
+            tally,
             served: false,
         }
     }
@@ -303,39 +309,41 @@ impl Closing {
 impl Drop for Closing {
     fn drop(&mut self) {
         if !self.served && !stopping() {
-            Counters::add(&self.counters.errors, 1);
+            self.tally.add(Count::Errors, 1);
         }
-        Counters::add(&self.counters.closed, 1);
+        self.tally.add(Count::Closed, 1);
     }
 }
 
 impl Conns {
     fn serve(&self, stream: TcpStream, mut closing: Closing) {
+        let tally = &mut closing.tally;
         let result = match (&self.kv, self.http, &self.hub) {
-            (Some(kv), _, _) => kv.serve(&stream, &self.counters),
+            (Some(kv), _, _) => kv.serve(&stream, tally),
             (None, Some(limit), _) => {
-                service::http::serve_blocking(stream.reader(), &stream, limit, &self.counters)
+                service::http::serve_blocking(stream.reader(), &stream, limit, tally)
             }
-            (None, None, None) => {
-                serve_blocking(stream.reader(), &stream, &self.echo, &self.counters)
+            (None, None, None) => serve_blocking(stream.reader(), &stream, &self.echo, tally),
+            (None, None, Some(hub)) => {
+                serve_chat(stream, hub, self.max_pending, &self.counters, tally)
             }
-            (None, None, Some(hub)) => serve_chat(stream, hub, self.max_pending, &self.counters),
         };
         // I/O cancelled by a stop is not the connection's failure.
         if result.is_err() && !stopping() {
-            Counters::add(&self.counters.errors, 1);
+            tally.add(Count::Errors, 1);
         }
         closing.served = true;
     }
 }
 
 /// One chat connection: this fiber reads and handles commands; a second fiber writes
-/// everything the connection is sent, in order.
+/// everything the connection is sent, in order, into a tally of its own.
 fn serve_chat(
     stream: TcpStream,
     hub: &Hub<FiberOutbox>,
     max_pending: usize,
-    counters: &Arc<Counters>,
+    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let stream = Arc::new(stream);
     // Weak: the hub may keep the outbox (and so this closure) a little longer than the
@@ -348,9 +356,8 @@ fn serve_chat(
         }
     });
     let writer = {
-        let (outbox, stream, counters) =
-            (outbox.clone(), Arc::clone(&stream), Arc::clone(counters));
-        fiber::spawn(move || outbox.drain_into(&mut &*stream, &counters))
+        let (outbox, stream, mut tally) = (outbox.clone(), Arc::clone(&stream), counters.tally());
+        fiber::spawn(move || outbox.drain_into(&mut &*stream, &mut tally))
     };
     if writer.is_finished() {
         // The writer cannot have returned by itself yet (nothing closed the outbox), so
@@ -358,7 +365,7 @@ fn serve_chat(
         outbox.close();
         return writer.join().map_err(io::Error::other).and_then(|r| r);
     }
-    let result = read_commands(&*stream, hub, &outbox, counters);
+    let result = read_commands(&*stream, hub, &outbox, tally);
     outbox.close();
     let written = writer.join().map_err(io::Error::other).and_then(|r| r);
     result.and(written)

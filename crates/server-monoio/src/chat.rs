@@ -63,7 +63,7 @@ impl BlockingPool for Pool {
 pub(crate) async fn serve(
     stream: TcpStream,
     rooms: &Arc<Rooms>,
-    counters: &Arc<Counters>,
+    counters: &Counters,
 ) -> io::Result<()> {
     let (mut reader, writer) = stream.into_split();
     let outbox = Outbox::new(rooms.max_pending);
@@ -73,7 +73,7 @@ pub(crate) async fn serve(
         writer,
         outbox.clone(),
         canceller,
-        Arc::clone(counters),
+        counters.clone(),
     ));
     let mut calls = Calls::new(rooms, &outbox, Pool);
     let read = read_commands(&mut reader, handle, &mut calls, &outbox, counters).await;
@@ -137,7 +137,7 @@ async fn write_out(
     mut stream: OwnedWriteHalf<TcpStream>,
     outbox: Outbox,
     canceller: Canceller,
-    counters: Arc<Counters>,
+    counters: Counters,
 ) -> io::Result<()> {
     let mut batch = Vec::with_capacity(READ_BUF);
     let result = loop {

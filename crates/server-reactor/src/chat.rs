@@ -31,7 +31,7 @@ use service::session::{Flow, Session};
 use crate::conn::Turn;
 use crate::io::Io;
 use crate::mailbox::Mailbox;
-use crate::reactor::Totals;
+use service::counters::{Count, Tally};
 
 /// The write buffer's high-water mark: at or above it the connection's
 /// commands wait.
@@ -95,16 +95,16 @@ impl Chat {
     }
 
     /// One bounded turn.
-    pub(crate) fn turn(&mut self, io: &mut Io, totals: &mut Totals) -> io::Result<Turn> {
+    pub(crate) fn turn(&mut self, io: &mut Io, tally: &mut Tally) -> io::Result<Turn> {
         if self.mailbox.is_cut() {
-            totals.cut += 1;
+            tally.add(Count::Cut, 1);
             return Ok(Turn::Done);
         }
         let mut lines_left = TURN_LINES;
         let mut bytes_left = TURN_BYTES;
         let mut pumps_left = TURN_PUMPS;
         loop {
-            if !self.pump(io, totals, &mut pumps_left)? {
+            if !self.pump(io, tally, &mut pumps_left)? {
                 return Ok(Turn::Again);
             }
             if self.closing {
@@ -142,7 +142,7 @@ impl Chat {
             }
             if let Some(line) = self.lines.next_line() {
                 lines_left -= 1;
-                totals.lines += 1;
+                tally.add(Count::Lines, 1);
                 let flow = self
                     .session
                     .handle_line(line, &self.hub, &self.mailbox, &mut self.out);
@@ -164,7 +164,7 @@ impl Chat {
                 Some(0) => self.eof = true,
                 Some(n) => {
                     self.lines.commit(n);
-                    totals.bytes_in += n as u64;
+                    tally.add(Count::BytesIn, n as u64);
                     bytes_left = bytes_left.saturating_sub(n);
                 }
             }
@@ -174,7 +174,7 @@ impl Chat {
     /// Moves mail into the write buffer and writes it, until the socket is
     /// behind or nothing is left. Returns false if it stopped on its budget
     /// with more to do.
-    fn pump(&mut self, io: &mut Io, totals: &mut Totals, rounds: &mut usize) -> io::Result<bool> {
+    fn pump(&mut self, io: &mut Io, tally: &mut Tally, rounds: &mut usize) -> io::Result<bool> {
         loop {
             self.mailbox.drain_into(&mut self.wbuf);
             if self.wbuf.is_empty() || !io.writable {
@@ -185,7 +185,7 @@ impl Chat {
             }
             *rounds -= 1;
             let n = io.write(self.wbuf.pending())?;
-            totals.bytes_out += n as u64;
+            tally.add(Count::BytesOut, n as u64);
             self.wbuf.consume(n);
         }
     }

@@ -24,7 +24,7 @@ use service::echo::EchoConfig;
 
 use crate::conn::Turn;
 use crate::io::Io;
-use crate::reactor::Totals;
+use service::counters::{Count, Tally};
 
 /// Bytes a connection may read in one turn before the others get theirs.
 pub(crate) const TURN_BYTES: usize = 64 * 1024;
@@ -73,13 +73,13 @@ impl Echo {
     }
 
     /// One bounded turn.
-    pub(crate) fn turn(&mut self, io: &mut Io, totals: &mut Totals) -> io::Result<Turn> {
+    pub(crate) fn turn(&mut self, io: &mut Io, tally: &mut Tally) -> io::Result<Turn> {
         let mut budget = match &self.cutter {
             None => TURN_BYTES,
             Some(c) => TURN_BYTES.min(TURN_MESSAGES * c.msg_size()),
         };
         loop {
-            self.flush(io, totals)?;
+            self.flush(io, tally)?;
             if self.eof {
                 return Ok(if self.pending() == 0 {
                     Turn::Done
@@ -106,7 +106,7 @@ impl Echo {
                     self.ready = self.end;
                 }
                 Some(n) => {
-                    totals.bytes_in += n as u64;
+                    tally.add(Count::BytesIn, n as u64);
                     budget -= n;
                     self.end += n;
                     self.ready = match &mut self.cutter {
@@ -125,10 +125,10 @@ impl Echo {
     }
 
     /// Writes what is ready, as far as the socket takes it.
-    fn flush(&mut self, io: &mut Io, totals: &mut Totals) -> io::Result<()> {
+    fn flush(&mut self, io: &mut Io, tally: &mut Tally) -> io::Result<()> {
         if self.ready > self.start {
             let n = io.write(&self.buf[self.start..self.ready])?;
-            totals.bytes_out += n as u64;
+            tally.add(Count::BytesOut, n as u64);
             self.start += n;
             if self.start == self.end {
                 self.start = 0;

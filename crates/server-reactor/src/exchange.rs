@@ -19,7 +19,7 @@ use service::exchange::{Exchange, Flow};
 use crate::conn::Turn;
 use crate::echo::TURN_BYTES;
 use crate::io::Io;
-use crate::reactor::Totals;
+use service::counters::{Count, Tally};
 
 thread_local! {
     /// The read buffer of every kv and http connection of this reactor: a read's bytes are
@@ -61,12 +61,12 @@ impl<E: Exchange> Exchanged<E> {
     }
 
     /// One bounded turn.
-    pub(crate) fn turn(&mut self, io: &mut Io, totals: &mut Totals) -> io::Result<Turn> {
+    pub(crate) fn turn(&mut self, io: &mut Io, tally: &mut Tally) -> io::Result<Turn> {
         let mut budget = TURN_BYTES;
         loop {
             if self.has_output() {
                 let n = io.write(&self.out[self.sent..])?;
-                totals.bytes_out += n as u64;
+                tally.add(Count::BytesOut, n as u64);
                 self.sent += n;
                 if self.has_output() {
                     // The socket is full: a writable event brings the connection
@@ -109,7 +109,7 @@ impl<E: Exchange> Exchanged<E> {
                 None => {}
                 Some(0) => self.eof = true,
                 Some(n) => {
-                    totals.bytes_in += n as u64;
+                    tally.add(Count::BytesIn, n as u64);
                     budget -= n;
                 }
             }

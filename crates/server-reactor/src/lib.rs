@@ -152,14 +152,14 @@ use std::time::Duration;
 use anyhow::Context;
 use launch::workers::{Placement, Workers};
 use launch::{CommonArgs, CpuList};
-use service::counters::{Counters, Snapshot};
+use service::counters::{Count, Counters, Snapshot, Tally};
 use service::echo::EchoConfig;
 use service::hub::Hub;
 
 pub use mailbox::Mailbox;
 
 use crate::accept::Acceptor;
-use crate::reactor::{Reactor, Service, Totals};
+use crate::reactor::{Reactor, Service};
 use crate::remote::Remote;
 
 /// How long the stop waits for a reactor (or the acceptor) to come back; one
@@ -212,7 +212,9 @@ impl Config {
 #[derive(Debug)]
 pub struct Reactors {
     addr: SocketAddr,
-    reactors: (Vec<Arc<Remote>>, Workers<std::io::Result<Totals>>),
+    reactors: (Vec<Arc<Remote>>, Workers<std::io::Result<()>>),
+    /// Every reactor's tally, summed by [`Reactors::stop`].
+    counters: Counters,
     acceptor: Option<(Arc<Remote>, Workers<std::io::Result<()>>)>,
 }
 
@@ -261,10 +263,11 @@ impl Reactors {
             }
         };
         // Then every epoll instance and eventfd, still without threads.
+        let counters = Counters::default();
         let reactors = (0..workers)
             .map(|_| {
                 let listener = own.pop();
-                Reactor::new(service.clone(), listener)
+                Reactor::new(service.clone(), listener, counters.tally())
                     .context("creating a reactor (epoll instance, eventfd)")
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
@@ -284,6 +287,7 @@ impl Reactors {
         let mut started = Reactors {
             addr,
             reactors: (remotes, reactors),
+            counters,
             acceptor: None,
         };
         if let Some(acceptor) = acceptor {
@@ -316,15 +320,15 @@ impl Reactors {
     /// that failed, or did not stop in time, is reported on stderr and counted
     /// in `errors`.
     pub fn stop(self) -> Snapshot {
-        let total = Counters::default();
+        let mut total = self.counters.tally();
         if let Some((remote, thread)) = self.acceptor {
             remote.stop();
             if let Some(joined) = thread.join(STOP_GRACE).pop() {
                 match joined {
                     Some(Ok(Ok(()))) => {}
-                    Some(Ok(Err(e))) => failed(&total, "the acceptor", &e),
-                    Some(Err(_)) => failed(&total, "the acceptor", &"panicked"),
-                    None => failed(&total, "the acceptor", &"did not stop"),
+                    Some(Ok(Err(e))) => failed(&mut total, "the acceptor", &e),
+                    Some(Err(_)) => failed(&mut total, "the acceptor", &"panicked"),
+                    None => failed(&mut total, "the acceptor", &"did not stop"),
                 }
             }
         }
@@ -335,17 +339,18 @@ impl Reactors {
         for (i, joined) in reactors.join(STOP_GRACE).into_iter().enumerate() {
             let who = || format!("reactor {i}");
             match joined {
-                Some(Ok(Ok(totals))) => total.absorb(&totals.snapshot()),
-                Some(Ok(Err(e))) => failed(&total, &who(), &e),
-                Some(Err(_)) => failed(&total, &who(), &"panicked"),
-                None => failed(&total, &who(), &"did not stop"),
+                Some(Ok(Ok(()))) => {}
+                Some(Ok(Err(e))) => failed(&mut total, &who(), &e),
+                Some(Err(_)) => failed(&mut total, &who(), &"panicked"),
+                None => failed(&mut total, &who(), &"did not stop"),
             }
         }
-        total.snapshot()
+        drop(total);
+        self.counters.snapshot()
     }
 }
 
-fn failed(total: &Counters, who: &str, e: &dyn std::fmt::Display) {
+fn failed(total: &mut Tally, who: &str, e: &dyn std::fmt::Display) {
     eprintln!("srv-reactor: {who} failed: {e}");
-    Counters::add(&total.errors, 1);
+    total.add(Count::Errors, 1);
 }

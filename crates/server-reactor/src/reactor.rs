@@ -27,7 +27,7 @@ use std::time::Duration;
 use mio::event::Event;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
-use service::counters::Snapshot;
+use service::counters::{Count, Tally};
 use service::echo::EchoConfig;
 use service::hub::Hub;
 use service::session::Session;
@@ -74,34 +74,6 @@ pub(crate) enum Service {
     },
 }
 
-/// A reactor's counters: plain integers, since only its own thread touches
-/// them; they are handed to the main thread when the reactor stops.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Totals {
-    pub(crate) accepted: u64,
-    pub(crate) closed: u64,
-    pub(crate) bytes_in: u64,
-    pub(crate) bytes_out: u64,
-    pub(crate) lines: u64,
-    pub(crate) cut: u64,
-    pub(crate) errors: u64,
-}
-
-impl Totals {
-    pub(crate) fn snapshot(&self) -> Snapshot {
-        Snapshot {
-            accepted: self.accepted,
-            closed: self.closed,
-            bytes_in: self.bytes_in,
-            bytes_out: self.bytes_out,
-            lines: self.lines,
-            messages: 0,
-            cut: self.cut,
-            errors: self.errors,
-        }
-    }
-}
-
 /// One event loop and everything it owns.
 #[derive(Debug)]
 pub(crate) struct Reactor {
@@ -118,7 +90,8 @@ pub(crate) struct Reactor {
     /// Its own listener in `--accept reuseport` mode.
     listener: Option<Listener>,
     service: Service,
-    totals: Totals,
+    /// What this reactor counts: a block of its own, summed at the stop line.
+    tally: Tally,
 }
 
 impl Reactor {
@@ -126,6 +99,7 @@ impl Reactor {
     pub(crate) fn new(
         service: Service,
         listener: Option<std::net::TcpListener>,
+        tally: Tally,
     ) -> io::Result<Self> {
         let poll = Poll::new()?;
         let remote = Remote::new(poll.registry(), WAKER)?;
@@ -146,7 +120,7 @@ impl Reactor {
             inbox: Inbox::default(),
             listener,
             service,
-            totals: Totals::default(),
+            tally,
         })
     }
 
@@ -155,8 +129,8 @@ impl Reactor {
         Arc::clone(&self.remote)
     }
 
-    /// Runs the loop until [`Remote::stop`]; returns the counters.
-    pub(crate) fn run(mut self) -> io::Result<Totals> {
+    /// Runs the loop until [`Remote::stop`], counting into its tally.
+    pub(crate) fn run(mut self) -> io::Result<()> {
         self.remote.enter();
         loop {
             let timeout = self.timeout();
@@ -178,7 +152,7 @@ impl Reactor {
             }
             if self.remote.stopping() {
                 self.close_all();
-                return Ok(self.totals);
+                return Ok(());
             }
             self.take_inbox();
             self.accept();
@@ -240,7 +214,7 @@ impl Reactor {
             .register(&mut stream, Token(key), Interest::READABLE)
         {
             eprintln!("srv-reactor: cannot register a connection, closing it: {e}");
-            self.totals.errors += 1;
+            self.tally.add(Count::Errors, 1);
             return;
         }
         let kind = match &self.service {
@@ -263,7 +237,7 @@ impl Reactor {
             io: Io::new(stream),
             kind,
         });
-        self.totals.accepted += 1;
+        self.tally.add(Count::Accepted, 1);
     }
 
     /// One turn for each connection queued now, in order.
@@ -277,10 +251,10 @@ impl Reactor {
             };
             conn.io.queued = false;
             let turn = match &mut conn.kind {
-                Kind::Echo(echo) => echo.turn(&mut conn.io, &mut self.totals),
-                Kind::Chat(chat) => chat.turn(&mut conn.io, &mut self.totals),
-                Kind::Kv(kv) => kv.turn(&mut conn.io, &mut self.totals),
-                Kind::Http(http) => http.turn(&mut conn.io, &mut self.totals),
+                Kind::Echo(echo) => echo.turn(&mut conn.io, &mut self.tally),
+                Kind::Chat(chat) => chat.turn(&mut conn.io, &mut self.tally),
+                Kind::Kv(kv) => kv.turn(&mut conn.io, &mut self.tally),
+                Kind::Http(http) => http.turn(&mut conn.io, &mut self.tally),
             };
             let turn = turn.and_then(|turn| {
                 let pending = conn.has_output();
@@ -307,8 +281,8 @@ impl Reactor {
         if let Kind::Chat(chat) = &mut conn.kind {
             chat.finish();
         }
-        self.totals.closed += 1;
-        self.totals.errors += u64::from(failed);
+        self.tally.add(Count::Closed, 1);
+        self.tally.add(Count::Errors, u64::from(failed));
         // Dropping the socket closes it, which also removes it from the epoll
         // set: no `deregister` call needed.
     }

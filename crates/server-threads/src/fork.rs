@@ -1,5 +1,5 @@
 //! The two unsafe operations of `--mode process`, and why each is sound:
-//! `fork(2)` from a process that has exactly one thread, and a counters block
+//! `fork(2)` from a process that has exactly one thread, and blocks of counts
 //! in a shared anonymous mapping that the children update in place.
 #![allow(unsafe_code)] // fork(2) and mmap(2) have no safe wrapper.
 
@@ -9,7 +9,8 @@ use anyhow::{Context, bail};
 use nix::sys::mman::{MapFlags, ProtFlags, mmap_anonymous};
 use nix::unistd::{ForkResult, Pid, fork};
 
-use launch::Counters;
+use launch::Snapshot;
+use service::counters::Block;
 
 /// Which side of a fork this is.
 pub(crate) enum Forked {
@@ -42,11 +43,51 @@ fn thread_count() -> std::io::Result<usize> {
         .ok_or_else(|| std::io::Error::other("no Threads: line in /proc/self/status"))
 }
 
-/// Counters in memory shared with every child forked after this call, so that
-/// the parent's stop line counts what the children did, even children it had
-/// to terminate.
-pub(crate) fn shared_counters() -> anyhow::Result<&'static Counters> {
-    let len = NonZeroUsize::new(size_of::<Counters>()).expect("Counters is not zero-sized");
+/// Blocks of counts per page of the shared mapping; a chunk is mapped whenever every
+/// block is taken.
+const BLOCKS_PER_CHUNK: usize = 4096 / size_of::<Block>();
+
+/// Blocks of counts in memory shared with every child forked after they were mapped,
+/// so that the parent's stop line counts what the children did, even children it had
+/// to terminate. Each child process counts into a block of its own (one writer per
+/// block: no cache line is shared per message); a reaped child's block keeps its counts
+/// and goes to the next child, which adds on.
+#[derive(Debug, Default)]
+pub(crate) struct SharedBlocks {
+    all: Vec<&'static [Block]>,
+    free: Vec<&'static Block>,
+}
+
+impl SharedBlocks {
+    /// A block for one child process, mapping a new chunk if none is free.
+    pub(crate) fn take(&mut self) -> anyhow::Result<&'static Block> {
+        if self.free.is_empty() {
+            let chunk = map_chunk()?;
+            self.all.push(chunk);
+            self.free.extend(chunk.iter().rev());
+        }
+        Ok(self.free.pop().expect("a chunk was just mapped"))
+    }
+
+    /// Gives back the block of a child that was reaped.
+    pub(crate) fn give_back(&mut self, block: &'static Block) {
+        self.free.push(block);
+    }
+
+    /// What every child counted, reaped or not.
+    pub(crate) fn sum(&self) -> Vec<Snapshot> {
+        self.all
+            .iter()
+            .flat_map(|c| c.iter())
+            .map(Block::snapshot)
+            .collect()
+    }
+}
+
+fn map_chunk() -> anyhow::Result<&'static [Block]> {
+    const LEN: usize = BLOCKS_PER_CHUNK * size_of::<Block>();
+    const _: () = assert!(LEN > 0 && align_of::<Block>() <= 4096);
+    let len = NonZeroUsize::new(LEN).expect("LEN is not zero (checked at compile time)");
     // SAFETY: an anonymous shared mapping with no address hint aliases nothing
     // that exists; the kernel chooses where it goes.
     let ptr = unsafe {
@@ -58,13 +99,12 @@ pub(crate) fn shared_counters() -> anyhow::Result<&'static Counters> {
         )
     }
     .context("mapping shared counters")?;
-    const _: () = assert!(align_of::<Counters>() <= 4096);
-    // SAFETY: [1] the mapping is page-aligned, which satisfies Counters'
-    // alignment (checked at compile time above), and is `len` bytes long;
-    // [2] anonymous mappings are zero-filled, and Counters is a struct of
-    // AtomicU64, for which all-zero bytes are a valid value (zero);
-    // [3] the mapping is never unmapped, so the reference may be 'static;
+    // SAFETY: [1] the mapping is page-aligned, which satisfies Block's alignment
+    // (checked at compile time above), and holds BLOCKS_PER_CHUNK blocks;
+    // [2] anonymous mappings are zero-filled, and all-zero bytes are a valid Block
+    // (its counts are AtomicU64s, zero);
+    // [3] the mapping is never unmapped, so the slice may be 'static;
     // [4] all access goes through atomics, so sharing it with other threads and
     // (through MAP_SHARED) other processes is data-race free.
-    Ok(unsafe { ptr.cast::<Counters>().as_ref() })
+    Ok(unsafe { std::slice::from_raw_parts(ptr.cast::<Block>().as_ptr(), BLOCKS_PER_CHUNK) })
 }

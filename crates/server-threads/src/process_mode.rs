@@ -33,7 +33,7 @@ mod recv;
 mod send;
 
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
@@ -45,14 +45,15 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use launch::{CommonArgs, Counters, Proto, Shutdown};
+use launch::{CommonArgs, Count, Counters, Proto, Shutdown, Tally};
+use service::counters::Block;
 use service::echo::{EchoConfig, buffered, serve_blocking};
 use service::http;
 use service::log::{Fsync, recover_dir};
 
 use crate::NAME;
 use crate::accept::{AfterSignal, accept_until_stop};
-use crate::fork::{Forked, fork_single_threaded, shared_counters};
+use crate::fork::{Forked, SharedBlocks, fork_single_threaded};
 
 const SIGNALS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGCHLD];
 
@@ -67,7 +68,6 @@ struct ChildConfig {
     fsync: Fsync,
     /// Chat: the slow-subscriber cut; http: the limit of pending output.
     max_pending: usize,
-    counters: &'static Counters,
     /// Descriptors of the parent's that a child closes first thing.
     parent_fds: [RawFd; 2],
 }
@@ -102,7 +102,6 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
         recover_dir(&data, args.fsync.into()).context("recovering the room logs")?;
     }
     let listener = launch::bind(args.addr)?;
-    let counters = shared_counters()?;
     launch::announce_ready(listener.local_addr()?)?;
 
     let config = ChildConfig {
@@ -114,40 +113,99 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
             Proto::Http => args.kv_max_pending(),
             _ => args.max_pending,
         },
-        counters,
         parent_fds: [listener.as_raw_fd(), shutdown_fd(&shutdown)],
     };
-    // Both callbacks below need the set; they never run at the same time.
-    let children = RefCell::new(HashSet::new());
+    let counters = Counters::default();
+    let mut tally = counters.tally();
+    // Both callbacks below need these; they never run at the same time.
+    let children = RefCell::new(Children::default());
     accept_until_stop(
         &listener,
         &shutdown,
-        |stream| match fork_single_threaded() {
-            Ok(Forked::Child) => child_main(stream, &config),
-            Ok(Forked::Parent(pid)) => {
-                Counters::add(&counters.accepted, 1);
-                children.borrow_mut().insert(pid);
-                // `stream` drops here: the parent keeps no connection open.
-            }
+        |stream| match children.borrow_mut().fork() {
+            Ok(Some(blocks)) => child_main(stream, &config, blocks),
+            Ok(None) => tally.add(Count::Accepted, 1),
+            // `stream` drops here: the parent keeps no connection open.
             Err(e) => {
                 eprintln!("{NAME}: cannot fork for a connection: {e:#}; closing it");
-                Counters::add(&counters.errors, 1);
+                tally.add(Count::Errors, 1);
             }
         },
         |sig| match sig {
             Signal::SIGCHLD => {
-                reap(&mut children.borrow_mut());
+                children.borrow_mut().reap();
                 AfterSignal::Continue
             }
             _ => AfterSignal::Stop,
         },
     )?;
-    stop_children(&mut children.into_inner(), &shutdown);
+    let mut children = children.into_inner();
+    stop_children(&mut children, &shutdown);
     if args.proto == Proto::Chat {
         sync_rooms(&config.data);
     }
+    for counted in children.blocks.sum() {
+        counters.absorb(&counted);
+    }
+    drop(tally);
     counters.report(NAME);
     Ok(())
+}
+
+/// The blocks a connection's processes count into: the one process of echo and
+/// http (chat's RECV), and chat's SEND (echo and http leave it be).
+#[derive(Debug, Clone, Copy)]
+struct ConnBlocks {
+    main: &'static Block,
+    send: &'static Block,
+}
+
+/// The connections' processes, and the shared blocks they count into.
+#[derive(Debug, Default)]
+struct Children {
+    live: HashMap<Pid, ConnBlocks>,
+    blocks: SharedBlocks,
+}
+
+impl Children {
+    /// Forks a connection's process: its blocks in the child, `None` in the parent.
+    fn fork(&mut self) -> anyhow::Result<Option<ConnBlocks>> {
+        let blocks = ConnBlocks {
+            main: self.blocks.take()?,
+            send: self.blocks.take()?,
+        };
+        match fork_single_threaded() {
+            Ok(Forked::Child) => Ok(Some(blocks)),
+            Ok(Forked::Parent(pid)) => {
+                self.live.insert(pid, blocks);
+                Ok(None)
+            }
+            Err(e) => {
+                self.give_back(blocks);
+                Err(e)
+            }
+        }
+    }
+
+    fn give_back(&mut self, blocks: ConnBlocks) {
+        self.blocks.give_back(blocks.main);
+        self.blocks.give_back(blocks.send);
+    }
+
+    /// Reaps every child that has exited, without waiting. RECV reaps its SEND before
+    /// it exits, so both blocks are free again.
+    fn reap(&mut self) {
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) | Err(_) => return,
+                Ok(status) => {
+                    if let Some(blocks) = status.pid().and_then(|pid| self.live.remove(&pid)) {
+                        self.give_back(blocks);
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn shutdown_fd(shutdown: &Shutdown) -> RawFd {
@@ -155,30 +213,16 @@ fn shutdown_fd(shutdown: &Shutdown) -> RawFd {
     shutdown.as_fd().as_raw_fd()
 }
 
-/// Reaps every child that has exited, without waiting.
-fn reap(children: &mut HashSet<Pid>) {
-    loop {
-        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::StillAlive) | Err(_) => return,
-            Ok(status) => {
-                if let Some(pid) = status.pid() {
-                    children.remove(&pid);
-                }
-            }
-        }
-    }
-}
-
 /// Asks every connection's process group to stop, waits a little, then kills
 /// what is left, and reaps them all: no zombies.
-fn stop_children(children: &mut HashSet<Pid>, shutdown: &Shutdown) {
-    for &pid in children.iter() {
+fn stop_children(children: &mut Children, shutdown: &Shutdown) {
+    for &pid in children.live.keys() {
         // Each child leads its own group (RECV and SEND for chat).
         let _ = killpg(pid, Signal::SIGTERM);
     }
     let deadline = Instant::now() + STOP_GRACE;
-    while !children.is_empty() && Instant::now() < deadline {
-        reap(children);
+    while !children.live.is_empty() && Instant::now() < deadline {
+        children.reap();
         let mut fds = [PollFd::new(
             std::os::fd::AsFd::as_fd(shutdown),
             PollFlags::POLLIN,
@@ -186,12 +230,12 @@ fn stop_children(children: &mut HashSet<Pid>, shutdown: &Shutdown) {
         let _ = poll(&mut fds, PollTimeout::from(50u16));
         while shutdown.take().is_some() {}
     }
-    for &pid in children.iter() {
+    for &pid in children.live.keys() {
         let _ = killpg(pid, Signal::SIGKILL);
         let _ = kill(pid, Signal::SIGKILL);
         let _ = waitpid(pid, None);
     }
-    children.clear();
+    children.live.clear();
 }
 
 /// fdatasync every room file: the clean stop flushes the chat logs.
@@ -210,7 +254,7 @@ fn sync_rooms(dir: &Path) {
 }
 
 /// A connection's process. Never returns.
-fn child_main(stream: TcpStream, config: &ChildConfig) -> ! {
+fn child_main(stream: TcpStream, config: &ChildConfig, blocks: ConnBlocks) -> ! {
     for fd in config.parent_fds {
         // The parent's descriptors are owned by objects this process will never
         // drop (it leaves through `exit`), so closing them here is the only close.
@@ -223,16 +267,14 @@ fn child_main(stream: TcpStream, config: &ChildConfig) -> ! {
         eprintln!("{NAME}: connection process: {e:#}");
         std::process::exit(1);
     }
-    let counters = config.counters;
+    let tally = &mut Tally::over(blocks.main);
     let result = match config.proto {
         Proto::Echo => {
-            serve_blocking(buffered(&stream), &stream, &config.echo, counters).map_err(Into::into)
+            serve_blocking(buffered(&stream), &stream, &config.echo, tally).map_err(Into::into)
         }
-        Proto::Chat => recv::serve(stream, config),
-        Proto::Http => {
-            http::serve_blocking(buffered(&stream), &stream, config.max_pending, counters)
-                .map_err(Into::into)
-        }
+        Proto::Chat => recv::serve(stream, config, tally, blocks.send),
+        Proto::Http => http::serve_blocking(buffered(&stream), &stream, config.max_pending, tally)
+            .map_err(Into::into),
         // `serve` refuses kv before it forks.
         Proto::Kv => Err(anyhow::anyhow!("--proto kv is not served in process mode")),
     };
@@ -240,9 +282,9 @@ fn child_main(stream: TcpStream, config: &ChildConfig) -> ! {
         if !is_disconnect(&e) {
             eprintln!("{NAME}: connection process: {e:#}");
         }
-        Counters::add(&counters.errors, 1);
+        tally.add(Count::Errors, 1);
     }
-    Counters::add(&counters.closed, 1);
+    tally.add(Count::Closed, 1);
     std::process::exit(0)
 }
 

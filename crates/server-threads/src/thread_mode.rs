@@ -10,7 +10,7 @@
 use std::net::TcpStream;
 use std::sync::Arc;
 
-use launch::{App, CommonArgs, Counters, Service, Shutdown};
+use launch::{App, CommonArgs, Count, Counters, Service, Shutdown, Tally};
 use service::blocking::{Outbox, ThreadWakeup, read_commands};
 use service::echo::{buffered, serve_blocking};
 use service::hub::Hub;
@@ -32,67 +32,71 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     let listener = launch::bind(args.addr)?;
     launch::announce_ready(listener.local_addr()?)?;
 
-    let counters = &service.counters;
+    // The acceptor counts into a tally of its own, each connection thread into its own.
+    let mut tally = service.counters.tally();
     accept_until_stop(
         &listener,
         &shutdown,
         |stream| {
-            Counters::add(&counters.accepted, 1);
+            tally.add(Count::Accepted, 1);
             let service = Arc::clone(&service);
             let spawned = std::thread::Builder::new()
                 .name("conn".into())
                 .spawn(move || {
                     let counters = &service.counters;
+                    let mut conn_tally = counters.tally();
+                    let tally = &mut conn_tally;
                     let result = match &service.app {
-                        App::Echo(echo) => {
-                            serve_blocking(buffered(&stream), &stream, echo, counters)
-                        }
+                        App::Echo(echo) => serve_blocking(buffered(&stream), &stream, echo, tally),
                         App::Chat(rooms) => {
-                            serve_chat(stream, &rooms.hub, rooms.max_pending, counters)
+                            serve_chat(stream, &rooms.hub, rooms.max_pending, counters, tally)
                         }
                         App::Kv(kv) => kv::serve_blocking(
                             buffered(&stream),
                             &stream,
                             &kv.store,
                             kv.limit,
-                            counters,
+                            tally,
                         ),
                         App::Http(limit) => {
-                            http::serve_blocking(buffered(&stream), &stream, *limit, counters)
+                            http::serve_blocking(buffered(&stream), &stream, *limit, tally)
                         }
                     };
                     if result.is_err() {
-                        Counters::add(&counters.errors, 1);
+                        tally.add(Count::Errors, 1);
                     }
-                    Counters::add(&counters.closed, 1);
+                    tally.add(Count::Closed, 1);
                 });
             if let Err(e) = spawned {
                 eprintln!("{NAME}: cannot start a connection thread: {e}; closing it");
-                Counters::add(&counters.errors, 1);
+                tally.add(Count::Errors, 1);
             }
         },
         |_| AfterSignal::Stop,
     )?;
+    drop(tally);
     service.finish(NAME)
 }
 
 /// One chat connection: this thread reads and handles commands; a second
-/// thread writes everything the connection is sent, in order.
+/// thread writes everything the connection is sent, in order, into a tally of its own.
 fn serve_chat(
     stream: TcpStream,
     hub: &Hub<ThreadOutbox>,
     max_pending: usize,
     counters: &Counters,
+    tally: &mut Tally,
 ) -> std::io::Result<()> {
     let to_cut = stream.try_clone()?;
     let outbox = ThreadOutbox::new(max_pending, move || {
         let _ = to_cut.shutdown(std::net::Shutdown::Both);
     });
+    let mut writer_tally = counters.tally();
     std::thread::scope(|scope| {
         let writer = std::thread::Builder::new()
             .name("conn-writer".into())
-            .spawn_scoped(scope, || outbox.drain_into(&mut &stream, counters))?;
-        let result = read_commands(&stream, hub, &outbox, counters);
+            .spawn_scoped(scope, || outbox.drain_into(&mut &stream, &mut writer_tally))?;
+        let result = read_commands(&stream, hub, &outbox, tally);
         outbox.close();
         let written = writer.join().unwrap_or(Ok(()));
         result.and(written)

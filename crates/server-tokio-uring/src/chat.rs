@@ -25,7 +25,7 @@ use std::net::Shutdown;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use launch::Counters;
+use launch::{Count, Counters, Tally};
 use proto::chat::{LineBuffer, MAX_LINE};
 use proto::echo::READ_BUF;
 use service::offload::{BlockingPool, HubCalls, Job, Op};
@@ -53,28 +53,30 @@ impl BlockingPool for Pool {
 
 /// Serves one chat connection until the client leaves, a line is too long, the
 /// socket fails, or it is cut off as a slow subscriber; then leaves every room
-/// it joined and waits for its writer to finish.
+/// it joined and waits for its writer to finish. The writer task counts into a
+/// tally of its own.
 pub(crate) async fn serve(
     stream: TcpStream,
     rooms: &Arc<Rooms>,
-    counters: &Arc<Counters>,
+    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let stream = Rc::new(stream);
     let outbox = Outbox::new(rooms.max_pending);
     let writer = tokio_uring::spawn(write_out(
         Rc::clone(&stream),
         outbox.clone(),
-        Arc::clone(counters),
+        counters.tally(),
     ));
     let mut calls = Calls::new(rooms, &outbox, Pool);
-    let read = read_commands(&stream, &mut calls, &outbox, counters).await;
+    let read = read_commands(&stream, &mut calls, &outbox, tally).await;
     let left = calls.call(Op::Close, &mut Vec::new()).await;
     outbox.reader_done();
     let wrote = writer
         .await
         .unwrap_or_else(|_| Err(io::Error::other("the writer task failed")));
     if outbox.is_cut() {
-        Counters::add(&counters.cut, 1);
+        tally.add(Count::Cut, 1);
     }
     read.and(wrote).and(left.map(drop))
 }
@@ -85,7 +87,7 @@ async fn read_commands(
     stream: &TcpStream,
     calls: &mut Calls,
     outbox: &Outbox,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let mut lines = LineBuffer::new(MAX_LINE);
     let mut buf = vec![0u8; READ_BUF];
@@ -100,12 +102,12 @@ async fn read_commands(
             Ok(n) => n,
             Err(e) => return Err(e),
         };
-        Counters::add(&counters.bytes_in, n as u64);
+        tally.add(Count::BytesIn, n as u64);
         // One copy of the few bytes read: the ring needs a buffer it owns, and
         // lines are split in the LineBuffer.
         lines.extend_from_slice(&buf[..n]);
         while let Some(line) = lines.next_line() {
-            Counters::add(&counters.lines, 1);
+            tally.add(Count::Lines, 1);
             let mut flow = calls.call(Op::Line(line), &mut out).await?;
             loop {
                 if !outbox.push_own(&mut out).await {
@@ -124,11 +126,7 @@ async fn read_commands(
 
 /// The writer task: writes what the outbox holds, one batch at a time, until
 /// the reader is done and everything is written, the socket fails, or a cut.
-async fn write_out(
-    stream: Rc<TcpStream>,
-    outbox: Outbox,
-    counters: Arc<Counters>,
-) -> io::Result<()> {
+async fn write_out(stream: Rc<TcpStream>, outbox: Outbox, mut tally: Tally) -> io::Result<()> {
     let mut batch = Vec::with_capacity(READ_BUF);
     let result = loop {
         match outbox.next(&mut batch) {
@@ -158,7 +156,7 @@ async fn write_out(
                 if let Err(e) = result {
                     break Err(e);
                 }
-                Counters::add(&counters.bytes_out, len as u64);
+                tally.add(Count::BytesOut, len as u64);
                 outbox.sent(taken, &mut batch);
             }
         }

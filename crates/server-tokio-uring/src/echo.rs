@@ -5,7 +5,7 @@
 
 use std::io;
 
-use launch::Counters;
+use launch::{Count, Tally};
 use service::echo::{EchoConfig, Held};
 use tokio_uring::buf::BoundedBuf;
 use tokio_uring::net::TcpStream;
@@ -19,7 +19,7 @@ use tokio_uring::net::TcpStream;
 pub(crate) async fn serve(
     stream: &TcpStream,
     config: &EchoConfig,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     // The buffer's length stays the full size: the views below say which part
     // each operation uses.
@@ -32,13 +32,13 @@ pub(crate) async fn serve(
         if n == 0 {
             break;
         }
-        Counters::add(&counters.bytes_in, n as u64);
+        tally.add(Count::BytesIn, n as u64);
         let ready = held.received(n);
         if ready > 0 {
             let (written, view) = stream.write_all(buf.slice(..ready)).await;
             buf = view.into_inner();
             written?;
-            Counters::add(&counters.bytes_out, ready as u64);
+            tally.add(Count::BytesOut, ready as u64);
         }
         held.written(&mut buf);
     }
@@ -47,7 +47,7 @@ pub(crate) async fn serve(
     if rest > 0 {
         let (written, _) = stream.write_all(buf.slice(..rest)).await;
         written?;
-        Counters::add(&counters.bytes_out, rest as u64);
+        tally.add(Count::BytesOut, rest as u64);
     }
     Ok(())
 }

@@ -6,7 +6,7 @@
 
 use std::io;
 
-use launch::Counters;
+use launch::{Count, Tally};
 use proto::echo::READ_BUF;
 use service::exchange::{Exchange, Flow};
 use tokio_uring::buf::BoundedBuf;
@@ -18,7 +18,7 @@ use tokio_uring::net::TcpStream;
 pub(crate) async fn serve(
     stream: &TcpStream,
     conn: &mut impl Exchange,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let mut buf = vec![0u8; READ_BUF];
     let mut out = Vec::new();
@@ -29,7 +29,7 @@ pub(crate) async fn serve(
         if n == 0 {
             return Ok(());
         }
-        Counters::add(&counters.bytes_in, n as u64);
+        tally.add(Count::BytesIn, n as u64);
         conn.feed(&buf[..n]);
         loop {
             let flow = conn.execute(&mut out);
@@ -38,7 +38,7 @@ pub(crate) async fn serve(
                 let (written, back) = stream.write_all(out).await;
                 out = back;
                 written?;
-                Counters::add(&counters.bytes_out, len as u64);
+                tally.add(Count::BytesOut, len as u64);
                 out.clear();
             }
             match flow {

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, Counters, CpuList, Shutdown};
+use launch::{App, CommonArgs, Count, CpuList, Shutdown};
 use tokio::sync::watch;
 use tokio_uring::net::{TcpListener, TcpStream};
 
@@ -102,12 +102,13 @@ impl Running {
 }
 
 /// Accepts connections for as long as the runtime runs it, a task each, on this
-/// worker's runtime.
+/// worker's runtime. The loop and each connection task count into tallies of their own.
 async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
+    let mut tally = service.counters.tally();
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                Counters::add(&service.counters.accepted, 1);
+                tally.add(Count::Accepted, 1);
                 // Replies are small and each one matters: no Nagle delay.
                 let _ = stream.set_nodelay(true);
                 tokio_uring::spawn(connection(stream, Arc::clone(&service)));
@@ -123,20 +124,21 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
 
 async fn connection(stream: TcpStream, service: Arc<Service>) {
     let counters = &service.counters;
+    let tally = &mut counters.tally();
     let result = match &service.app {
-        App::Echo(config) => echo::serve(&stream, config, counters).await,
-        App::Chat(rooms) => chat::serve(stream, rooms, counters).await,
+        App::Echo(config) => echo::serve(&stream, config, tally).await,
+        App::Chat(rooms) => chat::serve(stream, rooms, counters, tally).await,
         App::Kv(kv) => {
             let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            exchange::serve(&stream, &mut conn, counters).await
+            exchange::serve(&stream, &mut conn, tally).await
         }
         App::Http(limit) => {
             let mut conn = service::http::Connection::new(*limit);
-            exchange::serve(&stream, &mut conn, counters).await
+            exchange::serve(&stream, &mut conn, tally).await
         }
     };
     if result.is_err() {
-        Counters::add(&counters.errors, 1);
+        tally.add(Count::Errors, 1);
     }
-    Counters::add(&counters.closed, 1);
+    tally.add(Count::Closed, 1);
 }

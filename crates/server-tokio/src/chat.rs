@@ -15,7 +15,7 @@
 use std::io;
 use std::sync::Arc;
 
-use launch::Counters;
+use launch::{Count, Tally};
 use proto::chat::{LineBuffer, MAX_LINE};
 use service::offload::{BlockingPool, HubCalls, Job, Op};
 use service::session::Flow;
@@ -46,15 +46,15 @@ impl BlockingPool for TokioPool {
 pub(crate) async fn serve(
     stream: &mut TcpStream,
     rooms: &Arc<Rooms>,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let outbox = Outbox::new(rooms.max_pending);
     let mut calls = Calls::new(rooms, &outbox, TokioPool);
-    let result = converse(stream, &mut calls, &outbox, counters).await;
+    let result = converse(stream, &mut calls, &outbox, tally).await;
     let left = calls.call(Op::Close, &mut Vec::new()).await;
     outbox.close();
     if outbox.is_cut() {
-        Counters::add(&counters.cut, 1);
+        tally.add(Count::Cut, 1);
     }
     result.and(left.map(drop))
 }
@@ -75,7 +75,7 @@ async fn converse(
     stream: &mut TcpStream,
     calls: &mut Calls,
     outbox: &Outbox,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let mut lines = LineBuffer::new(MAX_LINE);
     let mut batch = Vec::new();
@@ -88,7 +88,7 @@ async fn converse(
             if !write_batch(stream, &batch, outbox).await? {
                 return Ok(());
             }
-            Counters::add(&counters.bytes_out, batch.len() as u64);
+            tally.add(Count::BytesOut, batch.len() as u64);
             outbox.sent(taken, &mut batch);
             continue;
         }
@@ -99,7 +99,7 @@ async fn converse(
             Phase::Ending => return Ok(()),
             Phase::Replaying => next_phase(call(calls, Op::ReplayMore, &mut out, outbox).await?),
             Phase::Reading { lines_left: true } => {
-                handle_lines(&mut lines, calls, &mut out, outbox, counters).await?
+                handle_lines(&mut lines, calls, &mut out, outbox, tally).await?
             }
             Phase::Reading { lines_left: false } => {
                 let event = tokio::select! {
@@ -113,7 +113,7 @@ async fn converse(
                     Some(Ok(0)) => Phase::Ending,
                     Some(Ok(n)) => {
                         lines.commit(n);
-                        Counters::add(&counters.bytes_in, n as u64);
+                        tally.add(Count::BytesIn, n as u64);
                         Phase::Reading { lines_left: true }
                     }
                     Some(Err(e)) => return Err(e),
@@ -130,10 +130,10 @@ async fn handle_lines(
     calls: &mut Calls,
     out: &mut Vec<u8>,
     outbox: &Outbox,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<Phase> {
     while let Some(line) = lines.next_line() {
-        Counters::add(&counters.lines, 1);
+        tally.add(Count::Lines, 1);
         match call(calls, Op::Line(line), out, outbox).await? {
             Flow::Continue => {}
             flow => return Ok(next_phase(flow)),

@@ -4,7 +4,7 @@
 
 use std::io;
 
-use launch::Counters;
+use launch::{Count, Tally};
 use service::echo::{EchoConfig, Held};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -18,7 +18,7 @@ use tokio::net::TcpStream;
 pub(crate) async fn serve(
     stream: &mut TcpStream,
     config: &EchoConfig,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let mut held = Held::new(config);
     let mut buf = held.buffer();
@@ -27,16 +27,16 @@ pub(crate) async fn serve(
         if n == 0 {
             break;
         }
-        Counters::add(&counters.bytes_in, n as u64);
+        tally.add(Count::BytesIn, n as u64);
         // With `--compute-us`, the handler's work runs here, in the task,
         // holding its worker.
         let ready = held.received(n);
         stream.write_all(&buf[..ready]).await?;
-        Counters::add(&counters.bytes_out, ready as u64);
+        tally.add(Count::BytesOut, ready as u64);
         held.written(&mut buf);
     }
     // EOF: a trailing partial message is echoed as it is, without a spin.
     stream.write_all(&buf[..held.held()]).await?;
-    Counters::add(&counters.bytes_out, held.held() as u64);
+    tally.add(Count::BytesOut, held.held() as u64);
     Ok(())
 }

@@ -6,7 +6,7 @@
 
 use std::io;
 
-use launch::Counters;
+use launch::{Count, Tally};
 use proto::echo::READ_BUF;
 use service::exchange::{Exchange, Flow};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -18,7 +18,7 @@ use tokio::net::TcpStream;
 pub(crate) async fn serve(
     stream: &mut TcpStream,
     conn: &mut impl Exchange,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let mut buf = vec![0u8; READ_BUF];
     let mut out = Vec::new();
@@ -27,12 +27,12 @@ pub(crate) async fn serve(
         if n == 0 {
             return Ok(());
         }
-        Counters::add(&counters.bytes_in, n as u64);
+        tally.add(Count::BytesIn, n as u64);
         conn.feed(&buf[..n]);
         loop {
             let flow = conn.execute(&mut out);
             stream.write_all(&out).await?;
-            Counters::add(&counters.bytes_out, out.len() as u64);
+            tally.add(Count::BytesOut, out.len() as u64);
             out.clear();
             match flow {
                 Flow::NeedInput => break,

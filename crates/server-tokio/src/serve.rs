@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use launch::{App, CommonArgs, Counters, Shutdown};
+use launch::{App, CommonArgs, Count, Shutdown};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::chat;
@@ -54,11 +54,15 @@ pub(crate) fn serve(args: &CommonArgs, flavor: Flavor) -> anyhow::Result<()> {
 }
 
 /// Accepts connections for as long as the runtime runs it, a task each.
+///
+/// Each loop and each connection task counts into a tally of its own, which moves
+/// with the task when a worker steals it: one writer per block, whatever the thread.
 pub(crate) async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
+    let mut tally = service.counters.tally();
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                Counters::add(&service.counters.accepted, 1);
+                tally.add(Count::Accepted, 1);
                 // Replies are small and each one matters: no Nagle delay.
                 let _ = stream.set_nodelay(true);
                 tokio::spawn(connection(stream, Arc::clone(&service)));
@@ -73,21 +77,21 @@ pub(crate) async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
 }
 
 async fn connection(mut stream: TcpStream, service: Arc<Service>) {
-    let counters = &service.counters;
+    let tally = &mut service.counters.tally();
     let result = match &service.app {
-        App::Echo(config) => echo::serve(&mut stream, config, counters).await,
-        App::Chat(rooms) => chat::serve(&mut stream, rooms, counters).await,
+        App::Echo(config) => echo::serve(&mut stream, config, tally).await,
+        App::Chat(rooms) => chat::serve(&mut stream, rooms, tally).await,
         App::Kv(kv) => {
             let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            exchange::serve(&mut stream, &mut conn, counters).await
+            exchange::serve(&mut stream, &mut conn, tally).await
         }
         App::Http(limit) => {
             let mut conn = service::http::Connection::new(*limit);
-            exchange::serve(&mut stream, &mut conn, counters).await
+            exchange::serve(&mut stream, &mut conn, tally).await
         }
     };
     if result.is_err() {
-        Counters::add(&counters.errors, 1);
+        tally.add(Count::Errors, 1);
     }
-    Counters::add(&counters.closed, 1);
+    tally.add(Count::Closed, 1);
 }

@@ -21,7 +21,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use proto::chat::{LineBuffer, MAX_LINE};
 
-use crate::counters::Counters;
+use crate::counters::{Count, Tally};
 use crate::hub::{Hub, Line, Subscriber};
 use crate::outbox::{Offered, OutQueue};
 use crate::session::{Flow, Session};
@@ -144,7 +144,7 @@ impl<W: Wakeup> Outbox<W> {
     /// The writer's loop: writes everything queued, in order, one batch (all
     /// that was queued) per `write_all`, until the outbox is closed and empty
     /// (or cut), counting the bytes it writes.
-    pub fn drain_into(&self, out: &mut impl Write, counters: &Counters) -> io::Result<()> {
+    pub fn drain_into(&self, out: &mut impl Write, tally: &mut Tally) -> io::Result<()> {
         let mut batch = Vec::with_capacity(proto::echo::READ_BUF);
         loop {
             let mut q = self.lock();
@@ -168,7 +168,7 @@ impl<W: Wakeup> Outbox<W> {
                 self.close();
                 return Err(e);
             }
-            Counters::add(&counters.bytes_out, batch.len() as u64);
+            tally.add(Count::BytesOut, batch.len() as u64);
             self.lock().sent(taken, &mut batch);
             self.0.writable.wake();
         }
@@ -208,13 +208,13 @@ pub fn read_commands<R: Read, W: Wakeup>(
     mut reader: R,
     hub: &Hub<Outbox<W>>,
     outbox: &Outbox<W>,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let mut session = Session::new(hub);
-    let result = read_into_session(&mut reader, &mut session, hub, outbox, counters);
+    let result = read_into_session(&mut reader, &mut session, hub, outbox, tally);
     session.close(hub);
     if outbox.was_cut() {
-        Counters::add(&counters.cut, 1);
+        tally.add(Count::Cut, 1);
     }
     result
 }
@@ -224,7 +224,7 @@ fn read_into_session<R: Read, W: Wakeup>(
     session: &mut Session,
     hub: &Hub<Outbox<W>>,
     outbox: &Outbox<W>,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let mut lines = LineBuffer::new(MAX_LINE);
     let mut out = Vec::new();
@@ -237,10 +237,10 @@ fn read_into_session<R: Read, W: Wakeup>(
             Err(_) if outbox.is_closed() => return Ok(()),
             Err(e) => return Err(e),
         };
-        Counters::add(&counters.bytes_in, n as u64);
+        tally.add(Count::BytesIn, n as u64);
         lines.commit(n);
         while let Some(line) = lines.next_line() {
-            Counters::add(&counters.lines, 1);
+            tally.add(Count::Lines, 1);
             let mut flow = session.handle_line(line, hub, outbox, &mut out);
             if flow == Flow::Syncing {
                 // The ACK waits for the group commit; this connection's reader waits
@@ -296,6 +296,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::*;
+    use crate::counters::Counters;
 
     fn outbox(max: usize) -> (Outbox<ThreadWakeup>, Arc<AtomicBool>) {
         let cut = Arc::new(AtomicBool::new(false));
@@ -314,7 +315,8 @@ mod tests {
         ob.push_seam(b"JOINED r 2\n".to_vec());
         ob.close();
         let mut written = Vec::new();
-        ob.drain_into(&mut written, &Counters::default()).unwrap();
+        ob.drain_into(&mut written, &mut Counters::default().tally())
+            .unwrap();
         assert_eq!(written, b"OK\nMSG r 1 a x\nJOINED r 2\n");
     }
 
@@ -339,7 +341,7 @@ mod tests {
             let ob = ob.clone();
             std::thread::spawn(move || {
                 let mut sink = Vec::new();
-                ob.drain_into(&mut sink, &Counters::default())
+                ob.drain_into(&mut sink, &mut Counters::default().tally())
                     .map(|()| sink)
             })
         };

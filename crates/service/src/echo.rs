@@ -11,7 +11,7 @@ use std::time::Duration;
 use proto::echo::{MessageCutter, READ_BUF};
 
 use crate::compute::spin;
-use crate::counters::Counters;
+use crate::counters::{Count, Tally};
 
 /// How a server echoes: straight through, or message by message with a spin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +146,7 @@ pub fn serve_blocking<R: BufRead, W: Write>(
     mut reader: R,
     mut writer: W,
     config: &EchoConfig,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let mut cutter = config.cutter();
     // The start of a message that a read boundary cut, held until the message is complete
@@ -160,7 +160,7 @@ pub fn serve_blocking<R: BufRead, W: Write>(
             Err(e) => return Err(e),
         };
         let n = data.len();
-        Counters::add(&counters.bytes_in, n as u64);
+        tally.add(Count::BytesIn, n as u64);
         let sent = match &mut cutter {
             None => {
                 writer.write_all(data)?;
@@ -183,12 +183,12 @@ pub fn serve_blocking<R: BufRead, W: Write>(
                 ready
             }
         };
-        Counters::add(&counters.bytes_out, sent as u64);
+        tally.add(Count::BytesOut, sent as u64);
         reader.consume(n);
     }
     // EOF: a trailing partial message is echoed as it is.
     writer.write_all(&held)?;
-    Counters::add(&counters.bytes_out, held.len() as u64);
+    tally.add(Count::BytesOut, held.len() as u64);
     writer.flush()
 }
 

@@ -10,7 +10,7 @@
 
 use std::io::{self, BufRead, ErrorKind, Write};
 
-use crate::counters::Counters;
+use crate::counters::{Count, Tally};
 
 /// What the server does after [`Exchange::execute`], once it has written the output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,9 +46,9 @@ pub fn serve_blocking<E: Exchange, R: BufRead, W: Write>(
     reader: R,
     writer: W,
     conn: &mut E,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
-    serve_blocking_by(reader, writer, conn, counters, |conn, out| {
+    serve_blocking_by(reader, writer, conn, tally, |conn, out| {
         Ok(conn.execute(out))
     })
 }
@@ -60,7 +60,7 @@ pub fn serve_blocking_by<C: Feed, R: BufRead, W: Write>(
     mut reader: R,
     mut writer: W,
     conn: &mut C,
-    counters: &Counters,
+    tally: &mut Tally,
     mut execute: impl FnMut(&mut C, &mut Vec<u8>) -> io::Result<Flow>,
 ) -> io::Result<()> {
     let mut out = Vec::new();
@@ -74,11 +74,11 @@ pub fn serve_blocking_by<C: Feed, R: BufRead, W: Write>(
         let n = data.len();
         conn.feed(data);
         reader.consume(n);
-        Counters::add(&counters.bytes_in, n as u64);
+        tally.add(Count::BytesIn, n as u64);
         loop {
             let flow = execute(conn, &mut out)?;
             writer.write_all(&out)?;
-            Counters::add(&counters.bytes_out, out.len() as u64);
+            tally.add(Count::BytesOut, out.len() as u64);
             out.clear();
             match flow {
                 Flow::NeedInput => break,

@@ -77,6 +77,10 @@ struct Room<S> {
     log: RoomLog,
     /// In join order, each connection at most once.
     subs: Vec<(ConnId, S)>,
+    /// Messages appended and subscribers cut since the hub opened, counted under the
+    /// room's lock (already held) rather than in a line every room would share.
+    messages: u64,
+    cut_subscribers: u64,
 }
 
 /// Every room of a server.
@@ -85,8 +89,6 @@ pub struct Hub<S: Subscriber> {
     dir: PathBuf,
     fsync: Fsync,
     next_conn: AtomicU64,
-    messages: AtomicU64,
-    cut_subscribers: AtomicU64,
     /// With [`Fsync::Always`], the group commit that syncs the rooms' appends.
     commit: Option<GroupCommit>,
     /// Declared last so that the rooms' files are closed before the directory goes.
@@ -149,6 +151,8 @@ impl<S: Subscriber> Hub<S> {
                 let room = Room {
                     log,
                     subs: Vec::new(),
+                    messages: 0,
+                    cut_subscribers: 0,
                 };
                 (room.log.room().to_owned(), Arc::new(Mutex::new(room)))
             })
@@ -158,8 +162,6 @@ impl<S: Subscriber> Hub<S> {
             dir,
             fsync,
             next_conn: AtomicU64::new(1),
-            messages: AtomicU64::new(0),
-            cut_subscribers: AtomicU64::new(0),
             commit: (fsync == Fsync::Always).then(GroupCommit::new),
             _temp: temp,
         })
@@ -208,7 +210,7 @@ impl<S: Subscriber> Hub<S> {
             (Some(commit), Some(target)) => Some(Pending::new(commit.clone(), Arc::clone(target))),
             _ => None,
         };
-        self.messages.fetch_add(1, Ordering::Relaxed);
+        r.messages += 1;
         if r.subs.iter().any(|(id, _)| *id != from) {
             let mut buf = Vec::new();
             Reply::Msg {
@@ -225,9 +227,7 @@ impl<S: Subscriber> Hub<S> {
                 cut += u64::from(!keep);
                 keep
             });
-            if cut > 0 {
-                self.cut_subscribers.fetch_add(cut, Ordering::Relaxed);
-            }
+            r.cut_subscribers += cut;
         }
         Ok((seq, pending))
     }
@@ -316,11 +316,17 @@ impl<S: Subscriber> Hub<S> {
     }
 
     pub fn stats(&self) -> HubStats {
-        HubStats {
-            rooms: lock(&self.rooms).len(),
-            messages: self.messages.load(Ordering::Relaxed),
-            cut_subscribers: self.cut_subscribers.load(Ordering::Relaxed),
+        let rooms: Vec<_> = lock(&self.rooms).values().cloned().collect();
+        let mut stats = HubStats {
+            rooms: rooms.len(),
+            ..HubStats::default()
+        };
+        for room in rooms {
+            let r = lock(&room);
+            stats.messages += r.messages;
+            stats.cut_subscribers += r.cut_subscribers;
         }
+        stats
     }
 
     /// Finds the room, opening its log if it is new.
@@ -344,6 +350,8 @@ impl<S: Subscriber> Hub<S> {
         let r = Arc::new(Mutex::new(Room {
             log,
             subs: Vec::new(),
+            messages: 0,
+            cut_subscribers: 0,
         }));
         rooms.insert(room.to_owned(), Arc::clone(&r));
         Ok(r)

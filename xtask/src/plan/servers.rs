@@ -446,8 +446,12 @@ mod tests {
                 "compio",
                 "glommio",
                 "smol",
+                "may",
                 "fiber",
                 "go",
+                "go-eventloop",
+                "go-poll",
+                "go-gnet",
                 "floor-epoll",
                 "floor-uring"
             ]

@@ -19,6 +19,7 @@ pub(crate) const PROGRAMS: &[&str] = &[
     "search-compio",
     "search-glommio",
     "search-smol",
+    "search-may",
     "search-go",
 ];
 

@@ -16,20 +16,27 @@ use service::file_session::{FileSession, Step};
 use super::frames::{Frame, push_frame, push_write};
 use super::{ChildConfig, send};
 use crate::fork::{Forked, fork_single_threaded};
-use launch::Counters;
+use launch::{Count, Tally};
+use service::counters::Block;
 
-pub(super) fn serve(stream: TcpStream, config: &ChildConfig) -> anyhow::Result<()> {
+/// RECV counts into `tally`; SEND into `send_block`.
+pub(super) fn serve(
+    stream: TcpStream,
+    config: &ChildConfig,
+    tally: &mut Tally,
+    send_block: &'static Block,
+) -> anyhow::Result<()> {
     let (pipe_r, pipe_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC).context("creating a pipe")?;
     let send_pid = match fork_single_threaded()? {
         Forked::Child => {
             drop(pipe_w);
-            send::serve(&stream, File::from(pipe_r), config);
+            send::serve(&stream, File::from(pipe_r), config, Tally::over(send_block));
         }
         Forked::Parent(pid) => pid,
     };
     drop(pipe_r);
     let mut pipe = File::from(pipe_w);
-    let result = read_lines(&stream, &mut pipe, config);
+    let result = read_lines(&stream, &mut pipe, config, tally);
     // Closing the pipe tells SEND that nothing more comes; it writes what it
     // has, then exits, and this process reaps it.
     drop(pipe);
@@ -37,8 +44,12 @@ pub(super) fn serve(stream: TcpStream, config: &ChildConfig) -> anyhow::Result<(
     result
 }
 
-fn read_lines(mut stream: &TcpStream, pipe: &mut File, config: &ChildConfig) -> anyhow::Result<()> {
-    let counters = config.counters;
+fn read_lines(
+    mut stream: &TcpStream,
+    pipe: &mut File,
+    config: &ChildConfig,
+    tally: &mut Tally,
+) -> anyhow::Result<()> {
     let mut lines = LineBuffer::new(MAX_LINE);
     let mut session = FileSession::new(&config.data, config.fsync);
     let mut frames = Vec::new();
@@ -51,10 +62,10 @@ fn read_lines(mut stream: &TcpStream, pipe: &mut File, config: &ChildConfig) -> 
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return Err(e.into()),
         };
-        Counters::add(&counters.bytes_in, n as u64);
+        tally.add(Count::BytesIn, n as u64);
         lines.commit(n);
         while let Some(line) = lines.next_line() {
-            Counters::add(&counters.lines, 1);
+            tally.add(Count::Lines, 1);
             replies.clear();
             let step = session.handle(line, &mut replies);
             if !replies.is_empty() {
@@ -77,7 +88,7 @@ fn read_lines(mut stream: &TcpStream, pipe: &mut File, config: &ChildConfig) -> 
                     frames.clear();
                     let seq = session.append(room, text);
                     if seq.is_some() {
-                        Counters::add(&counters.messages, 1);
+                        tally.add(Count::Messages, 1);
                     }
                     // 0 tells SEND the append failed (seqs start at 1).
                     let seq = seq.unwrap_or(0);

@@ -26,7 +26,7 @@ use service::log::RoomLog;
 
 use super::ChildConfig;
 use super::frames::{Frame, FrameReader};
-use launch::Counters;
+use launch::{Count, Tally};
 
 /// How long a write may block before SEND checks whether the client is too far
 /// behind.
@@ -36,8 +36,9 @@ const WRITE_PATIENCE: Duration = Duration::from_millis(100);
 const BATCH: usize = 64 * 1024;
 
 /// Never returns: SEND ends its process.
-pub(super) fn serve(stream: &TcpStream, pipe: File, config: &ChildConfig) -> ! {
+pub(super) fn serve(stream: &TcpStream, pipe: File, config: &ChildConfig, tally: Tally) -> ! {
     let mut send = Send {
+        tally,
         stream,
         config,
         follows: HashMap::new(),
@@ -48,7 +49,7 @@ pub(super) fn serve(stream: &TcpStream, pipe: File, config: &ChildConfig) -> ! {
     match send.run(pipe) {
         Ok(()) => {}
         Err(Stop::Cut) => {
-            Counters::add(&config.counters.cut, 1);
+            send.tally.add(Count::Cut, 1);
             let _ = stream.shutdown(Shutdown::Both);
         }
         Err(Stop::Failed(e)) => {
@@ -94,6 +95,8 @@ struct Follow {
 struct Send<'a> {
     stream: &'a TcpStream,
     config: &'a ChildConfig,
+    /// Where this process counts.
+    tally: Tally,
     follows: HashMap<String, Follow>,
     rooms_by_watch: HashMap<WatchDescriptor, String>,
     /// Appends RECV announced and has not reported yet, per room.
@@ -302,11 +305,10 @@ impl Send<'_> {
     /// Writes all of `bytes`, checking how far behind the client is whenever a
     /// write has blocked for WRITE_PATIENCE.
     fn write(&mut self, mut bytes: &[u8], live: bool) -> Result<(), Stop> {
-        let counters = self.config.counters;
         while !bytes.is_empty() {
             match (&*self.stream).write(bytes) {
                 Ok(n) => {
-                    Counters::add(&counters.bytes_out, n as u64);
+                    self.tally.add(Count::BytesOut, n as u64);
                     bytes = &bytes[n..];
                 }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {

@@ -35,7 +35,7 @@ use std::io::{self, BufRead, Write};
 use proto::http::{Head, Method, Request, RequestBuffer, Status};
 use serde::Serialize;
 
-use crate::counters::Counters;
+use crate::counters::Tally;
 use crate::exchange::{Exchange, Feed, Flow};
 
 /// The body of `/plaintext`.
@@ -171,9 +171,9 @@ pub fn serve_blocking<R: BufRead, W: Write>(
     reader: R,
     writer: W,
     limit: usize,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
-    crate::exchange::serve_blocking(reader, writer, &mut Connection::new(limit), counters)
+    crate::exchange::serve_blocking(reader, writer, &mut Connection::new(limit), tally)
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ use proto::resp::RequestBuffer;
 
 pub use store::{SHARDS, Store};
 
-use crate::counters::Counters;
+use crate::counters::Tally;
 pub use crate::exchange::Flow;
 use crate::exchange::{Exchange, Feed};
 
@@ -147,9 +147,9 @@ pub fn serve_blocking<R: BufRead, W: Write>(
     writer: W,
     store: &Store,
     limit: usize,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
-    crate::exchange::serve_blocking(reader, writer, &mut Served::new(store, limit), counters)
+    crate::exchange::serve_blocking(reader, writer, &mut Served::new(store, limit), tally)
 }
 
 /// [`serve_blocking`] with the execution of each read batch left to `execute`, which
@@ -158,10 +158,10 @@ pub fn serve_blocking<R: BufRead, W: Write>(
 pub fn serve_blocking_by<R: BufRead, W: Write>(
     reader: R,
     writer: W,
-    counters: &Counters,
+    tally: &mut Tally,
     execute: impl FnMut(&mut Connection, &mut Vec<u8>) -> io::Result<Flow>,
 ) -> io::Result<()> {
-    crate::exchange::serve_blocking_by(reader, writer, &mut Connection::new(), counters, execute)
+    crate::exchange::serve_blocking_by(reader, writer, &mut Connection::new(), tally, execute)
 }
 
 #[cfg(test)]

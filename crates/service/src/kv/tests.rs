@@ -294,9 +294,17 @@ fn binary_keys_and_values_and_a_request_split_anywhere() {
 fn serve_blocking_answers_and_stops_at_quit() {
     let store = Store::new();
     let counters = crate::counters::Counters::default();
+    let mut tally = counters.tally();
     let input: &[u8] = b"SET a 1\r\nINCR a\r\nQUIT\r\nGET a\r\n";
     let mut written = Vec::new();
-    super::serve_blocking(input, &mut written, &store, 64 * 1024, &counters)
+    super::serve_blocking(input, &mut written, &store, 64 * 1024, &mut tally)
         .expect("in-memory I/O");
     assert_eq!(written, b"+OK\r\n:2\r\n+OK\r\n");
+    drop(tally);
+    let s = counters.snapshot();
+    assert_eq!(
+        (s.bytes_in, s.bytes_out),
+        (30, 14),
+        "one read; QUIT ends it, GET is not run"
+    );
 }

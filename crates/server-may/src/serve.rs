@@ -1,0 +1,184 @@
+//! Start, accept, serve a connection, stop. Every connection is a coroutine running the
+//! blocking loop of its protocol from `service`; each counts into a tally of its own,
+//! which moves with it when a worker steals it.
+
+use std::cell::RefCell;
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use launch::{App, CommonArgs, Count, Counters, Shutdown, Tally};
+use may::net::TcpStream;
+use server_may::coroutines;
+use service::blocking::{Outbox, read_commands};
+use service::echo::{buffered, serve_blocking};
+use service::hub::Hub;
+use service::{http, kv};
+
+use crate::NAME;
+use crate::wakeup::MayWakeup;
+
+/// A chat connection's outbox, for connections that are may coroutines.
+type MayOutbox = Outbox<MayWakeup>;
+
+/// What every connection coroutine shares.
+type Service = launch::Service<MayOutbox>;
+
+/// How long the stop waits for the accept coroutine to end once cancelled.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
+    // Before may starts a thread: its threads inherit the blocked signals and the CPUs.
+    let shutdown = Shutdown::install()?;
+    configure(args)?;
+    let service = Arc::new(Service::open(args)?);
+    let listener = launch::bind(args.addr)?;
+    let addr = listener
+        .local_addr()
+        .context("reading the listener's address")?;
+    let listener = coroutines::listener(listener);
+    let accepting = {
+        let service = Arc::clone(&service);
+        coroutines::spawn(move || accept_loop(&listener, &service))
+            .context("starting the accept coroutine")?
+    };
+    launch::announce_ready(addr)?;
+
+    shutdown.wait();
+    coroutines::cancel(&accepting);
+    let deadline = Instant::now() + STOP_GRACE;
+    while !accepting.is_done() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    service.finish(NAME)
+}
+
+/// may's scheduler, configured before its first use starts it.
+fn configure(args: &CommonArgs) -> anyhow::Result<()> {
+    let config = may::config();
+    config.set_workers(args.worker_count());
+    config.set_stack_size(coroutines::STACK_WORDS);
+    if let Some(cpus) = &args.cpus {
+        // may pins worker i to the i-th CPU of the mask of the thread that starts it
+        // (this one, below, when the listener is handed over): the list's i-th CPU.
+        config.set_worker_pin(true);
+        launch::cpus::pin_current_thread_to(cpus)?;
+    }
+    Ok(())
+}
+
+/// Accepts until cancelled, a coroutine per connection. The loop counts into a tally of
+/// its own, each connection coroutine into its own.
+fn accept_loop(listener: &may::net::TcpListener, service: &Arc<Service>) {
+    let mut tally = service.counters.tally();
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                // Replies are small and each one matters: no Nagle delay.
+                let _ = stream.set_nodelay(true);
+                tally.add(Count::Accepted, 1);
+                let conn_tally = service.counters.tally();
+                let service = Arc::clone(service);
+                if let Err(e) = coroutines::spawn(move || connection(stream, &service, conn_tally))
+                {
+                    // The closure, and the stream in it, dropped: the connection is closed.
+                    eprintln!("{NAME}: cannot start a connection coroutine: {e}; closing it");
+                    tally.add(Count::Errors, 1);
+                    tally.add(Count::Closed, 1);
+                }
+            }
+            Err(e) => {
+                if let Some(pause) = launch::accept_failed(NAME, &e) {
+                    may::coroutine::sleep(pause);
+                }
+            }
+        }
+    }
+}
+
+fn connection(stream: TcpStream, service: &Service, mut tally: Tally) {
+    let t = &mut tally;
+    let result = match &service.app {
+        App::Echo(echo) => {
+            let stream = RefCell::new(stream);
+            serve_blocking(buffered(Turns(&stream)), Turns(&stream), echo, t)
+        }
+        App::Chat(rooms) => serve_chat(stream, &rooms.hub, rooms.max_pending, &service.counters, t),
+        App::Kv(kv) => {
+            let stream = RefCell::new(stream);
+            kv::serve_blocking(
+                buffered(Turns(&stream)),
+                Turns(&stream),
+                &kv.store,
+                kv.limit,
+                t,
+            )
+        }
+        App::Http(limit) => {
+            let stream = RefCell::new(stream);
+            http::serve_blocking(buffered(Turns(&stream)), Turns(&stream), *limit, t)
+        }
+    };
+    if result.is_err() {
+        tally.add(Count::Errors, 1);
+    }
+    tally.add(Count::Closed, 1);
+}
+
+/// The one socket of a connection that one coroutine reads and writes in turn (may's
+/// `TcpStream` reads and writes through `&mut`, and a second handle would be a second
+/// descriptor in the event loop). The loops of `service` never read while they write.
+struct Turns<'a>(&'a RefCell<TcpStream>);
+
+impl Turns<'_> {
+    fn stream(&self) -> io::Result<std::cell::RefMut<'_, TcpStream>> {
+        self.0
+            .try_borrow_mut()
+            .map_err(|_| io::Error::other("the socket is read and written at once"))
+    }
+}
+
+impl Read for Turns<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.stream()?.read(buf)
+    }
+}
+
+impl Write for Turns<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.stream()?.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.stream()?.flush()
+    }
+}
+
+/// One chat connection: this coroutine reads and handles commands; a second coroutine,
+/// on a second handle of the socket, writes everything the connection is sent, in order,
+/// into a tally of its own.
+fn serve_chat(
+    mut stream: TcpStream,
+    hub: &Hub<MayOutbox>,
+    max_pending: usize,
+    counters: &Counters,
+    tally: &mut Tally,
+) -> io::Result<()> {
+    // A plain descriptor, outside the event loop, only to shut the socket down.
+    let to_cut = stream.inner().try_clone()?;
+    let outbox = MayOutbox::new(max_pending, move || {
+        // Wakes this connection's reader (its read ends) and writer (its write fails).
+        let _ = to_cut.shutdown(std::net::Shutdown::Both);
+    });
+    let writer = {
+        let (outbox, mut out, mut tally) = (outbox.clone(), stream.try_clone()?, counters.tally());
+        coroutines::spawn(move || outbox.drain_into(&mut out, &mut tally))?
+    };
+    let result = read_commands(&mut stream, hub, &outbox, tally);
+    outbox.close();
+    let written = writer
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the writer coroutine panicked")));
+    result.and(written)
+}
