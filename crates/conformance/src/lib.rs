@@ -105,6 +105,9 @@ macro_rules! server_list {
             smol: "srv-smol" [] []
                 bench "smol", true,
                 "smol, one executor on --workers threads over async-io's epoll reactor",
+            may: "srv-may" [] []
+                bench "may", true,
+                "may's stackful coroutines, a coroutine per connection, blocking-style code",
             fiber: "srv-fiber" [] [IoUring]
                 bench "fiber", true,
                 "our io_uring runtime of stackful fibers, blocking-style code",
@@ -113,9 +116,6 @@ macro_rules! server_list {
             fiber_work_stealing: "srv-fiber" ["--scheduler", "stealing"] [IoUring],
             fiber_plain_recv: "srv-fiber" ["--plain-recv", "--ring-flags", "coop_taskrun"] [IoUring],
             fiber_plain_fds: "srv-fiber" ["--fixed-files", "false"] [IoUring],
-            may: "srv-may" [] []
-                bench "may", true,
-                "may's stackful coroutines, a coroutine per connection, blocking-style code",
             go: "srv-go" [] [NotLaunch]
                 bench "go", true, "Go, a goroutine per connection (the papers' reference)",
             go_eventloop: "srv-go" ["--model", "eventloop"] [NotLaunch]
