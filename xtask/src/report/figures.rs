@@ -18,16 +18,6 @@ use crate::plan::suites::{self, Suite};
 use crate::record::row::{Row, points_of, servers};
 use crate::report::plots::{self, Bound, Line, Plot, Scale};
 
-/// One line per server of `f` against x, for a suite's series.
-pub(crate) fn lines(
-    rows: &[Row],
-    suite: &str,
-    series: &str,
-    f: impl Fn(&Row) -> Option<f64>,
-) -> Vec<Line> {
-    lines_with(rows, suite, series, |r| r.x, f, |_| None)
-}
-
 /// The interval of a row's throughput, for error bars.
 fn tp_ci(r: &Row) -> Option<(f64, f64)> {
     r.throughput_per_sec_ci_low
@@ -39,7 +29,8 @@ fn cpu_ci(r: &Row) -> Option<(f64, f64)> {
     r.cpu_us_per_req_ci_low.zip(r.cpu_us_per_req_ci_high)
 }
 
-/// Like [`lines`], with x read by `x` and an error bar from `ci` where it has one.
+/// One line per server of `f` against `x`, for a suite's series, with an error bar from
+/// `ci` where it has one.
 pub(crate) fn lines_with(
     rows: &[Row],
     suite: &str,
@@ -245,14 +236,31 @@ const CPU_PER_REQUEST: (&str, Scale) = ("µs of CPU per request (user + system)"
 /// The quick suite's figures.
 fn quick() -> Vec<Figure> {
     vec![
-        Figure::new("throughput", "Echo throughput, closed loop, 16 B", CONNS, ECHOES, throughput("closed")),
-        Figure::new("cpu-per-echo", "Server CPU per echo, closed loop", CONNS, CPU_PER_ECHO, cpu_per_request("closed")),
+        Figure::new(
+            "throughput",
+            "Echo throughput, closed loop, 16 B",
+            CONNS,
+            ECHOES,
+            throughput("closed"),
+        ),
+        Figure::new(
+            "cpu-per-echo",
+            "Server CPU per echo, closed loop",
+            CONNS,
+            CPU_PER_ECHO,
+            cpu_per_request("closed"),
+        ),
         Figure::new(
             "cpu-per-echo-open",
             "Server CPU per echo at equal load, open loop (bars: interval of the median)",
             ("echoes per second offered", Scale::Log),
             CPU_PER_ECHO,
-            Data::Lines { series: "open".into(), x: |r| r.rate.unwrap_or(r.x), y: |r| r.cpu_us_per_req, ci: cpu_ci },
+            Data::Lines {
+                series: "open".into(),
+                x: |r| r.rate.unwrap_or(r.x),
+                y: |r| r.cpu_us_per_req,
+                ci: cpu_ci,
+            },
         ),
         Figure::new(
             "cv",
@@ -261,7 +269,13 @@ fn quick() -> Vec<Figure> {
             ("CV of CPU (σ/μ)", Scale::Linear),
             measure("closed", |r| r.cpu_cv),
         ),
-        Figure::new("latency-closed", "Latency spectrum, closed loop, {point}", PERCENTILE, ("latency (µs)", Scale::Log), spectra_at("closed")),
+        Figure::new(
+            "latency-closed",
+            "Latency spectrum, closed loop, {point}",
+            PERCENTILE,
+            ("latency (µs)", Scale::Log),
+            spectra_at("closed"),
+        ),
         Figure::new(
             "latency-open",
             "Latency spectrum at equal load, open loop, {point}",
@@ -269,7 +283,13 @@ fn quick() -> Vec<Figure> {
             ("latency from intended send (µs)", Scale::Log),
             spectra_at("open"),
         ),
-        Figure::new("cpu-time", "Server CPU over time, open loop, {point}", SECONDS, CPU_PCT, cpu_time_at("open")),
+        Figure::new(
+            "cpu-time",
+            "Server CPU over time, open loop, {point}",
+            SECONDS,
+            CPU_PCT,
+            cpu_time_at("open"),
+        ),
     ]
 }
 
@@ -280,7 +300,13 @@ fn emper_echo(workers: usize) -> Vec<Figure> {
     let bound = suites::littles_law_bound(workers, us);
     let work = format!("work-{us}us");
     vec![
-        Figure::new("throughput", "Echo throughput (io_uring paper, Fig. 5)", CONNS, ECHOES, throughput("no-work")),
+        Figure::new(
+            "throughput",
+            "Echo throughput (io_uring paper, Fig. 5)",
+            CONNS,
+            ECHOES,
+            throughput("no-work"),
+        ),
         Figure::new(
             "throughput-work",
             format!("Echo throughput with {us} µs of work per echo (Figs. 6, 7)"),
@@ -292,7 +318,13 @@ fn emper_echo(workers: usize) -> Vec<Figure> {
             y: bound,
             label: format!("Little's law bound: {workers} worker(s) / {us} µs = {bound:.0}/s"),
         }),
-        Figure::new("latency", "Latency spectrum at {point} (Fig. 8)", PERCENTILE, ("latency (µs)", Scale::Log), spectra_at("no-work")),
+        Figure::new(
+            "latency",
+            "Latency spectrum at {point} (Fig. 8)",
+            PERCENTILE,
+            ("latency (µs)", Scale::Log),
+            spectra_at("no-work"),
+        ),
     ]
 }
 
@@ -313,7 +345,13 @@ fn chat_cpu() -> Vec<Figure> {
             ("CV of CPU (σ/μ, 500 ms samples)", Scale::Linear),
             measure("ingest", |r| r.cpu_cv),
         ),
-        Figure::new("cpu-time", "Server CPU over time, {point}", SECONDS, CPU_PCT, cpu_time_at("ingest")),
+        Figure::new(
+            "cpu-time",
+            "Server CPU over time, {point}",
+            SECONDS,
+            CPU_PCT,
+            cpu_time_at("ingest"),
+        ),
     ]
 }
 
@@ -372,10 +410,22 @@ fn http() -> Vec<Figure> {
     let mut out = Vec::new();
     for s in wrk.into_iter().chain(lg) {
         let y = "requests per second";
-        out.push(Figure::new(format!("{s}-throughput"), format!("http {s}: {y}"), CONNS, (y, Scale::Linear), throughput(s)));
+        out.push(Figure::new(
+            format!("{s}-throughput"),
+            format!("http {s}: {y}"),
+            CONNS,
+            (y, Scale::Linear),
+            throughput(s),
+        ));
         if lg.contains(&s) {
             let (y, y_scale) = CPU_PER_REQUEST;
-            out.push(Figure::new(format!("{s}-cpu"), format!("http {s}: {y}"), CONNS, (y, y_scale), cpu_per_request(s)));
+            out.push(Figure::new(
+                format!("{s}-cpu"),
+                format!("http {s}: {y}"),
+                CONNS,
+                (y, y_scale),
+                cpu_per_request(s),
+            ));
         }
     }
     out
@@ -419,7 +469,9 @@ fn lines_of(data: Data, rows: &[Row], run_dir: &Path, suite: &str) -> Option<(Ve
             .map(|p| (p.0.clone(), p.1.clone()))
     };
     Some(match data {
-        Data::Lines { series, x, y, ci } => (lines_with(rows, suite, &series, x, y, ci), String::new()),
+        Data::Lines { series, x, y, ci } => {
+            (lines_with(rows, suite, &series, x, y, ci), String::new())
+        }
         Data::Spectra { series } => {
             let (id, label) = last_point(&series)?;
             (spectra(rows, run_dir, suite, &id), label)
@@ -433,7 +485,12 @@ fn lines_of(data: Data, rows: &[Row], run_dir: &Path, suite: &str) -> Option<(Ve
 }
 
 /// Draws `figure` of `suite` into `<run_dir>/plots/`, unless it has no line.
-pub(crate) fn draw_figure(figure: Figure, suite: &str, rows: &[Row], run_dir: &Path) -> Result<Option<PlotFile>> {
+pub(crate) fn draw_figure(
+    figure: Figure,
+    suite: &str,
+    rows: &[Row],
+    run_dir: &Path,
+) -> Result<Option<PlotFile>> {
     let Some((lines, point)) = lines_of(figure.data, rows, run_dir, suite) else {
         return Ok(None);
     };

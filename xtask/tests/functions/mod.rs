@@ -40,7 +40,10 @@ fn blank(text: &str) -> Vec<char> {
         // `b'{'` and `b"…"` are literals too: a lone `b` before them is their prefix.
         let byte_prefix = i > 0 && src[i - 1] == 'b' && (i < 2 || !is_ident(src[i - 2]));
         if c == '/' && next == Some('/') {
-            let end = src[i..].iter().position(|&c| c == '\n').map_or(src.len(), |p| i + p);
+            let end = src[i..]
+                .iter()
+                .position(|&c| c == '\n')
+                .map_or(src.len(), |p| i + p);
             wipe(&mut out, i, end);
             i = end;
         } else if c == '/' && next == Some('*') {

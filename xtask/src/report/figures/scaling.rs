@@ -97,7 +97,14 @@ fn throughput_with_ideals(rows: &[Row], counts: &[usize]) -> Vec<Line> {
 fn work_with_bound(rows: &[Row], counts: &[usize]) -> (Vec<Line>, Vec<Bound>) {
     let suite = Suite::Scaling.name();
     let bound = |w: usize| suites::littles_law_bound(w, suites::EMPER_COMPUTE_US);
-    let mut fig7 = lines_with(rows, suite, &work_series(), x, |r| r.throughput_per_sec, tp_ci);
+    let mut fig7 = lines_with(
+        rows,
+        suite,
+        &work_series(),
+        x,
+        |r| r.throughput_per_sec,
+        tp_ci,
+    );
     let mut fig7_bounds = Vec::new();
     match counts {
         [] => {}
@@ -229,10 +236,7 @@ mod tests {
             other => panic!("{name}: lines drawn already, not {other:?}"),
         };
         let tp = drawn("throughput");
-        let ideal = tp
-            .iter()
-            .find(|l| l.name == "a: linear ideal")
-            .unwrap();
+        let ideal = tp.iter().find(|l| l.name == "a: linear ideal").unwrap();
         assert_eq!(
             ideal.points,
             [
