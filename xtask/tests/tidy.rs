@@ -394,61 +394,8 @@ fn no_xtask_file_is_too_long() {
 const MAX_FN_LINES: usize = 100;
 
 /// The functions allowed to be longer, each with its reason: a table of constants or a
-/// generated match, not a flow (a flow is split into named steps). The ones marked "not yet
-/// split" are issue 43's remainder, listed so that the check holds every other function
-/// now and a new long one fails; each is to be split and its line dropped.
-const LONG_FUNCTIONS: &[(&str, &str, &str)] = &[
-    (
-        "crates/loadgen/src/config.rs",
-        "validate",
-        "not yet split: one check per option, in a row",
-    ),
-    (
-        "crates/loadgen/src/worker.rs",
-        "connect_all",
-        "not yet split: connect, handshake and register",
-    ),
-    (
-        "xtask/src/record/summary.rs",
-        "aggregate",
-        "not yet split: a point's runs into a row",
-    ),
-    (
-        "xtask/src/report/markdown/emper.rs",
-        "section",
-        "not yet split: the emper-echo section",
-    ),
-    (
-        "xtask/src/report/markdown/glance.rs",
-        "at_a_glance",
-        "not yet split: the quick suite's table",
-    ),
-    (
-        "xtask/src/report/markdown/kv.rs",
-        "section",
-        "not yet split: the kv section",
-    ),
-    (
-        "xtask/src/report/plots.rs",
-        "draw",
-        "not yet split: plotters' chart, axes, lines, legend",
-    ),
-    (
-        "xtask/src/report/search.rs",
-        "write",
-        "not yet split: the search report",
-    ),
-    (
-        "xtask/src/run/outside.rs",
-        "run",
-        "not yet split: an outside client's point",
-    ),
-    (
-        "xtask/src/run/server.rs",
-        "start",
-        "not yet split: the server's command, spawn and READY",
-    ),
-];
+/// generated match, not a flow (a flow is split into named steps).
+const LONG_FUNCTIONS: &[(&str, &str, &str)] = &[];
 
 #[test]
 fn no_function_in_xtask_or_loadgen_is_too_long() {
