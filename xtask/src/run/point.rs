@@ -68,20 +68,7 @@ pub(crate) fn run_point(
             .map(|(g, before)| g.between(before, g.stat()))
     };
     if let Some(name) = point.workload.outside_client() {
-        let measured = match crate::run::find_client(name) {
-            Some(client) => outside::run(
-                client,
-                point,
-                &mut server,
-                &addr,
-                &bins.loadgen,
-                place,
-                files,
-            ),
-            None => Err(Failure::Loadgen(format!(
-                "no outside client is named {name}"
-            ))),
-        };
+        let measured = outside_point(name, point, &mut server, &addr, bins, place, files);
         let throttle = throttle();
         server::ask_to_stop(variant, &addr);
         let clean = server.stop(STOP_GRACE);
@@ -114,6 +101,24 @@ pub(crate) fn run_point(
     m.notes = notes;
     m.throttle = throttle;
     Ok(m)
+}
+
+/// The load of an outside client (`run::outside`), handed over to once the server is up.
+fn outside_point(
+    name: &str,
+    point: &Point,
+    server: &mut Proc,
+    addr: &str,
+    bins: &Binaries,
+    place: &Placement,
+    files: &RunFiles,
+) -> Result<Measured, Failure> {
+    match crate::run::find_client(name) {
+        Some(client) => outside::run(client, point, server, addr, &bins.loadgen, place, files),
+        None => Err(Failure::Loadgen(format!(
+            "no outside client is named {name}"
+        ))),
+    }
 }
 
 /// A failure of the harness's own files, told as loadgen's.
