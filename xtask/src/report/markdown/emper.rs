@@ -36,14 +36,8 @@ pub(crate) fn ratio_text(
     }
 }
 
-/// The emper-echo section: its tables, then the paper beside ours.
-pub(crate) fn section(out: &mut String, rows: &[Row], workers: usize) {
-    tables(out, rows, workers);
-    beside_the_paper(out, rows, workers);
-}
-
 /// Echoes/s without and with work per echo, and the latency percentiles at the last point.
-fn tables(out: &mut String, rows: &[Row], workers: usize) {
+pub(crate) fn tables(out: &mut String, rows: &[Row], workers: usize) {
     let s = "emper-echo";
     let _ = writeln!(
         out,
@@ -86,7 +80,7 @@ fn tables(out: &mut String, rows: &[Row], workers: usize) {
 }
 
 /// The paper's findings beside ours.
-fn beside_the_paper(out: &mut String, rows: &[Row], workers: usize) {
+pub(crate) fn beside_the_paper(out: &mut String, rows: &[Row], workers: usize) {
     let s = "emper-echo";
     let work = format!("work-{}us", suites::EMPER_COMPUTE_US);
     let bound = suites::littles_law_bound(workers, suites::EMPER_COMPUTE_US);

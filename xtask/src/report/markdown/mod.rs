@@ -71,8 +71,14 @@ type Section = fn(&mut String, &[Row], &Input<'_>);
 fn sections(suite: Suite) -> &'static [Section] {
     match suite {
         Suite::Quick => &[|out, rows, _| quick::section(out, rows)],
-        Suite::EmperEcho => &[|out, rows, input| emper::section(out, rows, input.workers)],
-        Suite::ChatCpu => &[|out, rows, _| chat::cpu_section(out, rows)],
+        Suite::EmperEcho => &[
+            |out, rows, input| emper::tables(out, rows, input.workers),
+            |out, rows, input| emper::beside_the_paper(out, rows, input.workers),
+        ],
+        Suite::ChatCpu => &[
+            |out, rows, _| chat::cpu_tables(out, rows),
+            |out, rows, _| chat::cpu_beside_the_paper(out, rows),
+        ],
         Suite::ChatRoom => &[|out, rows, _| chat::room_section(out, rows)],
         Suite::Memory => &[|out, rows, _| memory::section(out, rows)],
         // Written by the `search` module; it has no loadgen rows.
