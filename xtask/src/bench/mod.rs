@@ -1,8 +1,9 @@
 //! `cargo xtask bench`: build the servers and loadgen, run the suites' points against every
 //! server, and write `results/<run-id>/` with the summary, histograms, plots and report.
-//! This file holds the command line and what is decided before the sweep (the servers, the
-//! peers and outside clients that are missing, the build); `sweep` runs the points, `search`
-//! the search suite, `list` is `--list`.
+//! This file holds the command line and `run`, the flow as named steps: the arguments
+//! placed on the machine, `plan` (the one step that reads them, into a `Plan`), the build,
+//! and `sweep`, which runs the points; `search` is the search suite's own flow (from a
+//! `SearchPlan`), `list` is `--list`.
 //!
 //! It may call every layer: plan, run, record and report.
 
@@ -19,7 +20,7 @@ use std::str::FromStr;
 use anyhow::{Result, bail};
 use clap::Args;
 
-use self::plan::Plan;
+use self::plan::{Plan, SearchPlan};
 use crate::plan::Usage;
 use crate::plan::placement::{self, CpuList, Placed};
 use crate::plan::servers::Inventory;
@@ -371,8 +372,7 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     }
     // The search suite runs programs, not servers under loadgen: it has a flow of its own.
     if args.suites().contains(&Suite::Search) {
-        check_search_alone(&args)?;
-        return search::run(&args, &root, &inv);
+        return search::run(&SearchPlan::new(args)?, &root, &inv);
     }
     // Before the build: a quota this machine cannot give is a usage error, found at once.
     let quota = args.server_cpu_quota.map(quota).transpose()?;
@@ -380,21 +380,6 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     let plan = Plan::new(args, &inv)?;
     build(&plan, &root, &inv)?;
     sweep::run(&plan, &root, &inv, quota)
-}
-
-/// The search suite runs alone, and counts something.
-fn check_search_alone(args: &BenchArgs) -> Result<()> {
-    if args.suites().len() > 1 {
-        return Err(anyhow::Error::new(Usage(
-            "--suite search runs alone; run the other suites in another `cargo xtask bench`".into(),
-        )));
-    }
-    if args.needle.is_empty() {
-        return Err(anyhow::Error::new(Usage(
-            "--needle must not be empty".into(),
-        )));
-    }
-    Ok(())
 }
 
 /// The server's CPU quota of `--server-cpu-quota FRACTION`, or a usage error where this

@@ -2,7 +2,8 @@
 //! [`BenchArgs`]. It turns them into a [`Plan`] (the suites and their points, the servers
 //! and what does not run, the placement, the repeats, the run directory, the client hosts),
 //! and every step after it (the build, the sweep, a point, the record, the report) takes the
-//! `Plan` or the part of it it needs.
+//! `Plan` or the part of it it needs; the search suite, which runs alone, gets a
+//! [`SearchPlan`].
 //!
 //! It may call the plan layer, and the run layer's list of outside clients.
 
@@ -15,7 +16,7 @@ use super::BenchArgs;
 use crate::plan::Usage;
 use crate::plan::placement::{self, CpuList, Placed, Placement};
 use crate::plan::servers::{Inventory, Variant};
-use crate::plan::suites::{Point, Suite};
+use crate::plan::suites::{CorpusSize, Point, Suite};
 use crate::run::outside::OutsideClient;
 
 /// Where the load comes from when it is not this host (`--client-hosts`).
@@ -119,6 +120,60 @@ impl Plan {
     /// The client hosts' names, none when the load is local.
     pub(super) fn client_hosts(&self) -> &[String] {
         self.remote.as_ref().map_or(&[], |r| &r.hosts)
+    }
+}
+
+/// What the search suite runs: it runs alone, programs rather than servers under loadgen,
+/// so it has a plan of its own.
+#[derive(Debug)]
+pub(super) struct SearchPlan {
+    /// The CPUs the programs run on, and their workers.
+    pub(super) cpus: CpuList,
+    pub(super) workers: usize,
+    /// Runs of each program.
+    pub(super) repeat: usize,
+    /// The programs `--servers` names, if it does.
+    pub(super) programs: Option<String>,
+    pub(super) profile: String,
+    pub(super) no_build: bool,
+    /// The tree to search (`--tree`), else the generated corpus of this size.
+    pub(super) tree: Option<PathBuf>,
+    pub(super) corpus: CorpusSize,
+    pub(super) needle: String,
+    /// Drop the page cache before every run.
+    pub(super) cold: bool,
+    /// The run directory asked for (`--out`).
+    pub(super) out: Option<PathBuf>,
+}
+
+impl SearchPlan {
+    /// The plan of `args` (placed already), when the search suite runs alone and counts
+    /// something.
+    pub(super) fn new(args: BenchArgs) -> Result<SearchPlan> {
+        if args.suites().len() > 1 {
+            return Err(anyhow::Error::new(Usage(
+                "--suite search runs alone; run the other suites in another `cargo xtask bench`"
+                    .into(),
+            )));
+        }
+        if args.needle.is_empty() {
+            return Err(anyhow::Error::new(Usage(
+                "--needle must not be empty".into(),
+            )));
+        }
+        Ok(SearchPlan {
+            workers: args.workers(),
+            repeat: args.repeats(Suite::Search),
+            cpus: args.server_cpus,
+            programs: args.servers,
+            profile: args.cargo_profile,
+            no_build: args.no_build,
+            tree: args.tree,
+            corpus: args.corpus,
+            needle: args.needle,
+            cold: args.cold,
+            out: args.out,
+        })
     }
 }
 
