@@ -30,6 +30,27 @@ fn best<'a>(rs: &[&'a Row], f: fn(&Row) -> Option<f64>, lowest: bool) -> Option<
     .filter(|r| f(r).is_some())
 }
 
+/// At each of `points`, the quick row with the best median of `f` among the servers
+/// `names` that measured it (lowest or highest).
+fn bests_at<'a, 'p>(
+    rows: &'a [Row],
+    names: &[String],
+    points: impl Iterator<Item = &'p PointOf>,
+    f: fn(&Row) -> Option<f64>,
+    lowest: bool,
+) -> Vec<Option<&'a Row>> {
+    points
+        .map(|p| {
+            let rs: Vec<&Row> = names
+                .iter()
+                .filter_map(|s| find(rows, "quick", s, &p.0))
+                .filter(|r| r.ok > 0)
+                .collect();
+            best(&rs, f, lowest)
+        })
+        .collect()
+}
+
 /// The cell comparing `r` with the best row for `metric`.
 fn against(best: Option<&Row>, r: &Row, metric: &str, f: fn(&Row) -> Option<f64>) -> String {
     match best {
@@ -97,17 +118,7 @@ fn cpu_at_equal_load(out: &mut String, input: &Input<'_>, names: &[String], open
         "p99 at {}",
         open[0].1.split(" @ ").nth(1).unwrap_or("equal load")
     ));
-    let bests: Vec<Option<&Row>> = open
-        .iter()
-        .map(|o| {
-            let rs: Vec<&Row> = names
-                .iter()
-                .filter_map(|s| find(rows, "quick", s, &o.0))
-                .filter(|r| r.ok > 0)
-                .collect();
-            best(&rs, cpu, true)
-        })
-        .collect();
+    let bests = bests_at(rows, names, open.iter(), cpu, true);
     let mut body = Vec::new();
     for s in names {
         let mut cells = vec![format!("**{s}**"), about(input, s).to_string()];
@@ -191,17 +202,7 @@ fn capacity_under_quota(
     }
     head.push("server CPU, last point".into());
     head.push("throttled, last point".into());
-    let bests: Vec<Option<&Row>> = picked
-        .iter()
-        .map(|p| {
-            let rs: Vec<&Row> = names
-                .iter()
-                .filter_map(|s| find(rows, "quick", s, &p.0))
-                .filter(|r| r.ok > 0)
-                .collect();
-            best(&rs, tp, false)
-        })
-        .collect();
+    let bests = bests_at(rows, names, picked.iter().copied(), tp, false);
     let mut body = Vec::new();
     for s in names {
         let mut cells = vec![format!("**{s}**")];
