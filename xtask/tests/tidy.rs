@@ -2,8 +2,8 @@
 //! server crate depends on its own runtime only (`cargo metadata` for the host, offline), every `.rs`
 //! file opens with a `//!` doc (as rust-analyzer's tidy test asks), unsafe code is fenced
 //! where ARCHITECTURE.md says, no file includes another's by a `path` attribute, xtask's
-//! modules import each other in layers and without a cycle, and no xtask file is over
-//! [`MAX_LINES`] long.
+//! modules import each other in layers and without a cycle, no xtask file is over
+//! [`MAX_LINES`] long, and no function of xtask or loadgen is over [`MAX_FN_LINES`].
 //!
 //! Each check collects every violation and fails with the list, so one run names them
 //! all.
@@ -13,6 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod functions;
 mod imports;
 
 use imports::{LAYERS, xtask_imports};
@@ -409,6 +410,57 @@ fn no_xtask_file_is_too_long() {
         .collect();
     fail_with(
         &format!("xtask files over {MAX_LINES} lines (split them by concern)"),
+        &bad,
+    );
+}
+
+/// The most lines a function of xtask's or loadgen's `src/` may have, from its `fn` line
+/// to its closing brace (STYLE.md: a step you can read on one screen, about 60 lines).
+const MAX_FN_LINES: usize = 100;
+
+/// The functions allowed to be longer, each with its reason: a table of constants or a
+/// generated match, not a flow (a flow is split into named steps).
+const LONG_FUNCTIONS: &[(&str, &str, &str)] = &[];
+
+#[test]
+fn no_function_in_xtask_or_loadgen_is_too_long() {
+    let mut bad = Vec::new();
+    let mut excused = Vec::new();
+    for f in rust_files()
+        .into_iter()
+        .filter(|f| f.starts_with("xtask/src") || f.starts_with("crates/loadgen/src"))
+    {
+        let path = f.display().to_string();
+        for func in functions::functions(&read(&f)) {
+            if func.lines <= MAX_FN_LINES {
+                continue;
+            }
+            if LONG_FUNCTIONS
+                .iter()
+                .any(|(p, name, _)| *p == path && *name == func.name)
+            {
+                excused.push((path.clone(), func.name));
+                continue;
+            }
+            bad.push(format!(
+                "{path}:{} fn {}: {} lines",
+                func.line, func.name, func.lines
+            ));
+        }
+    }
+    // An exception outlives its reason when the function is split: drop it then.
+    for (p, name, _) in LONG_FUNCTIONS {
+        if !excused.iter().any(|(ep, en)| ep == p && en == name) {
+            bad.push(format!(
+                "{p} fn {name} is listed in LONG_FUNCTIONS but is not over {MAX_FN_LINES} lines"
+            ));
+        }
+    }
+    fail_with(
+        &format!(
+            "functions over {MAX_FN_LINES} lines (split them into named steps, or list a \
+             table or a generated match in LONG_FUNCTIONS with its reason)"
+        ),
         &bad,
     );
 }

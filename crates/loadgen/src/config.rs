@@ -182,7 +182,8 @@ impl Config {
         }
     }
 
-    /// Checks everything that does not need the network.
+    /// Checks everything that does not need the network: the options every workload has,
+    /// then the workload's own.
     pub fn validate(&self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::Config(m));
         if self.conns == 0 {
@@ -221,82 +222,102 @@ impl Config {
             }
         }
         match &self.workload {
-            Workload::Echo => {
-                if self.msg_size < crate::echo::MIN_MSG_SIZE {
-                    return bad(format!(
-                        "--msg-size must be at least {} for echo: each message carries its sequence number and send time",
-                        crate::echo::MIN_MSG_SIZE
-                    ));
+            Workload::Echo => self.validate_echo(),
+            Workload::Kv(kv) => self.validate_kv(kv),
+            Workload::Http(path) => self.validate_http(*path),
+            Workload::Chat(chat) => self.validate_chat(chat),
+        }
+    }
+
+    /// Echo's message size: a sequence number and a send time fit, and no more than echo
+    /// cuts.
+    fn validate_echo(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::Config(m));
+        if self.msg_size < crate::echo::MIN_MSG_SIZE {
+            return bad(format!(
+                "--msg-size must be at least {} for echo: each message carries its sequence number and send time",
+                crate::echo::MIN_MSG_SIZE
+            ));
+        }
+        if self.msg_size > crate::echo::MAX_MSG_SIZE {
+            return bad(format!(
+                "--msg-size must be at most {} for echo",
+                crate::echo::MAX_MSG_SIZE
+            ));
+        }
+        Ok(())
+    }
+
+    /// Kv's mix, key space and value size.
+    fn validate_kv(&self, kv: &KvConfig) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::Config(m));
+        if !(0.0..=1.0).contains(&kv.get_ratio) {
+            return bad(format!(
+                "--get-ratio must be between 0 and 1, not {}",
+                kv.get_ratio
+            ));
+        }
+        if kv.keys == 0 || kv.keys > crate::kv::MAX_KEYS {
+            return bad(format!(
+                "--keys must be 1 to {}, not {}",
+                crate::kv::MAX_KEYS,
+                kv.keys
+            ));
+        }
+        let (min, max) = (crate::kv::MIN_VALUE_SIZE, crate::kv::MAX_VALUE_SIZE);
+        if !(min..=max).contains(&self.msg_size) {
+            return bad(format!(
+                "--value-size must be {min} to {max}: each value carries its key, its writer and a sequence number"
+            ));
+        }
+        if self.conns as u64 >= u64::from(u32::MAX) {
+            return bad("--conns is too large for kv".into());
+        }
+        Ok(())
+    }
+
+    /// Http's requests are of a fixed size.
+    fn validate_http(&self, path: HttpPath) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::Config(m));
+        if self.msg_size != path.request().len() {
+            return bad("http requests have a fixed size: no --msg-size".into());
+        }
+        Ok(())
+    }
+
+    /// Chat's profile (a byte rate, or rooms that divide the connections) and line size.
+    fn validate_chat(&self, chat: &ChatConfig) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::Config(m));
+        let longest_room = match chat.profile {
+            ChatProfile::Ingest => {
+                if !(chat.byte_rate.is_finite() && chat.byte_rate > 0.0) {
+                    return bad("--byte-rate must be a positive number".into());
                 }
-                if self.msg_size > crate::echo::MAX_MSG_SIZE {
-                    return bad(format!(
-                        "--msg-size must be at most {} for echo",
-                        crate::echo::MAX_MSG_SIZE
-                    ));
+                if self.rate.is_some() {
+                    return bad(
+                        "chat --profile ingest sends at --byte-rate per connection; --rate is for echo and the room profile".into(),
+                    );
                 }
+                crate::chat::INGEST_ROOM.to_owned()
             }
-            Workload::Kv(kv) => {
-                if !(0.0..=1.0).contains(&kv.get_ratio) {
+            ChatProfile::Room => {
+                if chat.room_size < 2 {
+                    return bad("--room-size must be at least 2".into());
+                }
+                if self.conns % chat.room_size != 0 {
                     return bad(format!(
-                        "--get-ratio must be between 0 and 1, not {}",
-                        kv.get_ratio
+                        "--conns {} is not a multiple of --room-size {}: every room has the same members",
+                        self.conns, chat.room_size
                     ));
                 }
-                if kv.keys == 0 || kv.keys > crate::kv::MAX_KEYS {
-                    return bad(format!(
-                        "--keys must be 1 to {}, not {}",
-                        crate::kv::MAX_KEYS,
-                        kv.keys
-                    ));
-                }
-                let (min, max) = (crate::kv::MIN_VALUE_SIZE, crate::kv::MAX_VALUE_SIZE);
-                if !(min..=max).contains(&self.msg_size) {
-                    return bad(format!(
-                        "--value-size must be {min} to {max}: each value carries its key, its writer and a sequence number"
-                    ));
-                }
-                if self.conns as u64 >= u64::from(u32::MAX) {
-                    return bad("--conns is too large for kv".into());
-                }
+                crate::chat::room_name(self.conns / chat.room_size - 1)
             }
-            Workload::Http(path) => {
-                if self.msg_size != path.request().len() {
-                    return bad("http requests have a fixed size: no --msg-size".into());
-                }
-            }
-            Workload::Chat(chat) => {
-                let longest_room = match chat.profile {
-                    ChatProfile::Ingest => {
-                        if !(chat.byte_rate.is_finite() && chat.byte_rate > 0.0) {
-                            return bad("--byte-rate must be a positive number".into());
-                        }
-                        if self.rate.is_some() {
-                            return bad(
-                                "chat --profile ingest sends at --byte-rate per connection; --rate is for echo and the room profile".into(),
-                            );
-                        }
-                        crate::chat::INGEST_ROOM.to_owned()
-                    }
-                    ChatProfile::Room => {
-                        if chat.room_size < 2 {
-                            return bad("--room-size must be at least 2".into());
-                        }
-                        if self.conns % chat.room_size != 0 {
-                            return bad(format!(
-                                "--conns {} is not a multiple of --room-size {}: every room has the same members",
-                                self.conns, chat.room_size
-                            ));
-                        }
-                        crate::chat::room_name(self.conns / chat.room_size - 1)
-                    }
-                };
-                let (min, max) = crate::chat::line_bounds(&longest_room);
-                if !(min..=max).contains(&self.msg_size) {
-                    return bad(format!(
-                        "--msg-size must be {min} to {max} for this chat run: a SAY line carries its room, a stamp, the connection and a sequence number"
-                    ));
-                }
-            }
+        };
+        let (min, max) = crate::chat::line_bounds(&longest_room);
+        if !(min..=max).contains(&self.msg_size) {
+            return bad(format!(
+                "--msg-size must be {min} to {max} for this chat run: a SAY line carries its room, a stamp, the connection and a sequence number"
+            ));
         }
         Ok(())
     }

@@ -1,6 +1,8 @@
-//! The main thread of a run: it resolves the address, raises the descriptor limit, starts the
-//! workers, waits until every connection is up, starts the clock, shows progress, and merges
-//! what the workers measured into a [`Summary`].
+//! The main thread of a run: it resolves the address, raises the descriptor limit, and goes
+//! through the run's phases, each a function: preload (kv's keys), connect (the workers
+//! started, every connection up), the gate, warm-up and measure (the clock started, the
+//! window's edges and the progress watched), drain (the workers joined) and summarize (what
+//! they measured merged into a [`Summary`]).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
@@ -99,6 +101,8 @@ fn resolve(addr: &str) -> Result<SocketAddr, Error> {
     })
 }
 
+/// The run on the CPUs it was given, phase after phase: preload, connect, the gate,
+/// warm-up and measure, drain, summarize.
 fn run_pinned(
     cfg: &Config,
     addr: SocketAddr,
@@ -106,24 +110,57 @@ fn run_pinned(
     warnings: Vec<String>,
     gate: &mut dyn FnMut(usize) -> Result<(), Error>,
 ) -> Result<Summary, Error> {
-    if let Workload::Kv(kv) = &cfg.workload {
-        // Every GET must find a value; the preload writes as the writer after the last
-        // connection, so that a GET may see its values too.
-        if kv.get_ratio > 0.0 {
-            if cfg.progress && kv.keys >= 100_000 {
-                eprintln!("loadgen: storing {} keys before the clock starts", kv.keys);
-            }
-            crate::kv::preload(
-                addr,
-                kv.keys,
-                cfg.conns as u32,
-                cfg.msg_size,
-                cfg.reply_timeout,
-            )?;
-        }
+    preload(cfg, addr)?;
+    let plan = Arc::new(plan(cfg, addr));
+    let crew = Crew::spawn(&plan)?;
+    let up = match connect(&plan, &crew) {
+        Ok(up) => up,
+        Err(e) => return Err(crew.abort(e)),
+    };
+    if let Err(e) = gate(up.connected) {
+        return Err(crew.abort(e));
     }
+    let watched = measure(cfg, &plan, &crew);
+    let reports = crew.drain(watched.reports, watched.failure)?;
+    Ok(summarize(
+        cfg,
+        &plan,
+        Outcome {
+            up,
+            reports,
+            cpu: watched.cpu,
+            wall_epoch: watched.wall_epoch,
+            nofile,
+            warnings,
+        },
+    ))
+}
+
+/// Preload: with GETs in the kv mix, every key stored before the clock starts, so that
+/// every GET finds a value. The preload writes as the writer after the last connection,
+/// so that a GET may see its values too.
+fn preload(cfg: &Config, addr: SocketAddr) -> Result<(), Error> {
+    let Workload::Kv(kv) = &cfg.workload else {
+        return Ok(());
+    };
+    if kv.get_ratio > 0.0 {
+        if cfg.progress && kv.keys >= 100_000 {
+            eprintln!("loadgen: storing {} keys before the clock starts", kv.keys);
+        }
+        crate::kv::preload(
+            addr,
+            kv.keys,
+            cfg.conns as u32,
+            cfg.msg_size,
+            cfg.reply_timeout,
+        )?;
+    }
+    Ok(())
+}
+
+/// What every worker shares: the configuration, the schedule, the window, the rooms.
+fn plan(cfg: &Config, addr: SocketAddr) -> Plan {
     let warm_ns = cfg.warmup.as_nanos() as u64;
-    let rate = offered_rate(cfg);
     let rooms = match &cfg.workload {
         Workload::Chat(c) if c.profile == ChatProfile::Room => Some(Rooms {
             size: c.room_size,
@@ -134,10 +171,10 @@ fn run_pinned(
         }),
         _ => None,
     };
-    let plan = Arc::new(Plan {
+    Plan {
         cfg: cfg.clone(),
         addr,
-        schedule: rate.map(|rate| Schedule::new(rate, cfg.conns)),
+        schedule: offered_rate(cfg).map(|rate| Schedule::new(rate, cfg.conns)),
         warm_ns,
         end_ns: match cfg.stop {
             Stop::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
@@ -149,138 +186,254 @@ fn run_pinned(
         },
         progress: (0..cfg.threads).map(|_| ProgressSlot::default()).collect(),
         rooms,
-    });
-
-    let (up_tx, up_rx) = mpsc::channel();
-    let mut controls = Vec::with_capacity(cfg.threads);
-    let mut handles = Vec::with_capacity(cfg.threads);
-    for t in 0..cfg.threads {
-        let (ctl_tx, ctl_rx) = mpsc::channel();
-        let ids: Vec<usize> = (t..cfg.conns).step_by(cfg.threads).collect();
-        let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]);
-        let (plan, up) = (Arc::clone(&plan), up_tx.clone());
-        let handle = thread::Builder::new()
-            .name(format!("loadgen-{t}"))
-            .spawn(move || worker::run(plan, t, cpu, ids, up, ctl_rx))
-            .map_err(|e| Error::io("starting a worker thread", e))?;
-        controls.push(ctl_tx);
-        handles.push(handle);
     }
-    drop(up_tx);
+}
 
-    let abort = |controls: &[mpsc::Sender<Control>], handles: Vec<thread::JoinHandle<()>>| {
-        for c in controls {
+/// The worker threads, with a control channel each and their one channel up.
+struct Crew {
+    controls: Vec<mpsc::Sender<Control>>,
+    handles: Vec<thread::JoinHandle<()>>,
+    up: mpsc::Receiver<Up>,
+}
+
+impl Crew {
+    /// Starts the workers, each with its share of the connections and its CPU.
+    fn spawn(plan: &Arc<Plan>) -> Result<Crew, Error> {
+        let cfg = &plan.cfg;
+        let (up_tx, up) = mpsc::channel();
+        let mut crew = Crew {
+            controls: Vec::with_capacity(cfg.threads),
+            handles: Vec::with_capacity(cfg.threads),
+            up,
+        };
+        for t in 0..cfg.threads {
+            let (ctl_tx, ctl_rx) = mpsc::channel();
+            let ids: Vec<usize> = (t..cfg.conns).step_by(cfg.threads).collect();
+            let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]);
+            let (plan, up) = (Arc::clone(plan), up_tx.clone());
+            let handle = thread::Builder::new()
+                .name(format!("loadgen-{t}"))
+                .spawn(move || worker::run(plan, t, cpu, ids, up, ctl_rx))
+                .map_err(|e| Error::io("starting a worker thread", e));
+            match handle {
+                Ok(handle) => {
+                    crew.controls.push(ctl_tx);
+                    crew.handles.push(handle);
+                }
+                Err(e) => return Err(crew.abort(e)),
+            }
+        }
+        Ok(crew)
+    }
+
+    /// Tells every worker to give up, waits for them, and hands back `e`.
+    fn abort(self, e: Error) -> Error {
+        for c in &self.controls {
             // A worker that is gone needs no telling.
             let _ = c.send(Control::Abort);
         }
-        for h in handles {
+        for h in self.handles {
             let _ = h.join();
         }
-    };
+        e
+    }
 
-    // Phase 1: every worker connects its connections (each bounded by the connect timeout).
-    let mut connected = 0usize;
-    let mut connect_faults = [0u64; Fault::COUNT];
-    let mut first_error = None;
-    let mut handshake_error = None;
+    /// Drain: every worker joined; the reports, unless one failed or panicked.
+    fn drain(
+        self,
+        reports: Vec<Option<Report>>,
+        failure: Option<Error>,
+    ) -> Result<Vec<Report>, Error> {
+        let mut panicked = false;
+        for h in self.handles {
+            panicked |= h.join().is_err();
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        if panicked || reports.iter().any(Option::is_none) {
+            return Err(Error::WorkerPanicked);
+        }
+        Ok(reports.into_iter().flatten().collect())
+    }
+}
+
+/// How connecting went, over every worker.
+struct Connections {
+    connected: usize,
+    faults: [u64; Fault::COUNT],
+    first_error: Option<std::io::Error>,
+    handshake_error: Option<String>,
+}
+
+/// Connect: every worker connects its connections (each bounded by the connect timeout);
+/// an error when none came up.
+fn connect(plan: &Plan, crew: &Crew) -> Result<Connections, Error> {
+    let cfg = &plan.cfg;
+    let mut up = Connections {
+        connected: 0,
+        faults: [0; Fault::COUNT],
+        first_error: None,
+        handshake_error: None,
+    };
     let deadline = Instant::now() + cfg.connect_timeout + Duration::from_secs(5);
     let mut heard = 0;
     while heard < cfg.threads {
         let wait = deadline.saturating_duration_since(Instant::now());
-        match up_rx.recv_timeout(wait) {
+        match crew.up.recv_timeout(wait) {
             Ok(Up::Connected(Ok(c))) => {
                 heard += 1;
-                connected += c.ok;
-                for (sum, n) in connect_faults.iter_mut().zip(c.faults) {
+                up.connected += c.ok;
+                for (sum, n) in up.faults.iter_mut().zip(c.faults) {
                     *sum += n;
                 }
-                if first_error.is_none() {
-                    first_error = c.first_error;
-                }
-                if handshake_error.is_none() {
-                    handshake_error = c.handshake_error;
-                }
+                up.first_error = up.first_error.or(c.first_error);
+                up.handshake_error = up.handshake_error.or(c.handshake_error);
             }
-            Ok(Up::Connected(Err(e))) => {
-                abort(&controls, handles);
-                return Err(e);
-            }
+            Ok(Up::Connected(Err(e))) => return Err(e),
             Ok(Up::Done(..)) => heard += 1,
-            Err(_) => {
-                abort(&controls, handles);
-                return Err(Error::WorkerPanicked);
-            }
+            Err(_) => return Err(Error::WorkerPanicked),
         }
     }
-    if connected == 0 {
-        abort(&controls, handles);
-        if let Some(reason) = handshake_error {
-            return Err(Error::Handshake {
-                addr: addr.to_string(),
-                reason,
-            });
-        }
-        return Err(Error::Unreachable {
-            addr: addr.to_string(),
-            source: first_error.unwrap_or_else(|| {
-                std::io::Error::new(std::io::ErrorKind::NotConnected, "no connection came up")
-            }),
-        });
+    if up.connected == 0 {
+        return Err(none_connected(plan.addr, up));
     }
-    if cfg.progress && connected < cfg.conns {
+    if cfg.progress && up.connected < cfg.conns {
         eprintln!(
-            "loadgen: {connected} of {} connections came up ({})",
+            "loadgen: {} of {} connections came up ({})",
+            up.connected,
             cfg.conns,
-            first_error.map_or_else(String::new, |e| e.to_string())
+            up.first_error
+                .as_ref()
+                .map_or_else(String::new, |e| e.to_string())
         );
     }
+    Ok(up)
+}
 
-    if let Err(e) = gate(connected) {
-        abort(&controls, handles);
-        return Err(e);
+/// The error of a run where no connection came up: the handshake's, else the connect's.
+fn none_connected(addr: SocketAddr, up: Connections) -> Error {
+    let addr = addr.to_string();
+    if let Some(reason) = up.handshake_error {
+        return Error::Handshake { addr, reason };
+    }
+    Error::Unreachable {
+        addr,
+        source: up.first_error.unwrap_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::NotConnected, "no connection came up")
+        }),
+    }
+}
+
+/// CPU time read at the edges of the measured window: the client CPUs' ticks and the
+/// server's CPU time.
+#[derive(Debug, Default)]
+struct CpuAtEdges {
+    ticks_start: Option<sys::CpuTicks>,
+    ticks_end: Option<sys::CpuTicks>,
+    server_start: Option<u64>,
+    server_end: Option<u64>,
+}
+
+/// What the measure phase gathered.
+struct Watched {
+    reports: Vec<Option<Report>>,
+    failure: Option<Error>,
+    cpu: CpuAtEdges,
+    wall_epoch: SystemTime,
+}
+
+/// The window's clock, read by the main thread while the workers run: when the warm-up
+/// ends and when the measured window does.
+struct Window<'a> {
+    cfg: &'a Config,
+    epoch: Instant,
+    /// The end of the measured window from the epoch (duration runs).
+    end: Option<Duration>,
+    cpu: CpuAtEdges,
+}
+
+impl Window<'_> {
+    fn client_ticks(&self) -> Option<sys::CpuTicks> {
+        (!self.cfg.cpus.is_empty())
+            .then(|| sys::CpuTicks::read(&self.cfg.cpus).ok())
+            .flatten()
     }
 
-    // Phase 2: start the clock, watch, collect.
+    fn server_cpu(&self) -> Option<u64> {
+        self.cfg
+            .server_pid
+            .and_then(|pid| sys::process_cpu_ns(pid).ok())
+    }
+
+    /// How long to wait for the workers before the next edge or progress line.
+    fn wake(&self, next_progress: Duration) -> Duration {
+        let mut wake = next_progress;
+        if self.cpu.ticks_start.is_none()
+            && !self.cfg.warmup.is_zero()
+            && self.epoch.elapsed() < self.cfg.warmup
+        {
+            wake = wake.min(self.cfg.warmup);
+        }
+        if let (Some(end), None) = (self.end, self.cpu.server_end) {
+            wake = wake.min(end);
+        }
+        wake.saturating_sub(self.epoch.elapsed())
+    }
+
+    /// Reads the CPU times at an edge the clock has passed: the warm-up's end, the window's.
+    fn observe(&mut self) {
+        let elapsed = self.epoch.elapsed();
+        if self.cpu.ticks_start.is_none() && elapsed >= self.cfg.warmup {
+            self.cpu.ticks_start = self.client_ticks();
+        }
+        if self.cpu.server_start.is_none() && elapsed >= self.cfg.warmup {
+            self.cpu.server_start = self.server_cpu();
+        }
+        if self.end.is_some_and(|end| elapsed >= end) && self.cpu.server_end.is_none() {
+            self.cpu.server_end = self.server_cpu();
+        }
+    }
+
+    /// The CPU times at the end of the run.
+    fn close(mut self) -> CpuAtEdges {
+        self.cpu.ticks_end = self.client_ticks();
+        if self.cpu.server_end.is_none() {
+            self.cpu.server_end = self.server_cpu();
+        }
+        self.cpu
+    }
+}
+
+/// Warm-up and measure: the clock started, the window's edges and the progress watched,
+/// each worker's report collected as it ends.
+fn measure(cfg: &Config, plan: &Plan, crew: &Crew) -> Watched {
     let epoch = Instant::now();
     let wall_epoch = SystemTime::now();
-    for c in &controls {
-        // A worker whose receiver is gone has died; the join below reports it.
+    for c in &crew.controls {
+        // A worker whose receiver is gone has died; the join reports it.
         let _ = c.send(Control::Start(epoch));
     }
-    let cpu_ticks_at = |_: ()| {
-        (!cfg.cpus.is_empty())
-            .then(|| sys::CpuTicks::read(&cfg.cpus).ok())
-            .flatten()
+    let mut window = Window {
+        cfg,
+        epoch,
+        end: match cfg.stop {
+            Stop::Duration(d) => Some(cfg.warmup + d),
+            Stop::Requests(_) => None,
+        },
+        cpu: CpuAtEdges::default(),
     };
-    let server_cpu = || cfg.server_pid.and_then(|pid| sys::process_cpu_ns(pid).ok());
-    let mut ticks_start = (warm_ns == 0).then(|| cpu_ticks_at(())).flatten();
-    let mut server_start = (warm_ns == 0).then(server_cpu).flatten();
-    let mut server_end = None;
-    let window_end = match cfg.stop {
-        Stop::Duration(d) => Some(cfg.warmup + d),
-        Stop::Requests(_) => None,
-    };
-    let show_progress = cfg.progress
-        && match cfg.stop {
-            Stop::Duration(d) => cfg.warmup + d > PROGRESS_AFTER,
-            Stop::Requests(_) => true,
-        };
+    if cfg.warmup.is_zero() {
+        window.cpu.ticks_start = window.client_ticks();
+        window.cpu.server_start = window.server_cpu();
+    }
+    let mut progress = Progress::new(cfg);
     let mut reports: Vec<Option<Report>> = (0..cfg.threads).map(|_| None).collect();
     let mut failure = None;
-    let mut next_progress = Duration::from_secs(1);
-    let mut last_count = 0u64;
     let mut done = 0;
     // Bounded: the workers end on their own (see `worker`), and each one's end is a message.
     while done < cfg.threads {
-        let elapsed = epoch.elapsed();
-        let mut wake = next_progress;
-        if ticks_start.is_none() && warm_ns > 0 && elapsed < cfg.warmup {
-            wake = wake.min(cfg.warmup);
-        }
-        if let (Some(end), None) = (window_end, server_end) {
-            wake = wake.min(end);
-        }
-        match up_rx.recv_timeout(wake.saturating_sub(elapsed)) {
+        match crew.up.recv_timeout(window.wake(progress.next)) {
             Ok(Up::Done(i, report)) => {
                 done += 1;
                 match *report {
@@ -288,92 +441,89 @@ fn run_pinned(
                     Err(e) => failure = Some(e),
                 }
             }
-            Ok(Up::Connected(..)) => {}
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Ok(Up::Connected(..)) | Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
-        let elapsed = epoch.elapsed();
-        if ticks_start.is_none() && elapsed >= cfg.warmup {
-            ticks_start = cpu_ticks_at(());
-        }
-        if server_start.is_none() && elapsed >= cfg.warmup {
-            server_start = server_cpu();
-        }
-        if window_end.is_some_and(|end| elapsed >= end) && server_end.is_none() {
-            server_end = server_cpu();
-        }
-        if elapsed >= next_progress {
-            let count: u64 = plan
-                .progress
-                .iter()
-                .map(|p| p.0.load(std::sync::atomic::Ordering::Relaxed))
-                .sum();
-            let long = matches!(cfg.stop, Stop::Duration(_)) || elapsed > PROGRESS_AFTER;
-            if show_progress && long {
-                let phase = if elapsed < cfg.warmup {
-                    "warmup"
-                } else {
-                    "measuring"
-                };
-                eprintln!(
-                    "loadgen: {:>6.1} s {phase}: {count} replies, {} /s",
-                    elapsed.as_secs_f64(),
-                    count - last_count
-                );
-            }
-            last_count = count;
-            next_progress += Duration::from_secs(1);
-        }
+        window.observe();
+        progress.tell(plan, epoch.elapsed());
     }
-    let ticks_end = cpu_ticks_at(());
-    if server_end.is_none() {
-        server_end = server_cpu();
+    Watched {
+        reports,
+        failure,
+        cpu: window.close(),
+        wall_epoch,
     }
-    let mut panicked = false;
-    for h in handles {
-        panicked |= h.join().is_err();
-    }
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    if panicked || reports.iter().any(Option::is_none) {
-        return Err(Error::WorkerPanicked);
-    }
-    let reports: Vec<Report> = reports.into_iter().flatten().collect();
+}
 
-    let mut faults = connect_faults;
-    for r in &reports {
-        for (sum, n) in faults.iter_mut().zip(r.faults) {
-            *sum += n;
+/// The progress line, once a second on a run long enough to want it.
+struct Progress {
+    show: bool,
+    requests: bool,
+    warmup: Duration,
+    next: Duration,
+    last_count: u64,
+}
+
+impl Progress {
+    fn new(cfg: &Config) -> Progress {
+        Progress {
+            show: cfg.progress
+                && match cfg.stop {
+                    Stop::Duration(d) => cfg.warmup + d > PROGRESS_AFTER,
+                    Stop::Requests(_) => true,
+                },
+            requests: matches!(cfg.stop, Stop::Requests(_)),
+            warmup: cfg.warmup,
+            next: Duration::from_secs(1),
+            last_count: 0,
         }
     }
-    let measured: u64 = reports.iter().map(|r| r.measured).sum();
-    let window_secs = match cfg.stop {
-        Stop::Duration(d) => d.as_secs_f64(),
-        Stop::Requests(_) => {
-            let last = reports.iter().map(|r| r.last_reply_ns).max().unwrap_or(0);
-            last.saturating_sub(warm_ns) as f64 / 1e9
+
+    /// Prints the replies so far when a second has passed.
+    fn tell(&mut self, plan: &Plan, elapsed: Duration) {
+        if elapsed < self.next {
+            return;
         }
-    };
-    let cpu_ns: u64 = reports.iter().map(|r| r.cpu_ns).sum();
-    let utilization = reports
-        .iter()
-        .filter(|r| r.wall_ns > 0)
-        .map(|r| r.cpu_ns as f64 / r.wall_ns as f64)
-        .fold(0.0, f64::max);
-    let cpus_busy = match (ticks_start, ticks_end) {
-        (Some(a), Some(b)) => a.busy_since(b),
-        _ => None,
-    };
-    let server_secs = match (server_start, server_end) {
-        (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / 1e9),
-        _ => None,
-    };
+        let count: u64 = plan
+            .progress
+            .iter()
+            .map(|p| p.0.load(std::sync::atomic::Ordering::Relaxed))
+            .sum();
+        let long = !self.requests || elapsed > PROGRESS_AFTER;
+        if self.show && long {
+            let phase = if elapsed < self.warmup {
+                "warmup"
+            } else {
+                "measuring"
+            };
+            eprintln!(
+                "loadgen: {:>6.1} s {phase}: {count} replies, {} /s",
+                elapsed.as_secs_f64(),
+                count - self.last_count
+            );
+        }
+        self.last_count = count;
+        self.next += Duration::from_secs(1);
+    }
+}
+
+/// Everything a run ends with, for its summary.
+struct Outcome {
+    up: Connections,
+    reports: Vec<Report>,
+    cpu: CpuAtEdges,
+    wall_epoch: SystemTime,
+    nofile: u64,
+    warnings: Vec<String>,
+}
+
+/// The merged histograms of the workers' reports.
+fn histograms(cfg: &Config, plan: &Plan, reports: &[Report], wall_epoch: SystemTime) -> Histograms {
     let intervals_len = reports.iter().map(|r| r.intervals.len()).max().unwrap_or(0);
     let intervals = (0..intervals_len)
         .map(|i| merge(reports.iter().filter_map(|r| r.intervals.get(i))))
         .collect();
-    let histograms = Histograms {
+    Histograms {
         latency: merge(reports.iter().map(|r| &r.latency)),
         service: merge(reports.iter().map(|r| &r.service)),
         delivery: plan
@@ -383,7 +533,63 @@ fn run_pinned(
         intervals,
         interval: cfg.interval.unwrap_or(Duration::from_secs(1)),
         window_start: wall_epoch + cfg.warmup,
-    };
+    }
+}
+
+/// The counts and times of a run, from its reports and the window's CPU times.
+struct Measures {
+    faults: [u64; Fault::COUNT],
+    measured: u64,
+    window_secs: f64,
+    cpu_ns: u64,
+    utilization: f64,
+    cpus_busy: Option<f64>,
+    server_secs: Option<f64>,
+}
+
+fn measures(cfg: &Config, plan: &Plan, o: &Outcome) -> Measures {
+    let reports = &o.reports;
+    let mut faults = o.up.faults;
+    for r in reports {
+        for (sum, n) in faults.iter_mut().zip(r.faults) {
+            *sum += n;
+        }
+    }
+    Measures {
+        faults,
+        measured: reports.iter().map(|r| r.measured).sum(),
+        window_secs: match cfg.stop {
+            Stop::Duration(d) => d.as_secs_f64(),
+            Stop::Requests(_) => {
+                let last = reports.iter().map(|r| r.last_reply_ns).max().unwrap_or(0);
+                last.saturating_sub(plan.warm_ns) as f64 / 1e9
+            }
+        },
+        cpu_ns: reports.iter().map(|r| r.cpu_ns).sum(),
+        utilization: reports
+            .iter()
+            .filter(|r| r.wall_ns > 0)
+            .map(|r| r.cpu_ns as f64 / r.wall_ns as f64)
+            .fold(0.0, f64::max),
+        cpus_busy: match (o.cpu.ticks_start, o.cpu.ticks_end) {
+            (Some(a), Some(b)) => a.busy_since(b),
+            _ => None,
+        },
+        server_secs: match (o.cpu.server_start, o.cpu.server_end) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / 1e9),
+            _ => None,
+        },
+    }
+}
+
+/// Summarize: the workers' reports and the window's CPU times merged into the
+/// [`Summary`].
+fn summarize(cfg: &Config, plan: &Plan, o: Outcome) -> Summary {
+    let m = measures(cfg, plan, &o);
+    let (measured, cpu_ns) = (m.measured, m.cpu_ns);
+    let reports = &o.reports;
+    let histograms = histograms(cfg, plan, reports, o.wall_epoch);
+    let rate = offered_rate(cfg);
     let (workload, profile) = match &cfg.workload {
         Workload::Echo => ("echo", None),
         Workload::Chat(c) => ("chat", Some(c.profile)),
@@ -394,7 +600,7 @@ fn run_pinned(
         Workload::Kv(kv) => Some(kv),
         _ => None,
     };
-    Ok(Summary {
+    Summary {
         workload: workload.to_owned(),
         profile: profile.map(|p| format!("{p:?}").to_lowercase()),
         get_ratio: kv.map(|k| k.get_ratio),
@@ -403,24 +609,21 @@ fn run_pinned(
             Workload::Http(path) => Some(path.as_str().to_owned()),
             _ => None,
         },
-        addr: addr.to_string(),
+        addr: plan.addr.to_string(),
         conns: cfg.conns,
-        connected,
+        connected: o.up.connected,
         threads: cfg.threads,
         cpus: cfg.cpus.clone(),
         msg_size: cfg.msg_size,
         depth: cfg.depth,
         mode: if rate.is_some() { "open" } else { "closed" }.to_owned(),
         rate,
-        requests_per_conn: match cfg.stop {
-            Stop::Requests(k) => Some(k),
-            Stop::Duration(_) => None,
-        },
+        requests_per_conn: plan.requests,
         warmup_secs: cfg.warmup.as_secs_f64(),
-        window_secs,
+        window_secs: m.window_secs,
         messages: measured,
-        throughput_per_sec: if window_secs > 0.0 {
-            measured as f64 / window_secs
+        throughput_per_sec: if m.window_secs > 0.0 {
+            measured as f64 / m.window_secs
         } else {
             0.0
         },
@@ -432,25 +635,26 @@ fn run_pinned(
         service_time_us: Percentiles::of(&histograms.service),
         delivery_latency_us: histograms.delivery.as_ref().map(Percentiles::of),
         deliveries: reports.iter().map(|r| r.deliveries).sum(),
-        errors: Errors::from_counts(&faults),
+        errors: Errors::from_counts(&m.faults),
         client_cpu_secs: cpu_ns as f64 / 1e9,
         client_cpu_per_msg_us: if measured > 0 {
             cpu_ns as f64 / 1e3 / measured as f64
         } else {
             0.0
         },
-        client_cpu_utilization: utilization,
-        client_cpus_busy: cpus_busy,
-        client_bound: utilization > CLIENT_BOUND || cpus_busy.is_some_and(|b| b > CLIENT_BOUND),
+        client_cpu_utilization: m.utilization,
+        client_cpus_busy: m.cpus_busy,
+        client_bound: m.utilization > CLIENT_BOUND || m.cpus_busy.is_some_and(|b| b > CLIENT_BOUND),
         server_pid: cfg.server_pid,
-        server_cpu_secs: server_secs,
-        server_cpu_per_msg_us: server_secs
+        server_cpu_secs: m.server_secs,
+        server_cpu_per_msg_us: m
+            .server_secs
             .filter(|_| measured > 0)
             .map(|s| s * 1e6 / measured as f64),
-        nofile_limit: nofile,
-        warnings,
+        nofile_limit: o.nofile,
+        warnings: o.warnings,
         histograms,
-    })
+    }
 }
 
 /// The open-loop rate in messages per second in total: `--rate`, or for chat ingest the byte

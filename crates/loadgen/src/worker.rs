@@ -520,9 +520,43 @@ impl<'p> Worker<'p> {
     /// Opens every connection and waits until each is up (and, in the room profile, has
     /// joined its room), refused or out of time.
     fn connect_all(&mut self) -> Connected {
-        let cfg = &self.plan.cfg;
-        let deadline = Instant::now() + cfg.connect_timeout;
+        let deadline = Instant::now() + self.plan.cfg.connect_timeout;
         let mut first_error = None;
+        let mut waiting = self.open_all(&mut first_error);
+        // Bounded by the deadline: every pass either waits on it or settles a connection.
+        while waiting > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            if let Err(e) = self.poll.poll(&mut self.events, Some(deadline - now)) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                first_error.get_or_insert(e);
+                break;
+            }
+            // As in `measure`: the events move out so that serving them may borrow the worker.
+            let events = std::mem::replace(&mut self.events, Events::with_capacity(0));
+            for ev in events.iter() {
+                if self.settle(ev.token().0, &mut first_error) {
+                    waiting -= 1;
+                }
+            }
+            self.events = events;
+        }
+        let handshake_error = self.give_up_on_the_rest(&mut first_error);
+        Connected {
+            ok: self.active,
+            faults: self.faults,
+            first_error,
+            handshake_error,
+        }
+    }
+
+    /// Starts connecting every connection, each registered with the poll; the number now
+    /// connecting. A refusal at once counts as its fault.
+    fn open_all(&mut self, first_error: &mut Option<io::Error>) -> usize {
         let mut waiting = 0usize;
         for (i, conn) in self.conns.iter_mut().enumerate() {
             let opened = TcpStream::connect(self.plan.addr).and_then(|mut s| {
@@ -545,77 +579,66 @@ impl<'p> Worker<'p> {
                 }
             }
         }
-        // Bounded by the deadline: every pass either waits on it or settles a connection.
-        while waiting > 0 {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            if let Err(e) = self.poll.poll(&mut self.events, Some(deadline - now)) {
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                first_error.get_or_insert(e);
-                break;
-            }
-            // As in `measure`: the events move out so that serving them may borrow the worker.
-            let events = std::mem::replace(&mut self.events, Events::with_capacity(0));
-            for ev in events.iter() {
-                let i = ev.token().0;
-                let Some(conn) = self.conns.get_mut(i) else {
-                    continue;
+        waiting
+    }
+
+    /// Moves connection `i` on after an event: connected (then active, or on to the chat
+    /// handshake), joined, or dead. Whether it is settled (active or dead).
+    fn settle(&mut self, i: usize, first_error: &mut Option<io::Error>) -> bool {
+        let Some(conn) = self.conns.get_mut(i) else {
+            return false;
+        };
+        match conn.state {
+            State::Connecting => {
+                let Some(stream) = &mut conn.stream else {
+                    return false;
                 };
-                match conn.state {
-                    State::Connecting => {
-                        let Some(stream) = &mut conn.stream else {
-                            continue;
-                        };
-                        match connect_outcome(stream) {
-                            None => continue,
-                            Some(Ok(())) => match start(stream, &conn.codec, conn.id) {
-                                Ok(true) => conn.state = State::Handshake,
-                                Ok(false) => {
-                                    conn.state = State::Active;
-                                    self.active += 1;
-                                    waiting -= 1;
-                                }
-                                Err(e) => {
-                                    self.faults[Fault::ConnectFailed.index()] += 1;
-                                    first_error.get_or_insert(e);
-                                    conn.state = State::Dead;
-                                    conn.stream = None;
-                                    waiting -= 1;
-                                }
-                            },
-                            Some(Err(e)) => {
-                                self.faults[Fault::of_connect_error(&e).index()] += 1;
-                                first_error.get_or_insert(e);
-                                conn.state = State::Dead;
-                                conn.stream = None;
-                                waiting -= 1;
-                            }
+                let failed = match connect_outcome(stream) {
+                    None => return false,
+                    Some(Ok(())) => match start(stream, &conn.codec, conn.id) {
+                        Ok(true) => {
+                            conn.state = State::Handshake;
+                            return false;
                         }
-                    }
-                    State::Handshake => {
-                        self.read(i);
-                        let conn = &mut self.conns[i];
-                        let joined = match &conn.codec {
-                            Codec::Chat(c) => c.member.is_some(),
-                            Codec::Echo { .. } | Codec::Kv(_) | Codec::Http(_) => true,
-                        };
-                        if conn.state == State::Dead {
-                            waiting -= 1;
-                        } else if joined {
+                        Ok(false) => {
                             conn.state = State::Active;
                             self.active += 1;
-                            waiting -= 1;
+                            return true;
                         }
-                    }
-                    _ => {}
+                        Err(e) => (Fault::ConnectFailed, e),
+                    },
+                    Some(Err(e)) => (Fault::of_connect_error(&e), e),
+                };
+                self.faults[failed.0.index()] += 1;
+                first_error.get_or_insert(failed.1);
+                conn.state = State::Dead;
+                conn.stream = None;
+                true
+            }
+            State::Handshake => {
+                self.read(i);
+                let conn = &mut self.conns[i];
+                let joined = match &conn.codec {
+                    Codec::Chat(c) => c.member.is_some(),
+                    Codec::Echo { .. } | Codec::Kv(_) | Codec::Http(_) => true,
+                };
+                if conn.state == State::Dead {
+                    true
+                } else if joined {
+                    conn.state = State::Active;
+                    self.active += 1;
+                    true
+                } else {
+                    false
                 }
             }
-            self.events = events;
+            _ => false,
         }
+    }
+
+    /// At the deadline: every connection still connecting or in its handshake is given up
+    /// as timed out. Why the handshakes failed, if they did.
+    fn give_up_on_the_rest(&mut self, first_error: &mut Option<io::Error>) -> Option<String> {
         let mut handshake_error = None;
         for conn in &mut self.conns {
             match conn.state {
@@ -649,12 +672,7 @@ impl<'p> Worker<'p> {
                 );
             }
         }
-        Connected {
-            ok: self.active,
-            faults: self.faults,
-            first_error,
-            handshake_error,
-        }
+        handshake_error
     }
 
     /// The measured run, from the start signal to the end of the grace period.

@@ -1,12 +1,14 @@
 //! `cargo xtask bench`: build the servers and loadgen, run the suites' points against every
 //! server, and write `results/<run-id>/` with the summary, histograms, plots and report.
-//! This file holds the command line and what is decided before the sweep (the servers, the
-//! peers and outside clients that are missing, the build); `sweep` runs the points, `search`
-//! the search suite, `list` is `--list`.
+//! This file holds the command line and `run`, the flow as named steps: the arguments
+//! placed on the machine, `plan` (the one step that reads them, into a `Plan`), the build,
+//! and `sweep`, which runs the points; `search` is the search suite's own flow (from a
+//! `SearchPlan`), `list` is `--list`.
 //!
 //! It may call every layer: plan, run, record and report.
 
 mod list;
+mod plan;
 mod search;
 mod sweep;
 #[cfg(test)]
@@ -18,6 +20,7 @@ use std::str::FromStr;
 use anyhow::{Result, bail};
 use clap::Args;
 
+use self::plan::{Plan, SearchPlan};
 use crate::plan::Usage;
 use crate::plan::placement::{self, CpuList, Placed};
 use crate::plan::servers::Inventory;
@@ -349,7 +352,9 @@ fn resumed(dir: &std::path::Path, now: &BenchArgs) -> Result<BenchArgs> {
     Ok(args)
 }
 
-/// Runs `cargo xtask bench`.
+/// Runs `cargo xtask bench`: the command line (and a run to resume) placed on this
+/// machine, then `--list`, the search suite's own flow, or the sweep: the [`Plan`], the
+/// build, and [`sweep::run`].
 pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     if let Some(dir) = args.resume.clone() {
         args = resumed(&dir, &args)?;
@@ -367,118 +372,34 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     }
     // The search suite runs programs, not servers under loadgen: it has a flow of its own.
     if args.suites().contains(&Suite::Search) {
-        if args.suites().len() > 1 {
-            return Err(anyhow::Error::new(Usage(
-                "--suite search runs alone; run the other suites in another `cargo xtask bench`"
-                    .into(),
-            )));
-        }
-        if args.needle.is_empty() {
-            return Err(anyhow::Error::new(Usage(
-                "--needle must not be empty".into(),
-            )));
-        }
-        return search::run(&args, &root, &inv);
+        return search::run(&SearchPlan::new(args)?, &root, &inv);
     }
     // Before the build: a quota this machine cannot give is a usage error, found at once.
-    let quota = args
-        .server_cpu_quota
-        .map(|f| {
-            Quota::new(f).map_err(|why| {
-                anyhow::Error::new(Usage(format!(
-                    "--server-cpu-quota {f}: {why}; run without --server-cpu-quota, or where \
-                     cgroups are writable"
-                )))
-            })
-        })
-        .transpose()?;
+    let quota = args.server_cpu_quota.map(quota).transpose()?;
     children::install_interrupt_handler()?;
-    placement::check_allowed(&args.server_cpus, "--server-cpus")?;
-    if args.client_hosts.is_empty() {
-        placement::check_allowed(&args.client_cpus, "--client-cpus")?;
-    } else if args.server_addr.is_none() {
-        return Err(anyhow::Error::new(Usage(
-            "--client-hosts needs --server-addr: the address of this host the clients reach the \
-             server at"
-                .into(),
-        )));
-    }
-    if let Some(p) = &args.placed {
-        eprintln!(
-            "placement: server on CPUs {}, loadgen on CPUs {} ({}; {})",
-            p.server, p.client, p.why, p.topology
-        );
-    }
-    if args.suites().contains(&Suite::Scaling) {
-        eprintln!("{}", scaling_stop(&args.server_cpus));
-    }
+    let plan = Plan::new(args, &inv)?;
+    build(&plan, &root, &inv)?;
+    sweep::run(&plan, &root, &inv, quota)
+}
 
-    let (mut variants, mut skipped) = match &args.servers {
-        Some(list) => (inv.select(list)?, Vec::new()),
-        None => inv.defaults(),
-    };
-    for suite in args.suites() {
-        // A suite's own servers join the defaults (kv's one-owner stores) and so do its peers;
-        // what is missing is said, and the rest runs.
-        if args.servers.is_none() {
-            for extra in suite.extra_servers() {
-                let base = extra.split('+').next().unwrap_or_default();
-                if variants.iter().any(|v| v.name == base) {
-                    variants.push(inv.parse(extra)?);
-                }
-            }
-            for peer in inv.peers.iter().filter(|p| p.suite == suite) {
-                match &peer.missing {
-                    None => variants.push(peer.variant.clone()),
-                    Some(why) => skipped.push(format!("{}: {why}", peer.name)),
-                }
-            }
-        }
-        // The points of an outside client that is not here are left out (`sweep::points`).
-        for client in sweep::missing_clients(&suite.points(&args.overrides(args.workers()))) {
-            skipped.push(format!(
-                "{}'s {} points: {}; the loadgen points run",
-                suite.name(),
-                client.program(),
-                client.missing().unwrap_or_default()
-            ));
-        }
-    }
-    if !args.client_hosts.is_empty() {
-        // A peer listens on loopback and an outside client runs here: neither is load from
-        // the client hosts.
-        variants.retain(|v| {
-            let peer = inv.peer(&v.binary).is_some();
-            if peer {
-                skipped.push(format!(
-                    "{}: a peer runs with loadgen on this host only, not with --client-hosts",
-                    v.name
-                ));
-            }
-            !peer
-        });
-        for suite in args.suites() {
-            if suite
-                .points(&args.overrides(args.workers()))
-                .iter()
-                .any(|p| p.workload.outside_client().is_some())
-            {
-                skipped.push(format!(
-                    "{}'s points of outside clients: they run on this host, not on --client-hosts",
-                    suite.name()
-                ));
-            }
-        }
-    }
-    for s in &skipped {
-        eprintln!("not running {s}");
-    }
-    if variants.is_empty() {
-        bail!("no server can be built in this checkout");
-    }
-    let profile = args.cargo_profile.as_str();
-    if args.no_build {
-        for bin in variants
+/// The server's CPU quota of `--server-cpu-quota FRACTION`, or a usage error where this
+/// machine cannot give one.
+fn quota(fraction: f64) -> Result<Quota> {
+    Quota::new(fraction).map_err(|why| {
+        anyhow::Error::new(Usage(format!(
+            "--server-cpu-quota {fraction}: {why}; run without --server-cpu-quota, or where \
+             cgroups are writable"
+        )))
+    })
+}
+
+/// Builds the plan's servers and loadgen (or, with `--no-build`, checks that they are
+/// built), then checks every `+flag` against its binary.
+fn build(plan: &Plan, root: &std::path::Path, inv: &Inventory) -> Result<()> {
+    let profile = plan.profile.as_str();
+    if plan.no_build {
+        for bin in plan
+            .servers
             .iter()
             .map(|v| v.binary.as_str())
             .filter(|b| inv.peer(b).is_none())
@@ -490,11 +411,10 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
             }
         }
     } else {
-        inv.build(&root, &variants, profile)?;
+        inv.build(root, &plan.servers, profile)?;
     }
     if children::interrupted() {
         bail!("interrupted during the build");
     }
-    inv.check_flags(&variants, profile)?;
-    sweep::run(&args, &root, &inv, &variants, &skipped, quota)
+    inv.check_flags(&plan.servers, profile)
 }

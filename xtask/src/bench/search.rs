@@ -1,6 +1,7 @@
-//! `cargo xtask bench --suite search`, which runs alone: the programs found and built and the
-//! tree chosen (`run::search`), the run directory made (`record`), every program timed in
-//! rotation (`run::search`), then `meta.json`, `search.json` and the report (`report::search`).
+//! `cargo xtask bench --suite search`, which runs alone, from its `SearchPlan`: the programs
+//! found and built and the tree chosen (`run::search`), the run directory made (`record`),
+//! every program timed in rotation (`run::search`), then `meta.json`, `search.json` and the
+//! report (`report::search`).
 //!
 //! It may call every layer.
 
@@ -8,10 +9,9 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use super::BenchArgs;
+use super::plan::SearchPlan;
 use crate::plan::placement;
 use crate::plan::servers::Inventory;
-use crate::plan::suites::Suite;
 use crate::record::meta::{self, Meta};
 use crate::record::run_dir;
 use crate::report;
@@ -19,12 +19,12 @@ use crate::run::children;
 use crate::run::search::{self, SearchRun};
 
 /// Runs the search suite (`bench::run` hands over to it).
-pub(super) fn run(args: &BenchArgs, root: &Path, inv: &Inventory) -> Result<()> {
+pub(super) fn run(plan: &SearchPlan, root: &Path, inv: &Inventory) -> Result<()> {
     children::install_interrupt_handler()?;
-    placement::check_allowed(&args.server_cpus, "--server-cpus")?;
-    let profile = args.cargo_profile.as_str();
-    let wanted = search::wanted(args.servers.as_deref())?;
-    let (programs, not_run) = search::programs(root, inv, profile, args.no_build)?;
+    placement::check_allowed(&plan.cpus, "--server-cpus")?;
+    let profile = plan.profile.as_str();
+    let wanted = search::wanted(plan.programs.as_deref())?;
+    let (programs, not_run) = search::programs(root, inv, profile, plan.no_build)?;
     let programs = search::keep(programs, wanted.as_deref());
     if programs.is_empty() {
         bail!(
@@ -33,19 +33,19 @@ pub(super) fn run(args: &BenchArgs, root: &Path, inv: &Inventory) -> Result<()> 
         );
     }
     let (tree, manifest, needle) =
-        search::tree(args.tree.as_deref(), args.corpus, &args.needle, inv)?;
+        search::tree(plan.tree.as_deref(), plan.corpus, &plan.needle, inv)?;
 
     let mut meta = Meta::collect(root, inv.go_version.clone());
-    let out = run_dir::path(args.out.as_deref(), root, &meta.run_id);
+    let out = run_dir::path(plan.out.as_deref(), root, &meta.run_id);
     run_dir::create(&out)?;
-    let cpus = args.server_cpus.clone();
+    let cpus = plan.cpus.clone();
     let mut run = SearchRun {
         tree: tree.canonicalize().unwrap_or(tree),
         needle,
-        cold: args.cold,
+        cold: plan.cold,
         cpus: cpus.to_string(),
-        workers: args.workers.map_or(cpus.len(), |w| w as usize),
-        repeat: args.repeats(Suite::Search),
+        workers: plan.workers,
+        repeat: plan.repeat,
         reference: manifest
             .as_ref()
             .map(|m| ("the corpus manifest".to_owned(), m.files_matched, m.matches)),

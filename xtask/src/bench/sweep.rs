@@ -1,19 +1,19 @@
-//! The sweep of `cargo xtask bench`: the points of the run in their order (repeats rotated
-//! over the servers, A B C A B C), each run by the run layer and recorded as it ends (the
-//! summary rewritten after each point), then the plots and `report.md`.
+//! The sweep of `cargo xtask bench`, from the [`Plan`]: the record started, the points of
+//! the run in their order (repeats rotated over the servers, A B C A B C), each run by the
+//! run layer and recorded as it ends (the summary rewritten after each point), the record
+//! finished, then the plots and `report.md`.
 //!
 //! It may call every layer.
 
-use std::collections::HashSet;
-use std::path::Path;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::BenchArgs;
-use crate::plan::placement::Placement;
+use super::plan::Plan;
 use crate::plan::servers::{Inventory, Variant};
 use crate::plan::suites::{Point, Suite, Workload};
 use crate::record::meta::{self, Meta};
@@ -27,44 +27,7 @@ use crate::run::children;
 use crate::run::cpus;
 use crate::run::machine;
 use crate::run::outcome::{Binaries, Failure, Measured, RunFiles};
-use crate::run::outside::OutsideClient;
 use crate::run::point;
-
-/// The outside clients that `points` need and that are not installed.
-pub(super) fn missing_clients(points: &[Point]) -> Vec<&'static dyn OutsideClient> {
-    let mut names: Vec<&str> = Vec::new();
-    for name in points.iter().filter_map(|p| p.workload.outside_client()) {
-        if !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    names
-        .into_iter()
-        .filter_map(crate::run::find_client)
-        .filter(|c| c.missing().is_some())
-        .collect()
-}
-
-/// The points of the run, suite after suite. The points of an outside client that is not
-/// installed are left out (`bench::run` says so).
-pub(super) fn points(args: &BenchArgs) -> Vec<Point> {
-    let points: Vec<Point> = args
-        .suites()
-        .into_iter()
-        .flat_map(|s| s.points(&args.overrides(args.workers())))
-        .collect();
-    let missing = missing_clients(&points);
-    let remote = !args.client_hosts.is_empty();
-    points
-        .into_iter()
-        .filter(|p| match p.workload.outside_client() {
-            None => true,
-            // An outside client runs here, not on the client hosts.
-            Some(_) if remote => false,
-            Some(name) => !missing.iter().any(|m| m.program() == name),
-        })
-        .collect()
-}
 
 /// One run of one point against one server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,19 +70,47 @@ pub(super) fn schedule(
     runs
 }
 
-/// Runs the points of `args` against `variants` and writes the run directory.
-pub(super) fn run(
-    args: &BenchArgs,
+/// Runs the plan's points and writes the run directory: the record started, the runs in
+/// their order ([`schedule`]) by a [`Sweep`], the record finished, and the report.
+pub(super) fn run(plan: &Plan, root: &Path, inv: &Inventory, quota: Option<Quota>) -> Result<()> {
+    let (out, mut meta) = start_record(plan, root, inv, quota.as_ref())?;
+    let steal_start = machine::machine_steal_ticks();
+    // The harness samples /proc and waits; it does that beside loadgen, never on the
+    // server's CPUs.
+    cpus::pin_current_thread(&plan.place.client_cpus)?;
+    let runs = schedule(
+        &plan.points,
+        &plan.servers,
+        |v, w| inv.serves(v, w),
+        |s| plan.repeats(s),
+    );
+    if runs.is_empty() {
+        bail!("no server of --servers serves these suites (srv-floor serves plain echo only)");
+    }
+    let mut sweep = Sweep::new(plan, inv, &out, quota, &runs)?;
+    sweep.run_all(&runs)?;
+    let rows = sweep.finish();
+    meta.finished = Some(meta::iso8601(std::time::SystemTime::now()));
+    meta.interrupted = children::interrupted();
+    meta.load_average_end = meta::load_average();
+    meta.steal_pct = meta::steal_since(steal_start);
+    run_dir::write_meta(&out, &meta)?;
+    summary::write_summary(&out, &rows)?;
+    report(plan, &out, &meta, &rows)
+}
+
+/// The run directory made (or, resuming, found) and its `meta.json` written with the plan's
+/// settings; an empty summary too, so that a run killed at once still leaves a directory the
+/// report renders.
+fn start_record(
+    plan: &Plan,
     root: &Path,
     inv: &Inventory,
-    variants: &[Variant],
-    skipped: &[String],
-    quota: Option<Quota>,
-) -> Result<()> {
-    let profile = args.cargo_profile.as_str();
+    quota: Option<&Quota>,
+) -> Result<(PathBuf, Meta)> {
     let mut meta = Meta::collect(root, inv.go_version.clone());
-    let out = run_dir::path(args.out.as_deref(), root, &meta.run_id);
-    let argv = if args.resuming {
+    let out = run_dir::path(plan.out.as_deref(), root, &meta.run_id);
+    let argv = if plan.resuming {
         // The run keeps its identity, its start and its options; this is only more of it.
         let before = run_dir::read_meta(&out)?;
         meta.run_id = before.run_id;
@@ -131,69 +122,281 @@ pub(super) fn run(
         serde_json::json!(super::own_argv())
     };
     let out = out.canonicalize().unwrap_or(out);
-    let place = Placement {
-        server_cpus: args.server_cpus.clone(),
-        client_cpus: args.client_cpus.clone(),
-        workers: args.workers(),
-        listen: args
-            .server_addr
-            .clone()
-            .unwrap_or_else(|| "127.0.0.1".to_string()),
-    };
-    meta.settings = serde_json::json!({
-        "suites": args.suites().iter().map(|s| s.name()).collect::<Vec<_>>(),
-        "servers": variants,
-        "not_run": skipped,
-        "server_cpus": place.server_cpus.to_string(),
-        "client_cpus": place.client_cpus.to_string(),
-        "workers": place.workers,
-        "placement": args.placed,
-        "client_hosts": args.client_hosts,
-        "server_addr": args.server_addr,
-        "repeat": args.suites().iter().map(|&s| (s.name(), args.repeats(s))).collect::<std::collections::BTreeMap<_, _>>(),
-        "server_cpu_quota": args.server_cpu_quota,
-        "cpu_quota_period_us": quota.as_ref().map(|q| q.period_us),
-        "conns": args.conns.as_ref().map(|c| c.0.clone()),
-        "duration": args.duration,
-        "warmup": args.warmup,
-        "rate": args.rate,
-        "cargo_profile": profile,
-        "quiet_wait": args.quiet_wait,
-        "points": points(args),
-        "argv": argv,
-    });
+    meta.settings = settings(plan, quota, argv);
     run_dir::write_meta(&out, &meta)?;
-    if !args.resuming {
-        // Before the first point: a run killed at once still leaves a directory the report
-        // renders.
+    if !plan.resuming {
         summary::write_summary(&out, &[])?;
     }
+    Ok((out, meta))
+}
 
-    let steal_start = machine::machine_steal_ticks();
-    // The harness samples /proc and waits; it does that beside loadgen, never on the
-    // server's CPUs.
-    cpus::pin_current_thread(&place.client_cpus)?;
-
-    let points = points(args);
-    let runs = schedule(
-        &points,
-        variants,
-        |v, w| inv.serves(v, w),
-        |s| args.repeats(s),
-    );
-    if runs.is_empty() {
-        bail!("no server of --servers serves these suites (srv-floor serves plain echo only)");
+/// What `meta.json` keeps of the plan: enough to read the run and to `--resume` it.
+fn settings(plan: &Plan, quota: Option<&Quota>, argv: serde_json::Value) -> serde_json::Value {
+    let mut settings = serde_json::json!({
+        "suites": plan.suites.iter().map(|s| s.name()).collect::<Vec<_>>(),
+        "servers": plan.servers,
+        "not_run": plan.not_run,
+        "server_cpus": plan.place.server_cpus.to_string(),
+        "client_cpus": plan.place.client_cpus.to_string(),
+        "workers": plan.place.workers,
+        "placement": plan.placed,
+        "client_hosts": plan.client_hosts(),
+        "repeat": plan.suites.iter().map(|&s| (s.name(), plan.repeats(s))).collect::<BTreeMap<_, _>>(),
+        "server_cpu_quota": plan.cpu_quota,
+        "cpu_quota_period_us": quota.map(|q| q.period_us),
+        "cargo_profile": plan.profile,
+        "quiet_wait": plan.quiet_wait,
+        "points": plan.points,
+        "argv": argv,
+    });
+    if let (Some(all), Some(given)) = (settings.as_object_mut(), plan.given.as_object()) {
+        all.extend(given.clone());
     }
-    let est_ms = |r: &Run| points[r.point].estimate_secs() * 1000.0;
-    let total_ms: f64 = runs.iter().map(est_ms).sum();
-    eprintln!(
-        "{} points × {} server(s), {} runs in rotation, about {:.0} min; results in {}",
-        points.len(),
-        variants.len(),
-        runs.len(),
-        total_ms / 60_000.0,
-        out.display()
-    );
+    settings
+}
+
+/// The sweep under way: the runs' outcomes gathered until each point's last round, then
+/// turned into rows; the progress bar; what a run needs besides its point and server.
+struct Sweep<'a> {
+    plan: &'a Plan,
+    inv: &'a Inventory,
+    out: &'a Path,
+    quota: Option<Quota>,
+    bar: ProgressBar,
+    loadgen: PathBuf,
+    agents: Option<Arc<Agents>>,
+    /// The estimated milliseconds of each point, and of the runs done.
+    est_ms: Vec<f64>,
+    done_ms: f64,
+    /// The outcomes of each server at the point under way.
+    outcomes: Vec<Vec<Result<Measured, Failure>>>,
+    /// The suites at whose points a server did not start: it sits out their other points.
+    no_start: HashSet<(Suite, usize)>,
+    rows: Vec<Row>,
+}
+
+impl<'a> Sweep<'a> {
+    /// Says what is ahead, and prepares the progress bar and the client hosts.
+    fn new(
+        plan: &'a Plan,
+        inv: &'a Inventory,
+        out: &'a Path,
+        quota: Option<Quota>,
+        runs: &[Run],
+    ) -> Result<Sweep<'a>> {
+        let est_ms: Vec<f64> = plan
+            .points
+            .iter()
+            .map(|p| p.estimate_secs() * 1000.0)
+            .collect();
+        let total_ms: f64 = runs.iter().map(|r| est_ms[r.point]).sum();
+        eprintln!(
+            "{} points × {} server(s), {} runs in rotation, about {:.0} min; results in {}",
+            plan.points.len(),
+            plan.servers.len(),
+            runs.len(),
+            total_ms / 60_000.0,
+            out.display()
+        );
+        let loadgen = inv.binary_path("loadgen", &plan.profile);
+        let agents = match &plan.remote {
+            None => None,
+            Some(r) => {
+                let agents = Agents::new(
+                    r.hosts.clone(),
+                    r.ssh_config.clone(),
+                    r.loadgen.clone(),
+                    &loadgen,
+                    r.cpus.clone(),
+                )?;
+                agents.prepare()?;
+                Some(Arc::new(agents))
+            }
+        };
+        Ok(Sweep {
+            plan,
+            inv,
+            out,
+            quota,
+            bar: progress_bar(total_ms),
+            loadgen,
+            agents,
+            est_ms,
+            done_ms: 0.0,
+            outcomes: vec![Vec::new(); plan.servers.len()],
+            no_start: HashSet::new(),
+            rows: Vec::new(),
+        })
+    }
+
+    /// Every run in turn, each point's rows recorded after its last round; stops at an
+    /// interruption.
+    fn run_all(&mut self, runs: &[Run]) -> Result<()> {
+        for (i, run) in runs.iter().enumerate() {
+            if children::interrupted() {
+                break;
+            }
+            if self.one(run)? == Flow::Stop {
+                break;
+            }
+            self.done_ms += self.est_ms[run.point];
+            self.bar.set_position(self.done_ms as u64);
+            if runs.get(i + 1).is_none_or(|n| n.point != run.point) {
+                self.point_done(run.point)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One run: skipped where its server did not start earlier in the suite, kept where a
+    /// resumed run has its outcome, else run now.
+    fn one(&mut self, run: &Run) -> Result<Flow> {
+        let point = &self.plan.points[run.point];
+        let outcomes = &mut self.outcomes[run.server];
+        if self.no_start.contains(&(point.suite, run.server)) {
+            if outcomes.is_empty() {
+                outcomes.push(Err(Failure::Start(
+                    "skipped: the server did not start at an earlier point of this suite".into(),
+                )));
+            }
+            return Ok(Flow::Go);
+        }
+        if matches!(outcomes.last(), Some(Err(Failure::Start(_)))) {
+            return Ok(Flow::Go);
+        }
+        let outcome = self.outcome(run)?;
+        if matches!(outcome, Err(Failure::Start(_))) {
+            self.no_start.insert((point.suite, run.server));
+        }
+        let flow = if matches!(outcome, Err(Failure::Interrupted)) {
+            Flow::Stop
+        } else {
+            Flow::Go
+        };
+        self.outcomes[run.server].push(outcome);
+        Ok(flow)
+    }
+
+    /// The outcome of `run`: the one a resumed run kept, or a new one, saved.
+    fn outcome(&mut self, run: &Run) -> Result<Result<Measured, Failure>> {
+        let point = &self.plan.points[run.point];
+        let variant = &self.plan.servers[run.server];
+        let repeat = self.plan.repeats(point.suite);
+        let round = if repeat > 1 {
+            format!(" (round {}/{repeat})", run.round + 1)
+        } else {
+            String::new()
+        };
+        self.bar.set_message(format!(
+            "{} · {} · {}{round}",
+            point.suite.name(),
+            variant.name,
+            point.label,
+        ));
+        let files = RunFiles {
+            dir: self.out.join(point.suite.name()).join(&variant.name),
+            stem: if repeat > 1 {
+                format!("{}.r{}", point.id, run.round + 1)
+            } else {
+                point.id.clone()
+            },
+        };
+        // A run that ended before a `--resume` keeps its outcome and does not run again.
+        if self.plan.resuming
+            && let Some(kept) = run_dir::load_outcome(&files)
+        {
+            return Ok(kept);
+        }
+        let busy_note = self.wait_until_quiet();
+        let (base, est) = (self.done_ms, self.est_ms[run.point]);
+        let bar = &self.bar;
+        let mut progress = |secs: f64| {
+            bar.set_position((base + (secs * 1000.0).min(est)) as u64);
+        };
+        let outcome = point::run_point(
+            point,
+            variant,
+            &Binaries {
+                server: self.inv.binary_path(&variant.binary, &self.plan.profile),
+                loadgen: self.loadgen.clone(),
+                agents: self.agents.clone(),
+            },
+            &self.plan.place,
+            self.quota.as_ref(),
+            &files,
+            self.out,
+            &mut progress,
+        )
+        .map(|mut m| {
+            m.notes.extend(busy_note);
+            m
+        });
+        run_dir::save_outcome(&files, &outcome)?;
+        Ok(outcome)
+    }
+
+    /// Waits for the server's and loadgen's CPUs to be quiet (`--quiet-wait`); a note for
+    /// the point when they were not.
+    fn wait_until_quiet(&self) -> Option<String> {
+        let wait = self.plan.quiet_wait;
+        if wait <= 0.0 {
+            return None;
+        }
+        let place = &self.plan.place;
+        let cpus: Vec<usize> = place
+            .server_cpus
+            .as_slice()
+            .iter()
+            .chain(place.client_cpus.as_slice())
+            .copied()
+            .collect();
+        (!machine::wait_until_quiet(&cpus, 0.9, Duration::from_secs_f64(wait)))
+            .then(|| format!("the CPUs were still busy with something else after waiting {wait} s"))
+    }
+
+    /// The point's last round is done: a row per server that serves it (one that sits it
+    /// out, as srv-floor does a chat or http point, has no row rather than a failed one),
+    /// and the summary written again.
+    fn point_done(&mut self, index: usize) -> Result<()> {
+        let point = &self.plan.points[index];
+        for (s, v) in self.plan.servers.iter().enumerate() {
+            if !self.inv.serves(v, point.workload) {
+                continue;
+            }
+            let dir = self.out.join(point.suite.name()).join(&v.name);
+            let _ = std::fs::create_dir_all(&dir);
+            let row = summary::aggregate(point, v, &self.outcomes[s], self.out, &dir);
+            self.outcomes[s].clear();
+            // A hidden bar (no terminal) prints nothing, so the line goes to stderr itself.
+            if self.bar.is_hidden() {
+                eprintln!("{}", point_line(&row));
+            } else {
+                self.bar.println(point_line(&row));
+            }
+            self.rows.push(row);
+        }
+        summary::write_summary(self.out, &self.rows)
+    }
+
+    /// The rows, the bar cleared and the client hosts' agents stopped.
+    fn finish(self) -> Vec<Row> {
+        self.bar.finish_and_clear();
+        if let Some(agents) = &self.agents {
+            agents.stop();
+        }
+        self.rows
+    }
+}
+
+/// Whether the sweep goes on after a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Go,
+    Stop,
+}
+
+/// A progress bar over the estimated milliseconds of the sweep.
+fn progress_bar(total_ms: f64) -> ProgressBar {
     let bar = ProgressBar::new(total_ms as u64);
     bar.set_style(
         ProgressStyle::with_template(
@@ -203,169 +406,20 @@ pub(super) fn run(
         .progress_chars("=> "),
     );
     bar.enable_steady_tick(Duration::from_millis(500));
+    bar
+}
 
-    let bins = |v: &Variant| inv.binary_path(&v.binary, profile);
-    let loadgen = inv.binary_path("loadgen", profile);
-    let agents = if args.client_hosts.is_empty() {
-        None
-    } else {
-        let agents = Agents::new(
-            args.client_hosts.clone(),
-            args.ssh_config.clone(),
-            args.client_loadgen.clone(),
-            &loadgen,
-            args.client_cpus_given.clone(),
-        )?;
-        agents.prepare()?;
-        Some(Arc::new(agents))
-    };
-    let mut rows: Vec<Row> = Vec::new();
-    let mut no_start: HashSet<(Suite, usize)> = HashSet::new();
-    let mut outcomes: Vec<Vec<Result<Measured, Failure>>> = vec![Vec::new(); variants.len()];
-    let mut done_ms = 0.0f64;
-    for (i, run) in runs.iter().enumerate() {
-        if children::interrupted() {
-            break;
-        }
-        let point = &points[run.point];
-        let variant = &variants[run.server];
-        let repeat = args.repeats(point.suite);
-        let est = est_ms(run);
-        let dir = out.join(point.suite.name()).join(&variant.name);
-        if no_start.contains(&(point.suite, run.server)) {
-            if outcomes[run.server].is_empty() {
-                outcomes[run.server].push(Err(Failure::Start(
-                    "skipped: the server did not start at an earlier point of this suite".into(),
-                )));
-            }
-        } else if !matches!(outcomes[run.server].last(), Some(Err(Failure::Start(_)))) {
-            bar.set_message(format!(
-                "{} · {} · {}{}",
-                point.suite.name(),
-                variant.name,
-                point.label,
-                if repeat > 1 {
-                    format!(" (round {}/{repeat})", run.round + 1)
-                } else {
-                    String::new()
-                }
-            ));
-            let files = RunFiles {
-                dir: dir.clone(),
-                stem: if repeat > 1 {
-                    format!("{}.r{}", point.id, run.round + 1)
-                } else {
-                    point.id.clone()
-                },
-            };
-            let base = done_ms;
-            // A run that ended before a `--resume` keeps its outcome and does not run again.
-            let kept = if args.resuming {
-                run_dir::load_outcome(&files)
-            } else {
-                None
-            };
-            let outcome = match kept {
-                Some(outcome) => outcome,
-                None => {
-                    let mut busy_note = None;
-                    if args.quiet_wait > 0.0 {
-                        let cpus: Vec<usize> = place
-                            .server_cpus
-                            .as_slice()
-                            .iter()
-                            .chain(place.client_cpus.as_slice())
-                            .copied()
-                            .collect();
-                        if !machine::wait_until_quiet(
-                            &cpus,
-                            0.9,
-                            Duration::from_secs_f64(args.quiet_wait),
-                        ) {
-                            busy_note = Some(format!(
-                                "the CPUs were still busy with something else after waiting {} s",
-                                args.quiet_wait
-                            ));
-                        }
-                    }
-                    let mut progress = |secs: f64| {
-                        bar.set_position((base + (secs * 1000.0).min(est)) as u64);
-                    };
-                    let outcome = point::run_point(
-                        point,
-                        variant,
-                        &Binaries {
-                            server: bins(variant),
-                            loadgen: loadgen.clone(),
-                            agents: agents.clone(),
-                        },
-                        &place,
-                        quota.as_ref(),
-                        &files,
-                        &out,
-                        &mut progress,
-                    )
-                    .map(|mut m| {
-                        m.notes.extend(busy_note);
-                        m
-                    });
-                    run_dir::save_outcome(&files, &outcome)?;
-                    outcome
-                }
-            };
-            if matches!(outcome, Err(Failure::Start(_))) {
-                no_start.insert((point.suite, run.server));
-            }
-            let interrupted = matches!(outcome, Err(Failure::Interrupted));
-            outcomes[run.server].push(outcome);
-            if interrupted {
-                break;
-            }
-        }
-        done_ms += est;
-        bar.set_position(done_ms as u64);
-        // The point's last round is done: a row per server that serves it (one that sits it
-        // out, as srv-floor does a chat or http point, has no row rather than a failed one).
-        if runs.get(i + 1).is_none_or(|n| n.point != run.point) {
-            for (s, v) in variants.iter().enumerate() {
-                if !inv.serves(v, point.workload) {
-                    continue;
-                }
-                let dir = out.join(point.suite.name()).join(&v.name);
-                let _ = std::fs::create_dir_all(&dir);
-                let row = summary::aggregate(point, v, &outcomes[s], &out, &dir);
-                outcomes[s].clear();
-                // A hidden bar (no terminal) prints nothing, so the line goes to stderr itself.
-                if bar.is_hidden() {
-                    eprintln!("{}", point_line(&row));
-                } else {
-                    bar.println(point_line(&row));
-                }
-                rows.push(row);
-            }
-            summary::write_summary(&out, &rows)?;
-        }
-    }
-    bar.finish_and_clear();
-    if let Some(agents) = &agents {
-        agents.stop();
-    }
-
-    meta.finished = Some(meta::iso8601(std::time::SystemTime::now()));
-    meta.interrupted = children::interrupted();
-    meta.load_average_end = meta::load_average();
-    meta.steal_pct = meta::steal_since(steal_start);
-    run_dir::write_meta(&out, &meta)?;
-    summary::write_summary(&out, &rows)?;
-    let plots = figures::draw_plots(&out, &rows, place.workers)?;
-    let suites = args.suites();
+/// The plots and `report.md` of the run, and the run's tables on the terminal.
+fn report(plan: &Plan, out: &Path, meta: &Meta, rows: &[Row]) -> Result<()> {
+    let place = &plan.place;
+    let plots = figures::draw_plots(out, rows, place.workers)?;
     let input = markdown::Input {
-        meta: &meta,
-        rows: &rows,
+        meta,
+        rows,
         plots: &plots,
-        variants,
-        skipped,
-        suites: &suites,
+        variants: &plan.servers,
+        skipped: &plan.not_run,
+        suites: &plan.suites,
         server_cpus: place.server_cpus.to_string(),
         client_cpus: place.client_cpus.to_string(),
         workers: place.workers,
@@ -373,7 +427,7 @@ pub(super) fn run(
     std::fs::write(out.join("report.md"), markdown::render(&input)).context("writing report.md")?;
 
     println!();
-    if suites.contains(&Suite::Quick) {
+    if plan.suites.contains(&Suite::Quick) {
         print!("{}", markdown::glance(&input));
     }
     let others: Vec<Row> = rows
@@ -384,7 +438,7 @@ pub(super) fn run(
     if !others.is_empty() {
         print!("{}", markdown::terminal_table(&others));
     }
-    if suites.contains(&Suite::Scaling) {
+    if plan.suites.contains(&Suite::Scaling) {
         println!("{}", super::scaling_stop(&place.server_cpus));
     }
     println!("Report: {}", out.join("report.md").display());

@@ -5,7 +5,8 @@
 
 use clap::Parser;
 
-use super::sweep::{points, schedule};
+use super::plan::points;
+use super::sweep::schedule;
 use super::*;
 use crate::plan::servers::Variant;
 

@@ -74,7 +74,24 @@ pub(crate) fn aggregate(
     dir: &Path,
 ) -> Row {
     let ok: Vec<&Measured> = outcomes.iter().filter_map(|o| o.as_ref().ok()).collect();
-    let mut row = Row {
+    let mut row = identity(point, server);
+    row.repeats = outcomes.len();
+    row.ok = ok.len();
+    failures(&mut row, outcomes);
+    if ok.is_empty() {
+        return row;
+    }
+    throughput(&mut row, &ok);
+    latency(&mut row, &ok, run_dir, dir, &point.id);
+    cost(&mut row, &ok);
+    memory_and_load(&mut row, &ok);
+    deliveries_and_notes(&mut row, &ok);
+    row
+}
+
+/// What the row is of: the point and the server.
+fn identity(point: &Point, server: &Variant) -> Row {
+    Row {
         suite: point.suite.name().to_string(),
         server: server.name.clone(),
         series: point.series.clone(),
@@ -100,22 +117,26 @@ pub(crate) fn aggregate(
             Stop::Duration(d) => format!("{d} s"),
             Stop::Requests(k) => format!("{k} req/conn"),
         },
-        repeats: outcomes.len(),
-        ok: ok.len(),
         ..Row::default()
-    };
+    }
+}
+
+/// The failed repeats: the row's failure when none succeeded, else a note each.
+fn failures(row: &mut Row, outcomes: &[Result<Measured, Failure>]) {
+    let none_ok = row.ok == 0;
     for (i, o) in outcomes.iter().enumerate() {
         if let Err(f) = o {
-            if ok.is_empty() && row.failure.is_none() {
+            if none_ok && row.failure.is_none() {
                 row.failure = Some(f.to_string());
             } else {
                 row.notes.push(format!("repeat {} failed: {f}", i + 1));
             }
         }
     }
-    if ok.is_empty() {
-        return row;
-    }
+}
+
+/// The median throughput, its spread and interval.
+fn throughput(row: &mut Row, ok: &[&Measured]) {
     let tp: Vec<f64> = ok.iter().map(|m| m.throughput_per_sec).collect();
     row.throughput_per_sec = stats::median(&tp);
     row.throughput_spread = stats::spread(&tp);
@@ -126,7 +147,12 @@ pub(crate) fn aggregate(
         row.throughput_per_sec_ci_high,
     ) = bounds(&tp);
     row.per_repeat.insert("throughput_per_sec".into(), tp);
-    match merge_histograms(&ok, run_dir, dir, &point.id) {
+}
+
+/// The latency percentiles from the repeats' histograms added together (or an outside
+/// client's own), with each one's interval over the repeats.
+fn latency(row: &mut Row, ok: &[&Measured], run_dir: &Path, dir: &Path, id: &str) {
+    match merge_histograms(ok, run_dir, dir, id) {
         Ok((p, parts, rel)) if p.count > 0 => {
             let of = |f: fn(&Percentiles) -> f64| -> Vec<f64> {
                 parts.iter().filter(|p| p.count > 0).map(f).collect()
@@ -163,7 +189,7 @@ pub(crate) fn aggregate(
         Ok(_) if ok.iter().any(|m| m.driver_latency_us.is_some()) => {
             // A client without histograms (an outside client) gives its own percentiles: the
             // median over the repeats of each.
-            let at = |i: usize| median_of(&ok, |m| m.driver_latency_us.map(|l| l[i]));
+            let at = |i: usize| median_of(ok, |m| m.driver_latency_us.map(|l| l[i]));
             (row.p50_us, row.p95_us, row.p99_us, row.max_us) = (at(0), at(1), at(2), at(3));
         }
         Ok(_) => row.notes.push("no latency was recorded".into()),
@@ -171,32 +197,40 @@ pub(crate) fn aggregate(
             .notes
             .push(format!("latency histogram unreadable: {e:#}")),
     }
+}
+
+/// The server's CPU cost and the client's.
+fn cost(row: &mut Row, ok: &[&Measured]) {
     row.errors = ok.iter().map(|m| m.errors).sum();
     row.client_bound = ok.iter().any(|m| m.client_bound);
-    row.client_cpu_per_msg_us = median_of(&ok, |m| Some(m.client_cpu_per_msg_us));
-    row.cpu_mean_pct = median_of(&ok, |m| m.cost.cpu_mean_pct);
-    row.cpu_cv = median_of(&ok, |m| m.cost.cpu_cv);
-    row.user_us_per_req = median_of(&ok, |m| m.cost.user_us_per_req);
-    row.sys_us_per_req = median_of(&ok, |m| m.cost.sys_us_per_req);
+    row.client_cpu_per_msg_us = median_of(ok, |m| Some(m.client_cpu_per_msg_us));
+    row.cpu_mean_pct = median_of(ok, |m| m.cost.cpu_mean_pct);
+    row.cpu_cv = median_of(ok, |m| m.cost.cpu_cv);
+    row.user_us_per_req = median_of(ok, |m| m.cost.user_us_per_req);
+    row.sys_us_per_req = median_of(ok, |m| m.cost.sys_us_per_req);
     let cpu: Vec<f64> = ok.iter().filter_map(|m| m.cost.cpu_us_per_req).collect();
     row.cpu_us_per_req = stats::median(&cpu);
     (row.cpu_us_per_req_ci_low, row.cpu_us_per_req_ci_high) = bounds(&cpu);
     row.cpu_us_per_req_min = stats::min(&cpu);
     row.per_repeat.insert("cpu_us_per_req".into(), cpu);
-    row.vol_cs_per_req = median_of(&ok, |m| m.cost.vol_cs_per_req);
-    row.invol_cs_per_req = median_of(&ok, |m| m.cost.invol_cs_per_req);
-    row.vol_cs_per_sec = median_of(&ok, |m| m.cost.vol_cs_per_sec);
-    row.invol_cs_per_sec = median_of(&ok, |m| m.cost.invol_cs_per_sec);
-    row.peak_mem_bytes = median_of(&ok, |m| Some(m.cost.peak_mem_bytes as f64));
-    row.mem_per_conn_bytes = median_of(&ok, |m| m.cost.mem_per_conn_bytes);
+    row.vol_cs_per_req = median_of(ok, |m| m.cost.vol_cs_per_req);
+    row.invol_cs_per_req = median_of(ok, |m| m.cost.invol_cs_per_req);
+    row.vol_cs_per_sec = median_of(ok, |m| m.cost.vol_cs_per_sec);
+    row.invol_cs_per_sec = median_of(ok, |m| m.cost.invol_cs_per_sec);
+}
+
+/// Memory per connection, the peak, the throttling, the processes, the load beside.
+fn memory_and_load(row: &mut Row, ok: &[&Measured]) {
+    row.peak_mem_bytes = median_of(ok, |m| Some(m.cost.peak_mem_bytes as f64));
+    row.mem_per_conn_bytes = median_of(ok, |m| m.cost.mem_per_conn_bytes);
     row.per_repeat.insert(
         "mem_per_conn_bytes".into(),
         ok.iter()
             .filter_map(|m| m.cost.mem_per_conn_bytes)
             .collect(),
     );
-    row.kernel_stack_per_conn_bytes = median_of(&ok, |m| m.cost.kernel_stack_per_conn_bytes);
-    row.socket_mem_per_conn_bytes = median_of(&ok, |m| m.cost.socket_mem_per_conn_bytes);
+    row.kernel_stack_per_conn_bytes = median_of(ok, |m| m.cost.kernel_stack_per_conn_bytes);
+    row.socket_mem_per_conn_bytes = median_of(ok, |m| m.cost.socket_mem_per_conn_bytes);
     row.total_mem_per_conn_bytes = row.mem_per_conn_bytes.map(|u| {
         u + row.kernel_stack_per_conn_bytes.unwrap_or(0.0)
             + row.socket_mem_per_conn_bytes.unwrap_or(0.0)
@@ -206,17 +240,21 @@ pub(crate) fn aggregate(
         .filter_map(|m| m.cost.steal_pct)
         .max_by(f64::total_cmp);
     row.cpu_quota = ok.iter().find_map(|m| m.throttle.map(|t| t.quota));
-    row.nr_throttled = median_of(&ok, |m| m.throttle.map(|t| t.nr_throttled as f64));
-    row.throttled_ms = median_of(&ok, |m| m.throttle.map(|t| t.throttled_s * 1e3));
+    row.nr_throttled = median_of(ok, |m| m.throttle.map(|t| t.nr_throttled as f64));
+    row.throttled_ms = median_of(ok, |m| m.throttle.map(|t| t.throttled_s * 1e3));
     row.max_procs = ok.iter().map(|m| m.cost.max_procs).max().unwrap_or(0);
     row.max_threads = ok.iter().map(|m| m.cost.max_threads).max().unwrap_or(0);
-    row.other_load_pct = median_of(&ok, |m| m.cost.other_load_pct);
-    row.deliveries = median_of(&ok, |m| m.deliveries.map(|d| d as f64));
+    row.other_load_pct = median_of(ok, |m| m.cost.other_load_pct);
+}
+
+/// Chat's deliveries, the CPU series of the typical repeat, and the repeats' notes.
+fn deliveries_and_notes(row: &mut Row, ok: &[&Measured]) {
+    row.deliveries = median_of(ok, |m| m.deliveries.map(|d| d as f64));
     row.delivery_errors = ok.iter().map(|m| m.delivery_errors).sum();
-    row.delivery_p50_us = median_of(&ok, |m| m.delivery_latency_us.map(|d| d[0]));
-    row.delivery_p99_us = median_of(&ok, |m| m.delivery_latency_us.map(|d| d[1]));
-    row.delivery_p99_9_us = median_of(&ok, |m| m.delivery_latency_us.map(|d| d[2]));
-    row.delivery_max_us = median_of(&ok, |m| m.delivery_latency_us.map(|d| d[3]));
+    row.delivery_p50_us = median_of(ok, |m| m.delivery_latency_us.map(|d| d[0]));
+    row.delivery_p99_us = median_of(ok, |m| m.delivery_latency_us.map(|d| d[1]));
+    row.delivery_p99_9_us = median_of(ok, |m| m.delivery_latency_us.map(|d| d[2]));
+    row.delivery_max_us = median_of(ok, |m| m.delivery_latency_us.map(|d| d[3]));
     let mid = row.throughput_per_sec.unwrap_or(0.0);
     let typical = ok.iter().min_by(|a, b| {
         (a.throughput_per_sec - mid)
@@ -230,14 +268,13 @@ pub(crate) fn aggregate(
         row.notes
             .push("measured window estimated (no interval log)".into());
     }
-    for m in &ok {
+    for m in ok {
         for n in &m.notes {
             if !row.notes.contains(n) {
                 row.notes.push(n.clone());
             }
         }
     }
-    row
 }
 
 /// Writes `summary.csv` and `summary.json` into `dir`.

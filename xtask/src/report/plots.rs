@@ -153,7 +153,17 @@ fn human(v: f64) -> String {
     }
 }
 
-/// Draws `plot` into an SVG file at `path`.
+/// The chart every plot is drawn on: log axes are log10 values on linear ones.
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// How a drawing error is told: with the file it was for.
+type Fail<'a> = &'a dyn Fn(&dyn std::fmt::Debug) -> anyhow::Error;
+
+/// Draws `plot` into an SVG file at `path`: the axes, each line, the bounds, the legend.
 pub(crate) fn draw(plot: &Plot, path: &Path) -> Result<()> {
     let err = |e: &dyn std::fmt::Debug| anyhow!("drawing {}: {e:?}", path.display());
     let mapped: Vec<Vec<(f64, f64, bool)>> = plot
@@ -192,6 +202,39 @@ pub(crate) fn draw(plot: &Plot, path: &Path) -> Result<()> {
         .y_label_area_size(72)
         .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(|e| err(&e))?;
+    draw_mesh(&mut chart, plot, (x0, x1), (y0, y1), &err)?;
+    let mut any_client_bound = false;
+    for (i, (line, pts)) in plot.lines.iter().zip(&mapped).enumerate() {
+        draw_line(&mut chart, plot, i, line, pts, &err)?;
+        any_client_bound |= pts.iter().any(|p| p.2);
+    }
+    for (b, &y) in plot.bounds.iter().zip(&bound_ys) {
+        let grey = RGBColor(90, 90, 90);
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(x0, y), (x1, y)],
+                8,
+                6,
+                grey.stroke_width(1),
+            ))
+            .map_err(|e| err(&e))?
+            .label(b.label.clone())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], grey.stroke_width(1)));
+    }
+    draw_legend(&mut chart, plot, any_client_bound, &err)?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// The axes, their descriptions and their labels (a log axis labelled at whole powers of
+/// ten and the halves between).
+fn draw_mesh(
+    chart: &mut Chart<'_, '_>,
+    plot: &Plot,
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+    err: Fail<'_>,
+) -> Result<()> {
     let xs = plot.x_scale;
     let ys = plot.y_scale;
     let xf = move |v: &f64| label(xs, *v);
@@ -216,62 +259,66 @@ pub(crate) fn draw(plot: &Plot, path: &Path) -> Result<()> {
         .y_label_formatter(&yf)
         .light_line_style(WHITE.mix(0.0))
         .draw()
-        .map_err(|e| err(&e))?;
+        .map_err(|e| err(&e))
+}
 
-    let mut any_client_bound = false;
-    for (i, (line, pts)) in plot.lines.iter().zip(&mapped).enumerate() {
-        let colour = COLOURS[i % COLOURS.len()];
-        let xy = pts.iter().map(|p| (p.0, p.1));
-        let drawn = if i < COLOURS.len() {
-            chart.draw_series(LineSeries::new(xy, colour.stroke_width(2)))
-        } else {
-            chart.draw_series(DashedLineSeries::new(xy, 10, 5, colour.stroke_width(2)))
-        };
-        drawn
-            .map_err(|e| err(&e))?
-            .label(line.name.clone())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(2)));
-        if line.markers {
-            chart
-                .draw_series(pts.iter().map(|&(x, y, cb)| {
-                    let style = if cb {
-                        colour.stroke_width(2)
-                    } else {
-                        colour.filled()
-                    };
-                    Circle::new((x, y), 4, style)
-                }))
-                .map_err(|e| err(&e))?;
-        }
-        let bars: Vec<(f64, f64, f64, f64)> = line
-            .bars
-            .iter()
-            .filter_map(|&(x, lo, hi)| {
-                let x = to_axis(plot.x_scale, x)?;
-                let (lo, hi) = (to_axis(plot.y_scale, lo)?, to_axis(plot.y_scale, hi)?);
-                Some((x, lo, (lo + hi) / 2.0, hi))
-            })
-            .collect();
+/// Line `i` of the plot: its stroke (dashed past the colours), its markers (hollow where
+/// client-bound) and its error bars; `pts` are its points on the axes.
+fn draw_line(
+    chart: &mut Chart<'_, '_>,
+    plot: &Plot,
+    i: usize,
+    line: &Line,
+    pts: &[(f64, f64, bool)],
+    err: Fail<'_>,
+) -> Result<()> {
+    let colour = COLOURS[i % COLOURS.len()];
+    let xy = pts.iter().map(|p| (p.0, p.1));
+    let drawn = if i < COLOURS.len() {
+        chart.draw_series(LineSeries::new(xy, colour.stroke_width(2)))
+    } else {
+        chart.draw_series(DashedLineSeries::new(xy, 10, 5, colour.stroke_width(2)))
+    };
+    drawn
+        .map_err(|e| err(&e))?
+        .label(line.name.clone())
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(2)));
+    if line.markers {
         chart
-            .draw_series(bars.iter().map(|&(x, lo, mid, hi)| {
-                ErrorBar::new_vertical(x, lo, mid, hi, colour.stroke_width(1), 8)
+            .draw_series(pts.iter().map(|&(x, y, cb)| {
+                let style = if cb {
+                    colour.stroke_width(2)
+                } else {
+                    colour.filled()
+                };
+                Circle::new((x, y), 4, style)
             }))
             .map_err(|e| err(&e))?;
-        any_client_bound |= pts.iter().any(|p| p.2);
     }
-    for (b, &y) in plot.bounds.iter().zip(&bound_ys) {
-        let grey = RGBColor(90, 90, 90);
-        chart
-            .draw_series(DashedLineSeries::new(
-                [(x0, y), (x1, y)],
-                8,
-                6,
-                grey.stroke_width(1),
-            ))
-            .map_err(|e| err(&e))?
-            .label(b.label.clone())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], grey.stroke_width(1)));
-    }
+    let bars: Vec<(f64, f64, f64, f64)> = line
+        .bars
+        .iter()
+        .filter_map(|&(x, lo, hi)| {
+            let x = to_axis(plot.x_scale, x)?;
+            let (lo, hi) = (to_axis(plot.y_scale, lo)?, to_axis(plot.y_scale, hi)?);
+            Some((x, lo, (lo + hi) / 2.0, hi))
+        })
+        .collect();
+    chart
+        .draw_series(bars.iter().map(|&(x, lo, mid, hi)| {
+            ErrorBar::new_vertical(x, lo, mid, hi, colour.stroke_width(1), 8)
+        }))
+        .map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// The legend, with an entry for hollow markers where a point was client-bound.
+fn draw_legend<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    plot: &Plot,
+    any_client_bound: bool,
+    err: Fail<'_>,
+) -> Result<()> {
     if any_client_bound {
         // A legend entry of its own, so the hollow markers explain themselves.
         chart
@@ -291,9 +338,7 @@ pub(crate) fn draw(plot: &Plot, path: &Path) -> Result<()> {
         .border_style(BLACK.mix(0.3))
         .label_font(("sans-serif", 14))
         .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+        .map_err(|e| err(&e))
 }
 
 /// The points of a latency spectrum from a histogram of nanoseconds: `(nines, µs)` from the

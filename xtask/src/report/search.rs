@@ -89,6 +89,14 @@ pub(crate) fn write(out: &Path, run: &SearchRun, meta: &Meta) -> Result<String> 
     let lines = lines(run);
     write_csv(out, &run.measures)?;
     let ok: Vec<&Line> = lines.iter().filter(|l| l.failure.is_none()).collect();
+    draw_box_plots(out, run, &ok)?;
+    let table = table(run, &lines, &ok);
+    fs::write(out.join("report.md"), markdown(run, meta, &table)).context("writing report.md")?;
+    Ok(table)
+}
+
+/// The box plots of wall and CPU time, of the programs whose counts were right.
+fn draw_box_plots(out: &Path, run: &SearchRun, ok: &[&Line]) -> Result<()> {
     let mode = if run.cold { "cold" } else { "warm" };
     box_plot(
         &out.join("search-wall.svg"),
@@ -109,10 +117,15 @@ pub(crate) fn write(out: &Path, run: &SearchRun, meta: &Meta) -> Result<String> 
             .map(|l| (l.program.as_str(), l.cpu.as_slice()))
             .collect::<Vec<_>>(),
     )?;
+    Ok(())
+}
 
+/// The table of every program's times, against search-fiber's, and the paper beside.
+fn table(run: &SearchRun, lines: &[Line], ok: &[&Line]) -> String {
+    let mode = if run.cold { "cold" } else { "warm" };
     let fiber = ok.iter().find(|l| l.program == "search-fiber");
     let mut rows = Vec::new();
-    for l in &lines {
+    for l in lines {
         let vs = match (fiber, &l.failure) {
             (_, Some(_)) => "–".into(),
             (Some(_), None) if l.program == "search-fiber" => "(base)".into(),
@@ -155,8 +168,14 @@ pub(crate) fn write(out: &Path, run: &SearchRun, meta: &Meta) -> Result<String> 
         ],
         &rows,
     );
-    table.push_str(&against_the_paper(run, &ok));
+    table.push_str(&against_the_paper(run, ok));
+    table
+}
 
+/// `report.md`: the run, the tree and what the counts are checked against, the table, the
+/// plots.
+fn markdown(run: &SearchRun, meta: &Meta, table: &str) -> String {
+    let mode = if run.cold { "cold" } else { "warm" };
     let mut md = String::new();
     let _ = writeln!(
         md,
@@ -184,7 +203,7 @@ pub(crate) fn write(out: &Path, run: &SearchRun, meta: &Meta) -> Result<String> 
             |r| format!("{}: {} files matched, {} matches", r.0, r.1, r.2)
         ),
     );
-    md.push_str(&table);
+    md.push_str(table);
     if !run.not_run.is_empty() {
         let _ = writeln!(md, "\nNot run: {}.", run.not_run.join("; "));
     }
@@ -192,8 +211,7 @@ pub(crate) fn write(out: &Path, run: &SearchRun, meta: &Meta) -> Result<String> 
         md,
         "\n![wall time](search-wall.svg)\n\n![CPU time](search-cpu.svg)"
     );
-    fs::write(out.join("report.md"), md).context("writing report.md")?;
-    Ok(table)
+    md
 }
 
 /// The sentence that sets this run beside the paper's Figure 9: search-go against search-fiber

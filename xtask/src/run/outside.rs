@@ -22,7 +22,7 @@ use crate::run::cost::server_cost;
 use crate::run::cpus;
 use crate::run::histogram;
 use crate::run::outcome::{Failure, Measured, RunFiles};
-use crate::run::procfs::Sampler;
+use crate::run::procfs::{Sample, Sampler};
 
 /// How often a point of an outside client samples the server: more often than loadgen's
 /// points (500 ms), because the window ends when the client exits and closes its connections,
@@ -81,7 +81,6 @@ pub(crate) fn run(
     files: &RunFiles,
 ) -> Result<Measured, Failure> {
     let program = client.program();
-    let io = |what: &str, e: &dyn std::fmt::Display| Failure::Loadgen(format!("{what}: {e}"));
     let Some((args, n)) = client.args(point, addr) else {
         return Err(Failure::Loadgen(format!(
             "{program} cannot send the point {}",
@@ -93,8 +92,62 @@ pub(crate) fn run(
     let baseline = sampler
         .sample()
         .map_err(|_| Failure::Died(server.stderr_tail()))?;
+    let (proc, stdout) = spawn(program, &args, place, files)?;
+    let limit = Duration::from_secs_f64(60.0 + n as f64 / 5_000.0);
+    let run = watch(program, proc, server, sampler, limit)?;
+    let text = stdout
+        .recv_timeout(Duration::from_secs(5))
+        .map_err(|e| io(&format!("reading {program}'s output"), &e))?;
+    let said = client
+        .parse(&text)
+        .map_err(|e| io(&format!("reading {program}'s {}", client.output()), &e))?;
+    let window = (run.ended - run.started).max(1e-3);
+    let n = said.requests.unwrap_or(n).max(1);
+    // The server's CPU over every request sent: per second of the whole run.
+    let cost = server_cost(
+        &baseline,
+        &run.samples,
+        (run.started, run.ended),
+        n as f64 / window,
+        point.conns,
+    );
+    let hist = write_empty_histogram(files)?;
+    Ok(Measured {
+        throughput_per_sec: said.rps,
+        errors: 0,
+        delivery_errors: 0,
+        deliveries: None,
+        delivery_latency_us: None,
+        client_cpu_per_msg_us: run.client_cpu.map_or(0.0, |c| c * 1e6 / n as f64),
+        // The client is one thread (kv's is): near a whole CPU, it is what was
+        // measured.
+        client_bound: run.client_cpu.is_some_and(|c| c / window > 0.9),
+        window_secs: window,
+        window_exact: true,
+        cost,
+        hist,
+        counters: None,
+        notes: vec![client.note().into()],
+        throttle: None,
+        driver_latency_us: Some(said.latency_us),
+    })
+}
+
+/// A failure of the harness around the client, told as the load's.
+fn io(what: &str, e: &dyn std::fmt::Display) -> Failure {
+    Failure::Loadgen(format!("{what}: {e}"))
+}
+
+/// Starts `program` on the client CPUs; its stdout is read whole on a thread, so that it
+/// never blocks on a full pipe, and comes on the receiver.
+fn spawn(
+    program: &str,
+    args: &[String],
+    place: &Placement,
+    files: &RunFiles,
+) -> Result<(Proc, mpsc::Receiver<String>), Failure> {
     let mut cmd = Command::new(program);
-    cmd.args(&args)
+    cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -102,7 +155,6 @@ pub(crate) fn run(
     let starting = format!("starting {program}");
     let mut child =
         cpus::spawn_on(&place.client_cpus, || cmd.spawn()).map_err(|e| io(&starting, &e))?;
-    // Its stdout is read whole on a thread, so that it never blocks on a full pipe.
     let stdout = child.stdout.take();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -112,13 +164,35 @@ pub(crate) fn run(
         }
         let _ = tx.send(text);
     });
-    let mut proc = Proc::adopt(child, &files.path(&format!("{program}.log")))
+    let proc = Proc::adopt(child, &files.path(&format!("{program}.log")))
         .map_err(|e| io(&starting, &e))?;
+    Ok((proc, rx))
+}
+
+/// What watching the client's run gathered.
+struct ClientRun {
+    /// The server's samples over the run, the last taken after it.
+    samples: Vec<Sample>,
+    /// The run's start and end, Unix seconds.
+    started: f64,
+    ended: f64,
+    /// The client's own CPU seconds, where it could be read.
+    client_cpu: Option<f64>,
+}
+
+/// Samples the server (and the client's own CPU) until the client exits, successfully;
+/// the server's death, a timeout past `limit` or an interruption end the point.
+fn watch(
+    program: &str,
+    mut proc: Proc,
+    server: &mut Proc,
+    mut sampler: Sampler,
+    limit: Duration,
+) -> Result<ClientRun, Failure> {
     let mut own = Sampler::new(proc.id());
     let own_start = own.sample().ok();
     let mut own_last = own_start;
     let started = unix_now();
-    let limit = Duration::from_secs_f64(60.0 + n as f64 / 5_000.0);
     let mut samples = vec![];
     let mut next = Instant::now();
     let t0 = Instant::now();
@@ -165,52 +239,26 @@ pub(crate) fn run(
             proc.stderr_tail()
         )));
     }
-    let text = rx
-        .recv_timeout(Duration::from_secs(5))
-        .map_err(|e| io(&format!("reading {program}'s output"), &e))?;
-    let said = client
-        .parse(&text)
-        .map_err(|e| io(&format!("reading {program}'s {}", client.output()), &e))?;
-    let window = (ended - started).max(1e-3);
-    let n = said.requests.unwrap_or(n).max(1);
-    // The server's CPU over every request sent: per second of the whole run.
-    let cost = server_cost(
-        &baseline,
-        &samples,
-        (started, ended),
-        n as f64 / window,
-        point.conns,
-    );
-    let client_cpu = own_start
-        .zip(own_last)
-        .map(|(a, b)| (b.cpu_s - a.cpu_s).max(0.0));
+    Ok(ClientRun {
+        samples,
+        started,
+        ended,
+        client_cpu: own_start
+            .zip(own_last)
+            .map(|(a, b)| (b.cpu_s - a.cpu_s).max(0.0)),
+    })
+}
+
+/// An empty histogram, so that the summary finds a file and says no latency was recorded
+/// (the client's own is in `driver_latency_us`); its path.
+fn write_empty_histogram(files: &RunFiles) -> Result<std::path::PathBuf, Failure> {
     let hist = files.path("hist");
-    // An empty histogram, so that the summary finds a file and says no latency was recorded
-    // (the client's own is in `driver_latency_us`).
     let empty = hdrhistogram::Histogram::<u64>::new(3)
         .map_err(anyhow::Error::from)
         .and_then(|h| histogram::encode_histogram(&h))
         .map_err(|e| io("encoding an empty histogram", &e))?;
     std::fs::write(&hist, empty).map_err(|e| io("writing the histogram", &e))?;
-    Ok(Measured {
-        throughput_per_sec: said.rps,
-        errors: 0,
-        delivery_errors: 0,
-        deliveries: None,
-        delivery_latency_us: None,
-        client_cpu_per_msg_us: client_cpu.map_or(0.0, |c| c * 1e6 / n as f64),
-        // The client is one thread (kv's is): near a whole CPU, it is what was
-        // measured.
-        client_bound: client_cpu.is_some_and(|c| c / window > 0.9),
-        window_secs: window,
-        window_exact: true,
-        cost,
-        hist,
-        counters: None,
-        notes: vec![client.note().into()],
-        throttle: None,
-        driver_latency_us: Some(said.latency_us),
-    })
+    Ok(hist)
 }
 
 fn unix_now() -> f64 {

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::plan::placement::Placement;
 use crate::plan::servers::Variant;
-use crate::plan::suites::{Point, Stop};
+use crate::plan::suites::{Load, Point, Stop};
+use crate::run::agents::{Agents, PointFiles};
 use crate::run::cgroup::{Group, Quota, Throttle};
 use crate::run::children::{self, Proc};
 use crate::run::cost::server_cost;
@@ -27,13 +28,15 @@ use crate::run::cpus;
 use crate::run::loadgen_cli;
 use crate::run::outcome::{Binaries, Failure, Measured, RunFiles};
 use crate::run::outside;
-use crate::run::procfs::Sampler;
+use crate::run::procfs::{Sample, Sampler};
 use crate::run::server::{self, STOP_GRACE};
 
 /// The CPU sampling period, as the C-versus-Go paper sampled with top.
 pub(crate) const SAMPLE_PERIOD: Duration = Duration::from_millis(500);
 
-/// Runs `point` against `variant` once (under `quota`, when the server runs under one).
+/// Runs `point` against `variant` once (under `quota`, when the server runs under one): the
+/// server started, the load driven (by an outside client, the client hosts' agents or a
+/// local loadgen) while the server is sampled, the server stopped, and the measures read.
 #[allow(clippy::too_many_arguments)] // What a point needs, each of its own kind.
 pub(crate) fn run_point(
     point: &Point,
@@ -47,59 +50,35 @@ pub(crate) fn run_point(
 ) -> Result<Measured, Failure> {
     // A point with its own worker count runs on as many of the server's CPUs.
     let place = &crate::plan::suites::placement_for(point, place);
-    let io = |what: &str, e: &dyn std::fmt::Display| Failure::Loadgen(format!("{what}: {e}"));
     std::fs::create_dir_all(&files.dir).map_err(|e| io("creating the output directory", &e))?;
-
     // Declared before the server, so that it is dropped (removed) after the server stopped.
-    let group = match quota {
-        Some(q) => Some(
+    let group = quota
+        .map(|q| {
             q.group()
-                .map_err(|e| Failure::Start(format!("cannot make the server's cgroup: {e}")))?,
-        ),
-        None => None,
-    };
+                .map_err(|e| Failure::Start(format!("cannot make the server's cgroup: {e}")))
+        })
+        .transpose()?;
     let (mut server, addr) =
         server::start(point, variant, &bins.server, place, files, group.as_ref())?;
     let stat_before = group.as_ref().map(Group::stat);
-    if let Some(name) = point.workload.outside_client() {
-        let measured = match crate::run::find_client(name) {
-            Some(client) => outside::run(
-                client,
-                point,
-                &mut server,
-                &addr,
-                &bins.loadgen,
-                place,
-                files,
-            ),
-            None => Err(Failure::Loadgen(format!(
-                "no outside client is named {name}"
-            ))),
-        };
-        let throttle: Option<Throttle> = group
+    let throttle = || -> Option<Throttle> {
+        group
             .as_ref()
             .zip(stat_before)
-            .map(|(g, before)| g.between(before, g.stat()));
+            .map(|(g, before)| g.between(before, g.stat()))
+    };
+    if let Some(name) = point.workload.outside_client() {
+        let measured = outside_point(name, point, &mut server, &addr, bins, place, files);
+        let throttle = throttle();
         server::ask_to_stop(variant, &addr);
         let clean = server.stop(STOP_GRACE);
         return measured.map(|mut m| {
             m.throttle = throttle;
             m.counters = server.last_stderr_line();
-            if clean.is_none() {
-                m.notes.push(format!(
-                    "{} did not stop within {} s of SIGTERM and was killed",
-                    variant.name,
-                    STOP_GRACE.as_secs()
-                ));
-            }
+            m.notes.extend(stop_note(variant, clean, false));
             m
         });
     }
-    let mut sampler = Sampler::new(server.id()).watching(place.server_cpus.as_slice());
-    let baseline = sampler
-        .sample()
-        .map_err(|_| Failure::Start(server.stderr_tail()))?;
-
     let lg_files = loadgen_cli::Files {
         json: &files.path("loadgen.json"),
         hist: &files.path("hist"),
@@ -107,142 +86,90 @@ pub(crate) fn run_point(
         interval_log: &files.path("intervals.hlog"),
     };
     let args = loadgen_cli::args(point, &addr, &place.client_cpus, &lg_files);
-    let started = Instant::now();
-    let limit = deadline(point);
-    let mut samples = vec![baseline];
-    let lg_result: Result<(), String> = if let Some(agents) = bins.agents.as_deref() {
-        // The load comes from other hosts: the same command line, split among the agents,
-        // while this thread samples the server.
-        let remote = loadgen_cli::without(
-            &args,
-            &[
-                "--json",
-                "--hist",
-                "--hgrm",
-                "--interval-log",
-                "--cpus",
-                "--threads",
-            ],
-        );
-        let agent_files = crate::run::agents::PointFiles {
-            json: lg_files.json,
-            hist: lg_files.hist,
-            hgrm: lg_files.hgrm,
-            interval_log: lg_files.interval_log,
-            dir: &files.dir,
-            stem: &files.stem,
-        };
-        let rate = match point.load {
-            crate::plan::suites::Load::Open { rate } => Some(rate),
-            crate::plan::suites::Load::Closed => None,
-        };
-        let done = std::thread::scope(|scope| {
-            let job = scope.spawn(|| {
-                agents
-                    .run(
-                        &remote,
-                        point.conns,
-                        rate,
-                        point.warmup,
-                        limit,
-                        &agent_files,
-                    )
-                    .map(drop)
-            });
-            let mut next = Instant::now();
-            while !job.is_finished() {
-                sample_now(&mut sampler, &mut samples, &mut server, &mut next);
-                if let Some(status) = server.try_wait() {
-                    return Err(Failure::Died(children::last_words(status, &mut server)));
-                }
-                progress(started.elapsed().as_secs_f64());
-                std::thread::sleep(
-                    Duration::from_millis(50).min(next.saturating_duration_since(Instant::now())),
-                );
-            }
-            Ok(job
-                .join()
-                .unwrap_or_else(|_| Err("the agents' thread panicked".into())))
-        })?;
-        if children::interrupted() {
-            return Err(Failure::Interrupted);
-        }
-        done
-    } else {
-        let mut cmd = Command::new(&bins.loadgen);
-        cmd.args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let child = cpus::spawn_on(&place.client_cpus, || cmd.spawn())
-            .map_err(|e| io("starting loadgen", &e))?;
-        let mut lg = Proc::adopt(child, &files.path("loadgen.log"))
-            .map_err(|e| io("starting loadgen", &e))?;
-        let mut next = Instant::now();
-        let lg_status = loop {
-            sample_now(&mut sampler, &mut samples, &mut server, &mut next);
-            if children::interrupted() {
-                return Err(Failure::Interrupted);
-            }
-            if let Some(status) = lg.try_wait() {
-                break status;
-            }
-            if let Some(status) = server.try_wait() {
-                lg.stop(Duration::from_secs(1));
-                return Err(Failure::Died(children::last_words(status, &mut server)));
-            }
-            if started.elapsed() > limit {
-                lg.stop(Duration::from_secs(1));
-                return Err(Failure::Timeout(format!(
-                    "loadgen ran past {:.0} s; its last words: {}",
-                    limit.as_secs_f64(),
-                    lg.stderr_tail()
-                )));
-            }
-            progress(started.elapsed().as_secs_f64());
-            std::thread::sleep(
-                Duration::from_millis(50).min(next.saturating_duration_since(Instant::now())),
-            );
-        };
-        if lg_status.success() {
-            Ok(())
-        } else {
-            Err(format!("{lg_status}: {}", lg.stderr_tail()))
-        }
+    let mut watch = Watch::start(&mut server, place, progress)?;
+    let lg_result = match bins.agents.as_deref() {
+        Some(agents) => watch.remote(agents, point, &args, &lg_files, files)?,
+        None => watch.local(&bins.loadgen, &args, place, files, deadline(point))?,
     };
     let lg_exit = unix_now();
-    if let Ok(s) = sampler.sample() {
-        samples.push(s);
+    let samples = watch.last_sample();
+    let throttle = throttle();
+    let notes = stop(variant, &addr, &mut server)?;
+    lg_result.map_err(Failure::Loadgen)?;
+    let mut m = measured(point, files, run_dir, &lg_files, &samples, lg_exit)?;
+    m.counters = server.last_stderr_line();
+    m.notes = notes;
+    m.throttle = throttle;
+    Ok(m)
+}
+
+/// The load of an outside client (`run::outside`), handed over to once the server is up.
+fn outside_point(
+    name: &str,
+    point: &Point,
+    server: &mut Proc,
+    addr: &str,
+    bins: &Binaries,
+    place: &Placement,
+    files: &RunFiles,
+) -> Result<Measured, Failure> {
+    match crate::run::find_client(name) {
+        Some(client) => outside::run(client, point, server, addr, &bins.loadgen, place, files),
+        None => Err(Failure::Loadgen(format!(
+            "no outside client is named {name}"
+        ))),
     }
-    let throttle: Option<Throttle> = group
-        .as_ref()
-        .zip(stat_before)
-        .map(|(g, before)| g.between(before, g.stat()));
+}
+
+/// A failure of the harness's own files, told as loadgen's.
+fn io(what: &str, e: &dyn std::fmt::Display) -> Failure {
+    Failure::Loadgen(format!("{what}: {e}"))
+}
+
+/// Stops the server (asking first, unless it died): a died server is the point's failure;
+/// else the notes of how it stopped.
+fn stop(variant: &Variant, addr: &str, server: &mut Proc) -> Result<Vec<String>, Failure> {
     let died = server.try_wait();
     if died.is_none() {
-        server::ask_to_stop(variant, &addr);
+        server::ask_to_stop(variant, addr);
     }
     let clean = server.stop(STOP_GRACE);
     if let Some(status) = died {
-        return Err(Failure::Died(children::last_words(status, &mut server)));
+        return Err(Failure::Died(children::last_words(status, server)));
     }
-    lg_result.map_err(Failure::Loadgen)?;
-    let mut notes = Vec::new();
-    if clean.is_none() {
-        notes.push(format!(
+    Ok(stop_note(variant, clean, true).into_iter().collect())
+}
+
+/// What is worth a note in how the server stopped: killed after the grace, or (with
+/// `status_too`) a failing exit status.
+fn stop_note(
+    variant: &Variant,
+    clean: Option<std::process::ExitStatus>,
+    status_too: bool,
+) -> Option<String> {
+    match clean {
+        None => Some(format!(
             "{} did not stop within {} s of SIGTERM and was killed",
             variant.name,
             STOP_GRACE.as_secs()
-        ));
-    } else if clean.is_some_and(|s| !s.success()) {
-        notes.push(format!(
-            "{} exited with {} at its stop",
-            variant.name,
-            clean.unwrap_or_default()
-        ));
+        )),
+        Some(s) if status_too && !s.success() => {
+            Some(format!("{} exited with {s} at its stop", variant.name))
+        }
+        Some(_) => None,
     }
+}
 
+/// The point's measures from loadgen's JSON and interval log and the server's samples over
+/// loadgen's measured window; the counters, notes and throttle are the caller's.
+fn measured(
+    point: &Point,
+    files: &RunFiles,
+    run_dir: &Path,
+    lg_files: &loadgen_cli::Files<'_>,
+    samples: &[Sample],
+    lg_exit: f64,
+) -> Result<Measured, Failure> {
     let json =
         std::fs::read_to_string(lg_files.json).map_err(|e| io("reading loadgen's JSON", &e))?;
     let summary =
@@ -280,17 +207,193 @@ pub(crate) fn run_point(
         window_exact: logged_start.is_some(),
         cost,
         hist,
-        counters: server.last_stderr_line(),
-        notes,
-        throttle,
+        counters: None,
+        notes: Vec::new(),
+        throttle: None,
         driver_latency_us: None,
     })
+}
+
+/// The server watched while the load runs: sampled every [`SAMPLE_PERIOD`], its death
+/// and an interruption caught, the progress told.
+struct Watch<'a> {
+    server: &'a mut Proc,
+    sampler: Sampler,
+    samples: Vec<Sample>,
+    next: Instant,
+    started: Instant,
+    progress: &'a mut dyn FnMut(f64),
+}
+
+impl<'a> Watch<'a> {
+    /// Starts watching with a first sample, the baseline (none: the server is gone).
+    fn start(
+        server: &'a mut Proc,
+        place: &Placement,
+        progress: &'a mut dyn FnMut(f64),
+    ) -> Result<Watch<'a>, Failure> {
+        let mut sampler = Sampler::new(server.id()).watching(place.server_cpus.as_slice());
+        let baseline = sampler
+            .sample()
+            .map_err(|_| Failure::Start(server.stderr_tail()))?;
+        Ok(Watch {
+            server,
+            sampler,
+            samples: vec![baseline],
+            next: Instant::now(),
+            started: Instant::now(),
+            progress,
+        })
+    }
+
+    /// A sample if one is due, and the progress told.
+    fn tick(&mut self) {
+        sample_now(
+            &mut self.sampler,
+            &mut self.samples,
+            self.server,
+            &mut self.next,
+        );
+    }
+
+    /// Tells the progress and sleeps until the next sample, 50 ms at most.
+    fn pause(&mut self) {
+        (self.progress)(self.started.elapsed().as_secs_f64());
+        std::thread::sleep(
+            Duration::from_millis(50).min(self.next.saturating_duration_since(Instant::now())),
+        );
+    }
+
+    /// The server's failure if it died.
+    fn died(&mut self) -> Option<Failure> {
+        let status = self.server.try_wait()?;
+        Some(Failure::Died(children::last_words(status, self.server)))
+    }
+
+    /// The samples, with one more taken now that the load is over.
+    fn last_sample(mut self) -> Vec<Sample> {
+        if let Ok(s) = self.sampler.sample() {
+            self.samples.push(s);
+        }
+        self.samples
+    }
+
+    /// The load from other hosts: the same command line, split among the agents, while
+    /// this thread samples the server. Loadgen's own failure is the inner error.
+    fn remote(
+        &mut self,
+        agents: &Agents,
+        point: &Point,
+        args: &[String],
+        lg_files: &loadgen_cli::Files<'_>,
+        files: &RunFiles,
+    ) -> Result<Result<(), String>, Failure> {
+        let local_only = [
+            "--json",
+            "--hist",
+            "--hgrm",
+            "--interval-log",
+            "--cpus",
+            "--threads",
+        ];
+        let remote = loadgen_cli::without(args, &local_only);
+        let agent_files = PointFiles {
+            json: lg_files.json,
+            hist: lg_files.hist,
+            hgrm: lg_files.hgrm,
+            interval_log: lg_files.interval_log,
+            dir: &files.dir,
+            stem: &files.stem,
+        };
+        let rate = match point.load {
+            Load::Open { rate } => Some(rate),
+            Load::Closed => None,
+        };
+        let limit = deadline(point);
+        let done = std::thread::scope(|scope| {
+            let job = scope.spawn(|| {
+                agents
+                    .run(
+                        &remote,
+                        point.conns,
+                        rate,
+                        point.warmup,
+                        limit,
+                        &agent_files,
+                    )
+                    .map(drop)
+            });
+            while !job.is_finished() {
+                self.tick();
+                if let Some(died) = self.died() {
+                    return Err(died);
+                }
+                self.pause();
+            }
+            Ok(job
+                .join()
+                .unwrap_or_else(|_| Err("the agents' thread panicked".into())))
+        })?;
+        if children::interrupted() {
+            return Err(Failure::Interrupted);
+        }
+        Ok(done)
+    }
+
+    /// The load from a loadgen on this host's client CPUs, stopped past `limit`.
+    /// Loadgen's own failure is the inner error.
+    fn local(
+        &mut self,
+        loadgen: &Path,
+        args: &[String],
+        place: &Placement,
+        files: &RunFiles,
+        limit: Duration,
+    ) -> Result<Result<(), String>, Failure> {
+        let mut cmd = Command::new(loadgen);
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let child = cpus::spawn_on(&place.client_cpus, || cmd.spawn())
+            .map_err(|e| io("starting loadgen", &e))?;
+        let mut lg = Proc::adopt(child, &files.path("loadgen.log"))
+            .map_err(|e| io("starting loadgen", &e))?;
+        let status = loop {
+            self.tick();
+            if children::interrupted() {
+                return Err(Failure::Interrupted);
+            }
+            if let Some(status) = lg.try_wait() {
+                break status;
+            }
+            if let Some(died) = self.died() {
+                lg.stop(Duration::from_secs(1));
+                return Err(died);
+            }
+            if self.started.elapsed() > limit {
+                lg.stop(Duration::from_secs(1));
+                return Err(Failure::Timeout(format!(
+                    "loadgen ran past {:.0} s; its last words: {}",
+                    limit.as_secs_f64(),
+                    lg.stderr_tail()
+                )));
+            }
+            self.pause();
+        };
+        Ok(if status.success() {
+            Ok(())
+        } else {
+            Err(format!("{status}: {}", lg.stderr_tail()))
+        })
+    }
 }
 
 /// Takes a sample of the server when one is due (every [`SAMPLE_PERIOD`]).
 fn sample_now(
     sampler: &mut Sampler,
-    samples: &mut Vec<crate::run::procfs::Sample>,
+    samples: &mut Vec<Sample>,
     server: &mut Proc,
     next: &mut Instant,
 ) {

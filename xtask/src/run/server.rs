@@ -54,6 +54,20 @@ pub(crate) fn start(
         peer.ready(&mut server, &addr)?;
         return Ok((server, addr));
     }
+    let child = spawn(point, variant, bin, place, group)?;
+    let (server, ready) = read_ready(child, files)?;
+    wait_until_ready(server, &ready)
+}
+
+/// Starts our server binary with the common command line of the point, pinned to the
+/// server CPUs, and into its cgroup at once.
+fn spawn(
+    point: &Point,
+    variant: &Variant,
+    bin: &Path,
+    place: &Placement,
+    group: Option<&Group>,
+) -> Result<std::process::Child, Failure> {
     let mut cmd = Command::new(bin);
     cmd.args(["--proto", point.workload.proto()])
         .args(["--addr", &format!("{}:0", place.listen)])
@@ -86,8 +100,17 @@ pub(crate) fn start(
             "cannot move the server into its cgroup: {e}"
         )));
     }
+    Ok(child)
+}
+
+/// The server adopted (its stderr kept), and its stdout read on a thread that sends the
+/// address of its READY line.
+fn read_ready(
+    mut child: std::process::Child,
+    files: &RunFiles,
+) -> Result<(Proc, mpsc::Receiver<String>), Failure> {
     let stdout = child.stdout.take();
-    let mut server = Proc::adopt(child, &files.path("server.log"))
+    let server = Proc::adopt(child, &files.path("server.log"))
         .map_err(|e| Failure::Start(format!("{e:#}")))?;
     let (tx, rx) = mpsc::channel();
     if let Some(out) = stdout {
@@ -110,6 +133,15 @@ pub(crate) fn start(
             )));
         }
     }
+    Ok((server, rx))
+}
+
+/// Waits for the READY line's address, up to [`READY_TIMEOUT`]; a server that exits or says
+/// nothing in time is stopped, and its last words are the failure.
+fn wait_until_ready(
+    mut server: Proc,
+    rx: &mpsc::Receiver<String>,
+) -> Result<(Proc, String), Failure> {
     let until = Instant::now() + READY_TIMEOUT;
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {

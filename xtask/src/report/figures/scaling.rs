@@ -5,10 +5,10 @@
 //!
 //! It may call what `figures` may.
 
-use super::{cpu_ci, lines_with, tp_ci};
+use super::{Data, Figure, cpu_ci, lines_with, tp_ci};
 use crate::plan::suites::{self, Suite};
 use crate::record::row::{Row, servers};
-use crate::report::plots::{Bound, Line, Plot, Scale};
+use crate::report::plots::{Bound, Line, Scale};
 
 /// The Figure 7 series of the suite.
 pub(crate) fn work_series() -> String {
@@ -60,25 +60,18 @@ fn worker_counts(rows: &[Row]) -> Vec<usize> {
     w
 }
 
-fn plot(title: String, y: &str, lines: Vec<Line>, bounds: Vec<Bound>) -> Plot {
-    Plot {
-        title,
-        x_desc: "server workers".into(),
-        y_desc: y.into(),
-        // Linear: 1, 2, 4, 8 workers, and the ideal a straight line.
-        x_scale: Scale::Linear,
-        y_scale: Scale::Linear,
-        lines,
-        bounds,
-        legend_low: false,
-    }
+/// Server workers on a linear axis: 1, 2, 4, 8 workers, and the ideal a straight line.
+const WORKERS: (&str, Scale) = ("server workers", Scale::Linear);
+
+/// The x of a scaling row.
+fn x(r: &Row) -> f64 {
+    workers_of(r) as f64
 }
 
-/// The suite's plots, by file name.
-pub(crate) fn plots(rows: &[Row]) -> Vec<(&'static str, Plot)> {
+/// Closed-loop throughput against workers, and each server's linear ideal through its
+/// one-worker point.
+fn throughput_with_ideals(rows: &[Row], counts: &[usize]) -> Vec<Line> {
     let suite = Suite::Scaling.name();
-    let x = |r: &Row| workers_of(r) as f64;
-    let counts = worker_counts(rows);
     let mut throughput = lines_with(rows, suite, "closed", x, |r| r.throughput_per_sec, tp_ci);
     // An ideal is a line only where there is more than one worker count to draw it through.
     if counts.len() > 1 {
@@ -96,11 +89,24 @@ pub(crate) fn plots(rows: &[Row]) -> Vec<(&'static str, Plot)> {
             }
         }
     }
-    let work = work_series();
+    throughput
+}
+
+/// The Figure 7 point against workers, under its Little's-law bound: a horizontal bound
+/// at one worker count, a line through them at several.
+fn work_with_bound(rows: &[Row], counts: &[usize]) -> (Vec<Line>, Vec<Bound>) {
+    let suite = Suite::Scaling.name();
     let bound = |w: usize| suites::littles_law_bound(w, suites::EMPER_COMPUTE_US);
-    let mut fig7 = lines_with(rows, suite, &work, x, |r| r.throughput_per_sec, tp_ci);
+    let mut fig7 = lines_with(
+        rows,
+        suite,
+        &work_series(),
+        x,
+        |r| r.throughput_per_sec,
+        tp_ci,
+    );
     let mut fig7_bounds = Vec::new();
-    match counts.as_slice() {
+    match counts {
         [] => {}
         [w] => fig7_bounds.push(Bound {
             y: bound(*w),
@@ -121,59 +127,77 @@ pub(crate) fn plots(rows: &[Row]) -> Vec<(&'static str, Plot)> {
         }),
         _ => {}
     }
+    (fig7, fig7_bounds)
+}
+
+/// Server CPU per echo of `series` against workers, with its intervals.
+fn cpu_per_echo(series: &str) -> Data {
+    Data::Lines {
+        series: series.into(),
+        x,
+        y: |r| r.cpu_us_per_req,
+        ci: cpu_ci,
+    }
+}
+
+/// The suite's figures.
+pub(crate) fn figures(rows: &[Row]) -> Vec<Figure> {
+    let counts = worker_counts(rows);
+    let (fig7, fig7_bounds) = work_with_bound(rows, &counts);
+    let cpu = ("µs of CPU per echo (user + system)", Scale::Linear);
+    let efficiency_lines = lines_with(
+        rows,
+        Suite::Scaling.name(),
+        "closed",
+        x,
+        |r| efficiency(rows, r),
+        |_| None,
+    );
+    let mut work = Figure::new(
+        "work",
+        format!(
+            "Figure 7 point: {} µs of work per echo, against workers",
+            suites::EMPER_COMPUTE_US
+        ),
+        WORKERS,
+        ("echoes per second", Scale::Linear),
+        Data::Drawn(fig7),
+    );
+    work.bounds = fig7_bounds;
     vec![
-        (
+        Figure::new(
             "throughput",
-            plot(
-                "Echo throughput against workers, closed loop (thin lines: linear ideal, W × one worker's)"
-                    .into(),
-                "echoes per second",
-                throughput,
-                vec![],
-            ),
+            "Echo throughput against workers, closed loop (thin lines: linear ideal, W × one worker's)",
+            WORKERS,
+            ("echoes per second", Scale::Linear),
+            Data::Drawn(throughput_with_ideals(rows, &counts)),
         ),
-        (
+        Figure::new(
             "cpu-per-echo",
-            plot(
-                "Server CPU per echo against workers, closed loop".into(),
-                "µs of CPU per echo (user + system)",
-                lines_with(rows, suite, "closed", x, |r| r.cpu_us_per_req, cpu_ci),
-                vec![],
-            ),
+            "Server CPU per echo against workers, closed loop",
+            WORKERS,
+            cpu,
+            cpu_per_echo("closed"),
         ),
-        (
+        Figure::new(
             "cpu-per-echo-open",
-            plot(
-                "Server CPU per echo against workers at equal load per worker, open loop".into(),
-                "µs of CPU per echo (user + system)",
-                lines_with(rows, suite, "open", x, |r| r.cpu_us_per_req, cpu_ci),
-                vec![],
-            ),
+            "Server CPU per echo against workers at equal load per worker, open loop",
+            WORKERS,
+            cpu,
+            cpu_per_echo("open"),
         ),
-        (
+        Figure::new(
             "efficiency",
-            plot(
-                "Parallel efficiency, closed loop: throughput(W) / (W × throughput(1))".into(),
-                "parallel efficiency",
-                lines_with(rows, suite, "closed", x, |r| efficiency(rows, r), |_| None),
-                vec![Bound {
-                    y: 1.0,
-                    label: "linear scaling".into(),
-                }],
-            ),
-        ),
-        (
-            "work",
-            plot(
-                format!(
-                    "Figure 7 point: {} µs of work per echo, against workers",
-                    suites::EMPER_COMPUTE_US
-                ),
-                "echoes per second",
-                fig7,
-                fig7_bounds,
-            ),
-        ),
+            "Parallel efficiency, closed loop: throughput(W) / (W × throughput(1))",
+            WORKERS,
+            ("parallel efficiency", Scale::Linear),
+            Data::Drawn(efficiency_lines),
+        )
+        .bound(Bound {
+            y: 1.0,
+            label: "linear scaling".into(),
+        }),
+        work,
     ]
 }
 
@@ -206,13 +230,13 @@ mod tests {
         assert_eq!(efficiency(&rows, &rows[2]), Some(0.75));
         // No one-worker row of b: no efficiency.
         assert_eq!(efficiency(&rows, &rows[3]), None);
-        let p = plots(&rows);
-        let tp = &p.iter().find(|(n, _)| *n == "throughput").unwrap().1;
-        let ideal = tp
-            .lines
-            .iter()
-            .find(|l| l.name == "a: linear ideal")
-            .unwrap();
+        let p = figures(&rows);
+        let drawn = |name: &str| match &p.iter().find(|f| f.name == name).unwrap().data {
+            Data::Drawn(lines) => lines.clone(),
+            other => panic!("{name}: lines drawn already, not {other:?}"),
+        };
+        let tp = drawn("throughput");
+        let ideal = tp.iter().find(|l| l.name == "a: linear ideal").unwrap();
         assert_eq!(
             ideal.points,
             [
@@ -221,7 +245,7 @@ mod tests {
                 (4.0, 400.0, false)
             ]
         );
-        let eff = &p.iter().find(|(n, _)| *n == "efficiency").unwrap().1;
-        assert_eq!(eff.lines[0].points[2], (4.0, 0.75, false));
+        let eff = drawn("efficiency");
+        assert_eq!(eff[0].points[2], (4.0, 0.75, false));
     }
 }

@@ -36,7 +36,8 @@ pub(crate) fn ratio_text(
     }
 }
 
-pub(crate) fn section(out: &mut String, rows: &[Row], workers: usize) {
+/// Echoes/s without and with work per echo, and the latency percentiles at the last point.
+pub(crate) fn tables(out: &mut String, rows: &[Row], workers: usize) {
     let s = "emper-echo";
     let _ = writeln!(
         out,
@@ -76,6 +77,14 @@ pub(crate) fn section(out: &mut String, rows: &[Row], workers: usize) {
             .collect();
         table(out, &["server", "p95", "p99", "p99.99", "p99.999"], &body);
     }
+}
+
+/// The paper's findings beside ours.
+pub(crate) fn beside_the_paper(out: &mut String, rows: &[Row], workers: usize) {
+    let s = "emper-echo";
+    let work = format!("work-{}us", suites::EMPER_COMPUTE_US);
+    let bound = suites::littles_law_bound(workers, suites::EMPER_COMPUTE_US);
+    let last = points_of(rows, s, "no-work").last().cloned();
     let _ = writeln!(
         out,
         "**Beside the paper** (EMPER is the paper's fiber runtime, our `fiber`; the paper ran 80 hardware threads against a separate client machine, we run one server core against one client core, so compare shapes and ratios, not absolute numbers):\n"

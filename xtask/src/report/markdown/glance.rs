@@ -30,6 +30,27 @@ fn best<'a>(rs: &[&'a Row], f: fn(&Row) -> Option<f64>, lowest: bool) -> Option<
     .filter(|r| f(r).is_some())
 }
 
+/// At each of `points`, the quick row with the best median of `f` among the servers
+/// `names` that measured it (lowest or highest).
+fn bests_at<'a, 'p>(
+    rows: &'a [Row],
+    names: &[String],
+    points: impl Iterator<Item = &'p PointOf>,
+    f: fn(&Row) -> Option<f64>,
+    lowest: bool,
+) -> Vec<Option<&'a Row>> {
+    points
+        .map(|p| {
+            let rs: Vec<&Row> = names
+                .iter()
+                .filter_map(|s| find(rows, "quick", s, &p.0))
+                .filter(|r| r.ok > 0)
+                .collect();
+            best(&rs, f, lowest)
+        })
+        .collect()
+}
+
 /// The cell comparing `r` with the best row for `metric`.
 fn against(best: Option<&Row>, r: &Row, metric: &str, f: fn(&Row) -> Option<f64>) -> String {
     match best {
@@ -39,6 +60,8 @@ fn against(best: Option<&Row>, r: &Row, metric: &str, f: fn(&Row) -> Option<f64>
     }
 }
 
+/// "At a glance": the quick suite's three tables (CPU per echo at equal load, capacity
+/// under the quota, closed-loop echoes/s) and how to read them; for another suite, a line.
 pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
     let rows = input.rows;
     let _ = writeln!(out, "## At a glance\n");
@@ -52,12 +75,226 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
                 suite.title()
             );
         }
-        if !input.skipped.is_empty() {
-            let _ = writeln!(out, "Not in this run: {}.\n", input.skipped.join("; "));
+    } else {
+        let names = quick_servers(rows);
+        // 1. CPU per echo at equal load: the comparison one client core can always make.
+        if !open.is_empty() {
+            cpu_at_equal_load(out, input, &names, &open);
+            behind_the_rate(out, rows, &names, &open);
         }
-        return;
+        // 2. Capacity under the quota.
+        let quota = rows
+            .iter()
+            .find_map(|r| r.cpu_quota.filter(|_| r.suite == "quick"));
+        if let (Some(q), false) = (quota, closed.is_empty()) {
+            capacity_under_quota(out, rows, &names, &closed, q);
+        }
+        // 3. Closed-loop echoes/s, after them and marked.
+        if let (Some(first), Some(last)) = (closed.first(), closed.last()) {
+            closed_loop(out, rows, &names, first, last);
+        }
+        how_to_read(out, rows);
     }
-    let names = quick_servers(rows);
+    if !input.skipped.is_empty() {
+        let _ = writeln!(out, "Not in this run: {}.\n", input.skipped.join("; "));
+    }
+}
+
+/// A point of a series: its id, its label and its x.
+type PointOf = (String, String, f64);
+
+/// The table of CPU per echo at the open-loop rates, against the cheapest.
+fn cpu_at_equal_load(out: &mut String, input: &Input<'_>, names: &[String], open: &[PointOf]) {
+    let rows = input.rows;
+    let cpu = |r: &Row| r.cpu_us_per_req;
+    let mut head: Vec<String> = vec!["server".into(), "how it serves connections".into()];
+    for o in open {
+        let rate = o.1.split(" @ ").nth(1).unwrap_or("equal load");
+        head.push(format!("CPU per echo at {rate} [interval]"));
+        head.push("against the cheapest".into());
+        head.push("lowest repeat".into());
+    }
+    head.push(format!(
+        "p99 at {}",
+        open[0].1.split(" @ ").nth(1).unwrap_or("equal load")
+    ));
+    let bests = bests_at(rows, names, open.iter(), cpu, true);
+    let mut body = Vec::new();
+    for s in names {
+        let mut cells = vec![format!("**{s}**"), about(input, s).to_string()];
+        for (o, b) in open.iter().zip(&bests) {
+            let r = find(rows, "quick", s, &o.0);
+            cells.push(mark(
+                r,
+                r.map_or_else(String::new, |r| {
+                    with_ci(
+                        r.cpu_us_per_req,
+                        r.cpu_us_per_req_ci_low,
+                        r.cpu_us_per_req_ci_high,
+                        fmt_us,
+                    )
+                }),
+            ));
+            cells.push(r.map_or("–".into(), |r| against(*b, r, "cpu_us_per_req", cpu)));
+            cells.push(fmt_us(r.and_then(|r| r.cpu_us_per_req_min)));
+        }
+        let r = find(rows, "quick", s, &open[0].0);
+        cells.push(mark(
+            r,
+            r.map_or_else(String::new, |r| {
+                with_ci(r.p99_us, r.p99_us_ci_low, r.p99_us_ci_high, fmt_us)
+            }),
+        ));
+        body.push(cells);
+    }
+    let _ = writeln!(
+        out,
+        "**CPU per echo at equal load** (open loop: every server handles the same fixed rate, 16-byte echoes, {} connections):\n",
+        names
+            .first()
+            .and_then(|s| find(rows, "quick", s, &open[0].0))
+            .map_or(0, |r| r.conns)
+    );
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    table(out, &head, &body);
+}
+
+/// A server that fell behind the rate did less work: say so rather than let its CPU per
+/// echo stand alone.
+fn behind_the_rate(out: &mut String, rows: &[Row], names: &[String], open: &[PointOf]) {
+    let behind: Vec<String> = open
+        .iter()
+        .flat_map(|o| {
+            names.iter().filter_map(|s| {
+                let r = find(rows, "quick", s, &o.0)?;
+                let (Some(rate), Some(tp)) = (r.rate, r.throughput_per_sec) else {
+                    return None;
+                };
+                (tp < 0.97 * rate).then(|| {
+                    format!(
+                        "{s} completed {} of {}/s",
+                        fmt_rate(Some(tp)),
+                        fmt_rate(Some(rate))
+                    )
+                })
+            })
+        })
+        .collect();
+    if !behind.is_empty() {
+        let _ = writeln!(out, "Behind the rate (saturated): {}.\n", behind.join("; "));
+    }
+}
+
+/// The table of closed-loop echoes/s under the CPU quota `q`, against the most.
+fn capacity_under_quota(
+    out: &mut String,
+    rows: &[Row],
+    names: &[String],
+    closed: &[PointOf],
+    q: f64,
+) {
+    let tp = |r: &Row| r.throughput_per_sec;
+    let picked: Vec<&(String, String, f64)> = closed.iter().filter(|p| p.2 >= 10.0).collect();
+    let mut head: Vec<String> = vec!["server".into()];
+    for p in &picked {
+        head.push(format!("echoes/s, {} [interval]", p.1));
+        head.push("against the most".into());
+    }
+    head.push("server CPU, last point".into());
+    head.push("throttled, last point".into());
+    let bests = bests_at(rows, names, picked.iter().copied(), tp, false);
+    let mut body = Vec::new();
+    for s in names {
+        let mut cells = vec![format!("**{s}**")];
+        for (p, b) in picked.iter().zip(&bests) {
+            let r = find(rows, "quick", s, &p.0);
+            cells.push(mark(
+                r,
+                r.map_or_else(String::new, |r| {
+                    with_ci(
+                        r.throughput_per_sec,
+                        r.throughput_per_sec_ci_low,
+                        r.throughput_per_sec_ci_high,
+                        fmt_rate,
+                    )
+                }),
+            ));
+            cells.push(r.map_or("–".into(), |r| against(*b, r, "throughput_per_sec", tp)));
+        }
+        let last = picked.last().and_then(|p| find(rows, "quick", s, &p.0));
+        cells.push(fmt_pct(last.and_then(|r| r.cpu_mean_pct)));
+        cells.push(last.map_or("–".into(), |r| {
+            format!(
+                "{} periods, {}",
+                r.nr_throttled.map_or("–".into(), |n| format!("{n:.0}")),
+                fmt_us(r.throttled_ms.map(|ms| ms * 1e3))
+            )
+        }));
+        body.push(cells);
+    }
+    let _ = writeln!(
+        out,
+        "**Capacity under a quota of {q} CPU** (closed loop; the server's cgroup caps it, so one load-generator core can outrun it):\n"
+    );
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    table(out, &head, &body);
+}
+
+/// The table of closed-loop echoes/s at the first and last points, marked for what they
+/// measure.
+fn closed_loop(out: &mut String, rows: &[Row], names: &[String], first: &PointOf, last: &PointOf) {
+    let n = &last.1;
+    let two = first.0 != last.0;
+    let mut head: Vec<String> = vec!["server".into()];
+    if two {
+        head.push(format!("echoes/s, {}", first.1));
+    }
+    head.push(format!("echoes/s, {n}"));
+    head.push(format!("p99 latency, {n}"));
+    head.push(format!(
+        "memory per conn, {n}: user / kernel stacks / sockets"
+    ));
+    let mut body = Vec::new();
+    for s in names {
+        let a = find(rows, "quick", s, &first.0);
+        let b = find(rows, "quick", s, &last.0);
+        let mut cells = vec![format!("**{s}**")];
+        if two {
+            cells.push(mark(a, fmt_rate(a.and_then(|r| r.throughput_per_sec))));
+        }
+        cells.push(mark(
+            b,
+            b.map_or_else(String::new, |r| {
+                with_ci(
+                    r.throughput_per_sec,
+                    r.throughput_per_sec_ci_low,
+                    r.throughput_per_sec_ci_high,
+                    fmt_rate,
+                )
+            }),
+        ));
+        cells.push(mark(b, fmt_us(b.and_then(|r| r.p99_us))));
+        cells.push(mark(
+            b,
+            format!(
+                "{} / {} / {}",
+                fmt_bytes(b.and_then(|r| r.mem_per_conn_bytes)),
+                fmt_bytes(b.and_then(|r| r.kernel_stack_per_conn_bytes)),
+                fmt_bytes(b.and_then(|r| r.socket_mem_per_conn_bytes)),
+            ),
+        ));
+        body.push(cells);
+    }
+    let _ = writeln!(
+        out,
+        "**Closed-loop echoes/s** (each connection waits for its echo before sending the next; where marked †, the load generator's limit, not the server's):\n"
+    );
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    table(out, &head, &body);
+}
+
+/// How to read the tables: the intervals, the tests' power, the marks.
+fn how_to_read(out: &mut String, rows: &[Row]) {
     let level = rows
         .iter()
         .filter(|r| r.suite == "quick")
@@ -69,208 +306,6 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
         .map(|r| r.ok)
         .min()
         .unwrap_or(0);
-
-    // 1. CPU per echo at equal load: the comparison one client core can always make.
-    if !open.is_empty() {
-        let cpu = |r: &Row| r.cpu_us_per_req;
-        let mut head: Vec<String> = vec!["server".into(), "how it serves connections".into()];
-        for o in &open {
-            let rate = o.1.split(" @ ").nth(1).unwrap_or("equal load");
-            head.push(format!("CPU per echo at {rate} [interval]"));
-            head.push("against the cheapest".into());
-            head.push("lowest repeat".into());
-        }
-        head.push(format!(
-            "p99 at {}",
-            open[0].1.split(" @ ").nth(1).unwrap_or("equal load")
-        ));
-        let bests: Vec<Option<&Row>> = open
-            .iter()
-            .map(|o| {
-                let rs: Vec<&Row> = names
-                    .iter()
-                    .filter_map(|s| find(rows, "quick", s, &o.0))
-                    .filter(|r| r.ok > 0)
-                    .collect();
-                best(&rs, cpu, true)
-            })
-            .collect();
-        let mut body = Vec::new();
-        for s in &names {
-            let mut cells = vec![format!("**{s}**"), about(input, s).to_string()];
-            for (o, b) in open.iter().zip(&bests) {
-                let r = find(rows, "quick", s, &o.0);
-                cells.push(mark(
-                    r,
-                    r.map_or_else(String::new, |r| {
-                        with_ci(
-                            r.cpu_us_per_req,
-                            r.cpu_us_per_req_ci_low,
-                            r.cpu_us_per_req_ci_high,
-                            fmt_us,
-                        )
-                    }),
-                ));
-                cells.push(r.map_or("–".into(), |r| against(*b, r, "cpu_us_per_req", cpu)));
-                cells.push(fmt_us(r.and_then(|r| r.cpu_us_per_req_min)));
-            }
-            let r = find(rows, "quick", s, &open[0].0);
-            cells.push(mark(
-                r,
-                r.map_or_else(String::new, |r| {
-                    with_ci(r.p99_us, r.p99_us_ci_low, r.p99_us_ci_high, fmt_us)
-                }),
-            ));
-            body.push(cells);
-        }
-        let _ = writeln!(
-            out,
-            "**CPU per echo at equal load** (open loop: every server handles the same fixed rate, 16-byte echoes, {} connections):\n",
-            names
-                .first()
-                .and_then(|s| find(rows, "quick", s, &open[0].0))
-                .map_or(0, |r| r.conns)
-        );
-        let head: Vec<&str> = head.iter().map(String::as_str).collect();
-        table(out, &head, &body);
-        // A server that fell behind the rate did less work: say so rather than let its CPU
-        // per echo stand alone.
-        let behind: Vec<String> = open
-            .iter()
-            .flat_map(|o| {
-                names.iter().filter_map(|s| {
-                    let r = find(rows, "quick", s, &o.0)?;
-                    let (Some(rate), Some(tp)) = (r.rate, r.throughput_per_sec) else {
-                        return None;
-                    };
-                    (tp < 0.97 * rate).then(|| {
-                        format!(
-                            "{s} completed {} of {}/s",
-                            fmt_rate(Some(tp)),
-                            fmt_rate(Some(rate))
-                        )
-                    })
-                })
-            })
-            .collect();
-        if !behind.is_empty() {
-            let _ = writeln!(out, "Behind the rate (saturated): {}.\n", behind.join("; "));
-        }
-    }
-
-    // 2. Capacity under the quota.
-    let quota = rows
-        .iter()
-        .find_map(|r| r.cpu_quota.filter(|_| r.suite == "quick"));
-    if let (Some(q), false) = (quota, closed.is_empty()) {
-        let tp = |r: &Row| r.throughput_per_sec;
-        let picked: Vec<&(String, String, f64)> = closed.iter().filter(|p| p.2 >= 10.0).collect();
-        let mut head: Vec<String> = vec!["server".into()];
-        for p in &picked {
-            head.push(format!("echoes/s, {} [interval]", p.1));
-            head.push("against the most".into());
-        }
-        head.push("server CPU, last point".into());
-        head.push("throttled, last point".into());
-        let bests: Vec<Option<&Row>> = picked
-            .iter()
-            .map(|p| {
-                let rs: Vec<&Row> = names
-                    .iter()
-                    .filter_map(|s| find(rows, "quick", s, &p.0))
-                    .filter(|r| r.ok > 0)
-                    .collect();
-                best(&rs, tp, false)
-            })
-            .collect();
-        let mut body = Vec::new();
-        for s in &names {
-            let mut cells = vec![format!("**{s}**")];
-            for (p, b) in picked.iter().zip(&bests) {
-                let r = find(rows, "quick", s, &p.0);
-                cells.push(mark(
-                    r,
-                    r.map_or_else(String::new, |r| {
-                        with_ci(
-                            r.throughput_per_sec,
-                            r.throughput_per_sec_ci_low,
-                            r.throughput_per_sec_ci_high,
-                            fmt_rate,
-                        )
-                    }),
-                ));
-                cells.push(r.map_or("–".into(), |r| against(*b, r, "throughput_per_sec", tp)));
-            }
-            let last = picked.last().and_then(|p| find(rows, "quick", s, &p.0));
-            cells.push(fmt_pct(last.and_then(|r| r.cpu_mean_pct)));
-            cells.push(last.map_or("–".into(), |r| {
-                format!(
-                    "{} periods, {}",
-                    r.nr_throttled.map_or("–".into(), |n| format!("{n:.0}")),
-                    fmt_us(r.throttled_ms.map(|ms| ms * 1e3))
-                )
-            }));
-            body.push(cells);
-        }
-        let _ = writeln!(
-            out,
-            "**Capacity under a quota of {q} CPU** (closed loop; the server's cgroup caps it, so one load-generator core can outrun it):\n"
-        );
-        let head: Vec<&str> = head.iter().map(String::as_str).collect();
-        table(out, &head, &body);
-    }
-
-    // 3. Closed-loop echoes/s, after them and marked.
-    if let (Some(first), Some(last)) = (closed.first(), closed.last()) {
-        let n = &last.1;
-        let two = first.0 != last.0;
-        let mut head: Vec<String> = vec!["server".into()];
-        if two {
-            head.push(format!("echoes/s, {}", first.1));
-        }
-        head.push(format!("echoes/s, {n}"));
-        head.push(format!("p99 latency, {n}"));
-        head.push(format!(
-            "memory per conn, {n}: user / kernel stacks / sockets"
-        ));
-        let mut body = Vec::new();
-        for s in &names {
-            let a = find(rows, "quick", s, &first.0);
-            let b = find(rows, "quick", s, &last.0);
-            let mut cells = vec![format!("**{s}**")];
-            if two {
-                cells.push(mark(a, fmt_rate(a.and_then(|r| r.throughput_per_sec))));
-            }
-            cells.push(mark(
-                b,
-                b.map_or_else(String::new, |r| {
-                    with_ci(
-                        r.throughput_per_sec,
-                        r.throughput_per_sec_ci_low,
-                        r.throughput_per_sec_ci_high,
-                        fmt_rate,
-                    )
-                }),
-            ));
-            cells.push(mark(b, fmt_us(b.and_then(|r| r.p99_us))));
-            cells.push(mark(
-                b,
-                format!(
-                    "{} / {} / {}",
-                    fmt_bytes(b.and_then(|r| r.mem_per_conn_bytes)),
-                    fmt_bytes(b.and_then(|r| r.kernel_stack_per_conn_bytes)),
-                    fmt_bytes(b.and_then(|r| r.socket_mem_per_conn_bytes)),
-                ),
-            ));
-            body.push(cells);
-        }
-        let _ = writeln!(
-            out,
-            "**Closed-loop echoes/s** (each connection waits for its echo before sending the next; where marked †, the load generator's limit, not the server's):\n"
-        );
-        let head: Vec<&str> = head.iter().map(String::as_str).collect();
-        table(out, &head, &body);
-    }
     let over = if level.is_finite() {
         format!(
             "Numbers are medians over {repeats} rotated repeats with an order-statistic \
@@ -312,9 +347,6 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
          server's CPU or the hypervisor stole more than {STEAL_PCT:.0}% of it; § a point where \
          the CPU quota throttled the server (its latency includes the throttling).\n"
     );
-    if !input.skipped.is_empty() {
-        let _ = writeln!(out, "Not in this run: {}.\n", input.skipped.join("; "));
-    }
 }
 
 #[cfg(test)]

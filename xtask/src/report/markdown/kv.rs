@@ -65,9 +65,24 @@ fn headline(out: &mut String, rows: &[Row], driver: &str, conns: usize) {
     table(out, &head, &body);
 }
 
+/// The kv section: its parts, in order, over the rows of the servers that ran. A new table
+/// of the section is one more function in the list.
 pub(crate) fn section(out: &mut String, rows: &[Row]) {
     let rows = rows_of_servers_that_ran(rows);
-    let rows = rows.as_slice();
+    let parts: [fn(&mut String, &[Row]); 5] = [
+        intro,
+        beside_the_anchors,
+        redis_benchmark_latency,
+        every_point,
+        peak_memory,
+    ];
+    for part in parts {
+        part(out, &rows);
+    }
+}
+
+/// What the suite runs and how, and each client's headline table.
+fn intro(out: &mut String, rows: &[Row]) {
     let _ = writeln!(
         out,
         "RESP `GET` and `SET` of {}-byte values over {} keys (`key:` and 12 digits, as \
@@ -85,6 +100,10 @@ pub(crate) fn section(out: &mut String, rows: &[Row]) {
     for driver in ["redis-benchmark", "loadgen"] {
         headline(out, rows, driver, 50);
     }
+}
+
+/// The issue's anchor and the article's table, for scale.
+fn beside_the_anchors(out: &mut String, _rows: &[Row]) {
     let _ = writeln!(
         out,
         "**Beside the issue's anchor** (redis-server 7.0.15, persistence off, on CPU 1, \
@@ -134,6 +153,10 @@ pub(crate) fn section(out: &mut String, rows: &[Row]) {
         ]
         .map(|r| r.map(str::to_string).to_vec()),
     );
+}
+
+/// redis-benchmark's own latency percentiles at 50 connections, pipeline 1.
+fn redis_benchmark_latency(out: &mut String, rows: &[Row]) {
     let _ = writeln!(
         out,
         "Ours, redis-benchmark at 50 connections, pipeline 1, latency in ms as it reports it \
@@ -177,6 +200,10 @@ pub(crate) fn section(out: &mut String, rows: &[Row]) {
             crate::run::redis::INSTALL
         );
     }
+}
+
+/// Every point's requests/s and CPU per request, by client, operation and depth.
+fn every_point(out: &mut String, rows: &[Row]) {
     let _ = writeln!(
         out,
         "Every point, requests/s · server CPU per request, by client, operation and depth:\n"
@@ -199,6 +226,10 @@ pub(crate) fn section(out: &mut String, rows: &[Row]) {
             );
         }
     }
+}
+
+/// The whole server's peak memory at loadgen's GET points.
+fn peak_memory(out: &mut String, rows: &[Row]) {
     let _ = writeln!(
         out,
         "Memory: the whole server's peak (PSS), the {} stored keys included, at loadgen's GET \

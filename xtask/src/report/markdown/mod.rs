@@ -50,9 +50,58 @@ pub(crate) fn about<'a>(input: &'a Input<'_>, server: &str) -> &'a str {
         .map_or("", |v| v.about.as_str())
 }
 
-/// Renders `report.md`.
+/// A part of `report.md`: it appends its text to the report.
+type Part = fn(&mut String, &Input<'_>);
+
+/// The parts of `report.md`, in order. A new part of the report is one more function here.
+const PARTS: &[Part] = &[
+    header,
+    glance::at_a_glance,
+    suite_sections,
+    |out, input| failures(out, input.rows),
+    method,
+];
+
+/// A suite's section, from the suite's rows (and the report's input, for what else it says).
+type Section = fn(&mut String, &[Row], &Input<'_>);
+
+/// What a suite's section says, in order, before its plots and its every point. The match
+/// names every suite, so a suite without a section does not compile; a new table of a suite
+/// is one more function in its list.
+fn sections(suite: Suite) -> &'static [Section] {
+    match suite {
+        Suite::Quick => &[|out, rows, _| quick::section(out, rows)],
+        Suite::EmperEcho => &[
+            |out, rows, input| emper::tables(out, rows, input.workers),
+            |out, rows, input| emper::beside_the_paper(out, rows, input.workers),
+        ],
+        Suite::ChatCpu => &[
+            |out, rows, _| chat::cpu_tables(out, rows),
+            |out, rows, _| chat::cpu_beside_the_paper(out, rows),
+        ],
+        Suite::ChatRoom => &[|out, rows, _| chat::room_section(out, rows)],
+        Suite::Memory => &[|out, rows, _| memory::section(out, rows)],
+        // Written by the `search` module; it has no loadgen rows.
+        Suite::Search => &[],
+        Suite::Kv => &[|out, rows, _| kv::section(out, rows)],
+        Suite::Http => &[|out, rows, _| http::section(out, rows)],
+        Suite::Scaling => &[|out, rows, input| {
+            scaling::section(out, rows, &input.server_cpus, input.meta.cores);
+        }],
+    }
+}
+
+/// Renders `report.md`: its [`PARTS`], one after the other.
 pub(crate) fn render(input: &Input<'_>) -> String {
     let mut out = String::new();
+    for part in PARTS {
+        part(&mut out, input);
+    }
+    out
+}
+
+/// The title, the machine and the run's settings.
+fn header(out: &mut String, input: &Input<'_>) {
     let m = input.meta;
     let names: Vec<&str> = input.suites.iter().map(|s| s.name()).collect();
     let _ = writeln!(out, "# ringside bench: {}\n", names.join(", "));
@@ -105,9 +154,11 @@ pub(crate) fn render(input: &Input<'_>) -> String {
             m.settings["cpu_quota_period_us"].as_u64().unwrap_or(0)
         )),
     );
+}
 
-    glance::at_a_glance(&mut out, input);
-
+/// Each suite's section of the run: its title, its [`sections`], its plots, and every point
+/// folded away.
+fn suite_sections(out: &mut String, input: &Input<'_>) {
     for &suite in input.suites {
         let rows: Vec<Row> = input
             .rows
@@ -119,19 +170,8 @@ pub(crate) fn render(input: &Input<'_>) -> String {
             continue;
         }
         let _ = writeln!(out, "## {}: {}\n", suite.name(), suite.title());
-        match suite {
-            Suite::Quick => quick::section(&mut out, &rows),
-            Suite::EmperEcho => emper::section(&mut out, &rows, input.workers),
-            Suite::ChatCpu => chat::cpu_section(&mut out, &rows),
-            Suite::ChatRoom => chat::room_section(&mut out, &rows),
-            Suite::Memory => memory::section(&mut out, &rows),
-            // Written by the `search` module; it has no loadgen rows.
-            Suite::Search => {}
-            Suite::Kv => kv::section(&mut out, &rows),
-            Suite::Http => http::section(&mut out, &rows),
-            Suite::Scaling => {
-                scaling::section(&mut out, &rows, &input.server_cpus, input.meta.cores);
-            }
+        for section in sections(suite) {
+            section(out, &rows, input);
         }
         for p in input.plots.iter().filter(|p| p.suite == suite.name()) {
             let _ = writeln!(out, "![{}]({})\n", p.caption, p.file);
@@ -141,13 +181,9 @@ pub(crate) fn render(input: &Input<'_>) -> String {
             "<details><summary>Every point of {} (all measurements)</summary>\n",
             suite.name()
         );
-        details(&mut out, &rows);
+        details(out, &rows);
         let _ = writeln!(out, "</details>\n");
     }
-
-    failures(&mut out, input.rows);
-    method(&mut out, input);
-    out
 }
 
 /// A pivot table: a row per server, a column per point of a series.

@@ -1,0 +1,290 @@
+//! Each suite's figures, as values: the list [`of_suite`] gives for a suite, in the order the
+//! report shows them. A new figure of a suite is one more [`Figure`] in its list; a new suite
+//! is one more arm of the match, which names every suite.
+//!
+//! It may call what `figures` may.
+
+use super::{Data, Figure, cpu_ci, scaling, tp_ci};
+use crate::plan::suites::{self, Suite};
+use crate::record::row::Row;
+use crate::report::plots::{Bound, Scale};
+
+/// A measure of the rows of `series` against their x, with no error bars.
+pub(crate) fn measure(series: &str, y: fn(&Row) -> Option<f64>) -> Data {
+    Data::Lines {
+        series: series.into(),
+        x: |r| r.x,
+        y,
+        ci: |_| None,
+    }
+}
+
+/// Throughput against the series' x, with its intervals.
+fn throughput(series: &str) -> Data {
+    Data::Lines {
+        series: series.into(),
+        x: |r| r.x,
+        y: |r| r.throughput_per_sec,
+        ci: tp_ci,
+    }
+}
+
+/// Server CPU per request against the series' x, with its intervals.
+fn cpu_per_request(series: &str) -> Data {
+    Data::Lines {
+        series: series.into(),
+        x: |r| r.x,
+        y: |r| r.cpu_us_per_req,
+        ci: cpu_ci,
+    }
+}
+
+fn spectra_at(series: &str) -> Data {
+    Data::Spectra {
+        series: series.into(),
+    }
+}
+
+fn cpu_time_at(series: &str) -> Data {
+    Data::CpuOverTime {
+        series: series.into(),
+    }
+}
+
+const CONNS: (&str, Scale) = ("connections", Scale::Log);
+const PERCENTILE: (&str, Scale) = ("percentile", Scale::Nines);
+const SECONDS: (&str, Scale) = (
+    "seconds from the start of the measured window (negative: warmup)",
+    Scale::Linear,
+);
+const CPU_PCT: (&str, Scale) = ("CPU (% of one core)", Scale::Linear);
+const ECHOES: (&str, Scale) = ("echoes per second", Scale::Linear);
+const CPU_PER_ECHO: (&str, Scale) = ("µs of CPU per echo (user + system)", Scale::Linear);
+const CPU_PER_REQUEST: (&str, Scale) = ("µs of CPU per request (user + system)", Scale::Linear);
+
+/// The quick suite's figures.
+fn quick() -> Vec<Figure> {
+    vec![
+        Figure::new(
+            "throughput",
+            "Echo throughput, closed loop, 16 B",
+            CONNS,
+            ECHOES,
+            throughput("closed"),
+        ),
+        Figure::new(
+            "cpu-per-echo",
+            "Server CPU per echo, closed loop",
+            CONNS,
+            CPU_PER_ECHO,
+            cpu_per_request("closed"),
+        ),
+        Figure::new(
+            "cpu-per-echo-open",
+            "Server CPU per echo at equal load, open loop (bars: interval of the median)",
+            ("echoes per second offered", Scale::Log),
+            CPU_PER_ECHO,
+            Data::Lines {
+                series: "open".into(),
+                x: |r| r.rate.unwrap_or(r.x),
+                y: |r| r.cpu_us_per_req,
+                ci: cpu_ci,
+            },
+        ),
+        Figure::new(
+            "cv",
+            "Stability: coefficient of variation of server CPU (500 ms samples)",
+            CONNS,
+            ("CV of CPU (σ/μ)", Scale::Linear),
+            measure("closed", |r| r.cpu_cv),
+        ),
+        Figure::new(
+            "latency-closed",
+            "Latency spectrum, closed loop, {point}",
+            PERCENTILE,
+            ("latency (µs)", Scale::Log),
+            spectra_at("closed"),
+        ),
+        Figure::new(
+            "latency-open",
+            "Latency spectrum at equal load, open loop, {point}",
+            PERCENTILE,
+            ("latency from intended send (µs)", Scale::Log),
+            spectra_at("open"),
+        ),
+        Figure::new(
+            "cpu-time",
+            "Server CPU over time, open loop, {point}",
+            SECONDS,
+            CPU_PCT,
+            cpu_time_at("open"),
+        ),
+    ]
+}
+
+/// The emper-echo suite's figures (the io_uring paper's Figures 5 to 8); `workers` for the
+/// Little's-law bound.
+fn emper_echo(workers: usize) -> Vec<Figure> {
+    let us = suites::EMPER_COMPUTE_US;
+    let bound = suites::littles_law_bound(workers, us);
+    let work = format!("work-{us}us");
+    vec![
+        Figure::new(
+            "throughput",
+            "Echo throughput (io_uring paper, Fig. 5)",
+            CONNS,
+            ECHOES,
+            throughput("no-work"),
+        ),
+        Figure::new(
+            "throughput-work",
+            format!("Echo throughput with {us} µs of work per echo (Figs. 6, 7)"),
+            CONNS,
+            ECHOES,
+            measure(&work, |r| r.throughput_per_sec),
+        )
+        .bound(Bound {
+            y: bound,
+            label: format!("Little's law bound: {workers} worker(s) / {us} µs = {bound:.0}/s"),
+        }),
+        Figure::new(
+            "latency",
+            "Latency spectrum at {point} (Fig. 8)",
+            PERCENTILE,
+            ("latency (µs)", Scale::Log),
+            spectra_at("no-work"),
+        ),
+    ]
+}
+
+/// The chat-cpu suite's figures (the C-versus-Go paper's Figure 3).
+fn chat_cpu() -> Vec<Figure> {
+    vec![
+        Figure::new(
+            "cpu-mean",
+            "Chat ingest at 1 Mbit/s per connection: server CPU (C-vs-Go paper, Fig. 3a)",
+            CONNS,
+            ("mean CPU (% of one core)", Scale::Linear),
+            measure("ingest", |r| r.cpu_mean_pct),
+        ),
+        Figure::new(
+            "cv",
+            "Chat ingest: coefficient of variation of CPU (Fig. 3b)",
+            CONNS,
+            ("CV of CPU (σ/μ, 500 ms samples)", Scale::Linear),
+            measure("ingest", |r| r.cpu_cv),
+        ),
+        Figure::new(
+            "cpu-time",
+            "Server CPU over time, {point}",
+            SECONDS,
+            CPU_PCT,
+            cpu_time_at("ingest"),
+        ),
+    ]
+}
+
+/// The chat-room suite's figures: fan-out against the room size.
+fn chat_room() -> Vec<Figure> {
+    let room = ("room size", Scale::Log);
+    vec![
+        Figure::new(
+            "delivery-p99",
+            "Chat fan-out: delivery latency p99 (SAY to each member's MSG)",
+            room,
+            ("p99 delivery latency (µs)", Scale::Log),
+            measure("rooms", |r| r.delivery_p99_us),
+        ),
+        Figure::new(
+            "cpu-per-delivery",
+            "Chat fan-out: server CPU per message sent",
+            room,
+            ("µs of CPU per SAY", Scale::Log),
+            measure("rooms", |r| r.cpu_us_per_req),
+        ),
+    ]
+}
+
+/// The kv suite's figures: a pair a pipeline depth and operation, for the two measures the
+/// issue asks for: requests/s (both clients) and server CPU per request (loadgen's window
+/// is the steadier one).
+fn kv() -> Vec<Figure> {
+    let mut out = Vec::new();
+    for (op, p) in [("get", 1), ("set", 1), ("get", 16), ("set", 16)] {
+        let series = format!("loadgen-{op}-p{p}");
+        let name = op.to_uppercase();
+        out.push(Figure::new(
+            format!("{op}-p{p}-throughput"),
+            format!("kv {name}, pipeline {p}: requests/s (loadgen)"),
+            CONNS,
+            ("requests per second", Scale::Linear),
+            throughput(&series),
+        ));
+        out.push(Figure::new(
+            format!("{op}-p{p}-cpu"),
+            format!("kv {name}, pipeline {p}: server CPU per request (loadgen)"),
+            CONNS,
+            CPU_PER_REQUEST,
+            cpu_per_request(&series),
+        ));
+    }
+    out
+}
+
+/// The http suite's figures: requests/s of both tests by both clients; loadgen's CPU per
+/// request too.
+fn http() -> Vec<Figure> {
+    let wrk = ["wrk-plaintext-p16", "wrk-json-p1"];
+    let lg = ["loadgen-plaintext-p16", "loadgen-json-p1"];
+    let mut out = Vec::new();
+    for s in wrk.into_iter().chain(lg) {
+        let y = "requests per second";
+        out.push(Figure::new(
+            format!("{s}-throughput"),
+            format!("http {s}: {y}"),
+            CONNS,
+            (y, Scale::Linear),
+            throughput(s),
+        ));
+        if lg.contains(&s) {
+            let (y, y_scale) = CPU_PER_REQUEST;
+            out.push(Figure::new(
+                format!("{s}-cpu"),
+                format!("http {s}: {y}"),
+                CONNS,
+                (y, y_scale),
+                cpu_per_request(s),
+            ));
+        }
+    }
+    out
+}
+
+/// The memory suite's figure.
+fn memory() -> Vec<Figure> {
+    vec![Figure::new(
+        "per-conn",
+        "Memory per idle connection (PSS)",
+        CONNS,
+        ("KiB per connection", Scale::Linear),
+        measure("idle", |r| r.mem_per_conn_bytes.map(|b| b / 1024.0)),
+    )]
+}
+
+/// The figures of `suite`, in the order the report shows them. The match names every
+/// suite, so that a new suite without figures is a compile error here rather than a silent
+/// gap.
+pub(crate) fn of_suite(suite: Suite, rows: &[Row], workers: usize) -> Vec<Figure> {
+    match suite {
+        Suite::Quick => quick(),
+        Suite::EmperEcho => emper_echo(workers),
+        Suite::ChatCpu => chat_cpu(),
+        Suite::ChatRoom => chat_room(),
+        Suite::Kv => kv(),
+        Suite::Http => http(),
+        Suite::Memory => memory(),
+        Suite::Scaling => scaling::figures(rows),
+        // Drawn by the `search` module from its own runs.
+        Suite::Search => Vec::new(),
+    }
+}
