@@ -1,5 +1,5 @@
-//! The sweep of `cargo xtask bench`: the points of the run in their order (repeats rotated
-//! over the servers, A B C A B C), each run by the run layer and recorded as it ends (the
+//! The sweep of `cargo xtask bench`: the points of the run in their order (repeats in rounds,
+//! every server once a round, in the order of a Williams design: `plan::order`), each run by the run layer and recorded as it ends (the
 //! summary rewritten after each point), then the plots and `report.md`.
 //!
 //! It may call every layer.
@@ -13,9 +13,10 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::BenchArgs;
+use crate::plan::order::{self, PointOrder};
 use crate::plan::placement::Placement;
 use crate::plan::servers::{Inventory, Variant};
-use crate::plan::suites::{Point, Suite, Workload};
+use crate::plan::suites::{Point, Suite};
 use crate::record::meta::{self, Meta};
 use crate::record::row::Row;
 use crate::record::run_dir;
@@ -77,30 +78,25 @@ pub(super) struct Run {
     pub(super) server: usize,
 }
 
-/// The order of the runs: point after point, and at each point the servers in turn, round
-/// after round (A B C A B C ...), so that a slow drift of the machine (heat, a neighbour's
-/// build) spreads over all the servers instead of landing on the one whose repeats ran then.
-/// A server sits out the points whose workload it does not serve (`serves`: srv-floor the
-/// chat and --compute-us points, a peer the points of other protocols).
-pub(super) fn schedule(
-    points: &[Point],
-    servers: &[Variant],
-    serves: impl Fn(&Variant, Workload) -> bool,
-    repeats: impl Fn(Suite) -> usize,
-) -> Vec<Run> {
+/// The order of the runs: point after point, and at each point round after round, every
+/// server once a round, so that a slow drift of the machine (heat, a neighbour's build)
+/// spreads over all the servers instead of landing on the one whose repeats ran then; within
+/// a round, in the order `orders` gives (`plan::order`, aligned with the points), so that no
+/// position of the round falls to one server. A server sits out the points whose workload it
+/// does not serve: `orders` does not name it there (srv-floor at the chat and --compute-us
+/// points, a peer at the points of other protocols).
+pub(super) fn schedule(orders: &[PointOrder], servers: &[Variant]) -> Vec<Run> {
     let mut runs = Vec::new();
-    for (point, p) in points.iter().enumerate() {
-        for round in 0..repeats(p.suite) {
-            for (server, _) in servers
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| serves(v, p.workload))
-            {
-                runs.push(Run {
-                    point,
-                    round,
-                    server,
-                });
+    for (point, o) in orders.iter().enumerate() {
+        for (round, names) in o.rounds.iter().enumerate() {
+            for name in names {
+                if let Some(server) = servers.iter().position(|v| &v.name == name) {
+                    runs.push(Run {
+                        point,
+                        round,
+                        server,
+                    });
+                }
             }
         }
     }
@@ -119,12 +115,14 @@ pub(super) fn run(
     let profile = args.cargo_profile.as_str();
     let mut meta = Meta::collect(root, inv.go_version.clone());
     let out = run_dir::path(args.out.as_deref(), root, &meta.run_id);
+    let mut recorded = None;
     let argv = if args.resuming {
         // The run keeps its identity, its start and its options; this is only more of it.
         let before = run_dir::read_meta(&out)?;
         meta.run_id = before.run_id;
         meta.started = before.started;
         meta.command = before.command;
+        recorded = Some(before.orders);
         before.settings["argv"].clone()
     } else {
         run_dir::create(&out)?;
@@ -162,6 +160,17 @@ pub(super) fn run(
         "points": points(args),
         "argv": argv,
     });
+    let planned = order::plan(
+        &points(args),
+        variants,
+        |v, w| inv.serves(v, w),
+        |s| args.repeats(s),
+    );
+    // A resumed run's rounds keep the order they began with, as its meta.json recorded it.
+    meta.orders = match &recorded {
+        Some(r) => order::keep(r, planned, variants),
+        None => planned,
+    };
     run_dir::write_meta(&out, &meta)?;
     if !args.resuming {
         // Before the first point: a run killed at once still leaves a directory the report
@@ -175,19 +184,14 @@ pub(super) fn run(
     cpus::pin_current_thread(&place.client_cpus)?;
 
     let points = points(args);
-    let runs = schedule(
-        &points,
-        variants,
-        |v, w| inv.serves(v, w),
-        |s| args.repeats(s),
-    );
+    let runs = schedule(&meta.orders, variants);
     if runs.is_empty() {
         bail!("no server of --servers serves these suites (srv-floor serves plain echo only)");
     }
     let est_ms = |r: &Run| points[r.point].estimate_secs() * 1000.0;
     let total_ms: f64 = runs.iter().map(est_ms).sum();
     eprintln!(
-        "{} points × {} server(s), {} runs in rotation, about {:.0} min; results in {}",
+        "{} points × {} server(s), {} runs in counterbalanced rounds, about {:.0} min; results in {}",
         points.len(),
         variants.len(),
         runs.len(),

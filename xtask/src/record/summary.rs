@@ -3,7 +3,7 @@
 //! `summary.json`, written as each point ends. A row and its lookups are `row`.
 //!
 //! It may call the plan layer, the run layer's `outcome` and `histogram`, and the record
-//! layer's `row` and `stats`.
+//! layer's `row`, `rounds` and `stats`.
 
 use std::path::Path;
 
@@ -102,6 +102,7 @@ pub(crate) fn aggregate(
         },
         repeats: outcomes.len(),
         ok: ok.len(),
+        per_round: crate::record::rounds::per_round(outcomes),
         ..Row::default()
     };
     for (i, o) in outcomes.iter().enumerate() {
