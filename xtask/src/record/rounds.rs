@@ -8,9 +8,12 @@ use std::collections::BTreeMap;
 
 use crate::run::outcome::{Failure, Measured};
 
+/// How a metric is read off one repeat.
+type Reading = fn(&Measured) -> Option<f64>;
+
 /// The metrics the report compares round by round (those its verdicts are on), and how each
 /// is read off a repeat.
-pub(crate) const PAIRED_METRICS: [(&str, fn(&Measured) -> Option<f64>); 2] = [
+pub(crate) const PAIRED_METRICS: [(&str, Reading); 2] = [
     ("throughput_per_sec", |m| Some(m.throughput_per_sec)),
     ("cpu_us_per_req", |m| m.cost.cpu_us_per_req),
 ];
