@@ -1,6 +1,7 @@
 //! The sweep of `cargo xtask bench`: the points of the run in their order (repeats in rounds,
-//! every server once a round, in the order of a Williams design: `plan::order`), each run by the run layer and recorded as it ends (the
-//! summary rewritten after each point), then the plots and `report.md`.
+//! every server once a round, in the order of a Williams design: `plan::order`), each run
+//! by the run layer and recorded as it ends (the summary rewritten after each point), then
+//! the plots and `report.md`.
 //!
 //! It may call every layer.
 
