@@ -116,6 +116,22 @@ fn a_killed_run_renders_and_resumes() {
     assert!(status.success(), "report of the killed run: {status}");
     assert!(out.join("report.md").is_file());
 
+    // The order of every round is recorded before the first run, and --resume keeps it.
+    let orders = |dir: &Path| -> serde_json::Value {
+        let text = std::fs::read_to_string(dir.join("meta.json")).unwrap();
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()["orders"].clone()
+    };
+    let order_before = orders(&out);
+    assert_eq!(
+        order_before.as_array().map(Vec::len),
+        Some(3),
+        "{order_before}"
+    );
+    assert_eq!(
+        order_before[0]["rounds"],
+        serde_json::json!([["threads"], ["threads"]])
+    );
+
     // The rest runs; what ended before stays as it was.
     let mut resume = Command::new(env!("CARGO_BIN_EXE_xtask"));
     resume.args(["bench", "--no-build", "--resume"]).arg(&out);
@@ -132,6 +148,7 @@ fn a_killed_run_renders_and_resumes() {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert!(status.success(), "--resume: {status}");
+    assert_eq!(orders(&out), order_before);
     let after = outcomes(&out);
     assert_eq!(after.len(), 6, "3 points × 2 rounds: {after:?}");
     for (path, text) in &before {

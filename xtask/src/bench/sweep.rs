@@ -1,7 +1,7 @@
 //! The sweep of `cargo xtask bench`, from the [`Plan`]: the record started, the points of
-//! the run in their order (repeats rotated over the servers, A B C A B C), each run by the
-//! run layer and recorded as it ends (the summary rewritten after each point), the record
-//! finished, then the plots and `report.md`.
+//! the run in their order (repeats in rounds, every server once a round, in the order of a
+//! Williams design: `plan::order`), each run by the run layer and recorded as it ends (the
+//! summary rewritten after each point), the record finished, then the plots and `report.md`.
 //!
 //! It may call every layer.
 
@@ -14,8 +14,9 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::plan::Plan;
+use crate::plan::order::{self, PointOrder};
 use crate::plan::servers::{Inventory, Variant};
-use crate::plan::suites::{Point, Suite, Workload};
+use crate::plan::suites::Suite;
 use crate::record::meta::{self, Meta};
 use crate::record::row::Row;
 use crate::record::run_dir;
@@ -40,30 +41,25 @@ pub(super) struct Run {
     pub(super) server: usize,
 }
 
-/// The order of the runs: point after point, and at each point the servers in turn, round
-/// after round (A B C A B C ...), so that a slow drift of the machine (heat, a neighbour's
-/// build) spreads over all the servers instead of landing on the one whose repeats ran then.
-/// A server sits out the points whose workload it does not serve (`serves`: srv-floor the
-/// chat and --compute-us points, a peer the points of other protocols).
-pub(super) fn schedule(
-    points: &[Point],
-    servers: &[Variant],
-    serves: impl Fn(&Variant, Workload) -> bool,
-    repeats: impl Fn(Suite) -> usize,
-) -> Vec<Run> {
+/// The order of the runs: point after point, and at each point round after round, every
+/// server once a round, so that a slow drift of the machine (heat, a neighbour's build)
+/// spreads over all the servers instead of landing on the one whose repeats ran then; within
+/// a round, in the order `orders` gives (`plan::order`, aligned with the points), so that no
+/// position of the round falls to one server. A server sits out the points whose workload it
+/// does not serve: `orders` does not name it there (srv-floor at the chat and --compute-us
+/// points, a peer at the points of other protocols).
+pub(super) fn schedule(orders: &[PointOrder], servers: &[Variant]) -> Vec<Run> {
     let mut runs = Vec::new();
-    for (point, p) in points.iter().enumerate() {
-        for round in 0..repeats(p.suite) {
-            for (server, _) in servers
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| serves(v, p.workload))
-            {
-                runs.push(Run {
-                    point,
-                    round,
-                    server,
-                });
+    for (point, o) in orders.iter().enumerate() {
+        for (round, names) in o.rounds.iter().enumerate() {
+            for name in names {
+                if let Some(server) = servers.iter().position(|v| &v.name == name) {
+                    runs.push(Run {
+                        point,
+                        round,
+                        server,
+                    });
+                }
             }
         }
     }
@@ -78,12 +74,7 @@ pub(super) fn run(plan: &Plan, root: &Path, inv: &Inventory, quota: Option<Quota
     // The harness samples /proc and waits; it does that beside loadgen, never on the
     // server's CPUs.
     cpus::pin_current_thread(&plan.place.client_cpus)?;
-    let runs = schedule(
-        &plan.points,
-        &plan.servers,
-        |v, w| inv.serves(v, w),
-        |s| plan.repeats(s),
-    );
+    let runs = schedule(&meta.orders, &plan.servers);
     if runs.is_empty() {
         bail!("no server of --servers serves these suites (srv-floor serves plain echo only)");
     }
@@ -110,12 +101,14 @@ fn start_record(
 ) -> Result<(PathBuf, Meta)> {
     let mut meta = Meta::collect(root, inv.go_version.clone());
     let out = run_dir::path(plan.out.as_deref(), root, &meta.run_id);
+    let mut recorded = None;
     let argv = if plan.resuming {
         // The run keeps its identity, its start and its options; this is only more of it.
         let before = run_dir::read_meta(&out)?;
         meta.run_id = before.run_id;
         meta.started = before.started;
         meta.command = before.command;
+        recorded = Some(before.orders);
         before.settings["argv"].clone()
     } else {
         run_dir::create(&out)?;
@@ -123,6 +116,17 @@ fn start_record(
     };
     let out = out.canonicalize().unwrap_or(out);
     meta.settings = settings(plan, quota, argv);
+    let planned = order::plan(
+        &plan.points,
+        &plan.servers,
+        |v, w| inv.serves(v, w),
+        |s| plan.repeats(s),
+    );
+    // A resumed run's rounds keep the order they began with, as its meta.json recorded it.
+    meta.orders = match &recorded {
+        Some(r) => order::keep(r, planned, &plan.servers),
+        None => planned,
+    };
     run_dir::write_meta(&out, &meta)?;
     if !plan.resuming {
         summary::write_summary(&out, &[])?;
@@ -191,7 +195,7 @@ impl<'a> Sweep<'a> {
             .collect();
         let total_ms: f64 = runs.iter().map(|r| est_ms[r.point]).sum();
         eprintln!(
-            "{} points × {} server(s), {} runs in rotation, about {:.0} min; results in {}",
+            "{} points × {} server(s), {} runs in counterbalanced rounds, about {:.0} min; results in {}",
             plan.points.len(),
             plan.servers.len(),
             runs.len(),

@@ -207,7 +207,7 @@ fn bad_options_are_refused_with_the_valid_values() {
 }
 
 #[test]
-fn repeats_rotate_over_the_servers() {
+fn every_round_runs_every_server_in_the_order_of_the_design() {
     let a = parse(&["--conns", "1,10", "--repeat", "2"]).unwrap();
     let pts = points(&a);
     let v = |n: &str| Variant {
@@ -216,27 +216,26 @@ fn repeats_rotate_over_the_servers() {
         flags: vec![],
         about: String::new(),
     };
-    let runs = schedule(
-        &pts,
-        &[v("a"), v("b"), v("c")],
-        |v, w| v.serves(w),
-        |s| a.repeats(s),
-    );
+    let servers = [v("a"), v("b"), v("c")];
+    let orders = crate::plan::order::plan(&pts, &servers, |v, w| v.serves(w), |s| a.repeats(s));
+    let runs = schedule(&orders, &servers);
     let order: Vec<(usize, usize, usize)> =
         runs.iter().map(|r| (r.point, r.round, r.server)).collect();
-    // A B C A B C at the first point, then the next point.
+    // A B C, then B C A (the design's second row) at the first point; the next point with
+    // the servers relabelled, B C A first.
     assert_eq!(
         order[..7],
         [
             (0, 0, 0),
             (0, 0, 1),
             (0, 0, 2),
-            (0, 1, 0),
             (0, 1, 1),
             (0, 1, 2),
-            (1, 0, 0)
+            (0, 1, 0),
+            (1, 0, 1)
         ]
     );
+    assert_eq!(orders[0].rounds[1], ["b", "c", "a"]);
     assert_eq!(runs.len(), pts.len() * 2 * 3);
     assert_eq!(pts.last().map(|p| p.id.as_str()), Some("open-c10-r50000"));
 }
@@ -251,7 +250,9 @@ fn an_echo_only_server_sits_out_the_chat_points() {
         flags: vec!["--api".into(), "epoll".into()],
         about: String::new(),
     };
-    let runs = schedule(&pts, &[floor], |v, w| v.serves(w), |s| a.repeats(s));
+    let floor = [floor];
+    let orders = crate::plan::order::plan(&pts, &floor, |v, w| v.serves(w), |s| a.repeats(s));
+    let runs = schedule(&orders, &floor);
     assert!(!runs.is_empty());
     assert!(
         runs.iter().all(|r| pts[r.point].suite != Suite::ChatCpu),

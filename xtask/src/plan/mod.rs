@@ -1,12 +1,14 @@
 //! The plan layer: what a benchmark runs, decided before anything runs. It owns the suites
 //! as data (`suites`, one file per suite: its points, its defaults, its `--list` text), the
 //! servers and their variants (`servers`), and where the server and the clients run
-//! (`placement`, from the machine's `topology`); and, for every task, where paths start (`project_root`) and what a request
+//! (`placement`, from the machine's `topology`), the order of the servers within each round
+//! of a point (`order`); and, for every task, where paths start (`project_root`) and what a request
 //! this machine cannot carry out is (`Usage`).
 //!
 //! It may call nothing else of xtask: the run, record and report layers read the plan, and
 //! the plan knows none of them.
 
+pub(crate) mod order;
 pub(crate) mod placement;
 pub(crate) mod servers;
 pub(crate) mod suites;

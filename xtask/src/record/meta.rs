@@ -1,7 +1,7 @@
 //! `meta.json`: what a run was made on and how, so that a number can be traced to a machine,
 //! a commit and a command line.
 //!
-//! It may call the run layer's `machine` (the machine's steal).
+//! It may call the plan layer's `order` and the run layer's `machine` (the machine's steal).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -9,6 +9,8 @@ use std::process::Command;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
+
+use crate::plan::order::PointOrder;
 
 /// The machine and software of a run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -42,6 +44,10 @@ pub(crate) struct Meta {
     /// /proc/stat): a few percent means the host was busy with other guests.
     #[serde(default)]
     pub(crate) steal_pct: Option<f64>,
+    /// The order the servers ran in within each round of each point (`plan::order`): what
+    /// `--resume` keeps. Empty in a run from before it was recorded (those ran A B C).
+    #[serde(default)]
+    pub(crate) orders: Vec<PointOrder>,
 }
 
 /// The percent of CPU time stolen since `start` (stolen and total ticks of
@@ -151,6 +157,7 @@ impl Meta {
             load_average_start: load_average(),
             load_average_end: None,
             steal_pct: None,
+            orders: Vec::new(),
         }
     }
 }

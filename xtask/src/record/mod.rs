@@ -1,12 +1,16 @@
 //! The record layer: what a run keeps on disk. It owns the run directory (`run_dir`),
 //! `meta.json` (`meta`), the summary of each point over its repeats (`summary`:
-//! `summary.csv` and `summary.json`, written as each point ends) and the statistics it
-//! takes (`stats`).
+//! `summary.csv` and `summary.json`, written as each point ends), each repeat's value by
+//! its round (`rounds`, for the paired view) and the statistics it takes (`stats`; `method`
+//! tests them on synthetic runs).
 //!
 //! It may call the plan and run layers (to read what was planned and measured), never the
 //! report layer.
 
 pub(crate) mod meta;
+#[cfg(test)]
+mod method;
+pub(crate) mod rounds;
 pub(crate) mod row;
 pub(crate) mod run_dir;
 pub(crate) mod stats;

@@ -122,6 +122,9 @@ pub(crate) struct Row {
     /// Each metric's value in each repeat (`throughput_per_sec`, `cpu_us_per_req`, `p99_us`,
     /// ...), for the significance tests between rows; in summary.json only.
     pub(crate) per_repeat: BTreeMap<String, Vec<f64>>,
+    /// Each of `record::rounds::PAIRED_METRICS` by round, `null` where the round gave no
+    /// value, for the paired view of two servers (`stats::paired`); in summary.json only.
+    pub(crate) per_round: BTreeMap<String, Vec<Option<f64>>>,
 }
 
 /// The columns of `summary.csv`, in order: every scalar field of [`Row`].
@@ -242,6 +245,11 @@ impl Row {
     /// The values of `metric` in each repeat.
     pub(crate) fn repeats_of(&self, metric: &str) -> &[f64] {
         self.per_repeat.get(metric).map_or(&[], Vec::as_slice)
+    }
+
+    /// The values of `metric` in each round (`None` where the round gave none).
+    pub(crate) fn rounds_of(&self, metric: &str) -> &[Option<f64>] {
+        self.per_round.get(metric).map_or(&[], Vec::as_slice)
     }
 }
 

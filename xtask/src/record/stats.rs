@@ -24,6 +24,16 @@
 //!   it. p < 0.05 shows the ratio; otherwise `~`, as benchstat does. With 3 repeats a side
 //!   the smallest p a rank test can give is 2/20 = 0.10, so nothing reaches 0.05: 4 repeats
 //!   (p ≥ 0.029) is the least that can, 5 (p ≥ 0.008) the least that can with a margin.
+//! - **Paired view**: every round measures every server at a point, so the ratio of two
+//!   servers within a round cancels what the round shared (a drift of the machine over the
+//!   run). [`paired`] gives the median of the per-round ratios and an exact two-sided sign
+//!   test on them (how many rounds put one server above the other, against Bin(n, ½)). The
+//!   sign test assumes nothing of the ratios' shape, and its price is power: with 5 rounds the
+//!   least p is 2/32 = 0.0625, so it reaches 0.05 only from 6 rounds (1/32 = 0.031).
+//!   Mann-Whitney is the better guide when the rounds are alike; the paired view when the
+//!   machine drifted from round to round (wide, overlapping intervals whose rounds still agree).
+//!   Both need the order within a round to be counterbalanced (`plan::order`): a position
+//!   effect in a fixed order is shared by no round and favours one server in every one.
 
 /// The median (the mean of the middle two for an even count), or `None` for no values.
 pub(crate) fn median(values: &[f64]) -> Option<f64> {
@@ -243,6 +253,52 @@ pub(crate) fn false_positive_rate(n1: usize, n2: usize) -> f64 {
     significant / total
 }
 
+/// The exact two-sided p-value of the sign test: `above` rounds where one server was higher,
+/// `below` where it was lower (ties left out): `2·P(Bin(n, ½) ≤ min(above, below))`, at most 1.
+pub(crate) fn sign_test(above: usize, below: usize) -> f64 {
+    let n = above + below;
+    (2.0 * binomial_half_cdf(n, above.min(below))).min(1.0)
+}
+
+/// Two servers compared round by round (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Paired {
+    /// The median over the rounds of `b / a`.
+    pub(crate) ratio: f64,
+    /// Rounds where both gave a value.
+    pub(crate) rounds: usize,
+    /// Rounds where `b` was above `a`, and below it.
+    pub(crate) above: usize,
+    pub(crate) below: usize,
+    /// The sign test's two-sided p.
+    pub(crate) p: f64,
+}
+
+/// `b` against `a` round by round: `a[k]` and `b[k]` are the two servers' values in round `k`
+/// (`None` where a repeat failed). `None` when no round has both, or `a`'s value is not
+/// positive in all of them.
+pub(crate) fn paired(a: &[Option<f64>], b: &[Option<f64>]) -> Option<Paired> {
+    let pairs: Vec<(f64, f64)> = a
+        .iter()
+        .zip(b)
+        .filter_map(|(x, y)| Some(((*x)?, (*y)?)))
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect();
+    if pairs.is_empty() || pairs.iter().any(|&(x, _)| x <= 0.0) {
+        return None;
+    }
+    let ratios: Vec<f64> = pairs.iter().map(|&(x, y)| y / x).collect();
+    let above = ratios.iter().filter(|&&r| r > 1.0).count();
+    let below = ratios.iter().filter(|&&r| r < 1.0).count();
+    Some(Paired {
+        ratio: median(&ratios)?,
+        rounds: ratios.len(),
+        above,
+        below,
+        p: sign_test(above, below),
+    })
+}
+
 /// The two-sided exact p-value of the statistic `u`, given the counts of [`u_counts`].
 fn exact_p(u: usize, counts: &[f64]) -> f64 {
     let total: f64 = counts.iter().sum();
@@ -373,6 +429,42 @@ mod tests {
         assert!(close(false_positive_rate(5, 5), 8.0 / 252.0));
         assert!(false_positive_rate(12, 12) <= ALPHA);
         assert!(false_positive_rate(12, 12) > 0.04);
+    }
+
+    #[test]
+    fn the_sign_test_gives_exact_binomial_p_values() {
+        // 5 of 5 rounds one way: 2 · (1/2)^5; 6 of 6: 2 · (1/2)^6.
+        assert!(close(sign_test(5, 0), 2.0 / 32.0));
+        assert!(close(sign_test(0, 6), 2.0 / 64.0));
+        // 9 of 10: 2 · (1 + 10) / 1024; 6 of 8: 2 · (1 + 8 + 28) / 256.
+        assert!(close(sign_test(9, 1), 22.0 / 1024.0));
+        assert!(close(sign_test(2, 6), 74.0 / 256.0));
+        // 3 of 5 and an even split are no evidence at all; no rounds neither.
+        assert_eq!(sign_test(3, 2), 1.0);
+        assert_eq!(sign_test(4, 4), 1.0);
+        assert_eq!(sign_test(0, 0), 1.0);
+        // Symmetric.
+        assert_eq!(sign_test(1, 7), sign_test(7, 1));
+        // Neither 5 rounds can reach 0.05, 6 can.
+        assert!(sign_test(5, 0) > ALPHA && sign_test(6, 0) < ALPHA);
+    }
+
+    #[test]
+    fn paired_ratios_take_the_rounds_both_ran() {
+        let a = [Some(10.0), Some(10.0), None, Some(20.0), Some(10.0)];
+        let b = [Some(11.0), Some(12.0), Some(99.0), Some(21.0), None];
+        let p = paired(&a, &b).unwrap();
+        // Rounds 1, 2 and 4: ratios 1.1, 1.2 and 1.05.
+        assert_eq!((p.rounds, p.above, p.below), (3, 3, 0));
+        assert!(close(p.ratio, 1.1));
+        assert!(close(p.p, 2.0 / 8.0));
+        // An equal round is a tie: it counts as a round but on neither side.
+        let p = paired(&[Some(1.0), Some(1.0)], &[Some(1.0), Some(0.5)]).unwrap();
+        assert_eq!((p.rounds, p.above, p.below), (2, 0, 1));
+        assert!(close(p.ratio, 0.75));
+        assert_eq!(paired(&[None], &[Some(1.0)]), None);
+        assert_eq!(paired(&[Some(0.0)], &[Some(1.0)]), None);
+        assert_eq!(paired(&[], &[]), None);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! `summary.json`, written as each point ends. A row and its lookups are `row`.
 //!
 //! It may call the plan layer, the run layer's `outcome` and `histogram`, and the record
-//! layer's `row` and `stats`.
+//! layer's `row`, `rounds` and `stats`.
 
 use std::path::Path;
 
@@ -77,6 +77,7 @@ pub(crate) fn aggregate(
     let mut row = identity(point, server);
     row.repeats = outcomes.len();
     row.ok = ok.len();
+    row.per_round = crate::record::rounds::per_round(outcomes);
     failures(&mut row, outcomes);
     if ok.is_empty() {
         return row;

@@ -123,6 +123,29 @@ pub(crate) fn delta(a: &Row, b: &Row, metric: &str, va: Option<f64>, vb: Option<
     }
 }
 
+/// B against A round by round, beside [`delta`]'s verdict: the median of the per-round ratios
+/// `b / a` (the rounds where both gave a value) and the sign test's p on them,
+/// `1.05× (p=0.062, 5 of 5 rounds above)`; `–` where the rows share no round (a run from
+/// before rounds were kept, or a server that failed every round).
+pub(crate) fn paired(a: &Row, b: &Row, metric: &str) -> String {
+    match stats::paired(a.rounds_of(metric), b.rounds_of(metric)) {
+        Some(p) => format!(
+            "{:.2}× (p={:.3}, {} of {} rounds above)",
+            p.ratio, p.p, p.above, p.rounds
+        ),
+        None => "–".into(),
+    }
+}
+
+/// The per-round cell of `r` against the best row of a column (`best` for the best itself).
+pub(crate) fn paired_against(best: Option<&Row>, r: &Row, metric: &str) -> String {
+    match best {
+        Some(b) if b.server == r.server => "best".into(),
+        Some(b) => paired(b, r, metric),
+        None => "–".into(),
+    }
+}
+
 /// A value with its interval, `12.3 µs [11.9–13.0]`, in the format `f` gives the value.
 pub(crate) fn with_ci(
     v: Option<f64>,

@@ -9,7 +9,9 @@ use std::fmt::Write as _;
 
 use super::{Input, about};
 use crate::record::row::{DISTURBED_PCT, Row, STEAL_PCT, find, points_of, servers};
-use crate::report::cells::{delta, fmt_bytes, fmt_pct, fmt_rate, fmt_us, mark, table, with_ci};
+use crate::report::cells::{
+    delta, fmt_bytes, fmt_pct, fmt_rate, fmt_us, mark, paired_against, table, with_ci,
+};
 
 /// The servers of the quick rows, in the order they ran.
 fn quick_servers(rows: &[Row]) -> Vec<String> {
@@ -112,6 +114,7 @@ fn cpu_at_equal_load(out: &mut String, input: &Input<'_>, names: &[String], open
         let rate = o.1.split(" @ ").nth(1).unwrap_or("equal load");
         head.push(format!("CPU per echo at {rate} [interval]"));
         head.push("against the cheapest".into());
+        head.push("per round against the cheapest".into());
         head.push("lowest repeat".into());
     }
     head.push(format!(
@@ -136,6 +139,7 @@ fn cpu_at_equal_load(out: &mut String, input: &Input<'_>, names: &[String], open
                 }),
             ));
             cells.push(r.map_or("–".into(), |r| against(*b, r, "cpu_us_per_req", cpu)));
+            cells.push(r.map_or("–".into(), |r| paired_against(*b, r, "cpu_us_per_req")));
             cells.push(fmt_us(r.and_then(|r| r.cpu_us_per_req_min)));
         }
         let r = find(rows, "quick", s, &open[0].0);
@@ -199,6 +203,7 @@ fn capacity_under_quota(
     for p in &picked {
         head.push(format!("echoes/s, {} [interval]", p.1));
         head.push("against the most".into());
+        head.push("per round against the most".into());
     }
     head.push("server CPU, last point".into());
     head.push("throttled, last point".into());
@@ -220,6 +225,9 @@ fn capacity_under_quota(
                 }),
             ));
             cells.push(r.map_or("–".into(), |r| against(*b, r, "throughput_per_sec", tp)));
+            cells.push(r.map_or("–".into(), |r| {
+                paired_against(*b, r, "throughput_per_sec")
+            }));
         }
         let last = picked.last().and_then(|p| find(rows, "quick", s, &p.0));
         cells.push(fmt_pct(last.and_then(|r| r.cpu_mean_pct)));
@@ -308,7 +316,7 @@ fn how_to_read(out: &mut String, rows: &[Row]) {
         .unwrap_or(0);
     let over = if level.is_finite() {
         format!(
-            "Numbers are medians over {repeats} rotated repeats with an order-statistic \
+            "Numbers are medians over {repeats} repeats with an order-statistic \
              interval in brackets, which covers the true median {:.0}% of the time (95% needs \
              6 repeats)",
             level * 100.0
@@ -329,6 +337,7 @@ fn how_to_read(out: &mut String, rows: &[Row]) {
         ),
         None => "a single run cannot be tested".into(),
     };
+    let paired = super::per_round_note(repeats);
     let _ = writeln!(
         out,
         "How to read it: on a small machine one load-generator core costs about as much per \
@@ -336,7 +345,8 @@ fn how_to_read(out: &mut String, rows: &[Row]) {
          generator (†); the server's CPU per echo at a fixed rate, and its throughput under a \
          CPU quota, are what this machine measures about the server itself, so they come \
          first. {over}; *against the cheapest* (or *the most*) shows the ratio only where a \
-         Mann-Whitney test on the repeats gives p < 0.05, else `~` ({power}). *lowest repeat* \
+         Mann-Whitney test on the repeats gives p < 0.05, else `~` ({power}). {paired} \
+         *lowest repeat* \
          is the \
          steadiest estimate of a cost on a shared host, where noise only adds CPU time. \
          **CPU per echo** is the server's CPU time (user + system, from /proc) over the echoes \
@@ -381,6 +391,10 @@ mod tests {
         r.ci_level = Some(i.level);
         (r.cpu_us_per_req_ci_low, r.cpu_us_per_req_ci_high) = (Some(i.low), Some(i.high));
         r.per_repeat.insert("cpu_us_per_req".into(), cpu.to_vec());
+        r.per_round.insert(
+            "cpu_us_per_req".into(),
+            cpu.iter().copied().map(Some).collect(),
+        );
         r.per_repeat
             .insert("throughput_per_sec".into(), vec![20_000.0; cpu.len()]);
         r
@@ -417,13 +431,23 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("| **a** |  | 10.1 µs [9.90 µs–10.3 µs] | best | 9.90 µs |"),
+            t.contains("| **a** |  | 10.1 µs [9.90 µs–10.3 µs] | best | best | 9.90 µs |"),
             "{t}"
         );
         // b costs half as much again, in every repeat: a verdict; c is within a's noise.
         let line = |s: &str| t.lines().find(|l| l.starts_with(s)).unwrap();
         assert!(line("| **b** |").contains("× (p=0.008 n=5+5) |"), "{t}");
         assert!(line("| **c** |").contains("| ~ (p="), "{t}");
+        // Round by round: b above a in all 5 rounds (the sign test's least p at 5), c in 3.
+        assert!(
+            line("| **b** |").contains("| 1.50× (p=0.062, 5 of 5 rounds above) |"),
+            "{t}"
+        );
+        assert!(
+            line("| **c** |").contains("| 1.02× (p=1.000, 3 of 5 rounds above) |"),
+            "{t}"
+        );
+        assert!(t.contains("Williams design"), "{t}");
         assert!(t.contains("covers the true median 94% of the time"), "{t}");
         assert!(!t.contains("Capacity under"), "{t}");
     }

@@ -355,12 +355,32 @@ pub(crate) fn method(out: &mut String, input: &Input<'_>) {
     );
     let _ = writeln!(
         out,
-        "- Repeats run in rotation (every server once, then every server again: A B C A B C), so that a drift of the machine spreads over all servers. A number is the median of the repeats; the interval in brackets (`_ci_low`, `_ci_high` in summary.csv) is the distribution-free order-statistic interval of the median, `[x(k), x(n+1−k)]` with the largest k whose coverage 1 − 2·P(Bin(n, ½) < k) stays at least 95%; with fewer than 6 repeats no such k exists, the interval is [min, max] and `ci_level` says its real coverage (3 repeats 75%, 4 87.5%, 5 93.8%). A bootstrap was not used: on 3 to 5 values it covers far less than it claims. Latency intervals come from each repeat's own percentile. *lowest* CPU per message is the least of the repeats: on a shared host noise only adds CPU time. A comparison shows a ratio only where a two-sided Mann-Whitney U test on the repeats gives p < 0.05 (exact without ties, else the normal approximation with tie correction), else `~`, as benchstat does; with 3 repeats a side the least possible p is 0.10 (no verdict can be reached), with 4 it is 0.029, with 5 (quick's default) 0.008, and a ratio is then shown where none is real in about 3% of cells."
+        "- Repeats run in rounds (every server once, then every server again), so that a drift of the machine spreads over all servers; within a round the servers run in the order of a Williams design (a Latin square whose rows put each server in each position, and after each other server, equally often; for an odd count of servers the square and its mirror), its rows in turn round after round, so that what the first run of a round pays lands on no one server. `meta.json` records the order of every round (`orders`), and `--resume` keeps it. A number is the median of the repeats; the interval in brackets (`_ci_low`, `_ci_high` in summary.csv) is the distribution-free order-statistic interval of the median, `[x(k), x(n+1−k)]` with the largest k whose coverage 1 − 2·P(Bin(n, ½) < k) stays at least 95%; with fewer than 6 repeats no such k exists, the interval is [min, max] and `ci_level` says its real coverage (3 repeats 75%, 4 87.5%, 5 93.8%). A bootstrap was not used: on 3 to 5 values it covers far less than it claims. Latency intervals come from each repeat's own percentile. *lowest* CPU per message is the least of the repeats: on a shared host noise only adds CPU time. A comparison shows a ratio only where a two-sided Mann-Whitney U test on the repeats gives p < 0.05 (exact without ties, else the normal approximation with tie correction), else `~`, as benchstat does; with 3 repeats a side the least possible p is 0.10 (no verdict can be reached), with 4 it is 0.029, with 5 (quick's default) 0.008, and a ratio is then shown where none is real in about 3% of cells. Beside it, *per round* gives the median of the per-round ratios of the two servers (rounds where both gave a value; `per_round` in summary.json) and the two-sided exact sign test on them (p = 2·P(Bin(n, ½) ≤ the rounds on the smaller side), ties left out)."
     );
     let _ = writeln!(
         out,
         "- Files: `summary.csv` and `summary.json` (a row per server and point), `meta.json` (machine, kernel, CPU vulnerability mitigations, steal over the run, compilers, command), `<suite>/<server>/<point>.hist` (V2 HdrHistogram) and `.hgrm` (percentile table), loadgen's JSON and interval log, and each server's stderr, beside each point.\n"
     );
+}
+
+/// What the *per round* columns say and when to trust them over the Mann-Whitney verdict,
+/// for "how to read it" with `repeats` rounds a point.
+pub(crate) fn per_round_note(repeats: usize) -> String {
+    let least = crate::record::stats::sign_test(repeats, 0);
+    format!(
+        "Within each round the servers run in a counterbalanced order (a Williams design: \
+         each server in each position, and after each other server, about equally often), so \
+         that what the first run of a round pays, or a drift within a round, lands on no one \
+         server. *per round* sets two servers side by side within each round, close together \
+         in time: the median of the per-round ratios, an exact sign test's p on \
+         how many rounds put the server above the best one, and that count. It cancels what \
+         a round shared (the machine drifting over the run), so it is the better guide where \
+         the intervals are wide and overlap yet the rounds agree; the Mann-Whitney verdict is \
+         the better guide where the rounds are alike, since it uses every value and the sign \
+         test only their signs: with {repeats} rounds the sign test's least p is {least:.3} \
+         (it needs 6 to go below 0.05). Where the two disagree, the difference is not steady \
+         from round to round: run more repeats."
+    )
 }
 
 /// A compact table of every row, for the terminal at the end of a run.
