@@ -26,6 +26,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// The exit statuses of `cargo xtask bench`, for its `--help`.
+const BENCH_EXIT: &str = "Exit status:\n  \
+    0    every planned point ran (a --resume that completes a run, too)\n  \
+    1    a point failed (everything measured is written; the last line says how many and \
+    where the report says why), or the run could not go on (a build, a client host)\n  \
+    2    refused before anything ran (the options, --resume of what is not a run)\n  \
+    130  interrupted (Ctrl-C); --resume DIR completes the run";
+
 /// The project's tasks.
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask")]
@@ -38,6 +46,7 @@ struct Cli {
 enum Task {
     /// Build every server and loadgen in release mode, run a benchmark suite, and write
     /// results/<run-id>/ (summary, histograms, plots, report.md).
+    #[command(after_help = BENCH_EXIT)]
     Bench(Box<bench::BenchArgs>),
     /// Show two result directories side by side, with ratios.
     Compare(report::compare::CompareArgs),
@@ -66,6 +75,11 @@ fn main() -> ExitCode {
         Err(e) if e.downcast_ref::<plan::Usage>().is_some() => {
             eprintln!("cargo xtask: {e:#}");
             ExitCode::from(2)
+        }
+        // Everything measured is written; some points have no figures. Said last.
+        Err(e) if e.downcast_ref::<bench::PointsFailed>().is_some() => {
+            eprintln!("cargo xtask: {e}");
+            ExitCode::FAILURE
         }
         Err(e) if run::children::interrupted() => {
             eprintln!("cargo xtask: interrupted: {e:#}");

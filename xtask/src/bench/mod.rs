@@ -285,6 +285,47 @@ impl BenchArgs {
     }
 }
 
+/// The end of a bench that wrote everything it measured but not every planned point ran:
+/// `main` exits 1 with this as the last line.
+#[derive(Debug)]
+pub(crate) struct PointsFailed {
+    pub(crate) failed: usize,
+    pub(crate) of: usize,
+    /// The report, and where in it each failure is said.
+    pub(crate) report: PathBuf,
+    pub(crate) section: &'static str,
+}
+
+impl std::fmt::Display for PointsFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} of {} points failed; why: {}, {}",
+            self.failed,
+            self.of,
+            self.report.display(),
+            self.section
+        )
+    }
+}
+
+impl std::error::Error for PointsFailed {}
+
+/// `Ok` when every point of `rows` (a server at one point) ran in all its rounds, else
+/// [`PointsFailed`].
+pub(super) fn all_ran(rows: &[crate::record::row::Row], out: &std::path::Path) -> Result<()> {
+    let failed = rows.iter().filter(|r| r.ok < r.repeats).count();
+    if failed == 0 {
+        return Ok(());
+    }
+    Err(anyhow::Error::new(PointsFailed {
+        failed,
+        of: rows.len(),
+        report: out.join("report.md"),
+        section: "section \"Failures and notes\"",
+    }))
+}
+
 /// Why the scaling suite stops at its last worker count on this machine.
 fn scaling_stop(server_cpus: &CpuList) -> String {
     let machine = std::thread::available_parallelism().map_or(1, |n| n.get());
