@@ -27,12 +27,13 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 /// The exit statuses of `cargo xtask bench`, for its `--help`.
-const BENCH_EXIT: &str = "Exit status:\n  \
-    0    every planned point ran (a --resume that completes a run, too)\n  \
-    1    a point failed (everything measured is written; the last line says how many and \
-    where the report says why), or the run could not go on (a build, a client host)\n  \
-    2    refused before anything ran (the options, --resume of what is not a run)\n  \
-    130  interrupted (Ctrl-C); --resume DIR completes the run";
+const BENCH_EXIT: &str = "Exit status:
+  0    every planned point ran (also a --resume that completes a run)
+  1    a point failed: everything measured is written, and the last line says how
+       many failed and where report.md says why; or the run could not go on (a
+       build failed, a client host could not be reached)
+  2    refused before anything ran (the options, or --resume of what is no run)
+  130  interrupted (Ctrl-C); --resume DIR completes the run";
 
 /// The project's tasks.
 #[derive(Debug, Parser)]
