@@ -26,15 +26,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// The exit statuses of `cargo xtask bench`, for its `--help`.
-const BENCH_EXIT: &str = "Exit status:
-  0    every planned point ran (also a --resume that completes a run)
-  1    a point failed: everything measured is written, and the last line says how
-       many failed and where report.md says why; or the run could not go on (a
-       build failed, a client host could not be reached)
-  2    refused before anything ran (the options, or --resume of what is no run)
-  130  interrupted (Ctrl-C); --resume DIR completes the run";
-
 /// The project's tasks.
 #[derive(Debug, Parser)]
 #[command(name = "cargo xtask", bin_name = "cargo xtask")]
@@ -47,7 +38,7 @@ struct Cli {
 enum Task {
     /// Build every server and loadgen in release mode, run a benchmark suite, and write
     /// results/<run-id>/ (summary, histograms, plots, report.md).
-    #[command(after_help = BENCH_EXIT)]
+    #[command(after_help = bench::exit::HELP)]
     Bench(Box<bench::BenchArgs>),
     /// Show two result directories side by side, with ratios.
     Compare(report::compare::CompareArgs),
@@ -78,7 +69,7 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
         // Everything measured is written; some points have no figures. Said last.
-        Err(e) if e.downcast_ref::<bench::PointsFailed>().is_some() => {
+        Err(e) if e.downcast_ref::<bench::exit::PointsFailed>().is_some() => {
             eprintln!("cargo xtask: {e}");
             ExitCode::FAILURE
         }

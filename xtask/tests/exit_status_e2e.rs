@@ -36,10 +36,14 @@ fn a_run_with_failed_points_exits_1_and_its_report_renders() {
     let out = util::fresh_out("xtask-exit-failed");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
     // `broken` is srv-threads with a worker count it refuses: it never starts.
-    cmd.args(["bench", "--servers", "threads,threads+name=broken+workers=0"])
-        .args(SHORT)
-        .arg("--out")
-        .arg(&out);
+    cmd.args([
+        "bench",
+        "--servers",
+        "threads,threads+name=broken+workers=0",
+    ])
+    .args(SHORT)
+    .arg("--out")
+    .arg(&out);
     let (status, stderr) = util::run_capturing("a bench with a broken server", &mut cmd);
     assert_eq!(status.code(), Some(1), "{stderr}");
     let last = last_line(&stderr);

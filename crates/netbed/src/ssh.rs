@@ -269,7 +269,7 @@ fn sshd_config(
     let subsystem = if sftp {
         "Subsystem sftp internal-sftp\n"
     } else {
-        "# No Subsystem sftp: scp cannot copy here.\n"
+        "# No sftp subsystem: scp cannot copy here.\n"
     };
     format!(
         "# Written by netbed for one client namespace of a test bed.\n\

@@ -220,10 +220,16 @@ fn without_sftp_scp_fails_and_an_ssh_session_still_works() {
         .arg("-F")
         .arg(testbed.ssh_config())
         .arg(&file)
-        .arg(format!("{host}:{}", scratch.path().join("copied").display()))
+        .arg(format!(
+            "{host}:{}",
+            scratch.path().join("copied").display()
+        ))
         .output()
         .unwrap();
-    assert!(!scp.status.success(), "scp copied without an sftp subsystem");
+    assert!(
+        !scp.status.success(),
+        "scp copied without an sftp subsystem"
+    );
     // The same bytes through the session itself.
     let copy = scratch.path().join("sent");
     let sent = testbed
@@ -240,7 +246,10 @@ fn without_sftp_scp_fails_and_an_ssh_session_still_works() {
         "{}",
         String::from_utf8_lossy(&sent.stderr)
     );
-    assert_eq!(fs::read_to_string(&copy).unwrap(), "a loadgen binary, say\n");
+    assert_eq!(
+        fs::read_to_string(&copy).unwrap(),
+        "a loadgen binary, say\n"
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //!
 //! It may call every layer: plan, run, record and report.
 
+pub(crate) mod exit;
 mod list;
 mod search;
 mod sweep;
@@ -142,8 +143,7 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "FILE", requires = "client_hosts")]
     pub(crate) ssh_config: Option<PathBuf>,
 
-    /// With --client-hosts: loadgen's path on the client hosts [default: this build's loadgen,
-    /// copied to /tmp there with scp].
+    /// With --client-hosts: loadgen's path on the hosts [default: this build's, copied over ssh].
     #[arg(long, value_name = "PATH", requires = "client_hosts")]
     pub(crate) client_loadgen: Option<String>,
 
@@ -283,47 +283,6 @@ impl BenchArgs {
         }
         out
     }
-}
-
-/// The end of a bench that wrote everything it measured but not every planned point ran:
-/// `main` exits 1 with this as the last line.
-#[derive(Debug)]
-pub(crate) struct PointsFailed {
-    pub(crate) failed: usize,
-    pub(crate) of: usize,
-    /// The report, and where in it each failure is said.
-    pub(crate) report: PathBuf,
-    pub(crate) section: &'static str,
-}
-
-impl std::fmt::Display for PointsFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} of {} points failed; why: {}, {}",
-            self.failed,
-            self.of,
-            self.report.display(),
-            self.section
-        )
-    }
-}
-
-impl std::error::Error for PointsFailed {}
-
-/// `Ok` when every point of `rows` (a server at one point) ran in all its rounds, else
-/// [`PointsFailed`].
-pub(super) fn all_ran(rows: &[crate::record::row::Row], out: &std::path::Path) -> Result<()> {
-    let failed = rows.iter().filter(|r| r.ok < r.repeats).count();
-    if failed == 0 {
-        return Ok(());
-    }
-    Err(anyhow::Error::new(PointsFailed {
-        failed,
-        of: rows.len(),
-        report: out.join("report.md"),
-        section: "section \"Failures and notes\"",
-    }))
 }
 
 /// Why the scaling suite stops at its last worker count on this machine.

@@ -82,7 +82,7 @@ pub(super) fn run(args: &BenchArgs, root: &Path, inv: &Inventory) -> Result<()> 
     if failed.is_empty() {
         return Ok(());
     }
-    Err(anyhow::Error::new(super::PointsFailed {
+    Err(anyhow::Error::new(super::exit::PointsFailed {
         failed: failed.len(),
         of: programs.len(),
         report: out.join("report.md"),

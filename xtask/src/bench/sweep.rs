@@ -391,7 +391,7 @@ pub(super) fn run(
     if meta.interrupted {
         bail!("stopped before the end; the report has what was measured");
     }
-    super::all_ran(&rows, &out)
+    super::exit::all_ran(&rows, &out)
 }
 
 /// The line printed above the progress bar when a point is done.
