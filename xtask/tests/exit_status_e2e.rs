@@ -2,8 +2,9 @@
 //! which one server fails its points writes everything, exits 1 and says last how many
 //! points failed and where the report says why, and `cargo xtask report` of it exits 0; a
 //! client host whose sshd is down fails the run with a message that names the host and says
-//! the connection was refused. (A run whose every point ran exits 0: `bench_e2e`; a
-//! `--resume` that completes a run, too: `resume_e2e`.)
+//! the connection was refused; an unknown server is refused with 2 before anything runs. (A
+//! run whose every point ran exits 0: `bench_e2e`; a `--resume` that completes a run, too:
+//! `resume_e2e`.)
 
 mod util;
 
@@ -116,4 +117,18 @@ fn a_client_host_whose_sshd_is_down_is_named_with_connection_refused() {
         "{last}"
     );
     assert!(last.contains("Connection refused"), "{last}");
+}
+
+#[test]
+fn an_unknown_server_is_refused_with_2_before_anything_runs() {
+    let out = util::fresh_out("xtask-exit-refused");
+    let refused = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["bench", "--no-build", "--servers", "threads,nosuch", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unknown server `nosuch`"), "{stderr}");
+    assert!(!out.exists(), "a refused run wrote {}", out.display());
 }

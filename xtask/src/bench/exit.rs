@@ -3,12 +3,13 @@
 //! why), 2 for a refusal before anything ran (`plan::Usage`), 130 when interrupted. `main`
 //! maps the error to the status; this file holds what a failed point's end says.
 //!
-//! It may call the record layer.
+//! It may call the plan and record layers.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use crate::plan::Usage;
 use crate::record::row::Row;
 
 /// The exit statuses, for `cargo xtask bench --help`.
@@ -17,7 +18,8 @@ pub(crate) const HELP: &str = "Exit status:
   1    a point failed: everything measured is written, and the last line says how
        many failed and where report.md says why; or the run could not go on (a
        build failed, a client host could not be reached)
-  2    refused before anything ran (the options, or --resume of what is no run)
+  2    refused before anything ran (the options, an unknown server, a --resume
+       of what is no run)
   130  interrupted (Ctrl-C); --resume DIR completes the run";
 
 /// The end of a bench that wrote everything it measured but not every planned point ran:
@@ -59,4 +61,10 @@ pub(super) fn all_ran(rows: &[Row], out: &Path) -> Result<()> {
         report: out.join("report.md"),
         section: "section \"Failures and notes\"",
     }))
+}
+
+/// `e` as a refusal before anything ran (exit status 2): what the command line asked cannot
+/// be done here, as an unknown server in `--servers`.
+pub(super) fn refused(e: anyhow::Error) -> Usage {
+    Usage(format!("{e:#}"))
 }

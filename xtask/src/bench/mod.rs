@@ -414,7 +414,7 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     }
 
     let (mut variants, mut skipped) = match &args.servers {
-        Some(list) => (inv.select(list)?, Vec::new()),
+        Some(list) => (inv.select(list).map_err(exit::refused)?, Vec::new()),
         None => inv.defaults(),
     };
     for suite in args.suites() {

@@ -186,9 +186,11 @@ impl Agents {
         let out = child.wait_with_output().context("waiting for ssh")?;
         let written = writer.join().unwrap_or(Ok(0));
         if !out.status.success() {
-            return Err(step_failed(host, step, &out).context(
-                "give a loadgen that is there with --client-loadgen PATH, or fix the host",
-            ));
+            let e = step_failed(host, step, &out);
+            if out.status.code() == Some(255) {
+                return Err(e);
+            }
+            bail!("{e}; fix the host, or give a loadgen that is there with --client-loadgen PATH");
         }
         written.with_context(|| {
             format!("{step} to client host {host}: sending {}", local.display())
