@@ -123,7 +123,13 @@ fn a_client_host_whose_sshd_is_down_is_named_with_connection_refused() {
 fn an_unknown_server_is_refused_with_2_before_anything_runs() {
     let out = util::fresh_out("xtask-exit-refused");
     let refused = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(["bench", "--no-build", "--servers", "threads,nosuch", "--out"])
+        .args([
+            "bench",
+            "--no-build",
+            "--servers",
+            "threads,nosuch",
+            "--out",
+        ])
         .arg(&out)
         .output()
         .unwrap();
