@@ -38,6 +38,7 @@ struct Cli {
 enum Task {
     /// Build every server and loadgen in release mode, run a benchmark suite, and write
     /// results/<run-id>/ (summary, histograms, plots, report.md).
+    #[command(after_help = bench::exit::HELP)]
     Bench(Box<bench::BenchArgs>),
     /// Show two result directories side by side, with ratios.
     Compare(report::compare::CompareArgs),
@@ -66,6 +67,11 @@ fn main() -> ExitCode {
         Err(e) if e.downcast_ref::<plan::Usage>().is_some() => {
             eprintln!("cargo xtask: {e:#}");
             ExitCode::from(2)
+        }
+        // Everything measured is written; some points have no figures. Said last.
+        Err(e) if e.downcast_ref::<bench::exit::PointsFailed>().is_some() => {
+            eprintln!("cargo xtask: {e}");
+            ExitCode::FAILURE
         }
         Err(e) if run::children::interrupted() => {
             eprintln!("cargo xtask: interrupted: {e:#}");

@@ -1,11 +1,12 @@
 //! `cargo xtask bench --client-hosts` end to end, on hosts made of network namespaces
 //! (`netbed`): a server namespace and two client namespaces joined by veth pairs, none linked
-//! to the root namespace, addresses from 198.18.0.0/15, an sshd in each client namespace.
-//! xtask runs in the server namespace, copies loadgen to the clients with scp, starts an agent
-//! on each over ssh and drives srv-threads with both. Checks that the merged figures are the
-//! agents' added: the count is their sum and the merged p99 is the p99 of their histograms
-//! added. Skipped, with the reason, where the machine cannot make the namespaces (not root,
-//! no `ip netns`, no sshd).
+//! to the root namespace, addresses from 198.18.0.0/15, an sshd in each client namespace,
+//! with no SFTP subsystem (so no scp). xtask runs in the server namespace, copies loadgen to
+//! the clients through their ssh sessions, starts an agent on each over ssh and drives
+//! srv-threads with both. Checks that the merged figures are the agents' added: the count is
+//! their sum and the merged p99 is the p99 of their histograms added; and that each host's
+//! copy went to a directory of its own, removed at the end. Skipped, with the reason, where
+//! the machine cannot make the namespaces (not root, no `ip netns`, no sshd).
 
 mod util;
 
@@ -28,11 +29,12 @@ fn json(path: &Path) -> serde_json::Value {
 
 #[test]
 fn two_client_hosts_drive_one_server() {
-    if let Err(skip) = netbed::Testbed::probe() {
+    let bed = netbed::Testbed::builder().clients(2).sftp(false);
+    if let Err(skip) = bed.probe() {
         eprintln!("skipped two_client_hosts_drive_one_server: {skip}");
         return;
     }
-    let tb = netbed::Testbed::new(2).expect("the network test bed");
+    let tb = bed.build().expect("the network test bed");
     let out = util::fresh_out("xtask-testbed");
     let server_addr = tb.server_addr().to_string();
     let hosts = format!("{},{}", tb.ssh_host(0), tb.ssh_host(1));
@@ -63,7 +65,21 @@ fn two_client_hosts_drive_one_server() {
         "--server-addr",
         &server_addr,
     ]);
-    util::run_command("xtask bench --client-hosts", &mut cmd, &out);
+    cmd.arg("--out").arg(&out);
+    let (status, stderr) = util::run_capturing("xtask bench --client-hosts", &mut cmd);
+    assert!(status.success(), "{status}: {stderr}");
+    // Each host's copy: its own directory, made by mktemp -d and gone at the end.
+    let copies: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.split_once(": loadgen copied to ").map(|(_, rest)| rest))
+        .filter_map(|rest| rest.split_once("/loadgen,").map(|(dir, _)| dir))
+        .collect();
+    assert_eq!(copies.len(), 2, "{stderr}");
+    assert_ne!(copies[0], copies[1]);
+    for dir in copies {
+        assert!(dir.contains("/ringside-loadgen."), "{dir}");
+        assert!(!Path::new(dir).exists(), "{dir} is left on its host");
+    }
 
     let dir = out.join("quick").join("threads");
     for point in ["closed-c10", "open-c10-r1000", "open-c10-r2500"] {

@@ -135,6 +135,7 @@ pub struct Builder {
     clients: usize,
     ssh: bool,
     sshd: PathBuf,
+    sftp: bool,
 }
 
 impl Default for Builder {
@@ -152,6 +153,7 @@ impl Builder {
             clients: 1,
             ssh: true,
             sshd,
+            sftp: true,
         }
     }
 
@@ -165,6 +167,13 @@ impl Builder {
     /// namespaces.
     pub fn ssh(mut self, ssh: bool) -> Self {
         self.ssh = ssh;
+        self
+    }
+
+    /// Whether the sshds serve the SFTP subsystem (the default, which `scp` needs), or have
+    /// no `Subsystem sftp` line, as minimal and hardened hosts often have not.
+    pub fn sftp(mut self, sftp: bool) -> Self {
+        self.sftp = sftp;
         self
     }
 
@@ -221,7 +230,13 @@ impl Builder {
         if self.ssh {
             let tier = testbed.ssh.insert(ssh::Tier::new()?);
             for (k, namespace) in testbed.clients.iter().enumerate() {
-                tier.start_sshd(&self.sshd, namespace, &client_name(k), client_addr(k))?;
+                tier.start_sshd(
+                    &self.sshd,
+                    namespace,
+                    &client_name(k),
+                    client_addr(k),
+                    self.sftp,
+                )?;
             }
             tier.write_client_config()?;
             tier.wait_until_ready(&testbed.server)?;

@@ -94,13 +94,15 @@ impl Tier {
     }
 
     /// Starts an sshd in `namespace`, listening on `addr` only, as `host` of the client
-    /// configuration. It is not waited for here, so that the sshds start side by side.
+    /// configuration, serving SFTP if `sftp`. It is not waited for here, so that the sshds
+    /// start side by side.
     pub(crate) fn start_sshd(
         &mut self,
         sshd: &Path,
         namespace: &str,
         host: &str,
         addr: Ipv4Addr,
+        sftp: bool,
     ) -> Result<()> {
         ensure_privsep_dir()?;
         let dir = self.dir.path().join(host);
@@ -116,6 +118,7 @@ impl Tier {
                 &host_key,
                 &self.dir.path().join("authorized_keys"),
                 &dir.join("sshd.pid"),
+                sftp,
             ),
         )
         .map_err(Error::io(format!("writing {}", conf.display())))?;
@@ -253,9 +256,21 @@ impl Sshd {
 /// `StrictModes no` because the keys live under /tmp, which others can write to (sticky
 /// or not, sshd refuses such a path). `UsePAM no` because PAM's session modules
 /// (pam_loginuid) fail in many containers; without PAM, sshd refuses a locked account
-/// (a password field starting with `!`), which root's `*` is not. The sftp subsystem lets
-/// `scp` copy a binary to a client, as it would to a real host.
-fn sshd_config(addr: Ipv4Addr, host_key: &Path, authorized: &Path, pid_file: &Path) -> String {
+/// (a password field starting with `!`), which root's `*` is not. The sftp subsystem, when
+/// `sftp`, lets `scp` copy a binary to a client, as it would to a real host; without it, as
+/// on minimal and hardened hosts, `scp` fails and an ssh session still works.
+fn sshd_config(
+    addr: Ipv4Addr,
+    host_key: &Path,
+    authorized: &Path,
+    pid_file: &Path,
+    sftp: bool,
+) -> String {
+    let subsystem = if sftp {
+        "Subsystem sftp internal-sftp\n"
+    } else {
+        "# No sftp subsystem: scp cannot copy here.\n"
+    };
     format!(
         "# Written by netbed for one client namespace of a test bed.\n\
          ListenAddress {addr}:22\n\
@@ -274,7 +289,7 @@ fn sshd_config(addr: Ipv4Addr, host_key: &Path, authorized: &Path, pid_file: &Pa
          PrintMotd no\n\
          PrintLastLog no\n\
          X11Forwarding no\n\
-         Subsystem sftp internal-sftp\n",
+         {subsystem}",
         host_key = host_key.display(),
         pid_file = pid_file.display(),
         authorized = authorized.display(),
@@ -373,6 +388,7 @@ mod tests {
             Path::new("/t/hk"),
             Path::new("/t/ak"),
             Path::new("/t/pid"),
+            true,
         );
         assert!(conf.contains("ListenAddress 198.18.0.2:22\n"), "{conf}");
         assert_eq!(conf.matches("ListenAddress").count(), 1, "{conf}");
@@ -381,5 +397,18 @@ mod tests {
             "{conf}"
         );
         assert!(conf.contains("PasswordAuthentication no\n"), "{conf}");
+        assert!(conf.contains("Subsystem sftp internal-sftp\n"), "{conf}");
+    }
+
+    #[test]
+    fn an_sshd_without_sftp_has_no_subsystem_line() {
+        let conf = sshd_config(
+            Ipv4Addr::new(198, 18, 0, 2),
+            Path::new("/t/hk"),
+            Path::new("/t/ak"),
+            Path::new("/t/pid"),
+            false,
+        );
+        assert!(!conf.contains("Subsystem"), "{conf}");
     }
 }

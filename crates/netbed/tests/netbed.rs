@@ -201,6 +201,58 @@ fn ssh_from_the_server_namespace_lands_in_the_right_client_namespace() {
 }
 
 #[test]
+fn without_sftp_scp_fails_and_an_ssh_session_still_works() {
+    let builder = Testbed::builder().sftp(false);
+    if !can_build(
+        &builder,
+        "without_sftp_scp_fails_and_an_ssh_session_still_works",
+    ) {
+        return;
+    }
+    let _shared = util::sharing();
+    let testbed = builder.build().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let file = scratch.path().join("payload");
+    fs::write(&file, "a loadgen binary, say\n").unwrap();
+    let host = testbed.ssh_host(0);
+    let scp = testbed
+        .in_server("scp")
+        .arg("-F")
+        .arg(testbed.ssh_config())
+        .arg(&file)
+        .arg(format!(
+            "{host}:{}",
+            scratch.path().join("copied").display()
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        !scp.status.success(),
+        "scp copied without an sftp subsystem"
+    );
+    // The same bytes through the session itself.
+    let copy = scratch.path().join("sent");
+    let sent = testbed
+        .in_server("ssh")
+        .arg("-F")
+        .arg(testbed.ssh_config())
+        .arg(&host)
+        .arg(format!("cat > '{}'", copy.display()))
+        .stdin(fs::File::open(&file).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    assert_eq!(
+        fs::read_to_string(&copy).unwrap(),
+        "a loadgen binary, say\n"
+    );
+}
+
+#[test]
 fn dropping_the_testbed_removes_everything() {
     let namespaces_only = Testbed::builder().clients(2).ssh(false);
     if !can_build(&namespaces_only, "dropping_the_testbed_removes_everything") {

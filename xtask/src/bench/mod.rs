@@ -7,6 +7,7 @@
 //!
 //! It may call every layer: plan, run, record and report.
 
+pub(crate) mod exit;
 mod list;
 mod plan;
 mod search;
@@ -145,8 +146,7 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "FILE", requires = "client_hosts")]
     pub(crate) ssh_config: Option<PathBuf>,
 
-    /// With --client-hosts: loadgen's path on the client hosts [default: this build's loadgen,
-    /// copied to /tmp there with scp].
+    /// With --client-hosts: loadgen's path on the hosts [default: this build's, copied over ssh].
     #[arg(long, value_name = "PATH", requires = "client_hosts")]
     pub(crate) client_loadgen: Option<String>,
 

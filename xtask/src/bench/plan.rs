@@ -211,7 +211,7 @@ fn say_placement(args: &BenchArgs) {
 /// comes from client hosts. Says what does not run.
 fn choose_servers(args: &BenchArgs, inv: &Inventory) -> Result<(Vec<Variant>, Vec<String>)> {
     let (mut variants, mut skipped) = match &args.servers {
-        Some(list) => (inv.select(list)?, Vec::new()),
+        Some(list) => (inv.select(list).map_err(super::exit::refused)?, Vec::new()),
         None => inv.defaults(),
     };
     for suite in args.suites() {

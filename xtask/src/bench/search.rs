@@ -70,5 +70,22 @@ pub(super) fn run(plan: &SearchPlan, root: &Path, inv: &Inventory) -> Result<()>
     let table = report::search::write(&out, &run, &meta)?;
     println!("{table}");
     eprintln!("results in {}", out.display());
-    Ok(())
+    // A program that failed in any round is a failed point.
+    let mut failed: Vec<&str> = run
+        .measures
+        .iter()
+        .filter(|m| m.failure.is_some())
+        .map(|m| m.program.as_str())
+        .collect();
+    failed.sort_unstable();
+    failed.dedup();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(anyhow::Error::new(super::exit::PointsFailed {
+        failed: failed.len(),
+        of: programs.len(),
+        report: out.join("report.md"),
+        section: "the table's last column",
+    }))
 }

@@ -3,9 +3,14 @@
 //! `--ssh-config FILE` as `-F FILE`) and driven over its stdin and stdout as a
 //! `loadgen::fleet::Fleet`: no listening port for control.
 //!
-//! The agent is the loadgen binary of this build, copied to each host once per run
-//! (`/tmp/ringside-loadgen-<hash>`, so an unchanged binary is copied again only by name), or
-//! the one `--client-loadgen PATH` names there. A point's connections and rate are split
+//! The agent is the loadgen binary of this build, or the one `--client-loadgen PATH` names
+//! there. This build's is copied through the ssh session itself (no scp, so no SFTP
+//! subsystem is needed: a host that accepts the agent's session accepts the copy): a small
+//! `sh` script on the host makes a directory only the user can write (`mktemp -d`, mode
+//! 0700), writes loadgen there from its stdin, checks its SHA-256 against ours, and only
+//! then makes it executable. Each start of an agent checks the SHA-256 again before it runs
+//! the file, and the directory is removed when the run ends. No fixed name in a shared
+//! directory is ever written or run. A point's connections and rate are split
 //! exactly among the agents; their histograms are added. A point writes what a local loadgen
 //! writes (`loadgen.json`, `hist`, `hgrm`, `intervals.hlog`, the merged figures, so the record
 //! layer reads them as ever) and beside them each agent's own (`agent<i>.json`,
@@ -15,32 +20,46 @@
 //!
 //! It may call the plan layer; loadgen's library does the protocol.
 
-use std::collections::hash_map::DefaultHasher;
 use std::fs::File;
-use std::hash::{Hash, Hasher};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use loadgen::fleet::{Fleet, Merged, share_args, split};
 
 use crate::plan::placement::CpuList;
 
+mod remote;
+
+use remote::{INSTALL, RUN, remote_sh, sh_quote, sha256_hex, step_failed};
+
 /// How long ssh may take to bring every agent up.
 const START: Duration = Duration::from_secs(60);
+
+/// The loadgen the hosts run.
+#[derive(Debug)]
+enum Loadgen {
+    /// `--client-loadgen PATH`: there already, run as it is.
+    Given(String),
+    /// This build's, copied to each host by [`Agents::prepare`].
+    Copied {
+        local: PathBuf,
+        /// Its SHA-256, in hex.
+        sha256: String,
+        /// The directory each host's copy is in, in the order of the hosts, once copied.
+        dirs: Mutex<Vec<(String, String)>>,
+    },
+}
 
 /// The client hosts of a run.
 #[derive(Debug)]
 pub(crate) struct Agents {
     hosts: Vec<String>,
     ssh_config: Option<PathBuf>,
-    /// The loadgen each host runs.
-    remote: String,
-    /// Copy this build's loadgen to `remote` before the first point.
-    copy_from: Option<PathBuf>,
+    loadgen: Loadgen,
     /// Pin the agents' workers (`--client-cpus` on each host); `None` leaves them unpinned,
     /// with a worker per CPU the host has.
     client_cpus: Option<CpuList>,
@@ -77,32 +96,30 @@ impl Agents {
         if hosts.is_empty() {
             bail!("--client-hosts names no host");
         }
-        let (remote, copy_from) = match given {
-            Some(path) => (path, None),
+        let loadgen = match given {
+            Some(path) => Loadgen::Given(path),
             None => {
                 let bytes =
                     std::fs::read(local).with_context(|| format!("reading {}", local.display()))?;
-                let mut h = DefaultHasher::new();
-                bytes.hash(&mut h);
-                (
-                    format!("/tmp/ringside-loadgen-{:016x}", h.finish()),
-                    Some(local.to_path_buf()),
-                )
+                Loadgen::Copied {
+                    local: local.to_path_buf(),
+                    sha256: sha256_hex(&bytes),
+                    dirs: Mutex::new(Vec::new()),
+                }
             }
         };
         Ok(Agents {
             hosts,
             ssh_config,
-            remote,
-            copy_from,
+            loadgen,
             client_cpus,
             fleet: Mutex::new(None),
         })
     }
 
-    /// `ssh` (or `scp`) with the options every call takes.
-    fn ssh_command(&self, program: &str) -> Command {
-        let mut cmd = Command::new(program);
+    /// `ssh` with the options every call takes, to `host`, running `remote` there.
+    fn ssh_command(&self, host: &str, remote: &str) -> Command {
+        let mut cmd = Command::new("ssh");
         cmd.args([
             "-o",
             "BatchMode=yes",
@@ -116,53 +133,115 @@ impl Agents {
         if let Some(cfg) = &self.ssh_config {
             cmd.arg("-F").arg(cfg);
         }
+        cmd.args(["-T", host, "--", remote]);
         cmd
     }
 
     /// Copies loadgen to every host (unless `--client-loadgen` names one there), then checks
     /// that each agent starts and speaks this build's protocol.
     pub(crate) fn prepare(&self) -> Result<()> {
-        if let Some(local) = &self.copy_from {
+        if let Loadgen::Copied {
+            local,
+            sha256,
+            dirs,
+        } = &self.loadgen
+        {
             for host in &self.hosts {
-                let out = self
-                    .ssh_command("scp")
-                    .arg("-q")
-                    .arg(local)
-                    .arg(format!("{host}:{}", self.remote))
-                    .output()
-                    .context("running scp (install openssh-client)")?;
-                if !out.status.success() {
-                    bail!(
-                        "copying loadgen to {host} failed ({}): {}; give a loadgen that is \
-                         there with --client-loadgen PATH",
-                        out.status,
-                        String::from_utf8_lossy(&out.stderr).trim()
-                    );
-                }
+                let dir = self.copy_to(host, local, sha256)?;
+                eprintln!(
+                    "client host {host}: loadgen copied to {dir}/loadgen, SHA-256 {}… checked",
+                    &sha256[..12]
+                );
+                lock(dirs).push((host.clone(), dir));
             }
         }
         let fleet = self.start()?;
         for (name, host, cpus) in fleet.hosts() {
             eprintln!("client host {name}: {host}, {cpus} CPUs, loadgen agent ready");
         }
-        *self
-            .fleet
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(fleet);
+        *lock(&self.fleet) = Some(fleet);
         Ok(())
     }
 
+    /// Sends `local` to `host` through an ssh session, into a directory of its own there
+    /// (`INSTALL`); returns the directory.
+    fn copy_to(&self, host: &str, local: &Path, sha256: &str) -> Result<String> {
+        let step = "copying loadgen";
+        let mut file = File::open(local).with_context(|| format!("reading {}", local.display()))?;
+        let mut child = self
+            .ssh_command(host, &remote_sh(INSTALL, &[sha256]))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("running ssh (install openssh-client)")?;
+        let mut stdin = child.stdin.take().context("ssh's stdin")?;
+        // Written beside the wait: a host that fails early stops reading, and its stderr says
+        // why (a write cut short then is no error of its own).
+        let writer = std::thread::spawn(move || {
+            let copied = std::io::copy(&mut file, &mut stdin);
+            drop(stdin);
+            copied
+        });
+        let out = child.wait_with_output().context("waiting for ssh")?;
+        let written = writer.join().unwrap_or(Ok(0));
+        if !out.status.success() {
+            let e = step_failed(host, step, &out);
+            if out.status.code() == Some(255) {
+                return Err(e);
+            }
+            bail!("{e}; fix the host, or give a loadgen that is there with --client-loadgen PATH");
+        }
+        written.with_context(|| {
+            format!("{step} to client host {host}: sending {}", local.display())
+        })?;
+        let dir = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !dir.starts_with('/') || dir.contains('\n') {
+            bail!("{step} to client host {host}: the host named no directory (it said {dir:?})");
+        }
+        Ok(dir)
+    }
+
+    /// The command that starts the agent on `host` (the `i`th).
+    fn agent_command(&self, i: usize, host: &str) -> Result<Command> {
+        let remote = match &self.loadgen {
+            // As given, for the host's shell (`~/bin/loadgen` works).
+            Loadgen::Given(path) => format!("{path} agent"),
+            Loadgen::Copied { sha256, dirs, .. } => {
+                let dirs = lock(dirs);
+                let Some((_, dir)) = dirs.get(i).filter(|(h, _)| h == host) else {
+                    bail!("no copy of loadgen on client host {host}");
+                };
+                remote_sh(RUN, &[dir, sha256, "agent"])
+            }
+        };
+        Ok(self.ssh_command(host, &remote))
+    }
+
     fn start(&self) -> Result<Fleet> {
-        let agents = self
-            .hosts
-            .iter()
-            .map(|host| {
-                let mut cmd = self.ssh_command("ssh");
-                cmd.args(["-T", host.as_str(), "--", self.remote.as_str(), "agent"]);
-                (host.clone(), cmd)
-            })
-            .collect();
-        Fleet::start(agents, START).map_err(|e| anyhow::anyhow!("{e}"))
+        let mut agents = Vec::new();
+        for (i, host) in self.hosts.iter().enumerate() {
+            agents.push((host.clone(), self.agent_command(i, host)?));
+        }
+        Fleet::start(agents, START).map_err(|e| anyhow!("{e}"))
+    }
+
+    /// Removes each host's copy of loadgen (a host that cannot be reached now is named).
+    fn remove_copies(&self) {
+        let Loadgen::Copied { dirs, .. } = &self.loadgen else {
+            return;
+        };
+        for (host, dir) in std::mem::take(&mut *lock(dirs)) {
+            let rm = format!("rm -rf -- {}", sh_quote(&dir));
+            match self.ssh_command(&host, &rm).stdin(Stdio::null()).output() {
+                Ok(out) if out.status.success() => {}
+                Ok(out) => eprintln!(
+                    "warning: {:#}; remove {dir} there by hand",
+                    step_failed(&host, "removing the copy of loadgen", &out)
+                ),
+                Err(e) => eprintln!("warning: cannot run ssh to remove {dir} on {host}: {e}"),
+            }
+        }
     }
 
     /// Runs one point: `args` is loadgen's command line for the whole load (without output
@@ -176,10 +255,7 @@ impl Agents {
         run_timeout: Duration,
         files: &PointFiles<'_>,
     ) -> Result<Merged, String> {
-        let mut slot = self
-            .fleet
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut slot = lock(&self.fleet);
         if slot.is_none() {
             *slot = Some(self.start().map_err(|e| e.to_string())?);
         }
@@ -210,17 +286,27 @@ impl Agents {
         Ok(merged)
     }
 
-    /// Ends the agents.
+    /// Ends the agents and removes the copies of loadgen (again: nothing).
     pub(crate) fn stop(&self) {
-        if let Some(fleet) = self
-            .fleet
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-        {
+        let fleet = lock(&self.fleet).take();
+        if let Some(fleet) = fleet {
             fleet.stop(Duration::from_secs(5));
         }
+        self.remove_copies();
     }
+}
+
+impl Drop for Agents {
+    /// A run that ends early (an error, a failed copy to the next host) leaves no agent and
+    /// no copy behind either.
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The value behind `m`, even if a thread panicked holding it.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// One agent's command line: its share of `args`, pinned to `client_cpus` with a worker a CPU

@@ -46,3 +46,37 @@ pub(crate) fn run_command(what: &str, cmd: &mut Command, out: &Path) {
     };
     assert!(status.success(), "{what} failed: {status}");
 }
+
+/// Runs `cmd` (an xtask command line), its stderr shown as it comes and kept, and returns
+/// its status and stderr; panics (killing it first) if it runs past [`DEADLINE`].
+#[allow(dead_code)] // Not every test binary that shares this module runs it.
+pub(crate) fn run_capturing(what: &str, cmd: &mut Command) -> (std::process::ExitStatus, String) {
+    use std::io::BufRead;
+    let mut child = cmd
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running the xtask binary");
+    let pipe = child.stderr.take().expect("stderr is piped");
+    let reader = std::thread::spawn(move || {
+        let mut kept = String::new();
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+            kept.push_str(&line);
+            kept.push('\n');
+        }
+        kept
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for the xtask") {
+            break status;
+        }
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} ran for more than {DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    (status, reader.join().unwrap_or_default())
+}

@@ -1,0 +1,140 @@
+//! What `cargo xtask bench` exits with when not every planned point ran (issue 46): a run in
+//! which one server fails its points writes everything, exits 1 and says last how many
+//! points failed and where the report says why, and `cargo xtask report` of it exits 0; a
+//! client host whose sshd is down fails the run with a message that names the host and says
+//! the connection was refused; an unknown server is refused with 2 before anything runs. (A
+//! run whose every point ran exits 0: `bench_e2e`; a `--resume` that completes a run, too:
+//! `resume_e2e`.)
+
+mod util;
+
+use std::process::Command;
+
+/// The options of a short run of the quick suite's three points at 4 connections.
+const SHORT: &[&str] = &[
+    "--cargo-profile",
+    "dev",
+    "--conns",
+    "4",
+    "--duration",
+    "0.3",
+    "--warmup",
+    "0",
+    "--rate",
+    "500",
+    "--repeat",
+    "1",
+    "--quiet-wait",
+    "0",
+];
+
+fn last_line(text: &str) -> &str {
+    text.lines().last().unwrap_or_default()
+}
+
+#[test]
+fn a_run_with_failed_points_exits_1_and_its_report_renders() {
+    let out = util::fresh_out("xtask-exit-failed");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    // `broken` is srv-threads with a worker count it refuses: it never starts.
+    cmd.args([
+        "bench",
+        "--servers",
+        "threads,threads+name=broken+workers=0",
+    ])
+    .args(SHORT)
+    .arg("--out")
+    .arg(&out);
+    let (status, stderr) = util::run_capturing("a bench with a broken server", &mut cmd);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let last = last_line(&stderr);
+    assert!(last.contains("3 of 6 points failed"), "{last}");
+    assert!(
+        last.contains(&out.join("report.md").display().to_string()),
+        "{last}"
+    );
+    assert!(last.contains("\"Failures and notes\""), "{last}");
+
+    // Everything measured is written.
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(rows.len(), 6, "{rows:#?}");
+    for r in &rows {
+        let ok = if r["server"] == "threads" { 1 } else { 0 };
+        assert_eq!(r["ok"], ok, "{r:#?}");
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("## Failures and notes"), "{report}");
+    assert!(report.contains("/ broken /"), "{report}");
+
+    // The report of that run renders, and that is a success.
+    std::fs::remove_file(out.join("report.md")).unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .arg("report")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "report of a run with failed points");
+    let again = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(again.contains("## Failures and notes"), "{again}");
+}
+
+#[test]
+fn a_client_host_whose_sshd_is_down_is_named_with_connection_refused() {
+    if Command::new("ssh").arg("-V").output().is_err() {
+        eprintln!("skipped: no ssh client here (apt-get install openssh-client)");
+        return;
+    }
+    // A port of this host with nothing listening: what a host whose sshd is down answers.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let scratch = tempfile::tempdir().unwrap();
+    let config = scratch.path().join("ssh_config");
+    std::fs::write(
+        &config,
+        format!(
+            "Host sshd-down\n    HostName 127.0.0.1\n    Port {port}\n    \
+             UserKnownHostsFile /dev/null\n    StrictHostKeyChecking no\n"
+        ),
+    )
+    .unwrap();
+    let out = util::fresh_out("xtask-exit-sshd-down");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    cmd.args(["bench", "--servers", "threads"])
+        .args(SHORT)
+        .args(["--client-hosts", "sshd-down", "--server-addr", "127.0.0.1"])
+        .arg("--ssh-config")
+        .arg(&config)
+        .arg("--out")
+        .arg(&out);
+    let (status, stderr) = util::run_capturing("a bench with an unreachable host", &mut cmd);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let last = last_line(&stderr);
+    assert!(
+        last.contains("copying loadgen on client host sshd-down"),
+        "{last}"
+    );
+    assert!(last.contains("Connection refused"), "{last}");
+}
+
+#[test]
+fn an_unknown_server_is_refused_with_2_before_anything_runs() {
+    let out = util::fresh_out("xtask-exit-refused");
+    let refused = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args([
+            "bench",
+            "--no-build",
+            "--servers",
+            "threads,nosuch",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unknown server `nosuch`"), "{stderr}");
+    assert!(!out.exists(), "a refused run wrote {}", out.display());
+}
