@@ -192,11 +192,26 @@ fn latency(row: &mut Row, ok: &[&Measured], run_dir: &Path, dir: &Path, id: &str
             // median over the repeats of each.
             let at = |i: usize| median_of(ok, |m| m.driver_latency_us.map(|l| l[i]));
             (row.p50_us, row.p95_us, row.p99_us, row.max_us) = (at(0), at(1), at(2), at(3));
+            driver_avg_min(row, ok);
         }
         Ok(_) => row.notes.push("no latency was recorded".into()),
         Err(e) => row
             .notes
             .push(format!("latency histogram unreadable: {e:#}")),
+    }
+}
+
+/// An outside client's mean and least latency, where it says them (redis-benchmark): in
+/// summary.json only, per repeat, as `avg_us` and `min_us`.
+fn driver_avg_min(row: &mut Row, ok: &[&Measured]) {
+    for (i, name) in ["avg_us", "min_us"].into_iter().enumerate() {
+        let v: Vec<f64> = ok
+            .iter()
+            .filter_map(|m| m.driver_avg_min_us.map(|l| l[i]))
+            .collect();
+        if !v.is_empty() {
+            row.per_repeat.insert(name.into(), v);
+        }
     }
 }
 

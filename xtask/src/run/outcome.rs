@@ -76,6 +76,10 @@ pub(crate) struct Measured {
     /// p95, p99, max.
     #[serde(default)]
     pub(crate) driver_latency_us: Option<[f64; 4]>,
+    /// The mean and least latency of an outside client that reports them, in µs (the summary
+    /// keeps them per repeat, as `avg_us` and `min_us`).
+    #[serde(default)]
+    pub(crate) driver_avg_min_us: Option<[f64; 2]>,
 }
 
 /// The files of one run of a point, all under `dir`, named after `stem`.

@@ -32,13 +32,15 @@ const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
 
 /// What an outside client says of its run: requests a second, the requests it counted (a
 /// client that runs for a time rather than a count: wrk), and latency in µs (p50, p95, p99,
-/// max).
+/// max; and the mean and least, where it says them).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Said {
     pub(crate) rps: f64,
     /// `None`: the count its arguments asked for.
     pub(crate) requests: Option<u64>,
     pub(crate) latency_us: [f64; 4],
+    /// The mean and the least latency in µs, where the client reports them (redis-benchmark).
+    pub(crate) avg_min_us: Option<[f64; 2]>,
 }
 
 /// A load generator of someone else's, as a point runs it.
@@ -130,6 +132,7 @@ pub(crate) fn run(
         notes: vec![client.note().into()],
         throttle: None,
         driver_latency_us: Some(said.latency_us),
+        driver_avg_min_us: said.avg_min_us,
     })
 }
 

@@ -211,6 +211,7 @@ fn measured(
         notes: Vec::new(),
         throttle: None,
         driver_latency_us: None,
+        driver_avg_min_us: None,
     })
 }
 

@@ -137,6 +137,7 @@ fn parse_output(text: &str) -> Result<Said, String> {
         rps,
         requests: Some(requests),
         latency_us: [value("p50")?, value("p95")?, value("p99")?, value("max")?],
+        avg_min_us: None,
     })
 }
 

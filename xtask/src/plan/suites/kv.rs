@@ -1,6 +1,8 @@
 //! The `kv` suite: the Redis subset, RESP `GET` and `SET` at 1, 50 and 1000 connections,
 //! pipeline 1 and 16, driven by redis-benchmark (an outside client, `run::redis`) and by
-//! loadgen, every server beside redis-server itself (a peer, `run::redis`).
+//! loadgen, every server beside redis-server itself (a peer, `run::redis`); and the Event
+//! Loop in Go article's two points, redis-benchmark at its defaults (`article-set-c50`,
+//! `article-get-c50`), whatever `--conns` and `--duration` say.
 //!
 //! It may call the suites' shared parts (`plan::suites`).
 
@@ -11,7 +13,7 @@ use super::{Defaults, Load, NO_RATE, Point, Stop, Sweep, Workload, conns_label};
 pub(super) const DEFAULTS: Defaults = Defaults {
     name: "kv",
     title: "A Redis subset, GET and SET, beside redis-server",
-    help: "The Redis subset: GET and SET at 1, 50 and 1000 connections, pipeline 1 and 16, driven by redis-benchmark and by loadgen, every server beside redis-server itself",
+    help: "The Redis subset: GET and SET at 1, 50 and 1000 connections, pipeline 1 and 16, driven by redis-benchmark and by loadgen, every server beside redis-server itself; and the Go event-loop article's `redis-benchmark -t get,set -n 100000` (`--points article` alone)",
     // 24 points a server: short ones, as quick's.
     duration: 1.5,
     warmup: 0.5,
@@ -33,6 +35,12 @@ pub(crate) const KV_KEYS: u64 = 100_000;
 pub(crate) const KV_VALUE_SIZE: usize = 32;
 /// The kv pipeline depths: none, and redis-benchmark's `-P 16` of the anchor.
 const KV_PIPELINES: [usize; 2] = [1, 16];
+/// The article's `-n 100000`: the requests of each of its tests.
+const ARTICLE_REQUESTS: u64 = 100_000;
+/// redis-benchmark's default clients (`-c 50`), which the article kept.
+const ARTICLE_CONNS: usize = 50;
+/// The series (and the start of the ids) of the article's points: `--points article`.
+const ARTICLE_SERIES: &str = "article";
 
 /// Who sends the kv requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -40,8 +48,12 @@ const KV_PIPELINES: [usize; 2] = [1, 16];
 pub(crate) enum KvDriver {
     /// loadgen kv: latency from its histograms, every reply checked.
     Loadgen,
-    /// redis-benchmark `--csv`: the client nobody here wrote, as the article ran it.
+    /// redis-benchmark `--csv`: the client nobody here wrote, with loadgen's keys and values.
     RedisBenchmark,
+    /// redis-benchmark at its defaults, as the Event Loop in Go article ran it (`-t get,set
+    /// -n 100000`: 50 clients, no pipelining, its one key `key:__rand_int__` and 3-byte
+    /// values), a test a point.
+    Article,
 }
 
 impl KvDriver {
@@ -49,6 +61,7 @@ impl KvDriver {
         match self {
             KvDriver::Loadgen => "loadgen",
             KvDriver::RedisBenchmark => "redis-benchmark",
+            KvDriver::Article => ARTICLE_SERIES,
         }
     }
 
@@ -56,7 +69,7 @@ impl KvDriver {
     pub(super) fn outside_client(self) -> Option<&'static str> {
         match self {
             KvDriver::Loadgen => None,
-            KvDriver::RedisBenchmark => Some(self.name()),
+            KvDriver::RedisBenchmark | KvDriver::Article => Some("redis-benchmark"),
         }
     }
 }
@@ -91,7 +104,37 @@ pub(super) fn points(cx: &Sweep<'_>) -> Vec<Point> {
             }
         }
     }
+    out.extend(article_points(cx));
     out
+}
+
+/// The article's `redis-benchmark -t get,set -n 100000` at its defaults, a point a test
+/// (redis-benchmark opens new connections for each test anyway): SET, then GET, of its one
+/// key. They keep the article's 50 clients and count whatever `--conns` and `--duration` say.
+fn article_points(cx: &Sweep<'_>) -> Vec<Point> {
+    [false, true]
+        .into_iter()
+        .map(|get| {
+            let op = if get { "get" } else { "set" };
+            cx.point(
+                &format!("{ARTICLE_SERIES}-{op}"),
+                format!("{ARTICLE_SERIES}-{op}-c{ARTICLE_CONNS}"),
+                format!(
+                    "{} {}, redis-benchmark's defaults (the Go event-loop article's)",
+                    op.to_uppercase(),
+                    conns_label(ARTICLE_CONNS)
+                ),
+                ARTICLE_CONNS,
+                Workload::Kv {
+                    get,
+                    pipeline: 1,
+                    driver: KvDriver::Article,
+                },
+                Load::Closed,
+                Stop::Requests(ARTICLE_REQUESTS / ARTICLE_CONNS as u64),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -103,7 +146,7 @@ mod tests {
     #[test]
     fn kv_crosses_drivers_pipelines_ops_and_conns() {
         let p = Suite::Kv.points(&o());
-        assert_eq!(p.len(), 2 * 2 * 2 * 3);
+        assert_eq!(p.len(), 2 * 2 * 2 * 3 + 2);
         let ids: std::collections::HashSet<&str> = p.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(ids.len(), p.len());
         assert!(p.iter().all(|p| p.workload.proto() == "kv"));
@@ -126,7 +169,39 @@ mod tests {
             duration: Some(0.5),
             ..o()
         });
-        assert_eq!(quick.len(), 16);
-        assert!(quick.iter().all(|p| p.stop == Stop::Duration(0.5)));
+        assert_eq!(quick.len(), 16 + 2);
+        assert!(quick[..16].iter().all(|p| p.stop == Stop::Duration(0.5)));
+    }
+
+    #[test]
+    fn the_article_points_keep_its_command_whatever_the_overrides() {
+        let quick = Suite::Kv.points(&Overrides {
+            conns: Some(vec![1]),
+            duration: Some(0.3),
+            ..o()
+        });
+        let article: Vec<_> = quick
+            .iter()
+            .filter(|p| p.series.starts_with("article"))
+            .collect();
+        let ids: Vec<&str> = article.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, ["article-set-c50", "article-get-c50"]);
+        for (p, get) in article.iter().zip([false, true]) {
+            assert_eq!(p.conns, 50);
+            assert_eq!(
+                p.stop,
+                Stop::Requests(2000),
+                "100,000 requests over 50 clients"
+            );
+            assert_eq!(
+                p.workload,
+                Workload::Kv {
+                    get,
+                    pipeline: 1,
+                    driver: KvDriver::Article
+                }
+            );
+            assert_eq!(p.workload.outside_client(), Some("redis-benchmark"));
+        }
     }
 }

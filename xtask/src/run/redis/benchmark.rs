@@ -1,17 +1,19 @@
 //! redis-benchmark, the kv suite's outside client (`--csv`): its arguments for a point (the
-//! keys and value size loadgen uses, so that both clients send the same requests), the keys
-//! stored before its GETs, and its CSV read.
+//! keys and value size loadgen uses, so that both clients send the same requests; or its
+//! defaults, at the Event Loop in Go article's points), the keys stored before its GETs, and
+//! its CSV read.
 //!
 //! It may call the plan layer and the run layer's `outside`, `peer`, `outcome`, `children`
 //! and `cpus`.
 
-use std::io::Read;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::plan::placement::Placement;
-use crate::plan::suites::{KV_KEYS, KV_VALUE_SIZE, Point, Stop, Workload};
+use crate::plan::suites::{KV_KEYS, KV_VALUE_SIZE, KvDriver, Point, Stop, Workload};
 use crate::run::children;
 use crate::run::cpus;
 use crate::run::outcome::Failure;
@@ -43,7 +45,8 @@ impl OutsideClient for RedisBenchmark {
         benchmark_args(point, addr)
     }
 
-    /// Before a GET point, the keys its GETs read.
+    /// Before a GET point, the keys its GETs read: the suite's key space, or the article's
+    /// one key as its SET test leaves it.
     fn prepare(
         &self,
         point: &Point,
@@ -51,10 +54,15 @@ impl OutsideClient for RedisBenchmark {
         loadgen: &Path,
         place: &Placement,
     ) -> Result<(), Failure> {
-        if matches!(point.workload, Workload::Kv { get: true, .. }) {
-            preload(loadgen, addr, place)?;
+        match point.workload {
+            Workload::Kv {
+                get: true,
+                driver: KvDriver::Article,
+                ..
+            } => store_article_key(addr),
+            Workload::Kv { get: true, .. } => preload(loadgen, addr, place),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     fn output(&self) -> &'static str {
@@ -66,7 +74,7 @@ impl OutsideClient for RedisBenchmark {
     }
 
     fn note(&self) -> &'static str {
-        "redis-benchmark: its own latency (p50, p95, p99, max), no histogram; the server's CPU over its whole run, connection setup included; replies are not checked"
+        "redis-benchmark: its own latency (avg, min, p50, p95, p99, max), no histogram; the server's CPU over its whole run, connection setup included; replies are not checked"
     }
 }
 
@@ -88,12 +96,21 @@ fn requests(point: &Point, pipeline: usize) -> u64 {
 }
 
 /// redis-benchmark's arguments for `point` against `addr`: `-r 100000` keys and the values of
-/// loadgen's size, so that both clients send the same requests.
+/// loadgen's size, so that both clients send the same requests; at the article's points, its
+/// defaults.
 fn benchmark_args(point: &Point, addr: &str) -> Option<(Vec<String>, u64)> {
-    let Workload::Kv { get, pipeline, .. } = point.workload else {
+    let Workload::Kv {
+        get,
+        pipeline,
+        driver,
+    } = point.workload
+    else {
         return None;
     };
     let (host, port) = addr.rsplit_once(':')?;
+    if driver == KvDriver::Article {
+        return Some(article_args(point, get, host, port));
+    }
     let n = requests(point, pipeline);
     let args = [
         "-h",
@@ -118,6 +135,58 @@ fn benchmark_args(point: &Point, addr: &str) -> Option<(Vec<String>, u64)> {
     .map(ToString::to_string)
     .collect();
     Some((args, n))
+}
+
+/// The article's command for one of its tests, `redis-benchmark -t set -n 100000`: its
+/// defaults otherwise (50 clients, no pipelining, one key, 3-byte values), the point's
+/// requests per connection over its 50 connections.
+fn article_args(point: &Point, get: bool, host: &str, port: &str) -> (Vec<String>, u64) {
+    let n = match point.stop {
+        Stop::Requests(k) => k * point.conns as u64,
+        Stop::Duration(_) => requests(point, 1),
+    };
+    let args = [
+        "-h",
+        host,
+        "-p",
+        port,
+        "-t",
+        if get { "get" } else { "set" },
+        "-n",
+        &n.to_string(),
+        "--csv",
+    ]
+    .iter()
+    .map(ToString::to_string)
+    .collect();
+    (args, n)
+}
+
+/// The one key the article's GETs read, as redis-benchmark's SET test leaves it: without
+/// `-r`, its `key:__rand_int__` stays that string, and its value is `-d`'s 3 bytes (random
+/// letters in redis-benchmark 7; any 3 bytes serve).
+fn store_article_key(addr: &str) -> Result<(), Failure> {
+    let fail = |e: &dyn std::fmt::Display| {
+        Failure::Loadgen(format!(
+            "storing key:__rand_int__ at {addr} before the article's GETs: {e}"
+        ))
+    };
+    let sock: SocketAddr = addr.parse().map_err(|e| fail(&e))?;
+    let mut s = TcpStream::connect_timeout(&sock, Duration::from_secs(5)).map_err(|e| fail(&e))?;
+    let timeout = Some(Duration::from_secs(5));
+    s.set_read_timeout(timeout).map_err(|e| fail(&e))?;
+    s.set_write_timeout(timeout).map_err(|e| fail(&e))?;
+    s.write_all(b"*3\r\n$3\r\nSET\r\n$16\r\nkey:__rand_int__\r\n$3\r\nxxx\r\n")
+        .map_err(|e| fail(&e))?;
+    let mut reply = [0u8; 5];
+    s.read_exact(&mut reply).map_err(|e| fail(&e))?;
+    if &reply != b"+OK\r\n" {
+        return Err(fail(&format!(
+            "the reply was {:?}, not +OK",
+            String::from_utf8_lossy(&reply)
+        )));
+    }
+    Ok(())
 }
 
 /// Parses the `--csv` output: a header line naming the columns, then one line per test.
@@ -155,6 +224,7 @@ fn parse_csv(text: &str) -> Result<Said, String> {
             col("p99_latency_ms")? * 1e3,
             col("max_latency_ms")? * 1e3,
         ],
+        avg_min_us: Some([col("avg_latency_ms")? * 1e3, col("min_latency_ms")? * 1e3]),
     })
 }
 
@@ -212,6 +282,8 @@ mod tests {
         for (got, want) in c.latency_us.iter().zip(want) {
             assert!((got - want).abs() < 1e-6, "{got} {want}");
         }
+        let [avg, min] = c.avg_min_us.unwrap();
+        assert!((avg - 242.0).abs() < 1e-6 && (min - 64.0).abs() < 1e-6);
         assert!(parse_csv("").is_err());
         assert!(parse_csv("\"test\",\"rps\"\n").is_err());
         assert!(parse_csv("\"test\",\"rps\"\n\"SET\",\"fast\"\n").is_err());
@@ -245,5 +317,57 @@ mod tests {
         assert_eq!(n, 600_000, "1.5 s at 400k/s");
         let echo = Suite::Quick.points(&Overrides::default());
         assert!(benchmark_args(&echo[0], "127.0.0.1:1").is_none());
+    }
+
+    /// redis-benchmark 7.0.15, `-t get,set -n 2000 --csv` against redis-server: a test a line,
+    /// SET first.
+    const ARTICLE_CSV: &str = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"
+\"SET\",\"27027.03\",\"1.247\",\"0.096\",\"0.663\",\"5.015\",\"5.391\",\"7.527\"
+\"GET\",\"35714.29\",\"1.088\",\"0.088\",\"0.623\",\"4.887\",\"7.847\",\"8.063\"
+";
+
+    #[test]
+    fn the_article_points_send_its_command_and_read_every_figure() {
+        let points = Suite::Kv.points(&Overrides {
+            workers: 1,
+            conns: Some(vec![1]),
+            duration: Some(0.3),
+            ..Overrides::default()
+        });
+        let args = |id: &str| {
+            let p = points.iter().find(|p| p.id == id).unwrap();
+            let (args, n) = benchmark_args(p, "127.0.0.1:6400").unwrap();
+            (args.join(" "), n)
+        };
+        assert_eq!(
+            args("article-set-c50"),
+            (
+                "-h 127.0.0.1 -p 6400 -t set -n 100000 --csv".to_string(),
+                100_000
+            )
+        );
+        assert_eq!(
+            args("article-get-c50").0,
+            "-h 127.0.0.1 -p 6400 -t get -n 100000 --csv"
+        );
+        // The first test of the output is the one read: each point runs one.
+        let c = parse_csv(ARTICLE_CSV).unwrap();
+        assert!((c.rps - 27_027.03).abs() < 1e-6);
+        assert_eq!(c.requests, None);
+        let got = [
+            c.avg_min_us.unwrap()[0],
+            c.avg_min_us.unwrap()[1],
+            c.latency_us[0],
+            c.latency_us[1],
+            c.latency_us[2],
+            c.latency_us[3],
+        ];
+        let want = [1247.0, 96.0, 663.0, 5015.0, 5391.0, 7527.0];
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-6, "{got:?}");
+        }
+        // A CSV without the mean is refused, as one without the percentiles is.
+        let no_avg = ARTICLE_CSV.replace("avg_latency_ms", "mean");
+        assert!(parse_csv(&no_avg).unwrap_err().contains("avg_latency_ms"));
     }
 }
