@@ -90,6 +90,14 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "LIST")]
     pub(crate) conns: Option<ConnList>,
 
+    /// Run only the points whose id starts with one of these, comma-separated, as summary.csv's
+    /// `point` column names them: `--suite kv --points article` runs the Go event-loop
+    /// article's table alone (`article-set-c50`, `article-get-c50`), `--points
+    /// redis-benchmark-get` kv's redis-benchmark GETs. A prefix that starts no point of the
+    /// suites is refused.
+    #[arg(long, value_name = "PREFIX,...", value_delimiter = ',')]
+    pub(crate) points: Vec<String>,
+
     /// Seconds of each point's measured window, replacing the suite's (quick 0.75 at equal load
     /// and 0.4 closed loop, emper-echo 10, chat-cpu 60, chat-room 10, memory 3, kv 1.5, scaling 1
     /// and 3 at the Figure 7 point). For emper-echo it also replaces the paper's 2500 echoes per
@@ -184,7 +192,7 @@ pub(crate) struct BenchArgs {
     /// power cut): its own options (from its meta.json) again, and only the runs of points
     /// that left no outcome. Takes no other option but --no-build and --quiet-wait.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
-        "suite", "servers", "conns", "duration", "warmup", "repeat", "server_cpu_quota",
+        "suite", "servers", "conns", "points", "duration", "warmup", "repeat", "server_cpu_quota",
         "server_cpus_given", "client_cpus_given", "allow_overlap", "workers", "rate", "out",
         "list", "client_hosts", "server_addr", "ssh_config", "client_loadgen",
     ])]

@@ -71,6 +71,7 @@ impl Plan {
     /// can run.
     pub(super) fn new(args: BenchArgs, inv: &Inventory) -> Result<Plan> {
         check_cpus(&args)?;
+        check_points(&args)?;
         say_placement(&args);
         let (servers, not_run) = choose_servers(&args, inv)?;
         let suites = args.suites();
@@ -88,6 +89,7 @@ impl Plan {
             },
             given: serde_json::json!({
                 "conns": args.conns.as_ref().map(|c| c.0.clone()),
+                "points": (!args.points.is_empty()).then(|| args.points.clone()),
                 "duration": args.duration,
                 "warmup": args.warmup,
                 "rate": args.rate,
@@ -189,6 +191,32 @@ fn check_cpus(args: &BenchArgs) -> Result<()> {
              server at"
                 .into(),
         )));
+    }
+    Ok(())
+}
+
+/// Every prefix of `--points` starts a point of the suites, or it is refused with their
+/// series.
+fn check_points(args: &BenchArgs) -> Result<()> {
+    let all: Vec<Point> = args
+        .suites()
+        .into_iter()
+        .flat_map(|s| s.points(&args.overrides(args.workers())))
+        .collect();
+    for prefix in &args.points {
+        if !all.iter().any(|p| p.id.starts_with(prefix.as_str())) {
+            let mut series: Vec<&str> = Vec::new();
+            for p in &all {
+                if !series.contains(&p.series.as_str()) {
+                    series.push(&p.series);
+                }
+            }
+            return Err(anyhow::Error::new(Usage(format!(
+                "--points {prefix}: no point of these suites starts with it; their points \
+                 start with their series: {}",
+                series.join(", ")
+            ))));
+        }
     }
     Ok(())
 }
@@ -311,13 +339,16 @@ fn missing_clients(points: &[Point]) -> Vec<&'static dyn OutsideClient> {
         .collect()
 }
 
-/// The points of the run, suite after suite. The points of an outside client that is not
-/// installed are left out (`choose_servers` says so).
+/// The points of the run, suite after suite, those `--points` names if it does. The points
+/// of an outside client that is not installed are left out (`choose_servers` says so).
 pub(super) fn points(args: &BenchArgs) -> Vec<Point> {
     let points: Vec<Point> = args
         .suites()
         .into_iter()
         .flat_map(|s| s.points(&args.overrides(args.workers())))
+        .filter(|p| {
+            args.points.is_empty() || args.points.iter().any(|pre| p.id.starts_with(pre.as_str()))
+        })
         .collect();
     let missing = missing_clients(&points);
     let remote = !args.client_hosts.is_empty();
@@ -330,4 +361,53 @@ pub(super) fn points(args: &BenchArgs) -> Vec<Point> {
             Some(name) => !missing.iter().any(|m| m.program() == name),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        bench: BenchArgs,
+    }
+
+    fn parse(args: &[&str]) -> BenchArgs {
+        Cli::try_parse_from(std::iter::once("bench").chain(args.iter().copied()))
+            .unwrap()
+            .bench
+    }
+
+    #[test]
+    fn points_selects_by_the_start_of_their_ids_and_refuses_what_starts_none() {
+        let a = parse(&["--suite", "kv", "--points", "article", "--conns", "1"]);
+        check_points(&a).unwrap();
+        let all: Vec<Point> = Suite::Kv.points(&a.overrides(1));
+        let ids: Vec<String> = all
+            .into_iter()
+            .filter(|p| a.points.iter().any(|pre| p.id.starts_with(pre.as_str())))
+            .map(|p| p.id)
+            .collect();
+        assert_eq!(ids, ["article-set-c50", "article-get-c50"]);
+        // Without redis-benchmark they are left out too; with it, `points` gives these.
+        let planned: Vec<String> = points(&a).into_iter().map(|p| p.id).collect();
+        assert!(
+            planned.iter().all(|id| id.starts_with("article-")),
+            "{planned:?}"
+        );
+        let two = parse(&["--suite", "kv", "--points", "loadgen-get-p1-,article-set"]);
+        check_points(&two).unwrap();
+        assert!(
+            points(&two)
+                .iter()
+                .all(|p| p.id.starts_with("loadgen-get-p1-c") || p.id == "article-set-c50")
+        );
+        let wrong = parse(&["--suite", "quick", "--points", "article"]);
+        let e = check_points(&wrong).unwrap_err().to_string();
+        assert!(e.contains("--points article: no point"), "{e}");
+        assert!(parse(&["--points", "a"]).points == ["a"]);
+    }
 }

@@ -120,7 +120,7 @@ fn article_points(cx: &Sweep<'_>) -> Vec<Point> {
                 &format!("{ARTICLE_SERIES}-{op}"),
                 format!("{ARTICLE_SERIES}-{op}-c{ARTICLE_CONNS}"),
                 format!(
-                    "{} {}, redis-benchmark's defaults (the Go event-loop article's)",
+                    "{} {}, redis-benchmark's defaults (Go event-loop article)",
                     op.to_uppercase(),
                     conns_label(ARTICLE_CONNS)
                 ),

@@ -84,6 +84,14 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     }
 }
 
+/// A row's test, with the row's marks (†, ‡, §) or `failed`: once a row, not on every figure.
+fn test_cell(test: &str, r: Option<&Row>) -> String {
+    match r {
+        Some(r) if r.ok == 0 => format!("{test}: failed"),
+        _ => mark(r, test.to_string()),
+    }
+}
+
 /// The servers of the table, in order: the article's designs first, as it lists them (with
 /// those not run here, so that its ratios show), then every other server that ran the
 /// article's points.
@@ -150,15 +158,18 @@ fn ours_in_ms(out: &mut String, rows: &[Row]) {
             let Some(r) = find(rows, SUITE, &s, id) else {
                 continue;
             };
-            let mut cells = vec![format!("**{s}**"), test.to_string()];
+            // The row's marks (†, ‡, failed) once, on its test.
+            let mut cells = vec![format!("**{s}**"), test_cell(test, Some(r))];
+            if r.ok == 0 {
+                body.push(cells);
+                continue;
+            }
             let f = figures(r);
-            cells.extend(f.iter().map(|v| {
-                mark(
-                    Some(r),
-                    v.map_or_else(|| "–".into(), |us| format!("{:.3}", us / 1e3)),
-                )
-            }));
-            cells.push(mark(Some(r), fmt_rate(r.throughput_per_sec)));
+            cells.extend(
+                f.iter()
+                    .map(|v| v.map_or_else(|| "–".into(), |us| format!("{:.3}", us / 1e3))),
+            );
+            cells.push(fmt_rate(r.throughput_per_sec));
             body.push(cells);
         }
     }
@@ -209,10 +220,10 @@ fn ratios(out: &mut String, rows: &[Row]) {
             let id = r.map_or("", |r| r.point.as_str());
             let base = find(rows, SUITE, crate::run::redis::NAME, id).map(figures);
             let f = r.map(figures);
-            let mut cells = vec![name.clone(), test.to_string()];
+            let mut cells = vec![name.clone(), test_cell(test, r)];
             for (i, m1) in m1.iter().enumerate() {
                 let here = ratio(f.and_then(|f| f[i]), base.and_then(|b| b[i]));
-                cells.push(format!("{}{m1}", mark(r, here)));
+                cells.push(format!("{here}{m1}"));
             }
             body.push(cells);
         }
@@ -266,6 +277,11 @@ mod tests {
             article_row("go", "article-get-c50", redis),
             article_row("reactor", "article-set-c50", redis),
         ];
+        let mut failed = article_row("smol", "article-get-c50", redis);
+        failed.ok = 0;
+        let mut disturbed = article_row("go-gnet", "article-get-c50", go);
+        disturbed.other_load_pct = Some(50.0);
+        let rows = [rows, vec![failed, disturbed]].concat();
         let mut out = String::new();
         part(&mut out, &rows);
         // Goroutines on the M1: 0.268 / 0.309 = 0.87, 0.032 / 0.112 = 0.29, ...
@@ -291,6 +307,12 @@ mod tests {
         // A server with no design of the article: ours only, after the article's.
         assert!(out.contains("| **reactor** | SET | 1.00 | 1.00 |"), "{out}");
         assert!(!out.contains("| **reactor** | GET"), "{out}");
+        // Marks once a row, on its test.
+        assert!(out.contains("| **smol** | GET: failed |"), "{out}");
+        assert!(
+            out.contains("| **go-gnet** | GET ‡ | 0.50 | 0.50 | 1.50 |"),
+            "{out}"
+        );
         let reactor = out.rfind("| **reactor** | SET").unwrap();
         assert!(out.find("(Redis(antirez)) | SET").unwrap() < reactor);
         // Ours in ms; the article's times never appear.
