@@ -158,6 +158,11 @@ impl SearchPlan {
                     .into(),
             )));
         }
+        if !args.points.is_empty() {
+            return Err(anyhow::Error::new(Usage(
+                "--points selects load points; the search suite has programs (`--servers`)".into(),
+            )));
+        }
         if args.needle.is_empty() {
             return Err(anyhow::Error::new(Usage(
                 "--needle must not be empty".into(),
