@@ -69,20 +69,30 @@ fn headline(out: &mut String, rows: &[Row], driver: &str, conns: usize) {
 }
 
 /// The kv section: its parts, in order, over the rows of the servers that ran. A new table
-/// of the section is one more function in the list.
+/// of the section is one more function in the list. A run of the article's points alone
+/// (`--points article`) gets their part alone.
 pub(crate) fn section(out: &mut String, rows: &[Row]) {
     let rows = rows_of_servers_that_ran(rows);
-    let parts: [fn(&mut String, &[Row]); 6] = [
-        intro,
-        beside_the_anchor,
-        article::part,
-        redis_benchmark_latency,
-        every_point,
-        peak_memory,
-    ];
+    let parts: &[fn(&mut String, &[Row])] = if article_only(&rows) {
+        &[article::part]
+    } else {
+        &[
+            intro,
+            beside_the_anchor,
+            article::part,
+            redis_benchmark_latency,
+            every_point,
+            peak_memory,
+        ]
+    };
     for part in parts {
         part(out, &rows);
     }
+}
+
+/// Every row is of the article's points.
+fn article_only(rows: &[Row]) -> bool {
+    !rows.is_empty() && rows.iter().all(|r| r.series.starts_with("article-"))
 }
 
 /// What the suite runs and how, and each client's headline table.
@@ -254,5 +264,20 @@ mod tests {
         assert!(out.contains("**redis-benchmark, 50 connections**"), "{out}");
         assert!(!out.contains("**loadgen, 50 connections**"), "{out}");
         assert!(out.contains("loadgen GET -P 16"), "{out}");
+    }
+
+    #[test]
+    fn the_article_s_points_alone_get_their_part_alone() {
+        let mut rows = vec![kv_row("redis", "article-get-c50", 50.0, 80_000.0, 8.0)];
+        rows[0].p50_us = Some(300.0);
+        let mut out = String::new();
+        section(&mut out, &rows);
+        assert!(
+            out.starts_with("**The Go event-loop article's table"),
+            "{out}"
+        );
+        assert!(out.contains("| **redis** | GET |"), "{out}");
+        assert!(!out.contains("no redis-benchmark points"), "{out}");
+        assert!(!out.contains("Every point"), "{out}");
     }
 }
