@@ -231,6 +231,16 @@ fn ratios(out: &mut String, rows: &[Row]) {
     let mut head = vec!["server (the article's design)", "test"];
     head.extend(STATS);
     table(out, &head, &body);
+    let redis = crate::run::redis::NAME;
+    if TESTS
+        .iter()
+        .all(|t| find(rows, SUITE, redis, t.1).is_none())
+    {
+        let _ = writeln!(
+            out,
+            "(`{redis}` did not run these points, so ours have no base: add it to `--servers`.)\n"
+        );
+    }
 }
 
 fn how_to_read(out: &mut String) {
@@ -326,6 +336,7 @@ mod tests {
             assert!(!out.contains(m1), "{m1} in {out}");
         }
         assert!(out.contains("over loopback"), "{out}");
+        assert!(!out.contains("did not run these points"), "{out}");
         assert!(out.contains("one run of each"), "{out}");
     }
 
@@ -339,5 +350,6 @@ mod tests {
             "{out}"
         );
         assert!(!out.contains("Ours, latency in ms"), "{out}");
+        assert!(out.contains("`redis` did not run these points"), "{out}");
     }
 }
