@@ -64,5 +64,8 @@ pub mod hub;
 pub mod kv;
 pub mod log;
 pub mod offload;
+pub mod race;
 pub mod outbox;
 pub mod session;
+pub mod signal;
+pub mod stream;

@@ -1,0 +1,243 @@
+//! A chat connection's outbound queue between its two tasks and the room hub, for
+//! runtimes whose reads and writes own their buffers and cannot be dropped halfway
+//! (srv-tokio-uring, srv-monoio, srv-compio): the reader task queues the session's
+//! replies, the hub (on any worker thread) offers live lines and hands over the `JOIN`
+//! seam, and the writer task takes everything out in one buffer and writes it with one
+//! io_uring operation.
+//!
+//! It is a `std::sync::Mutex` over the connection's [`OutQueue`] plus one wake-up per
+//! task ([`Notifier`]: [`Signal`] by default, or a runtime's own): the
+//! slow-subscriber rule counts bytes, not messages (so a bounded channel counts the
+//! wrong thing); `offer` must never block and holds the lock only for a copy of one
+//! line; and one contiguous buffer means one system call per burst and no allocation
+//! per message: the writer swaps the queued buffer with its own empty one, hands it to
+//! the ring by value, gets it back when the write completes, and keeps it for the next
+//! batch.
+//!
+//! Limits, as docs/protocol-notes.md says: live lines count against
+//! `--max-pending`, and passing it cuts the connection off; the connection's own
+//! output (replies, replay) makes the reader wait for room instead (more than
+//! `--max-pending` queued in all), which stops reading the client: backpressure.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::hub::{Line, Subscriber};
+use crate::outbox::{Batch, Offered, OutQueue};
+use crate::signal::{Notifier, Signal};
+
+/// A handle to one connection's outbound queue; clones share it. The rule is
+/// [`OutQueue`]'s; this adds the wake-ups of the two tasks.
+#[derive(Debug)]
+pub struct Outbox<N = Signal>(Arc<Inner<N>>);
+
+impl<N> Clone for Outbox<N> {
+    fn clone(&self) -> Self {
+        Outbox(Arc::clone(&self.0))
+    }
+}
+
+#[derive(Debug)]
+struct Inner<N> {
+    /// Closed once the reader is done, the writer stopped, or a cut.
+    queue: Mutex<OutQueue>,
+    /// Wakes the writer: something was queued, the reader is done, or a cut.
+    to_writer: N,
+    /// Wakes the reader: the writer made room, or stopped.
+    to_reader: N,
+}
+
+/// What the writer does next.
+#[derive(Debug)]
+pub enum Next {
+    /// Write the batch swapped into its buffer, then call [`Outbox::sent`].
+    Write(Batch),
+    /// Nothing queued: wait with [`Outbox::writer_notified`].
+    Wait,
+    /// The reader is done and everything is written.
+    Done,
+    /// Cut off as a slow subscriber: shut the socket down, write nothing more.
+    Cut,
+}
+
+impl<N: Notifier> Outbox<N> {
+    /// An empty, open queue whose live lines may have `max_pending` bytes pending.
+    pub fn new(max_pending: usize) -> Self {
+        Outbox(Arc::new(Inner {
+            queue: Mutex::new(OutQueue::new(max_pending)),
+            to_writer: N::default(),
+            to_reader: N::default(),
+        }))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, OutQueue> {
+        // Every critical section leaves the counts consistent, so the state a
+        // panicking holder left is usable.
+        self.0.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues the reader's own output (copied, and `out` cleared, keeping its
+    /// allocation), first waiting while the queue is too full to take it.
+    /// Returns false if the queue is closed (the writer stopped, or a cut):
+    /// the connection is over.
+    pub async fn push_own(&self, out: &mut Vec<u8>) -> bool {
+        loop {
+            {
+                let mut q = self.lock();
+                if out.is_empty() {
+                    return !q.is_closed();
+                }
+                if q.has_room(out.len()) {
+                    let queued = q.push_own(out);
+                    drop(q);
+                    self.0.to_writer.notify();
+                    return queued;
+                }
+            }
+            // A permit stored by a `sent` after the unlock above is kept.
+            self.0.to_reader.notified().await;
+        }
+    }
+
+    /// The reader will queue nothing more: refuse offers, and let the writer end
+    /// once it has written what is queued.
+    pub fn reader_done(&self) {
+        self.lock().close();
+        self.0.to_writer.notify();
+    }
+
+    /// The writer's next step; with [`Next::Write`], `batch` (empty on entry)
+    /// holds the bytes to write.
+    pub fn next(&self, batch: &mut Vec<u8>) -> Next {
+        let mut q = self.lock();
+        if q.is_cut() {
+            Next::Cut
+        } else if let Some(taken) = q.take(batch) {
+            Next::Write(taken)
+        } else if q.is_closed() {
+            Next::Done
+        } else {
+            Next::Wait
+        }
+    }
+
+    /// Waits until [`Outbox::next`] may have something new to say.
+    pub async fn writer_notified(&self) {
+        self.0.to_writer.notified().await;
+    }
+
+    /// The batch was written: its bytes are no longer pending. Clears `batch`
+    /// for reuse and wakes a reader waiting for room.
+    pub fn sent(&self, done: Batch, batch: &mut Vec<u8>) {
+        self.lock().sent(done, batch);
+        self.0.to_reader.notify();
+    }
+
+    /// The writer stopped (it could not write, or the connection was cut): the
+    /// reader's next `push_own` says so.
+    pub fn writer_done(&self) {
+        let mut q = self.lock();
+        q.close();
+        q.drop_queued();
+        drop(q);
+        self.0.to_reader.notify();
+    }
+
+    /// Whether the connection was cut off as a slow subscriber.
+    pub fn is_cut(&self) -> bool {
+        self.lock().is_cut()
+    }
+}
+
+impl<N: Notifier> Subscriber for Outbox<N> {
+    fn offer(&self, line: &Line) -> bool {
+        let offered = self.lock().offer(line);
+        if offered != Offered::Refused {
+            self.0.to_writer.notify();
+        }
+        offered == Offered::Queued
+    }
+
+    fn push_seam(&self, lines: Vec<u8>) {
+        if self.lock().push_seam(lines) {
+            self.0.to_writer.notify();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The rule itself is `outbox`'s to test; these check the writer's steps and the
+    //! reader's wait.
+
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use super::*;
+
+    fn line(s: &str) -> Line {
+        Line::from(s.as_bytes())
+    }
+
+    /// Polls `f` once, as a task would be on its first turn.
+    fn poll_once<F: Future>(f: F) -> Poll<F::Output> {
+        pin!(f).poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    #[test]
+    fn the_writer_writes_waits_and_ends_once_the_reader_is_done() {
+        let outbox: Outbox = Outbox::new(1 << 20);
+        let mut batch = Vec::new();
+        assert!(matches!(outbox.next(&mut batch), Next::Wait));
+        assert_eq!(
+            poll_once(outbox.push_own(&mut b"OK\n".to_vec())),
+            Poll::Ready(true)
+        );
+        assert!(outbox.offer(&line("MSG r 1 a x\n")));
+        outbox.reader_done();
+        assert!(!outbox.offer(&line("MSG r 2 a y\n")), "closed");
+        let Next::Write(done) = outbox.next(&mut batch) else {
+            panic!("expected a batch");
+        };
+        assert_eq!(batch, b"OK\nMSG r 1 a x\n");
+        outbox.sent(done, &mut batch);
+        assert!(matches!(outbox.next(&mut batch), Next::Done));
+    }
+
+    #[test]
+    fn a_cut_stops_the_writer() {
+        let outbox: Outbox = Outbox::new(4);
+        assert!(!outbox.offer(&line("MSG r 1 a x\n")));
+        assert!(outbox.is_cut());
+        assert!(matches!(outbox.next(&mut Vec::new()), Next::Cut));
+        assert_eq!(poll_once(outbox.writer_notified()), Poll::Ready(()));
+    }
+
+    #[test]
+    fn own_output_waits_for_room_and_gives_up_when_the_writer_stops() {
+        let outbox: Outbox = Outbox::new(10);
+        let pushed = poll_once(outbox.push_own(&mut vec![b'a'; 30]));
+        assert_eq!(pushed, Poll::Ready(true), "an empty queue takes anything");
+        let mut more = vec![b'b'; 5];
+        assert_eq!(
+            poll_once(outbox.push_own(&mut more)),
+            Poll::Pending,
+            "30 + 5 > 10 must wait"
+        );
+        let mut batch = Vec::new();
+        let Next::Write(done) = outbox.next(&mut batch) else {
+            panic!("expected a batch");
+        };
+        outbox.sent(done, &mut batch);
+        assert_eq!(
+            poll_once(outbox.push_own(&mut more)),
+            Poll::Ready(true),
+            "room was made"
+        );
+        outbox.writer_done();
+        assert_eq!(
+            poll_once(outbox.push_own(&mut b"late".to_vec())),
+            Poll::Ready(false)
+        );
+    }
+}
