@@ -33,11 +33,11 @@ use launch::Counters;
 use proto::chat::{LineBuffer, MAX_LINE};
 use proto::echo::READ_BUF;
 use service::offload::{BlockingPool, HubCalls, Job, Op};
+use service::outbox::two_task::{Next, Outbox};
+use service::race::{First, first};
 use service::session::Flow;
 
 use crate::count;
-use crate::outbox::{Next, Outbox};
-use crate::race::{First, first};
 
 /// The rooms every chat connection of the server shares, across all runtimes.
 pub(crate) type Rooms = service::offload::Rooms<Outbox>;

@@ -35,10 +35,10 @@ use monoio::net::TcpStream;
 use proto::chat::{LineBuffer, MAX_LINE};
 use proto::echo::READ_BUF;
 use service::offload::{BlockingPool, HubCalls, Job, Op};
+use service::outbox::two_task::{Next, Outbox};
 use service::session::Flow;
 
 use crate::count;
-use crate::outbox::{Next, Outbox};
 
 /// The rooms every chat connection of the server shares, across all runtimes.
 pub(crate) type Rooms = service::offload::Rooms<Outbox>;

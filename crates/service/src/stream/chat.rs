@@ -128,7 +128,11 @@ impl<P: BlockingPool, C: Counts> Conn<'_, P, C> {
 
     /// Handles the complete lines in `lines`, stopping early at a `JOIN` that
     /// replays or a line that closes the connection.
-    async fn handle_lines(&mut self, lines: &mut LineBuffer, out: &mut Vec<u8>) -> io::Result<Phase> {
+    async fn handle_lines(
+        &mut self,
+        lines: &mut LineBuffer,
+        out: &mut Vec<u8>,
+    ) -> io::Result<Phase> {
         while let Some(line) = lines.next_line() {
             self.count.line();
             match self.call(Op::Line(line), out).await? {
