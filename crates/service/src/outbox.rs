@@ -41,6 +41,7 @@
 //! ```
 
 pub mod one_task;
+mod shared;
 pub mod two_task;
 
 /// A batch buffer this big or bigger is not kept for reuse: a connection that

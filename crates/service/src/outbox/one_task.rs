@@ -28,16 +28,17 @@
 //! `--max-pending`: the task stops reading while it has anything to write, which
 //! is the backpressure docs/protocol-notes.md describes.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, MutexGuard};
 
+use super::shared::Shared;
 use crate::hub::{Line, Subscriber};
-use crate::outbox::{Batch, Offered, OutQueue};
+use crate::outbox::{Batch, OutQueue};
 use crate::signal::{Notifier, Signal};
 
 /// A handle to one connection's outbound queue; clones share it. The rule is
 /// [`OutQueue`]'s; this adds the task's wake-up.
 #[derive(Debug)]
-pub struct Outbox<N = Signal>(Arc<Inner<N>>);
+pub struct Outbox<N = Signal>(Arc<Shared<N>>);
 
 impl<N> Clone for Outbox<N> {
     fn clone(&self) -> Self {
@@ -45,26 +46,14 @@ impl<N> Clone for Outbox<N> {
     }
 }
 
-#[derive(Debug)]
-struct Inner<N> {
-    queue: Mutex<OutQueue>,
-    /// Woken when live lines or a seam are queued, or the connection is cut.
-    wake: N,
-}
-
 impl<N: Notifier> Outbox<N> {
     /// An empty, open queue whose live lines may have `max_pending` bytes pending.
     pub fn new(max_pending: usize) -> Self {
-        Outbox(Arc::new(Inner {
-            queue: Mutex::new(OutQueue::new(max_pending)),
-            wake: N::default(),
-        }))
+        Outbox(Arc::new(Shared::new(max_pending)))
     }
 
     fn lock(&self) -> MutexGuard<'_, OutQueue> {
-        // Every critical section leaves the counts consistent, so the state a
-        // panicking holder left is usable.
-        self.0.queue.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.lock()
     }
 
     /// Queues the connection's own output behind what is already queued, and
@@ -92,7 +81,7 @@ impl<N: Notifier> Outbox<N> {
     /// Waits until something was queued by others, or the connection was cut.
     /// A wake-up that came while the task was busy is kept, so none is lost.
     pub async fn notified(&self) {
-        self.0.wake.notified().await;
+        self.0.to_writer.notified().await;
     }
 
     /// Whether the connection was cut off as a slow subscriber.
@@ -110,17 +99,11 @@ impl<N: Notifier> Outbox<N> {
 
 impl<N: Notifier> Subscriber for Outbox<N> {
     fn offer(&self, line: &Line) -> bool {
-        let offered = self.lock().offer(line);
-        if offered != Offered::Refused {
-            self.0.wake.notify();
-        }
-        offered == Offered::Queued
+        self.0.offer(line)
     }
 
     fn push_seam(&self, lines: Vec<u8>) {
-        if self.lock().push_seam(lines) {
-            self.0.wake.notify();
-        }
+        self.0.push_seam(lines);
     }
 }
 

@@ -19,10 +19,11 @@
 //! output (replies, replay) makes the reader wait for room instead (more than
 //! `--max-pending` queued in all), which stops reading the client: backpressure.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, MutexGuard};
 
+use super::shared::Shared;
 use crate::hub::{Line, Subscriber};
-use crate::outbox::{Batch, Offered, OutQueue};
+use crate::outbox::{Batch, OutQueue};
 use crate::signal::{Notifier, Signal};
 
 /// A handle to one connection's outbound queue; clones share it. The rule is
@@ -38,10 +39,9 @@ impl<N> Clone for Outbox<N> {
 
 #[derive(Debug)]
 struct Inner<N> {
-    /// Closed once the reader is done, the writer stopped, or a cut.
-    queue: Mutex<OutQueue>,
-    /// Wakes the writer: something was queued, the reader is done, or a cut.
-    to_writer: N,
+    /// Closed once the reader is done, the writer stopped, or a cut; its wake-up
+    /// wakes the writer: something was queued, the reader is done, or a cut.
+    shared: Shared<N>,
     /// Wakes the reader: the writer made room, or stopped.
     to_reader: N,
 }
@@ -63,16 +63,13 @@ impl<N: Notifier> Outbox<N> {
     /// An empty, open queue whose live lines may have `max_pending` bytes pending.
     pub fn new(max_pending: usize) -> Self {
         Outbox(Arc::new(Inner {
-            queue: Mutex::new(OutQueue::new(max_pending)),
-            to_writer: N::default(),
+            shared: Shared::new(max_pending),
             to_reader: N::default(),
         }))
     }
 
     fn lock(&self) -> MutexGuard<'_, OutQueue> {
-        // Every critical section leaves the counts consistent, so the state a
-        // panicking holder left is usable.
-        self.0.queue.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.shared.lock()
     }
 
     /// Queues the reader's own output (copied, and `out` cleared, keeping its
@@ -89,7 +86,7 @@ impl<N: Notifier> Outbox<N> {
                 if q.has_room(out.len()) {
                     let queued = q.push_own(out);
                     drop(q);
-                    self.0.to_writer.notify();
+                    self.0.shared.to_writer.notify();
                     return queued;
                 }
             }
@@ -102,7 +99,7 @@ impl<N: Notifier> Outbox<N> {
     /// once it has written what is queued.
     pub fn reader_done(&self) {
         self.lock().close();
-        self.0.to_writer.notify();
+        self.0.shared.to_writer.notify();
     }
 
     /// The writer's next step; with [`Next::Write`], `batch` (empty on entry)
@@ -122,7 +119,7 @@ impl<N: Notifier> Outbox<N> {
 
     /// Waits until [`Outbox::next`] may have something new to say.
     pub async fn writer_notified(&self) {
-        self.0.to_writer.notified().await;
+        self.0.shared.to_writer.notified().await;
     }
 
     /// The batch was written: its bytes are no longer pending. Clears `batch`
@@ -150,17 +147,11 @@ impl<N: Notifier> Outbox<N> {
 
 impl<N: Notifier> Subscriber for Outbox<N> {
     fn offer(&self, line: &Line) -> bool {
-        let offered = self.lock().offer(line);
-        if offered != Offered::Refused {
-            self.0.to_writer.notify();
-        }
-        offered == Offered::Queued
+        self.0.shared.offer(line)
     }
 
     fn push_seam(&self, lines: Vec<u8>) {
-        if self.lock().push_seam(lines) {
-            self.0.to_writer.notify();
-        }
+        self.0.shared.push_seam(lines);
     }
 }
 
