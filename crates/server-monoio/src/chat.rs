@@ -35,8 +35,7 @@ use monoio::net::TcpStream;
 use proto::chat::{LineBuffer, MAX_LINE};
 use proto::echo::READ_BUF;
 use service::offload::{BlockingPool, HubCalls, Job, Op};
-use service::outbox::two_task::{Next, Outbox};
-use service::session::Flow;
+use service::outbox::two_task::{Next, Outbox, handle_lines};
 
 use crate::count;
 
@@ -113,20 +112,12 @@ async fn read_commands(
         // One copy of the few bytes read: the ring needs a buffer it owns, and
         // lines are split in the LineBuffer.
         lines.extend_from_slice(&buf[..n]);
-        while let Some(line) = lines.next_line() {
-            count::line(counters);
-            let mut flow = calls.call(Op::Line(line), &mut out).await?;
-            loop {
-                if !outbox.push_own(&mut out).await {
-                    return Ok(());
-                }
-                match flow {
-                    // HubCalls::call waits a sync out before it returns.
-                    Flow::Continue | Flow::Syncing => break,
-                    Flow::Replaying => flow = calls.call(Op::ReplayMore, &mut out).await?,
-                    Flow::Close => return Ok(()),
-                }
-            }
+        if !handle_lines(&mut lines, calls, outbox, &mut out, || {
+            count::line(counters)
+        })
+        .await?
+        {
+            return Ok(());
         }
     }
 }

@@ -19,11 +19,16 @@
 //! output (replies, replay) makes the reader wait for room instead (more than
 //! `--max-pending` queued in all), which stops reading the client: backpressure.
 
+use std::io;
 use std::sync::{Arc, MutexGuard};
+
+use proto::chat::LineBuffer;
 
 use super::shared::Shared;
 use crate::hub::{Line, Subscriber};
+use crate::offload::{BlockingPool, HubCalls, Op};
 use crate::outbox::{Batch, OutQueue};
+use crate::session::Flow;
 use crate::signal::{Notifier, Signal};
 
 /// A handle to one connection's outbound queue; clones share it. The rule is
@@ -145,6 +150,36 @@ impl<N: Notifier> Outbox<N> {
     }
 }
 
+/// The reader task's step after each read: handles the complete lines in `lines` in
+/// order, each through `calls` (a `JOIN`'s replay to its end), and queues the replies
+/// (waiting for room when the client is behind), calling `counted` once a line. Returns
+/// false once the connection is over: a line closed it, or the queue did (the writer
+/// stopped, or a cut).
+pub async fn handle_lines<N: Notifier, P: BlockingPool>(
+    lines: &mut LineBuffer,
+    calls: &mut HubCalls<Outbox<N>, P>,
+    outbox: &Outbox<N>,
+    out: &mut Vec<u8>,
+    mut counted: impl FnMut(),
+) -> io::Result<bool> {
+    while let Some(line) = lines.next_line() {
+        counted();
+        let mut flow = calls.call(Op::Line(line), out).await?;
+        loop {
+            if !outbox.push_own(out).await {
+                return Ok(false);
+            }
+            match flow {
+                // HubCalls::call waits a sync out before it returns.
+                Flow::Continue | Flow::Syncing => break,
+                Flow::Replaying => flow = calls.call(Op::ReplayMore, out).await?,
+                Flow::Close => return Ok(false),
+            }
+        }
+    }
+    Ok(true)
+}
+
 impl<N: Notifier> Subscriber for Outbox<N> {
     fn offer(&self, line: &Line) -> bool {
         self.0.shared.offer(line)
@@ -193,6 +228,62 @@ mod tests {
         assert_eq!(batch, b"OK\nMSG r 1 a x\n");
         outbox.sent(done, &mut batch);
         assert!(matches!(outbox.next(&mut batch), Next::Done));
+    }
+
+    #[test]
+    fn the_reader_queues_every_reply_and_stops_at_a_line_that_closes() {
+        use crate::hub::Hub;
+        use crate::log::Fsync;
+        use crate::offload::{Job, Rooms};
+
+        /// Runs hub calls inline: what a pool does, without the thread.
+        struct Inline;
+        impl BlockingPool for Inline {
+            fn run<R: Send + 'static>(&self, job: impl Job<R>) -> impl Future<Output = Option<R>> {
+                std::future::ready(Some(job()))
+            }
+        }
+
+        let rooms = Arc::new(Rooms {
+            hub: Hub::open(None, Fsync::Never).unwrap(),
+            max_pending: 1 << 20,
+            offload: false,
+        });
+        let outbox: Outbox = Outbox::new(rooms.max_pending);
+        let mut calls = HubCalls::new(&rooms, &outbox, Inline);
+        let mut lines = LineBuffer::new(proto::chat::MAX_LINE);
+        lines.extend_from_slice(b"PING 1\nPING 2\nPI");
+        let (mut out, mut counted) = (Vec::new(), 0);
+        let more = poll_once(handle_lines(
+            &mut lines,
+            &mut calls,
+            &outbox,
+            &mut out,
+            || counted += 1,
+        ));
+        assert!(
+            matches!(more, Poll::Ready(Ok(true))),
+            "the third line is not complete"
+        );
+        assert_eq!(counted, 2);
+        let mut batch = Vec::new();
+        let Next::Write(_) = outbox.next(&mut batch) else {
+            panic!("expected a batch");
+        };
+        assert_eq!(batch, b"PONG 1\nPONG 2\n");
+        outbox.writer_done();
+        lines.extend_from_slice(b"NG 3\n");
+        let more = poll_once(handle_lines(
+            &mut lines,
+            &mut calls,
+            &outbox,
+            &mut out,
+            || {},
+        ));
+        assert!(
+            matches!(more, Poll::Ready(Ok(false))),
+            "the queue is closed"
+        );
     }
 
     #[test]
