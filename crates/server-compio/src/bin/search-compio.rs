@@ -27,8 +27,8 @@ use search::work::run_queue_program;
 
 const NAME: &str = "search-compio";
 
-/// Searches one file; gives the buffer back for the next.
-async fn search_file(path: &Path, config: &Config, mut buf: Vec<u8>, tally: &Tally) -> Vec<u8> {
+/// Searches one file, reading into `buf`.
+async fn search_file(path: &Path, config: &Config, buf: &mut Vec<u8>, tally: &Tally) {
     let file = match compio::fs::OpenOptions::new()
         .read(true)
         .custom_flags(walk::OPEN_FLAGS)
@@ -36,45 +36,27 @@ async fn search_file(path: &Path, config: &Config, mut buf: Vec<u8>, tally: &Tal
         .await
     {
         Ok(f) => f,
-        Err(e) => {
-            tally.error(path, "cannot open", e);
-            return buf;
-        }
+        Err(e) => return tally.error(path, "cannot open", e),
     };
-    let mut scan = config.matcher.scan();
-    let mut offset = 0u64;
-    loop {
-        // compio reads into the capacity and sets the length to what it read.
-        buf.clear();
-        let BufResult(read, back) = file.read_at(buf, offset).await;
-        buf = back;
-        match read {
-            Ok(0) => {
-                tally.file(scan.bytes(), scan.matches());
-                break;
-            }
-            Ok(n) => {
-                scan.feed(&buf[..n]);
-                offset += n as u64;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                tally.error(path, "cannot read", e);
-                break;
-            }
-        }
+    // compio reads into the capacity and sets the length to what it read.
+    let read_at = async |b, at| {
+        let BufResult(read, back) = file.read_at(b, at).await;
+        (read, back)
+    };
+    match walk::scan_owned(&config.matcher, buf, read_at).await {
+        Ok(scan) => tally.file(scan.bytes(), scan.matches()),
+        Err(e) => tally.error(path, "cannot read", e),
     }
     if let Err(e) = file.close().await {
         tally.error(path, "cannot close", e);
     }
-    buf
 }
 
 async fn task(config: Arc<Config>, tasks: Arc<Tasks>, tally: Arc<Tally>) {
     let mut buf = Vec::with_capacity(config.chunk);
     tasks
         .run(&tally, async |path| {
-            buf = search_file(path, &config, std::mem::take(&mut buf), &tally).await;
+            search_file(path, &config, &mut buf, &tally).await;
         })
         .await;
 }
