@@ -33,7 +33,7 @@ use launch::Counters;
 use proto::chat::{LineBuffer, MAX_LINE};
 use proto::echo::READ_BUF;
 use service::offload::{BlockingPool, HubCalls, Job, Op};
-use service::outbox::two_task::{Next, Outbox, handle_lines};
+use service::outbox::two_task::{self, Ended, Outbox, handle_lines};
 use service::race::{First, first};
 
 use crate::count;
@@ -130,31 +130,13 @@ async fn write_out(
     cancel: CancelToken,
     counters: Arc<Counters>,
 ) -> io::Result<()> {
-    let mut batch = Vec::with_capacity(READ_BUF);
-    let result = loop {
-        match outbox.next(&mut batch) {
-            Next::Wait => outbox.writer_notified().await,
-            Next::Done => {
-                outbox.writer_done();
-                return Ok(());
-            }
-            Next::Cut => break Ok(()),
-            Next::Write(taken) => {
-                let len = batch.len();
-                let Some((result, back)) = write_or_cut(&mut stream, &outbox, batch).await else {
-                    break Ok(());
-                };
-                batch = back;
-                if let Err(e) = result {
-                    break Err(e);
-                }
-                count::bytes_out(&counters, len);
-                outbox.sent(taken, &mut batch);
-            }
-        }
+    let batch = Vec::with_capacity(READ_BUF);
+    let write = async |batch| write_or_cut(&mut stream, &outbox, batch).await;
+    let counted = |n| count::bytes_out(&counters, n);
+    let Ended::Stopped(result) = two_task::write_out(&outbox, batch, write, counted).await else {
+        return Ok(());
     };
     // A cut or a failed write: stop the reader too, and tell the client.
-    outbox.writer_done();
     cancel.cancel();
     let _ = stream.shutdown().await;
     result

@@ -35,7 +35,7 @@ use monoio::net::TcpStream;
 use proto::chat::{LineBuffer, MAX_LINE};
 use proto::echo::READ_BUF;
 use service::offload::{BlockingPool, HubCalls, Job, Op};
-use service::outbox::two_task::{Next, Outbox, handle_lines};
+use service::outbox::two_task::{self, Ended, Outbox, handle_lines};
 
 use crate::count;
 
@@ -130,31 +130,16 @@ async fn write_out(
     canceller: Canceller,
     counters: Arc<Counters>,
 ) -> io::Result<()> {
-    let mut batch = Vec::with_capacity(READ_BUF);
-    let result = loop {
-        match outbox.next(&mut batch) {
-            Next::Wait => outbox.writer_notified().await,
-            Next::Done => {
-                outbox.writer_done();
-                return Ok(());
-            }
-            Next::Cut => break Ok(()),
-            Next::Write(taken) => {
-                let len = batch.len();
-                let Some((result, back)) = write_or_cut(&mut stream, &outbox, batch).await else {
-                    break Ok(());
-                };
-                batch = back;
-                if let Err(e) = result {
-                    break Err(e);
-                }
-                count::bytes_out(&counters, len);
-                outbox.sent(taken, &mut batch);
-            }
-        }
+    let batch = Vec::with_capacity(READ_BUF);
+    let write = async |batch| {
+        let (result, back) = write_or_cut(&mut stream, &outbox, batch).await?;
+        Some((result.map(drop), back))
+    };
+    let counted = |n| count::bytes_out(&counters, n);
+    let Ended::Stopped(result) = two_task::write_out(&outbox, batch, write, counted).await else {
+        return Ok(());
     };
     // A cut or a failed write: stop the reader too, and tell the client.
-    outbox.writer_done();
     canceller.cancel();
     let _ = stream.shutdown().await;
     result

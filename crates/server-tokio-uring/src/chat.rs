@@ -29,10 +29,10 @@ use launch::Counters;
 use proto::chat::{LineBuffer, MAX_LINE};
 use proto::echo::READ_BUF;
 use service::offload::{BlockingPool, HubCalls, Job, Op};
-use service::outbox::two_task::handle_lines;
+use service::outbox::two_task::{self, Ended, handle_lines};
 use tokio_uring::net::TcpStream;
 
-use crate::outbox::{Next, Outbox};
+use crate::outbox::Outbox;
 
 /// The rooms every chat connection of the server shares, across all runtimes.
 pub(crate) type Rooms = service::offload::Rooms<Outbox>;
@@ -121,43 +121,26 @@ async fn write_out(
     outbox: Outbox,
     counters: Arc<Counters>,
 ) -> io::Result<()> {
-    let mut batch = Vec::with_capacity(READ_BUF);
-    let result = loop {
-        match outbox.next(&mut batch) {
-            Next::Wait => outbox.writer_notified().await,
-            Next::Done => {
-                outbox.writer_done();
-                return Ok(());
-            }
-            Next::Cut => break Ok(()),
-            Next::Write(taken) => {
-                let len = batch.len();
-                let write = stream.write_all(std::mem::take(&mut batch));
-                tokio::pin!(write);
-                // Wait for the write, unless the connection is cut meanwhile:
-                // then the write (to a client that does not read) is abandoned.
-                let done = loop {
-                    tokio::select! {
-                        biased;
-                        done = &mut write => break Some(done),
-                        () = outbox.writer_notified() => if outbox.is_cut() { break None },
-                    }
-                };
-                let Some((result, back)) = done else {
-                    break Ok(());
-                };
-                batch = back;
-                if let Err(e) = result {
-                    break Err(e);
-                }
-                Counters::add(&counters.bytes_out, len as u64);
-                outbox.sent(taken, &mut batch);
+    let batch = Vec::with_capacity(READ_BUF);
+    let write = async |batch| {
+        let write = stream.write_all(batch);
+        tokio::pin!(write);
+        // Wait for the write, unless the connection is cut meanwhile: then the
+        // write (to a client that does not read) is abandoned.
+        loop {
+            tokio::select! {
+                biased;
+                done = &mut write => break Some(done),
+                () = outbox.writer_notified() => if outbox.is_cut() { break None },
             }
         }
     };
+    let counted = |n| Counters::add(&counters.bytes_out, n as u64);
+    let Ended::Stopped(result) = two_task::write_out(&outbox, batch, write, counted).await else {
+        return Ok(());
+    };
     // A cut or a failed write: stop the reader too. Shutting the socket down
     // completes its read (and an abandoned write) at once.
-    outbox.writer_done();
     let _ = stream.shutdown(Shutdown::Both);
     result
 }

@@ -9,8 +9,6 @@ use std::future::Future;
 use service::signal::Notifier;
 use tokio::sync::Notify;
 
-pub(crate) use service::outbox::two_task::Next;
-
 /// A handle to one connection's outbound queue; clones share it.
 pub(crate) type Outbox = service::outbox::two_task::Outbox<TokioNotify>;
 
@@ -32,6 +30,8 @@ impl Notifier for TokioNotify {
 mod tests {
     //! The outbox is `service`'s to test; this checks that Tokio's `Notify` wakes a
     //! reader waiting for room.
+
+    use service::outbox::two_task::Next;
 
     use super::*;
 

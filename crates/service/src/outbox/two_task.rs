@@ -180,6 +180,55 @@ pub async fn handle_lines<N: Notifier, P: BlockingPool>(
     Ok(true)
 }
 
+/// How the writer task's loop ([`write_out`]) ended.
+#[derive(Debug)]
+pub enum Ended {
+    /// The reader was done and everything queued was written.
+    Done,
+    /// Cut off as a slow subscriber (`Ok`), or a write failed (`Err`): stop the
+    /// reader's read and shut the socket down.
+    Stopped(io::Result<()>),
+}
+
+/// The writer task's loop: takes what the outbox holds, one batch at a time, into
+/// `batch` (empty, its capacity kept for the connection's life), and writes it whole
+/// with `write`, which lends the batch to the ring and gives it back, or gives `None`
+/// if the connection was cut meanwhile and the write abandoned; `counted` learns each
+/// written batch's length. Runs until the reader is done and everything is written, a
+/// write fails, or a cut; either way the queue is closed to the reader
+/// ([`Outbox::writer_done`]) by the time it returns.
+pub async fn write_out<N: Notifier>(
+    outbox: &Outbox<N>,
+    mut batch: Vec<u8>,
+    mut write: impl AsyncFnMut(Vec<u8>) -> Option<(io::Result<()>, Vec<u8>)>,
+    mut counted: impl FnMut(usize),
+) -> Ended {
+    let result = loop {
+        match outbox.next(&mut batch) {
+            Next::Wait => outbox.writer_notified().await,
+            Next::Done => {
+                outbox.writer_done();
+                return Ended::Done;
+            }
+            Next::Cut => break Ok(()),
+            Next::Write(taken) => {
+                let len = batch.len();
+                let Some((result, back)) = write(batch).await else {
+                    break Ok(());
+                };
+                batch = back;
+                if let Err(e) = result {
+                    break Err(e);
+                }
+                counted(len);
+                outbox.sent(taken, &mut batch);
+            }
+        }
+    };
+    outbox.writer_done();
+    Ended::Stopped(result)
+}
+
 impl<N: Notifier> Subscriber for Outbox<N> {
     fn offer(&self, line: &Line) -> bool {
         self.0.shared.offer(line)
@@ -283,6 +332,35 @@ mod tests {
         assert!(
             matches!(more, Poll::Ready(Ok(false))),
             "the queue is closed"
+        );
+    }
+
+    #[test]
+    fn the_writer_loop_writes_each_batch_and_ends_with_the_reader() {
+        let outbox: Outbox = Outbox::new(1 << 20);
+        assert!(outbox.offer(&line("MSG r 1 a x\n")));
+        outbox.reader_done();
+        let (mut written, mut counted) = (Vec::new(), 0);
+        let write = async |batch: Vec<u8>| {
+            written.extend_from_slice(&batch);
+            Some((Ok(()), batch))
+        };
+        let ended = poll_once(write_out(&outbox, Vec::new(), write, |n| counted += n));
+        assert!(matches!(ended, Poll::Ready(Ended::Done)));
+        assert_eq!(written, b"MSG r 1 a x\n");
+        assert_eq!(counted, written.len());
+    }
+
+    #[test]
+    fn a_failed_write_stops_the_writer_and_the_reader() {
+        let outbox: Outbox = Outbox::new(1 << 20);
+        assert!(outbox.offer(&line("MSG r 1 a x\n")));
+        let write = async |batch: Vec<u8>| Some((Err(io::ErrorKind::BrokenPipe.into()), batch));
+        let ended = poll_once(write_out(&outbox, Vec::new(), write, |_| {}));
+        assert!(matches!(ended, Poll::Ready(Ended::Stopped(Err(_)))));
+        assert_eq!(
+            poll_once(outbox.push_own(&mut b"late".to_vec())),
+            Poll::Ready(false)
         );
     }
 
