@@ -14,6 +14,8 @@
 //!   blocks and a symbolic link is never followed, the blocking read loop);
 //! - [`work`]: the shared queue of directories and files of the programs whose workers take
 //!   from one queue, and the listing of a directory;
+//! - [`tasks`]: that queue under a lock with the wakers of the async tasks waiting on it,
+//!   and one task's loop, for the programs whose runtimes' wakers cross threads;
 //! - [`tally`]: the counters and the one JSON line every program prints;
 //! - [`corpus`]: the deterministic generated tree with known counts;
 //! - [`ripgrep`]: ripgrep as the peer, its command line and its counts.
@@ -36,5 +38,6 @@ pub mod corpus;
 pub mod matcher;
 pub mod ripgrep;
 pub mod tally;
+pub mod tasks;
 pub mod walk;
 pub mod work;

@@ -1,5 +1,6 @@
 //! The walk's rules, the same for every runtime: what is searched, how a file is opened,
-//! and the read loop of the blocking programs.
+//! and the read loops of the blocking programs ([`scan_blocking`]) and of the io_uring
+//! programs that lend the ring an owned buffer ([`scan_owned`]).
 //!
 //! - A directory entry's type comes from the directory listing (`d_type`, with an `lstat`
 //!   only where the file system does not fill it in), so a symbolic link is seen as a link
@@ -86,6 +87,35 @@ pub fn scan_blocking<'m>(
     }
 }
 
+/// Reads a file to its end through `read_at` (an io_uring read that takes the buffer by
+/// value and gives it back, as tokio-uring's, monoio's and compio's `read_at` do: into
+/// the buffer's capacity, at an offset, `Ok(0)` at the end) and counts the needle;
+/// returns the scan for its bytes and matches. `buf` is cleared before each read and
+/// is there again afterwards, for the next file.
+pub async fn scan_owned<'m>(
+    matcher: &'m Matcher,
+    buf: &mut Vec<u8>,
+    mut read_at: impl AsyncFnMut(Vec<u8>, u64) -> (io::Result<usize>, Vec<u8>),
+) -> io::Result<Scan<'m>> {
+    let mut scan = matcher.scan();
+    let mut offset = 0u64;
+    loop {
+        let mut lent = std::mem::take(buf);
+        lent.clear();
+        let (read, back) = read_at(lent, offset).await;
+        *buf = back;
+        match read {
+            Ok(0) => return Ok(scan),
+            Ok(n) => {
+                scan.feed(&buf[..n]);
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +163,28 @@ mod tests {
         })
         .unwrap();
         assert_eq!((scan.bytes(), scan.matches()), (12, 2));
+    }
+
+    #[test]
+    fn the_owned_buffer_loop_reads_at_each_offset_and_keeps_the_buffer() {
+        use std::pin::pin;
+        use std::task::{Context, Poll, Waker};
+
+        let m = Matcher::new(b"abc").unwrap();
+        let data = b"xxabcxxabcab";
+        let mut buf = Vec::with_capacity(3);
+        let read_at = async |mut b: Vec<u8>, at: u64| {
+            let at = at as usize;
+            let n = b.capacity().min(data.len() - at);
+            b.extend_from_slice(&data[at..at + n]);
+            (Ok(n), b)
+        };
+        let scanned =
+            pin!(scan_owned(&m, &mut buf, read_at)).poll(&mut Context::from_waker(Waker::noop()));
+        let Poll::Ready(Ok(scan)) = scanned else {
+            panic!("the reads complete at once");
+        };
+        assert_eq!((scan.bytes(), scan.matches()), (12, 2));
+        assert!(buf.capacity() >= 3, "the buffer came back");
     }
 }

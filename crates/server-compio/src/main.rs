@@ -37,14 +37,16 @@
 //! # Chat
 //!
 //! The rooms are one `service::hub::Hub` shared by every runtime; a connection's
-//! `Subscriber` is its [`outbox::Outbox`], which another worker's `SAY` can fill. compio's
-//! wakers may be woken from any thread (a remote wake goes to the runtime's queue and
-//! wakes its driver), but it has no cross-thread `Notify`, so the outbox keeps its
-//! tasks' wakers itself ([`signal::Signal`]), as srv-monoio's does. A reader task and a
+//! `Subscriber` is a `service::outbox::two_task::Outbox`, which another worker's `SAY`
+//! can fill. compio's wakers may be woken from any thread (a remote wake goes to the
+//! runtime's queue and wakes its driver), but it has no cross-thread `Notify` (its
+//! `synchrony` events are single-threaded), so the outbox's tasks, and each worker for
+//! the stop, wait on `service::signal::Signal`, as srv-monoio's do. A reader task and a
 //! writer task share the socket (compio's `into_split`); `chat.rs` says why two, and how
-//! a cut stops the read (compio's `CancelToken`). The queue's buffer and slow-subscriber
-//! rule are `service::outbox::OutQueue`, and the hub calls go through
-//! `service::offload::HubCalls`, both shared with the Tokio servers.
+//! a cut stops the read (compio's `CancelToken`). compio ships no `select!`; the two
+//! races it needs are `service::race::first`. The outbox, its slow-subscriber rule
+//! (`service::outbox::OutQueue`) and the hub calls (`service::offload::HubCalls`) are
+//! the same as srv-monoio's and srv-tokio-uring's.
 //!
 //! Hub calls do blocking file I/O (`write(2)` of a small record for a `SAY`, `pread(2)`
 //! for replay; the hub owns those files, so they cannot go through the ring). As in
@@ -63,10 +65,7 @@ mod chat;
 mod count;
 mod echo;
 mod exchange;
-mod outbox;
-mod race;
 mod serve;
-mod signal;
 
 use clap::Parser;
 

@@ -18,10 +18,10 @@ use compio::net::{TcpListener, TcpStream};
 use compio::runtime::Runtime;
 use launch::workers::{Placement, Workers};
 use launch::{App, CommonArgs, CpuList, Shutdown};
+use service::outbox::two_task::Outbox;
+use service::race::{First, first};
+use service::signal::Signal;
 
-use crate::outbox::Outbox;
-use crate::race::{First, first};
-use crate::signal::Signal;
 use crate::{NAME, chat, count, echo, exchange};
 
 /// How long the stop waits for the workers' runtimes to come down.

@@ -21,50 +21,52 @@
 //!   listener around it) and otherwise submits an accept to the ring; a read tries
 //!   `recv(2)` and otherwise waits for readiness with a poll on the ring; a write
 //!   likewise with `send(2)`. That is glommio's design for sockets, kept as is.
-//! - Streams are read and written through futures-io's `AsyncReadExt` and
-//!   `AsyncWriteExt`, as glommio's examples do.
+//! - Streams are read and written through futures-io's `AsyncRead` and `AsyncWrite`,
+//!   as glommio's examples do; the loops are `service::stream`'s, shared with
+//!   srv-smol, the other futures-io server.
 //! - glommio needs io_uring, and memory it may lock (RLIMIT_MEMLOCK of at least
 //!   512 KiB; as root, `CAP_IPC_LOCK` covers the registered buffers). If an executor
 //!   cannot start, the server exits with status 2 and one line saying so.
 //!
 //! # Echo
 //!
-//! A read into a 16 KiB buffer, then `write_all` of what was read (the complete
-//! messages with `--compute-us`, which spins in the task, holding the executor: its
-//! other connections wait, as on any thread-per-core runtime). A peer that does not
-//! read leaves the task in `write_all`: it reads no more (backpressure).
+//! `service::stream::echo`: a read into a 16 KiB buffer, then `write_all` of what was
+//! read (the complete messages with `--compute-us`, which spins in the task, holding
+//! the executor: its other connections wait, as on any thread-per-core runtime). A peer
+//! that does not read leaves the task in `write_all`: it reads no more (backpressure).
 //!
 //! # Chat
 //!
 //! The rooms are one `service::hub::Hub` shared by every executor; a connection's
-//! `Subscriber` is its [`outbox::Outbox`]. One task per connection reads and writes
-//! its socket, racing the read against the outbox, as srv-tokio does (`chat.rs` says
-//! why one task is safe on glommio). Fan-out across executors: glommio's channels join
-//! one executor to one other, so instead the outbox is woken through glommio's
-//! foreign wakers: a task's `Waker` woken on another thread is queued to its own
-//! executor, whose ring wakes on an eventfd (`outbox.rs`). The queue's buffer and
-//! slow-subscriber rule are `service::outbox::OutQueue`.
+//! `Subscriber` is a `service::outbox::one_task::Outbox`. One task per connection
+//! reads and writes its socket, racing the read against the outbox, as srv-tokio does
+//! (`service::stream::chat`, shared with srv-smol; `pool.rs` says why one task is safe
+//! on glommio). Fan-out across executors: glommio's channels join one executor to one
+//! other, so instead the outbox is woken through glommio's foreign wakers: a task's
+//! `Waker` woken on another thread is queued to its own executor, whose ring wakes on
+//! an eventfd, so the outbox's runtime-free `service::signal::Signal` serves (`wake.rs`
+//! tests it on glommio). The queue's buffer and slow-subscriber rule are
+//! `service::outbox::OutQueue`.
 //!
 //! Hub calls go through `service::offload::HubCalls`: inline with `--fsync never` (a
 //! `write(2)` into the page cache, cheaper than a hop to another thread), on the
-//! executor's blocking pool (`spawn_blocking`: one thread per executor, placed with
-//! it, glommio's default) with `--fsync always`. The `fdatasync(2)` itself is made by
-//! the hub's group commit (`service::commit`) on a thread of its own, one sync for
-//! every append since the last; the task awaits its outcome before it queues the
+//! executor's blocking pool (`spawn_blocking`: one thread per executor, placed with it,
+//! glommio's default; `pool.rs`) with `--fsync always`. The `fdatasync(2)` itself is
+//! made by the hub's group commit (`service::commit`) on a thread of its own, one sync
+//! for every append since the last; the task awaits its outcome before it queues the
 //! `ACK`, and the executor serves every other connection meanwhile.
 //!
 //! # Kv and http
 //!
-//! `src/exchange.rs`: read, answer every request of the read, one `write_all`. The kv
-//! store is one for the server, shared by every executor.
+//! `service::stream::exchange`: read, answer every request of the read, one
+//! `write_all`. The kv store is one for the server, shared by every executor.
 #![forbid(unsafe_code)]
 
-mod chat;
 mod count;
-mod echo;
-mod exchange;
-mod outbox;
+mod pool;
 mod serve;
+#[cfg(test)]
+mod wake;
 
 use clap::Parser;
 

@@ -23,10 +23,12 @@ use glommio::net::{TcpListener, TcpStream};
 use glommio::{LocalExecutor, LocalExecutorBuilder};
 use launch::workers::{Placement, Workers};
 use launch::{App, CommonArgs, CpuList, Shutdown};
+use service::outbox::one_task::Outbox;
+use service::stream::{self, Counts};
 
+use crate::NAME;
 use crate::count::Count;
-use crate::outbox::Outbox;
-use crate::{NAME, chat, echo, exchange};
+use crate::pool::Pool;
 
 /// How long the stop waits for the executors to come down.
 const STOP_GRACE: Duration = Duration::from_secs(4);
@@ -141,16 +143,35 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>, count: Count)
 
 async fn connection(mut stream: TcpStream, service: Arc<Service>, count: Count) {
     let result = match &service.app {
-        App::Echo(config) => echo::serve(&mut stream, config, &count).await,
-        App::Chat(rooms) => chat::serve(&mut stream, rooms, &count).await,
+        App::Echo(config) => stream::echo::serve(&mut stream, config, &count).await,
+        App::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Pool, &count).await,
         App::Kv(kv) => {
             let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            exchange::serve(&mut stream, &mut conn, &count).await
+            stream::exchange::serve(&mut stream, &mut conn, &count).await
         }
         App::Http(limit) => {
             let mut conn = service::http::Connection::new(*limit);
-            exchange::serve(&mut stream, &mut conn, &count).await
+            stream::exchange::serve(&mut stream, &mut conn, &count).await
         }
     };
     count.closed(result.is_err());
+}
+
+/// The shared loops count through the server's own counters.
+impl Counts for Count {
+    fn bytes_in(&self, n: usize) {
+        Count::bytes_in(self, n);
+    }
+
+    fn bytes_out(&self, n: usize) {
+        Count::bytes_out(self, n);
+    }
+
+    fn line(&self) {
+        Count::line(self);
+    }
+
+    fn cut(&self) {
+        Count::cut(self);
+    }
 }

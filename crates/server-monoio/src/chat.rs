@@ -35,10 +35,9 @@ use monoio::net::TcpStream;
 use proto::chat::{LineBuffer, MAX_LINE};
 use proto::echo::READ_BUF;
 use service::offload::{BlockingPool, HubCalls, Job, Op};
-use service::session::Flow;
+use service::outbox::two_task::{self, Ended, Outbox, handle_lines};
 
 use crate::count;
-use crate::outbox::{Next, Outbox};
 
 /// The rooms every chat connection of the server shares, across all runtimes.
 pub(crate) type Rooms = service::offload::Rooms<Outbox>;
@@ -113,20 +112,12 @@ async fn read_commands(
         // One copy of the few bytes read: the ring needs a buffer it owns, and
         // lines are split in the LineBuffer.
         lines.extend_from_slice(&buf[..n]);
-        while let Some(line) = lines.next_line() {
-            count::line(counters);
-            let mut flow = calls.call(Op::Line(line), &mut out).await?;
-            loop {
-                if !outbox.push_own(&mut out).await {
-                    return Ok(());
-                }
-                match flow {
-                    // HubCalls::call waits a sync out before it returns.
-                    Flow::Continue | Flow::Syncing => break,
-                    Flow::Replaying => flow = calls.call(Op::ReplayMore, &mut out).await?,
-                    Flow::Close => return Ok(()),
-                }
-            }
+        if !handle_lines(&mut lines, calls, outbox, &mut out, || {
+            count::line(counters)
+        })
+        .await?
+        {
+            return Ok(());
         }
     }
 }
@@ -139,31 +130,16 @@ async fn write_out(
     canceller: Canceller,
     counters: Counters,
 ) -> io::Result<()> {
-    let mut batch = Vec::with_capacity(READ_BUF);
-    let result = loop {
-        match outbox.next(&mut batch) {
-            Next::Wait => outbox.writer_notified().await,
-            Next::Done => {
-                outbox.writer_done();
-                return Ok(());
-            }
-            Next::Cut => break Ok(()),
-            Next::Write(taken) => {
-                let len = batch.len();
-                let Some((result, back)) = write_or_cut(&mut stream, &outbox, batch).await else {
-                    break Ok(());
-                };
-                batch = back;
-                if let Err(e) = result {
-                    break Err(e);
-                }
-                count::bytes_out(&counters, len);
-                outbox.sent(taken, &mut batch);
-            }
-        }
+    let batch = Vec::with_capacity(READ_BUF);
+    let write = async |batch| {
+        let (result, back) = write_or_cut(&mut stream, &outbox, batch).await?;
+        Some((result.map(drop), back))
+    };
+    let counted = |n| count::bytes_out(&counters, n);
+    let Ended::Stopped(result) = two_task::write_out(&outbox, batch, write, counted).await else {
+        return Ok(());
     };
     // A cut or a failed write: stop the reader too, and tell the client.
-    outbox.writer_done();
     canceller.cancel();
     let _ = stream.shutdown().await;
     result

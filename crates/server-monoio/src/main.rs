@@ -35,15 +35,17 @@
 //! # Chat
 //!
 //! The rooms are one `service::hub::Hub` shared by every runtime; a connection's
-//! `Subscriber` is its [`outbox::Outbox`], which another worker's `SAY` can fill. A
-//! wake-up from another thread needs monoio's `sync` feature (without it a waker may
-//! only be woken on its own thread); with it, a remote wake goes to the worker's
-//! queue and rings its eventfd. monoio has no cross-thread `Notify`, so the outbox
-//! keeps its tasks' wakers itself ([`signal::Signal`]). A reader task and a writer
-//! task share the socket through monoio's `into_split`; `chat.rs` says why two, and
-//! how a cut stops the read (monoio's `Canceller`). The queue's buffer and
-//! slow-subscriber rule are `service::outbox::OutQueue`, and the hub calls go through
-//! `service::offload::HubCalls`, both shared with the Tokio servers.
+//! `Subscriber` is a `service::outbox::two_task::Outbox`, which another worker's `SAY`
+//! can fill. A wake-up from another thread needs monoio's `sync` feature (without it a
+//! waker may only be woken on its own thread); with it, a remote wake goes to the
+//! worker's queue and rings its eventfd. monoio has no cross-thread `Notify` (its
+//! `local-sync` channels are for one thread), so the outbox's tasks, and each worker
+//! for the stop, wait on `service::signal::Signal`, a permit and a std `Waker` behind
+//! a mutex, free of any runtime. A reader task and a writer task share the socket
+//! through monoio's `into_split`; `chat.rs` says why two, and how a cut stops the read
+//! (monoio's `Canceller`). The outbox, its slow-subscriber rule
+//! (`service::outbox::OutQueue`) and the hub calls (`service::offload::HubCalls`) are
+//! the same as srv-compio's and srv-tokio-uring's.
 //!
 //! Hub calls do blocking file I/O (`write(2)` of a small record for a `SAY`,
 //! `pread(2)` for replay; the hub owns those files, so they cannot go through the
@@ -65,9 +67,7 @@ mod chat;
 mod count;
 mod echo;
 mod exchange;
-mod outbox;
 mod serve;
-mod signal;
 
 use clap::Parser;
 

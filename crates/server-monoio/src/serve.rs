@@ -20,9 +20,9 @@ use launch::{App, CommonArgs, CpuList, Shutdown};
 use monoio::blocking::DefaultThreadPool;
 use monoio::net::{TcpListener, TcpStream};
 use monoio::{IoUringDriver, RuntimeBuilder};
+use service::outbox::two_task::Outbox;
+use service::signal::Signal;
 
-use crate::outbox::Outbox;
-use crate::signal::Signal;
 use crate::{NAME, chat, count, echo, exchange};
 
 /// Submission-queue entries per ring: a thousand connections each keep a read in

@@ -14,8 +14,8 @@
 //!   all of them (whichever `block_on` is idle, or async-io's own thread), then
 //!   wakes the tasks whose sockets are ready. That is smol's design, kept as is.
 //! - Streams are `smol::net::TcpStream` (`Async<std::net::TcpStream>`), read and
-//!   written with futures-io's `AsyncReadExt` and `AsyncWriteExt`: the buffers are
-//!   the task's own, so a read waits for readiness and then reads, and a read
+//!   written through futures-io's `AsyncRead` and `AsyncWrite` by the loops of
+//!   `service::stream`, shared with srv-glommio: the buffers are the task's own, so a read waits for readiness and then reads, and a read
 //!   dropped by `future::or` loses nothing.
 //! - Blocking work goes to `smol::unblock` (the `blocking` crate's pool), smol's
 //!   answer to Tokio's `spawn_blocking`. Its threads are started on demand by
@@ -24,39 +24,40 @@
 //!
 //! # Echo
 //!
-//! A read into a 16 KiB buffer, then `write_all` of what was read (the complete
-//! messages with `--compute-us`, which spins in the task, holding its thread while
-//! the other threads run the other tasks). A peer that does not read leaves the
-//! task in `write_all`: it reads no more (backpressure).
+//! `service::stream::echo`: a read into a 16 KiB buffer, then `write_all` of what was
+//! read (the complete messages with `--compute-us`, which spins in the task, holding
+//! its thread while the other threads run the other tasks). A peer that does not read
+//! leaves the task in `write_all`: it reads no more (backpressure).
 //!
 //! # Chat
 //!
 //! One task per connection reads and writes the socket, racing the socket against
-//! its [`outbox::Outbox`] (the connection's `Subscriber` for the shared
-//! `service::hub::Hub`), as srv-tokio does. smol has no `Notify`, so the wake-up is
-//! a permit in an `async-channel` of capacity one (`outbox.rs` says why that is
-//! what smol's users do); the queue's buffer and slow-subscriber rule are
-//! `service::outbox::OutQueue`. Fan-out across threads needs nothing more: smol's
-//! wakers are ordinary thread-safe `Waker`s.
+//! its `service::outbox::one_task::Outbox` (the connection's `Subscriber` for the
+//! shared `service::hub::Hub`), as srv-tokio does: `service::stream::chat`, shared
+//! with srv-glommio. smol has no `Notify`, and its wakers are ordinary thread-safe
+//! `Waker`s, so the outbox's runtime-free wake-up, `service::signal::Signal` (a
+//! permit and a waker behind a mutex), is all fan-out across threads needs (`wake.rs`
+//! tests it on smol); the queue's buffer and slow-subscriber rule are
+//! `service::outbox::OutQueue`.
 //!
-//! Hub calls go through `service::offload::HubCalls`: inline with `--fsync never`
-//! (a `write(2)` into the page cache, cheaper than a hop to another thread), on
-//! `smol::unblock` with `--fsync always`. The `fdatasync(2)` itself is made by the
-//! hub's group commit (`service::commit`) on a thread of its own, one sync for
-//! every append since the last; the task awaits its outcome before it queues the
-//! `ACK`, and the executor serves every other connection meanwhile.
+//! Hub calls go through `service::offload::HubCalls`: inline with `--fsync never` (a
+//! `write(2)` into the page cache, cheaper than a hop to another thread), on
+//! `smol::unblock` with `--fsync always` (`pool.rs`). The `fdatasync(2)` itself is made
+//! by the hub's group commit (`service::commit`) on a thread of its own, one sync for
+//! every append since the last; the task awaits its outcome before it queues the `ACK`,
+//! and the executor serves every other connection meanwhile.
 //!
 //! # Kv and http
 //!
-//! `src/exchange.rs`: read, answer every request of the read, one `write_all`.
+//! `service::stream::exchange`: read, answer every request of the read, one
+//! `write_all`.
 #![forbid(unsafe_code)]
 
-mod chat;
 mod count;
-mod echo;
-mod exchange;
-mod outbox;
+mod pool;
 mod serve;
+#[cfg(test)]
+mod wake;
 
 use clap::Parser;
 

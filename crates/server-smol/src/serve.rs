@@ -17,13 +17,15 @@ use std::time::Duration;
 use anyhow::Context;
 use launch::workers::{Placement, Workers};
 use launch::{App, CommonArgs, Shutdown};
+use service::outbox::one_task::Outbox;
+use service::stream::{self, Counts};
 use smol::Executor;
 use smol::channel::{Receiver, unbounded};
 use smol::net::{TcpListener, TcpStream};
 
+use crate::NAME;
 use crate::count::Count;
-use crate::outbox::Outbox;
-use crate::{NAME, chat, echo, exchange};
+use crate::pool::Unblock;
 
 /// How long the stop waits for the worker threads to leave the executor.
 const STOP_GRACE: Duration = Duration::from_secs(4);
@@ -106,16 +108,35 @@ async fn accept_loop(
 
 async fn connection(mut stream: TcpStream, service: Arc<Service>, count: Count) {
     let result = match &service.app {
-        App::Echo(config) => echo::serve(&mut stream, config, &count).await,
-        App::Chat(rooms) => chat::serve(&mut stream, rooms, &count).await,
+        App::Echo(config) => stream::echo::serve(&mut stream, config, &count).await,
+        App::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Unblock, &count).await,
         App::Kv(kv) => {
             let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            exchange::serve(&mut stream, &mut conn, &count).await
+            stream::exchange::serve(&mut stream, &mut conn, &count).await
         }
         App::Http(limit) => {
             let mut conn = service::http::Connection::new(*limit);
-            exchange::serve(&mut stream, &mut conn, &count).await
+            stream::exchange::serve(&mut stream, &mut conn, &count).await
         }
     };
     count.closed(result.is_err());
+}
+
+/// The shared loops count through the server's own counters.
+impl Counts for Count {
+    fn bytes_in(&self, n: usize) {
+        Count::bytes_in(self, n);
+    }
+
+    fn bytes_out(&self, n: usize) {
+        Count::bytes_out(self, n);
+    }
+
+    fn line(&self) {
+        Count::line(self);
+    }
+
+    fn cut(&self) {
+        Count::cut(self);
+    }
 }

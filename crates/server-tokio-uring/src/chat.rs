@@ -29,10 +29,10 @@ use launch::{Count, Counters, Tally};
 use proto::chat::{LineBuffer, MAX_LINE};
 use proto::echo::READ_BUF;
 use service::offload::{BlockingPool, HubCalls, Job, Op};
-use service::session::Flow;
+use service::outbox::two_task::{self, Ended, handle_lines};
 use tokio_uring::net::TcpStream;
 
-use crate::outbox::{Next, Outbox};
+use crate::outbox::Outbox;
 
 /// The rooms every chat connection of the server shares, across all runtimes.
 pub(crate) type Rooms = service::offload::Rooms<Outbox>;
@@ -106,20 +106,12 @@ async fn read_commands(
         // One copy of the few bytes read: the ring needs a buffer it owns, and
         // lines are split in the LineBuffer.
         lines.extend_from_slice(&buf[..n]);
-        while let Some(line) = lines.next_line() {
-            tally.add(Count::Lines, 1);
-            let mut flow = calls.call(Op::Line(line), &mut out).await?;
-            loop {
-                if !outbox.push_own(&mut out).await {
-                    return Ok(());
-                }
-                match flow {
-                    // HubCalls::call waits a sync out before it returns.
-                    Flow::Continue | Flow::Syncing => break,
-                    Flow::Replaying => flow = calls.call(Op::ReplayMore, &mut out).await?,
-                    Flow::Close => return Ok(()),
-                }
-            }
+        if !handle_lines(&mut lines, calls, outbox, &mut out, || {
+            tally.add(Count::Lines, 1)
+        })
+        .await?
+        {
+            return Ok(());
         }
     }
 }
@@ -127,43 +119,26 @@ async fn read_commands(
 /// The writer task: writes what the outbox holds, one batch at a time, until
 /// the reader is done and everything is written, the socket fails, or a cut.
 async fn write_out(stream: Rc<TcpStream>, outbox: Outbox, mut tally: Tally) -> io::Result<()> {
-    let mut batch = Vec::with_capacity(READ_BUF);
-    let result = loop {
-        match outbox.next(&mut batch) {
-            Next::Wait => outbox.writer_notified().await,
-            Next::Done => {
-                outbox.writer_done();
-                return Ok(());
-            }
-            Next::Cut => break Ok(()),
-            Next::Write(taken) => {
-                let len = batch.len();
-                let write = stream.write_all(std::mem::take(&mut batch));
-                tokio::pin!(write);
-                // Wait for the write, unless the connection is cut meanwhile:
-                // then the write (to a client that does not read) is abandoned.
-                let done = loop {
-                    tokio::select! {
-                        biased;
-                        done = &mut write => break Some(done),
-                        () = outbox.writer_notified() => if outbox.is_cut() { break None },
-                    }
-                };
-                let Some((result, back)) = done else {
-                    break Ok(());
-                };
-                batch = back;
-                if let Err(e) = result {
-                    break Err(e);
-                }
-                tally.add(Count::BytesOut, len as u64);
-                outbox.sent(taken, &mut batch);
+    let batch = Vec::with_capacity(READ_BUF);
+    let write = async |batch| {
+        let write = stream.write_all(batch);
+        tokio::pin!(write);
+        // Wait for the write, unless the connection is cut meanwhile: then the
+        // write (to a client that does not read) is abandoned.
+        loop {
+            tokio::select! {
+                biased;
+                done = &mut write => break Some(done),
+                () = outbox.writer_notified() => if outbox.is_cut() { break None },
             }
         }
     };
+    let counted = |n| tally.add(Count::BytesOut, n as u64);
+    let Ended::Stopped(result) = two_task::write_out(&outbox, batch, write, counted).await else {
+        return Ok(());
+    };
     // A cut or a failed write: stop the reader too. Shutting the socket down
     // completes its read (and an abandoned write) at once.
-    outbox.writer_done();
     let _ = stream.shutdown(Shutdown::Both);
     result
 }

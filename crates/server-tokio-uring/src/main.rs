@@ -26,9 +26,11 @@
 //! `Subscriber` is its [`outbox::Outbox`], which another worker's `SAY` can fill
 //! and wake through `tokio::sync::Notify` (Tokio's wakers cross threads; the
 //! worker wakes from its epoll wait, where the ring's own fd is registered too). A reader
-//! task and a writer task share the socket; `chat.rs` says why two. The queue's
-//! buffer and slow-subscriber rule are `service::outbox::OutQueue`, and the hub
-//! calls go through `service::offload::HubCalls`, both shared with srv-tokio.
+//! task and a writer task share the socket; `chat.rs` says why two. The outbox is
+//! `service::outbox::two_task`, shared with srv-monoio and srv-compio (`outbox.rs`
+//! only wakes it with Tokio's `Notify`); its buffer and slow-subscriber rule are
+//! `service::outbox::OutQueue`, and the hub calls go through
+//! `service::offload::HubCalls`, both shared with srv-tokio.
 //!
 //! Hub calls do blocking file I/O (`write(2)` of a small record for a `SAY`,
 //! `pread(2)` for replay; the hub owns those files, so they cannot go through

@@ -1,210 +1,46 @@
-//! A chat connection's outbound queue, between its two tasks and the room hub:
-//! the reader task queues the session's replies, the hub (on any worker thread)
-//! offers live lines and hands over the `JOIN` seam, and the writer task takes
-//! everything out in one buffer and writes it with one io_uring `write`.
-//!
-//! It is a `std::sync::Mutex` over one byte buffer plus two `tokio::sync::Notify`
-//! (one per task), for the reasons `srv-tokio`'s outbox gives: the slow-subscriber
-//! rule counts bytes, not messages (so a bounded channel counts the wrong thing);
-//! `offer` must never block and holds the lock only for a copy of one line; and
-//! one contiguous buffer means one system call per burst and no allocation per
-//! message: the writer swaps the queued buffer with its own empty one, hands it
-//! to the ring by value, gets it back when the write completes, and keeps it for
-//! the next batch.
-//!
-//! Limits, as docs/protocol-notes.md says: live lines count against
-//! `--max-pending`, and passing it cuts the connection off; the connection's own
-//! output (replies, replay) makes the reader wait for room instead (more than
-//! `--max-pending` queued in all), which stops reading the client: backpressure.
-//! The buffer and that rule are `service::outbox::OutQueue`, which every server
-//! shares; this module adds the lock and the two tasks' `Notify`s.
+//! A chat connection's outbound queue between its two tasks and the room hub:
+//! `service::outbox::two_task::Outbox`, the one srv-monoio and srv-compio use too (its
+//! module doc gives the reasons for a mutex over one byte buffer), woken here with
+//! Tokio's own `tokio::sync::Notify`, one per task, whose `notify_one` keeps a permit
+//! for a task that is busy.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::future::Future;
 
-use service::hub::{Line, Subscriber};
-use service::outbox::{Batch, Offered, OutQueue};
+use service::signal::Notifier;
 use tokio::sync::Notify;
 
-/// A handle to one connection's outbound queue; clones share it. The rule is
-/// [`OutQueue`]'s; this adds the wake-ups of the two tasks.
-#[derive(Debug, Clone)]
-pub(crate) struct Outbox(Arc<Inner>);
+/// A handle to one connection's outbound queue; clones share it.
+pub(crate) type Outbox = service::outbox::two_task::Outbox<TokioNotify>;
 
-#[derive(Debug)]
-struct Inner {
-    /// Closed once the reader is done, the writer stopped, or a cut.
-    queue: Mutex<OutQueue>,
-    /// Wakes the writer: something was queued, the reader is done, or a cut.
-    to_writer: Notify,
-    /// Wakes the reader: the writer made room, or stopped.
-    to_reader: Notify,
-}
+/// Tokio's `Notify` as the outbox's wake-ups.
+#[derive(Debug, Default)]
+pub(crate) struct TokioNotify(Notify);
 
-/// What the writer does next.
-#[derive(Debug)]
-pub(crate) enum Next {
-    /// Write the batch swapped into its buffer, then call [`Outbox::sent`].
-    Write(Batch),
-    /// Nothing queued: wait with [`Outbox::writer_notified`].
-    Wait,
-    /// The reader is done and everything is written.
-    Done,
-    /// Cut off as a slow subscriber: shut the socket down, write nothing more.
-    Cut,
-}
-
-impl Outbox {
-    pub(crate) fn new(max_pending: usize) -> Self {
-        Outbox(Arc::new(Inner {
-            queue: Mutex::new(OutQueue::new(max_pending)),
-            to_writer: Notify::new(),
-            to_reader: Notify::new(),
-        }))
+impl Notifier for TokioNotify {
+    fn notify(&self) {
+        self.0.notify_one();
     }
 
-    fn lock(&self) -> MutexGuard<'_, OutQueue> {
-        // Every critical section leaves the counts consistent, so the state a
-        // panicking holder left is usable.
-        self.0.queue.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Queues the reader's own output (copied, and `out` cleared, keeping its
-    /// allocation), first waiting while the queue is too full to take it.
-    /// Returns false if the queue is closed (the writer stopped, or a cut):
-    /// the connection is over.
-    pub(crate) async fn push_own(&self, out: &mut Vec<u8>) -> bool {
-        loop {
-            {
-                let mut q = self.lock();
-                if out.is_empty() {
-                    return !q.is_closed();
-                }
-                if q.has_room(out.len()) {
-                    let queued = q.push_own(out);
-                    drop(q);
-                    self.0.to_writer.notify_one();
-                    return queued;
-                }
-            }
-            // A permit stored by a `sent` after the unlock above is kept.
-            self.0.to_reader.notified().await;
-        }
-    }
-
-    /// The reader will queue nothing more: refuse offers, and let the writer end
-    /// once it has written what is queued.
-    pub(crate) fn reader_done(&self) {
-        self.lock().close();
-        self.0.to_writer.notify_one();
-    }
-
-    /// The writer's next step; with [`Next::Write`], `batch` (empty on entry)
-    /// holds the bytes to write.
-    pub(crate) fn next(&self, batch: &mut Vec<u8>) -> Next {
-        let mut q = self.lock();
-        if q.is_cut() {
-            Next::Cut
-        } else if let Some(taken) = q.take(batch) {
-            Next::Write(taken)
-        } else if q.is_closed() {
-            Next::Done
-        } else {
-            Next::Wait
-        }
-    }
-
-    /// Waits until [`Outbox::next`] may have something new to say.
-    pub(crate) async fn writer_notified(&self) {
-        self.0.to_writer.notified().await;
-    }
-
-    /// The batch was written: its bytes are no longer pending. Clears `batch`
-    /// for reuse and wakes a reader waiting for room.
-    pub(crate) fn sent(&self, done: Batch, batch: &mut Vec<u8>) {
-        self.lock().sent(done, batch);
-        self.0.to_reader.notify_one();
-    }
-
-    /// The writer stopped (it could not write, or the connection was cut): the
-    /// reader's next `push_own` says so.
-    pub(crate) fn writer_done(&self) {
-        let mut q = self.lock();
-        q.close();
-        q.drop_queued();
-        drop(q);
-        self.0.to_reader.notify_one();
-    }
-
-    /// Whether the connection was cut off as a slow subscriber.
-    pub(crate) fn is_cut(&self) -> bool {
-        self.lock().is_cut()
-    }
-}
-
-impl Subscriber for Outbox {
-    fn offer(&self, line: &Line) -> bool {
-        let offered = self.lock().offer(line);
-        if offered != Offered::Refused {
-            self.0.to_writer.notify_one();
-        }
-        offered == Offered::Queued
-    }
-
-    fn push_seam(&self, lines: Vec<u8>) {
-        if self.lock().push_seam(lines) {
-            self.0.to_writer.notify_one();
-        }
+    fn notified(&self) -> impl Future<Output = ()> + Send + '_ {
+        self.0.notified()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    //! The rule itself is `service::outbox`'s to test; these check the writer's
-    //! steps and the reader's wait.
+    //! The outbox is `service`'s to test; this checks that Tokio's `Notify` wakes a
+    //! reader waiting for room.
+
+    use service::outbox::two_task::Next;
 
     use super::*;
 
-    fn line(s: &str) -> Line {
-        Line::from(s.as_bytes())
-    }
-
-    fn block_on<F: std::future::Future>(f: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread()
+    #[test]
+    fn own_output_waits_for_room_and_is_woken_by_the_write() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
-            .unwrap()
-            .block_on(f)
-    }
-
-    #[test]
-    fn the_writer_writes_waits_and_ends_once_the_reader_is_done() {
-        block_on(async {
-            let outbox = Outbox::new(1 << 20);
-            let mut batch = Vec::new();
-            assert!(matches!(outbox.next(&mut batch), Next::Wait));
-            assert!(outbox.push_own(&mut b"OK\n".to_vec()).await);
-            assert!(outbox.offer(&line("MSG r 1 a x\n")));
-            outbox.reader_done();
-            assert!(!outbox.offer(&line("MSG r 2 a y\n")), "closed");
-            let Next::Write(done) = outbox.next(&mut batch) else {
-                panic!("expected a batch");
-            };
-            assert_eq!(batch, b"OK\nMSG r 1 a x\n");
-            outbox.sent(done, &mut batch);
-            assert!(matches!(outbox.next(&mut batch), Next::Done));
-        });
-    }
-
-    #[test]
-    fn a_cut_stops_the_writer() {
-        let outbox = Outbox::new(4);
-        assert!(!outbox.offer(&line("MSG r 1 a x\n")));
-        assert!(outbox.is_cut());
-        assert!(matches!(outbox.next(&mut Vec::new()), Next::Cut));
-    }
-
-    #[test]
-    fn own_output_waits_for_room_and_gives_up_when_the_writer_stops() {
-        block_on(async {
+            .unwrap();
+        runtime.block_on(async {
             let outbox = Outbox::new(10);
             assert!(
                 outbox.push_own(&mut vec![b'a'; 30]).await,
@@ -223,8 +59,6 @@ mod tests {
             };
             outbox.sent(done, &mut batch);
             assert!(outbox.push_own(&mut more).await, "room was made");
-            outbox.writer_done();
-            assert!(!outbox.push_own(&mut b"late".to_vec()).await);
         });
     }
 }

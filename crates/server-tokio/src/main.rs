@@ -36,8 +36,9 @@
 //! `select!`s between the socket and its [`outbox::Outbox`], the connection's
 //! `Subscriber` for the shared `service::hub::Hub`. Why that queue is a mutex over
 //! one byte buffer plus a `Notify`, rather than a `tokio::sync` channel, is in
-//! `outbox.rs`; the buffer and the slow-subscriber rule are
-//! `service::outbox::OutQueue`, the same in every server. Replies go into the same buffer, behind whatever live lines it
+//! `service::outbox::one_task`, the outbox srv-tokio shares with srv-glommio and
+//! srv-smol (`outbox.rs` only wakes it with Tokio's `Notify`); the buffer and the
+//! slow-subscriber rule are `service::outbox::OutQueue`, the same in every server. Replies go into the same buffer, behind whatever live lines it
 //! already holds, so the session's ordering rule holds; the task writes all that
 //! is queued before it reads the next command, which is the backpressure of own
 //! output that docs/protocol-notes.md asks for.

@@ -2,14 +2,18 @@
 //! ([`log`]) and its group commit ([`commit`]), the in-process room hub that fans messages out to subscribers ([`hub`]),
 //! one chat connection's protocol state ([`session`]; [`file_session`] where connections
 //! share no memory and meet in the room files alone), the outbound queue's state and
-//! slow-subscriber rule that every server's outbox wraps ([`outbox`]), the hub calls of
-//! async runtimes, inline or on a blocking pool ([`offload`]), the echo loop and the chat
-//! connection for blocking runtimes ([`echo`], [`blocking`]), the busy-wait that models request processing ([`compute`]),
+//! slow-subscriber rule that every server's outbox wraps ([`outbox`]) and the outboxes of
+//! async runtimes over it ([`outbox::one_task`], [`outbox::two_task`]), woken through
+//! [`signal`], the hub calls of async runtimes, inline or on a blocking pool ([`offload`]),
+//! the first of two futures ([`race`]), the echo loop and the chat connection for blocking
+//! runtimes ([`echo`], [`blocking`]), the echo, request-reply and chat loops of futures-io
+//! streams ([`stream`]), the busy-wait that models request processing ([`compute`]),
 //! the key-value store and connection of `--proto kv` ([`kv`]), the HTTP service of
 //! `--proto http` ([`http`]), the request-reply loop both share ([`exchange`]),
 //! and the counters every server prints at exit ([`counters`]).
 //!
-//! This crate does no networking and owns one thread only (the group commit of
+//! This crate does no networking of its own (its loops are generic over `Read` and `Write`,
+//! or futures-io's `AsyncRead` and `AsyncWrite`) and owns one thread only (the group commit of
 //! `--fsync always`, which syncs room files off every event loop): each server drives the [`hub::Hub`]
 //! from its own connections and implements [`hub::Subscriber`] over its own queues. The
 //! wire codecs are `proto`'s; the file format is `docs/room-log.md`.
@@ -65,4 +69,7 @@ pub mod kv;
 pub mod log;
 pub mod offload;
 pub mod outbox;
+pub mod race;
 pub mod session;
+pub mod signal;
+pub mod stream;

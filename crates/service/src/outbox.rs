@@ -1,8 +1,12 @@
 //! The state of a chat connection's outbound queue, free of I/O and of waking:
 //! the slow-subscriber rule of docs/protocol-notes.md written once. Every
-//! server's outbox ([`crate::blocking::Outbox`] for threads and fibers, the
-//! Tokio and tokio-uring outboxes, srv-reactor's mailbox) keeps an [`OutQueue`]
-//! under its own lock and adds only how its runtime wakes a writer or a reader.
+//! server's outbox keeps an [`OutQueue`] under its own lock and adds only how its
+//! runtime wakes a writer or a reader: [`crate::blocking::Outbox`] for threads and
+//! fibers, srv-reactor's mailbox, and for async runtimes the two outboxes here,
+//! generic over their wake-up ([`crate::signal::Notifier`]): [`one_task`], where one
+//! task reads and writes its socket (srv-tokio, srv-glommio, srv-smol), and
+//! [`two_task`], where a reader task and a writer task share it (srv-tokio-uring,
+//! srv-monoio, srv-compio).
 //!
 //! The rule, as the comparison needs it to be the same everywhere:
 //!
@@ -35,6 +39,10 @@
 //! queue.sent(taken, &mut batch);
 //! assert!(queue.is_cut() && queue.is_closed());
 //! ```
+
+pub mod one_task;
+mod shared;
+pub mod two_task;
 
 /// A batch buffer this big or bigger is not kept for reuse: a connection that
 /// fell behind once should not hold a megabyte for the rest of its life.

@@ -10,64 +10,30 @@
 //!
 //! The workers share one queue of work items (a directory to list, a file to search)
 //! and each runs `FILES_IN_FLIGHT_PER_WORKER` tasks that take items from it, so a worker
-//! has many reads in flight at once. A task of one executor waiting for work is woken
-//! by another executor's task through an `event-listener` event: glommio's foreign
-//! wakers queue the wake-up to the waiting task's own executor. glommio has no
+//! has many reads in flight at once. A task of one executor waiting for work leaves its
+//! waker in the queue and is woken by another executor's task: glommio's foreign wakers
+//! queue the wake-up to the waiting task's own executor. The queue and a task's loop are
+//! `search::tasks`, shared with search-monoio and search-compio. glommio has no
 //! directory listing on the ring (io_uring has no `getdents`), so a task lists a
 //! directory with std's blocking `read_dir` on its worker, as search-tokio-uring does.
 
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::path::Path;
+use std::sync::Arc;
 
-use event_listener::Event;
 use glommio::io::OpenOptions;
 use glommio::{LocalExecutorBuilder, Placement};
 use search::cli::Config;
 use search::tally::Tally;
+use search::tasks::Tasks;
 use search::walk::{self, FILES_IN_FLIGHT_PER_WORKER};
-use search::work::{Item, Taken, Work, list, run_queue_program};
+use search::work::run_queue_program;
 
 const NAME: &str = "search-glommio";
 
-/// The walk's work under a lock, and the tasks waiting for more of it, on any executor.
-#[derive(Debug, Default)]
-struct Queue {
-    work: Mutex<Work>,
-    more: Event,
-}
-
-impl Queue {
-    fn lock(&self) -> MutexGuard<'_, Work> {
-        self.work.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The next item, or `None` when the walk is over.
-    async fn take(&self) -> Option<Item> {
-        loop {
-            // Listening before looking, so that a notification between the look and the
-            // wait is not lost.
-            let listener = self.more.listen();
-            match self.lock().take() {
-                Taken::Item(item) => return Some(item),
-                Taken::Over => return None,
-                Taken::Wait => {}
-            }
-            listener.await;
-        }
-    }
-
-    /// Ends one taken item, queueing what it found.
-    fn finish(&self, found: Vec<Item>) {
-        if self.lock().finish(found) {
-            self.more.notify(usize::MAX);
-        }
-    }
-}
-
 /// Searches one file.
-async fn search_file(path: &PathBuf, config: &Config, tally: &Tally) {
+async fn search_file(path: &Path, config: &Config, tally: &Tally) {
     let file = match OpenOptions::new()
         .read(true)
         .custom_flags(walk::OPEN_FLAGS)
@@ -100,18 +66,15 @@ async fn search_file(path: &PathBuf, config: &Config, tally: &Tally) {
     }
 }
 
-async fn task(config: Arc<Config>, queue: Arc<Queue>, tally: Arc<Tally>) {
-    let mut found = Vec::new();
-    while let Some(item) = queue.take().await {
-        match &item {
-            Item::Dir(dir) => list(dir, &tally, &mut found),
-            Item::File(path) => search_file(path, &config, &tally).await,
-        }
-        queue.finish(std::mem::take(&mut found));
-    }
+async fn task(config: Arc<Config>, tasks: Arc<Tasks>, tally: Arc<Tally>) {
+    tasks
+        .run(&tally, async |path| {
+            search_file(path, &config, &tally).await
+        })
+        .await;
 }
 
-fn worker(index: usize, config: Arc<Config>, queue: Arc<Queue>, tally: Arc<Tally>) {
+fn worker(index: usize, config: Arc<Config>, tasks: Arc<Tasks>, tally: Arc<Tally>) {
     if let Err(e) = config.pin(index) {
         eprintln!("{NAME}: worker {index}: {e}");
     }
@@ -128,7 +91,7 @@ fn worker(index: usize, config: Arc<Config>, queue: Arc<Queue>, tally: Arc<Tally
             .map(|_| {
                 glommio::spawn_local(task(
                     Arc::clone(&config),
-                    Arc::clone(&queue),
+                    Arc::clone(&tasks),
                     Arc::clone(&tally),
                 ))
             })
@@ -143,15 +106,12 @@ fn main() {
     run_queue_program(
         NAME,
         " (is io_uring available?)",
-        |work| Queue {
-            work: Mutex::new(work),
-            more: Event::new(),
-        },
-        |index, config, queue, tally| {
+        Tasks::new,
+        |index, config, tasks, tally| {
             worker(
                 index,
                 Arc::clone(config),
-                Arc::clone(queue),
+                Arc::clone(tasks),
                 Arc::clone(tally),
             );
         },

@@ -9,66 +9,26 @@
 //! at once. io_uring has no `getdents`, so a task lists a directory with std's blocking
 //! `read_dir` on its worker, as search-tokio-uring and search-fiber do. A task that waits
 //! for work leaves its waker in the queue; another worker's task that adds work wakes it
-//! (monoio's `sync` feature lets a waker cross threads).
+//! (monoio's `sync` feature lets a waker cross threads). The queue and a task's loop are
+//! `search::tasks`, shared with search-compio and search-glommio.
 
 #![forbid(unsafe_code)]
 
-use std::future::poll_fn;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Poll, Waker};
+use std::sync::Arc;
 
 use monoio::{IoUringDriver, RuntimeBuilder};
 use search::cli::Config;
 use search::tally::Tally;
+use search::tasks::Tasks;
 use search::walk::{self, FILES_IN_FLIGHT_PER_WORKER};
-use search::work::{Item, Taken, Work, list, run_queue_program};
+use search::work::run_queue_program;
 
 const NAME: &str = "search-monoio";
 
-/// The walk's work under a lock, and the wakers of the tasks waiting for more of it.
-#[derive(Debug)]
-struct Queue(Mutex<(Work, Vec<Waker>)>);
-
-impl Queue {
-    fn lock(&self) -> MutexGuard<'_, (Work, Vec<Waker>)> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The next item, or `None` when the walk is over.
-    async fn take(&self) -> Option<Item> {
-        // The look and the registration are under one lock: no wake-up is lost.
-        poll_fn(|cx| {
-            let mut state = self.lock();
-            match state.0.take() {
-                Taken::Item(item) => Poll::Ready(Some(item)),
-                Taken::Over => Poll::Ready(None),
-                Taken::Wait => {
-                    state.1.push(cx.waker().clone());
-                    Poll::Pending
-                }
-            }
-        })
-        .await
-    }
-
-    /// Ends one taken item, queueing what it found.
-    fn finish(&self, found: Vec<Item>) {
-        let woken = {
-            let mut state = self.lock();
-            if state.0.finish(found) {
-                std::mem::take(&mut state.1)
-            } else {
-                Vec::new()
-            }
-        };
-        woken.into_iter().for_each(Waker::wake);
-    }
-}
-
-/// Searches one file; gives the buffer back for the next.
-async fn search_file(path: &Path, config: &Config, mut buf: Vec<u8>, tally: &Tally) -> Vec<u8> {
+/// Searches one file, reading into `buf`.
+async fn search_file(path: &Path, config: &Config, buf: &mut Vec<u8>, tally: &Tally) {
     let file = match monoio::fs::OpenOptions::new()
         .read(true)
         .custom_flags(walk::OPEN_FLAGS)
@@ -76,53 +36,29 @@ async fn search_file(path: &Path, config: &Config, mut buf: Vec<u8>, tally: &Tal
         .await
     {
         Ok(f) => f,
-        Err(e) => {
-            tally.error(path, "cannot open", e);
-            return buf;
-        }
+        Err(e) => return tally.error(path, "cannot open", e),
     };
-    let mut scan = config.matcher.scan();
-    let mut offset = 0u64;
-    loop {
-        // monoio reads into the capacity and sets the length to what it read.
-        buf.clear();
-        let (read, back) = file.read_at(buf, offset).await;
-        buf = back;
-        match read {
-            Ok(0) => {
-                tally.file(scan.bytes(), scan.matches());
-                break;
-            }
-            Ok(n) => {
-                scan.feed(&buf[..n]);
-                offset += n as u64;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                tally.error(path, "cannot read", e);
-                break;
-            }
-        }
+    // monoio reads into the capacity and sets the length to what it read.
+    let read_at = async |b, at| file.read_at(b, at).await;
+    match walk::scan_owned(&config.matcher, buf, read_at).await {
+        Ok(scan) => tally.file(scan.bytes(), scan.matches()),
+        Err(e) => tally.error(path, "cannot read", e),
     }
     if let Err(e) = file.close().await {
         tally.error(path, "cannot close", e);
     }
-    buf
 }
 
-async fn task(config: Arc<Config>, queue: Arc<Queue>, tally: Arc<Tally>) {
+async fn task(config: Arc<Config>, tasks: Arc<Tasks>, tally: Arc<Tally>) {
     let mut buf = Vec::with_capacity(config.chunk);
-    let mut found = Vec::new();
-    while let Some(item) = queue.take().await {
-        match &item {
-            Item::Dir(dir) => list(dir, &tally, &mut found),
-            Item::File(path) => buf = search_file(path, &config, buf, &tally).await,
-        }
-        queue.finish(std::mem::take(&mut found));
-    }
+    tasks
+        .run(&tally, async |path| {
+            search_file(path, &config, &mut buf, &tally).await;
+        })
+        .await;
 }
 
-fn worker(index: usize, config: Arc<Config>, queue: Arc<Queue>, tally: Arc<Tally>) {
+fn worker(index: usize, config: Arc<Config>, tasks: Arc<Tasks>, tally: Arc<Tally>) {
     if let Err(e) = config.pin(index) {
         eprintln!("{NAME}: worker {index}: {e}");
     }
@@ -138,7 +74,7 @@ fn worker(index: usize, config: Arc<Config>, queue: Arc<Queue>, tally: Arc<Tally
             .map(|_| {
                 monoio::spawn(task(
                     Arc::clone(&config),
-                    Arc::clone(&queue),
+                    Arc::clone(&tasks),
                     Arc::clone(&tally),
                 ))
             })
@@ -153,12 +89,12 @@ fn main() {
     run_queue_program(
         NAME,
         " (is io_uring available?)",
-        |work| Queue(Mutex::new((work, Vec::new()))),
-        |index, config, queue, tally| {
+        Tasks::new,
+        |index, config, tasks, tally| {
             worker(
                 index,
                 Arc::clone(config),
-                Arc::clone(queue),
+                Arc::clone(tasks),
                 Arc::clone(tally),
             );
         },

@@ -10,7 +10,7 @@
 
 #![forbid(unsafe_code)]
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use search::cli::Config;
@@ -60,8 +60,8 @@ impl Queue {
     }
 }
 
-/// Searches one file; gives the buffer back for the next.
-async fn search_file(path: &PathBuf, config: &Config, mut buf: Vec<u8>, tally: &Tally) -> Vec<u8> {
+/// Searches one file, reading into `buf`.
+async fn search_file(path: &Path, config: &Config, buf: &mut Vec<u8>, tally: &Tally) {
     let file = match tokio_uring::fs::OpenOptions::new()
         .read(true)
         .custom_flags(walk::OPEN_FLAGS)
@@ -69,37 +69,16 @@ async fn search_file(path: &PathBuf, config: &Config, mut buf: Vec<u8>, tally: &
         .await
     {
         Ok(f) => f,
-        Err(e) => {
-            tally.error(path, "cannot open", e);
-            return buf;
-        }
+        Err(e) => return tally.error(path, "cannot open", e),
     };
-    let mut scan = config.matcher.scan();
-    let mut offset = 0u64;
-    loop {
-        buf.clear();
-        let (read, back) = file.read_at(buf, offset).await;
-        buf = back;
-        match read {
-            Ok(0) => {
-                tally.file(scan.bytes(), scan.matches());
-                break;
-            }
-            Ok(n) => {
-                scan.feed(&buf[..n]);
-                offset += n as u64;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                tally.error(path, "cannot read", e);
-                break;
-            }
-        }
+    let read_at = async |b, at| file.read_at(b, at).await;
+    match walk::scan_owned(&config.matcher, buf, read_at).await {
+        Ok(scan) => tally.file(scan.bytes(), scan.matches()),
+        Err(e) => tally.error(path, "cannot read", e),
     }
     if let Err(e) = file.close().await {
         tally.error(path, "cannot close", e);
     }
-    buf
 }
 
 async fn task(config: Arc<Config>, queue: Arc<Queue>, tally: Arc<Tally>) {
@@ -108,7 +87,7 @@ async fn task(config: Arc<Config>, queue: Arc<Queue>, tally: Arc<Tally>) {
     while let Some(item) = queue.take().await {
         match &item {
             Item::Dir(dir) => list(dir, &tally, &mut found),
-            Item::File(path) => buf = search_file(path, &config, buf, &tally).await,
+            Item::File(path) => search_file(path, &config, &mut buf, &tally).await,
         }
         queue.finish(std::mem::take(&mut found));
     }
