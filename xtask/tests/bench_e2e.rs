@@ -120,7 +120,12 @@ fn tiny_sweep_of_one_server() {
     );
     assert!(Path::new(&out.join("plots/quick-throughput.svg")).is_file());
     assert!(Path::new(&out.join("plots/quick-latency-open.svg")).is_file());
-    assert!(Path::new(&out.join("plots/quick-cpu-per-echo-open.svg")).is_file());
+    // A ranked dot plot per open-loop rate.
+    for i in [1, 2] {
+        let ranked = out.join(format!("plots/quick-cpu-per-echo-open-{i}.svg"));
+        let svg = std::fs::read_to_string(&ranked).unwrap();
+        assert!(svg.contains("\nthreads\n"), "{}", ranked.display());
+    }
     assert!(report.contains("CPU per echo at equal load"), "{report}");
 
     let left = still_running_with(&out.display().to_string());

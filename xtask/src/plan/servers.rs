@@ -33,10 +33,9 @@ struct Known {
     about: &'static str,
     /// Run when `--servers` is not given.
     default: bool,
-    /// Serves plain echo only (no chat, no `--compute-us`): left out of the other points.
-    echo_only: bool,
-    /// Serves `--proto kv`.
-    serves_kv: bool,
+    /// What the conformance list says it does not serve (`EchoOnly`, `NoChat`, `NoKv`,
+    /// `NoHttp`, ...): it sits out the points that need it.
+    spec: &'static conformance::ServerSpec,
 }
 
 impl Known {
@@ -59,8 +58,7 @@ fn known() -> impl Iterator<Item = Known> {
             flags: spec.args,
             about: bench.about,
             default: bench.default,
-            echo_only: spec.limits.contains(&conformance::Limit::EchoOnly),
-            serves_kv: spec.serves(conformance::Need::Kv),
+            spec,
         })
     })
 }
@@ -77,21 +75,38 @@ pub(crate) struct Variant {
 }
 
 impl Variant {
-    /// Whether the server, one of ours, serves `workload`: an echo-only one (srv-floor) runs
-    /// plain echo and idle points only, never chat or echo with `--compute-us`. (A peer serves
+    /// Whether the server, one of ours, serves `workload`: one whose conformance entry lacks
+    /// what the workload needs sits it out (srv-floor runs plain echo and idle points only;
+    /// srv-go `--model poll` no chat or http; srv-threads' process mode no kv). (A peer serves
     /// its protocol only: see [`Inventory::serves`].)
     pub(crate) fn serves(&self, workload: Workload) -> bool {
-        // A variant the conformance list says serves no kv (srv-threads' process mode:
-        // its processes share no map).
-        if workload.proto() == "kv" && known().any(|k| k.is_base_of(self) && !k.serves_kv) {
-            return false;
-        }
         // The one-owner store is a kv design; the flag means nothing elsewhere.
         if self.flags.iter().any(|f| f == "--kv-owner") {
             return workload.proto() == "kv";
         }
-        let echo_only = known().any(|k| k.binary == self.binary && k.echo_only);
-        !echo_only || (workload.proto() == "echo" && workload.compute_us() == 0)
+        self.lacks(workload).is_none()
+    }
+
+    /// What of `workload` the server does not serve, by the conformance list's limits of
+    /// its entry (or of any entry its binary and flags begin with), or `None` when it serves
+    /// it.
+    pub(crate) fn lacks(&self, workload: Workload) -> Option<conformance::Need> {
+        use conformance::Need;
+        let need = match workload.proto() {
+            "chat" => Need::Chat,
+            "kv" => Need::Kv,
+            "http" => Need::Http,
+            _ if workload.compute_us() > 0 => Need::Compute,
+            _ => return None,
+        };
+        // Echo-only is a property of the binary (srv-floor refuses the rest whatever its
+        // flags); the other limits belong to the entry's flags (`--model poll`).
+        let lacking = known().any(|k| {
+            (k.is_base_of(self) || k.spec.limits.contains(&conformance::Limit::EchoOnly))
+                && k.binary == self.binary
+                && !k.spec.serves(need)
+        });
+        lacking.then_some(need)
     }
 }
 
@@ -284,6 +299,22 @@ impl Inventory {
     }
 }
 
+/// The named servers left out of the default run, each with what it is (which says why:
+/// srv-go `--model poll` spends a CPU per worker whether or not a client is connected, so
+/// it would tax every other server's points it does not run at).
+pub(crate) fn not_default() -> Vec<(&'static str, &'static str)> {
+    known()
+        .filter(|k| !k.default)
+        .map(|k| (k.name, k.about))
+        .collect()
+}
+
+/// Whether the server named `name` is the kernel's floor (srv-floor, echo only), which the
+/// report marks rather than ranks among the runtimes.
+pub(crate) fn is_floor(name: &str) -> bool {
+    known().any(|k| k.name == name && k.spec.limits.contains(&conformance::Limit::EchoOnly))
+}
+
 fn known_variant(k: &Known, name: &str) -> Variant {
     Variant {
         name: name.to_string(),
@@ -428,6 +459,51 @@ mod tests {
         let threads = i.parse("threads").unwrap();
         assert!(threads.serves(echo(200)) && threads.serves(Workload::ChatRoom { room_size: 2 }));
         assert!(!i.names().contains(&"floor".to_string()));
+    }
+
+    #[test]
+    fn go_poll_sits_out_chat_and_http_by_the_conformance_limits() {
+        use crate::plan::suites::{HttpDriver, HttpPath, KvDriver};
+        let i = inv();
+        let poll = i.parse("go-poll").unwrap();
+        assert_eq!(poll.flags, ["--model", "poll"]);
+        let echo = Workload::Echo {
+            msg_size: 16,
+            compute_us: 0,
+        };
+        let chat = Workload::ChatRoom { room_size: 2 };
+        let kv = Workload::Kv {
+            driver: KvDriver::Loadgen,
+            get: true,
+            pipeline: 1,
+        };
+        let http = Workload::Http {
+            driver: HttpDriver::Loadgen,
+            path: HttpPath::Plaintext,
+            pipeline: 1,
+        };
+        assert!(poll.serves(echo) && poll.serves(kv));
+        assert_eq!(poll.lacks(chat), Some(conformance::Need::Chat));
+        assert_eq!(poll.lacks(http), Some(conformance::Need::Http));
+        // The same flags written as +flags are the same entry.
+        assert!(!i.parse("go+model=poll").unwrap().serves(chat));
+        // The other models of the same binary serve everything.
+        for name in ["go", "go-eventloop", "go-gnet"] {
+            let v = i.parse(name).unwrap();
+            assert!(
+                [echo, chat, kv, http].iter().all(|&w| v.serves(w)),
+                "{name}"
+            );
+        }
+        let process = i.parse("threads-process").unwrap();
+        assert_eq!(process.lacks(kv), Some(conformance::Need::Kv));
+        assert!(process.serves(chat));
+        assert!(is_floor("floor-epoll") && !is_floor("fiber"));
+        assert!(
+            not_default()
+                .iter()
+                .any(|(n, about)| *n == "go-poll" && about.contains("idle"))
+        );
     }
 
     #[test]

@@ -20,6 +20,35 @@ use crate::run::search::{Measure, RIPGREP, SearchRun};
 /// The paper's headline: EMPER's search beat Go's by this factor (Figure 9).
 const PAPER_FIBER_OVER_GO: f64 = 1.17;
 
+/// How each program reads its files, for the report: the runtimes' file APIs differ more
+/// than their sockets do, and one of them does not use its runtime at all.
+const FILE_IO: &[(&str, &str)] = &[
+    ("search-threads", "blocking std::fs on a pool of OS threads"),
+    (
+        "search-tokio",
+        "tokio::fs, a blocking thread pool behind the async calls",
+    ),
+    ("search-tokio-uring", "tokio-uring's io_uring file reads"),
+    ("search-monoio", "monoio's io_uring file reads"),
+    (
+        "search-glommio",
+        "glommio's io_uring reads of a BufferedFile (through the page cache)",
+    ),
+    ("search-compio", "compio's io_uring file reads"),
+    (
+        "search-smol",
+        "smol's own file I/O (async-fs: a blocking thread pool, like tokio::fs)",
+    ),
+    ("search-fiber", "our fibers' io_uring reads"),
+    (
+        "search-go",
+        "blocking reads in goroutines (Go's runtime parks the goroutine, a thread waits)",
+    ),
+];
+
+/// What the report says of search-may: the call a pseudo-blocking runtime exists to avoid.
+const MAY_BLOCKS: &str = "**search-may reads with blocking `std::fs` calls inside may's     coroutines**: may has no file I/O of its own, so each read blocks the scheduler thread that     runs the coroutine, and every other coroutine on that thread waits. That is the call a     pseudo-blocking runtime exists to avoid; its time here is what a may user who reads files     this way gets, not what may's sockets cost.";
+
 /// One program's runs, summarised.
 #[derive(Debug)]
 struct Line {
@@ -204,6 +233,7 @@ fn markdown(run: &SearchRun, meta: &Meta, table: &str) -> String {
         ),
     );
     md.push_str(table);
+    md.push_str(&how_they_read(run));
     if !run.not_run.is_empty() {
         let _ = writeln!(md, "\nNot run: {}.", run.not_run.join("; "));
     }
@@ -211,6 +241,28 @@ fn markdown(run: &SearchRun, meta: &Meta, table: &str) -> String {
         md,
         "\n![wall time](search-wall.svg)\n\n![CPU time](search-cpu.svg)"
     );
+    md
+}
+
+/// How each program of the run reads its files, and what search-may's reads cost its
+/// coroutines.
+fn how_they_read(run: &SearchRun) -> String {
+    let ran = |p: &str| run.measures.iter().any(|m| m.program == p);
+    let mut ways: Vec<String> = FILE_IO
+        .iter()
+        .filter(|(p, _)| ran(p))
+        .map(|(p, how)| format!("{p}: {how}"))
+        .collect();
+    if ran("search-may") {
+        ways.push("search-may: std::fs inside coroutines".into());
+    }
+    if ways.is_empty() {
+        return String::new();
+    }
+    let mut md = format!("\nHow each program reads its files: {}.\n", ways.join("; "));
+    if ran("search-may") {
+        let _ = writeln!(md, "\n{MAY_BLOCKS}");
+    }
     md
 }
 
@@ -425,6 +477,22 @@ mod tests {
             "{}",
             ratio(&fast, &slow)
         );
+    }
+
+    #[test]
+    fn the_report_says_search_may_blocks_its_coroutines() {
+        let run = run_of(
+            1,
+            vec![
+                m("search-may", 1, 1.0, None),
+                m("search-monoio", 1, 1.0, None),
+            ],
+        );
+        let s = how_they_read(&run);
+        assert!(s.contains("search-monoio: monoio's io_uring"), "{s}");
+        assert!(s.contains("blocking `std::fs` calls inside may's"), "{s}");
+        let run = run_of(1, vec![m("search-tokio", 1, 1.0, None)]);
+        assert!(!how_they_read(&run).contains("search-may"));
     }
 
     #[test]

@@ -79,18 +79,10 @@ fn quick() -> Vec<Figure> {
             CPU_PER_ECHO,
             cpu_per_request("closed"),
         ),
-        Figure::new(
-            "cpu-per-echo-open",
-            "Server CPU per echo at equal load, open loop (bars: interval of the median)",
-            ("echoes per second offered", Scale::Log),
-            CPU_PER_ECHO,
-            Data::Lines {
-                series: "open".into(),
-                x: |r| r.rate.unwrap_or(r.x),
-                y: |r| r.cpu_us_per_req,
-                ci: cpu_ci,
-            },
-        ),
+        // A line over the two rates would tangle with fifteen servers: a ranked row per
+        // server at each rate instead.
+        open_ranked(0),
+        open_ranked(1),
         Figure::new(
             "cv",
             "Stability: coefficient of variation of server CPU (500 ms samples)",
@@ -120,6 +112,23 @@ fn quick() -> Vec<Figure> {
             cpu_time_at("open"),
         ),
     ]
+}
+
+/// The quick suite's CPU per echo at its `index`-th open-loop rate, a ranked row per server.
+fn open_ranked(index: usize) -> Figure {
+    Figure::new(
+        format!("cpu-per-echo-open-{}", index + 1),
+        "Server CPU per echo at equal load, {point}, ranked (bars: interval of the median; grey: the floor)",
+        ("", Scale::Linear),
+        CPU_PER_ECHO,
+        Data::RankedDots {
+            series: "open".into(),
+            index,
+            y: |r| r.cpu_us_per_req,
+            ci: cpu_ci,
+            lowest_first: true,
+        },
+    )
 }
 
 /// The emper-echo suite's figures (the io_uring paper's Figures 5 to 8); `workers` for the

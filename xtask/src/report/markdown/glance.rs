@@ -100,6 +100,25 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
     if !input.skipped.is_empty() {
         let _ = writeln!(out, "Not in this run: {}.\n", input.skipped.join("; "));
     }
+    left_out_of_the_defaults(out, input);
+}
+
+/// The named servers the default run leaves out and this run did not name, with what each
+/// is (srv-go's busy-poll model spends a CPU per worker even with no client, which would
+/// load the machine under every other server's points).
+fn left_out_of_the_defaults(out: &mut String, input: &Input<'_>) {
+    let left: Vec<String> = crate::plan::servers::not_default()
+        .into_iter()
+        .filter(|(name, _)| !input.variants.iter().any(|v| v.name == *name))
+        .map(|(name, about)| format!("**{name}** ({about})"))
+        .collect();
+    if !left.is_empty() {
+        let _ = writeln!(
+            out,
+            "Not in the default run (name them in `--servers` to run them): {}.\n",
+            left.join("; ")
+        );
+    }
 }
 
 /// A point of a series: its id, its label and its x.
