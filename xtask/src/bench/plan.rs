@@ -268,7 +268,7 @@ fn add_suite_servers(
 /// Says which server sits out which suite because it does not serve its protocol (srv-go
 /// `--model poll` a chat or http suite: it would exit 2), and leaves out a server that serves
 /// no point of the run; refuses a run where no server serves any point.
-fn sit_out(
+pub(super) fn sit_out(
     points: &[Point],
     inv: &Inventory,
     variants: &mut Vec<Variant>,

@@ -79,10 +79,8 @@ fn quick() -> Vec<Figure> {
             CPU_PER_ECHO,
             cpu_per_request("closed"),
         ),
-        // A line over the two rates would tangle with fifteen servers: a ranked row per
-        // server at each rate instead.
-        open_ranked(0),
-        open_ranked(1),
+        // Fifteen servers' dots at one rate would overlap: a ranked row per server instead.
+        open_ranked(),
         Figure::new(
             "cv",
             "Stability: coefficient of variation of server CPU (500 ms samples)",
@@ -114,16 +112,16 @@ fn quick() -> Vec<Figure> {
     ]
 }
 
-/// The quick suite's CPU per echo at its `index`-th open-loop rate, a ranked row per server.
-fn open_ranked(index: usize) -> Figure {
+/// The quick suite's CPU per echo at its open-loop rate, a ranked row per server.
+fn open_ranked() -> Figure {
     Figure::new(
-        format!("cpu-per-echo-open-{}", index + 1),
+        "cpu-per-echo-open",
         "Server CPU per echo at equal load, {point}, ranked (bars: interval of the median; grey: the floor)",
         ("", Scale::Linear),
         CPU_PER_ECHO,
         Data::RankedDots {
             series: "open".into(),
-            index,
+            index: 0,
             y: |r| r.cpu_us_per_req,
             ci: cpu_ci,
             lowest_first: true,
