@@ -449,7 +449,7 @@ fn report(plan: &Plan, out: &Path, meta: &Meta, rows: &[Row]) -> Result<()> {
     if meta.interrupted {
         bail!("stopped before the end; the report has what was measured");
     }
-    super::exit::all_ran(&rows, &out)
+    super::exit::all_ran(rows, out)
 }
 
 /// The line printed above the progress bar when a point is done.

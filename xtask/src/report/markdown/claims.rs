@@ -182,6 +182,9 @@ const CLAIMS: &[Claim] = &[
 /// A point of the quick rows a ratio is taken at: `(id, label)`.
 type At = (String, String);
 
+/// A measure of a row.
+type Measure = fn(&Row) -> Option<f64>;
+
 /// Where each of [`Ours`] is measured in `rows`: the first and last closed-loop points and
 /// the first open-loop one.
 fn points(rows: &[Row]) -> [Option<At>; 3] {
@@ -193,7 +196,7 @@ fn points(rows: &[Row]) -> [Option<At>; 3] {
 
 /// One of [`Ours`] for `c`, as a cell: the ratio of the medians, or why there is none.
 fn ratio(rows: &[Row], at: &[Option<At>; 3], c: &Claim, what: Ours) -> String {
-    let (point, measure, f): (&Option<At>, &str, fn(&Row) -> Option<f64>) = match what {
+    let (point, measure, f): (&Option<At>, &str, Measure) = match what {
         Ours::ClosedFew => (&at[0], "echoes/s", |r| r.throughput_per_sec),
         Ours::ClosedMany => (&at[1], "echoes/s", |r| r.throughput_per_sec),
         Ours::CpuAtEqualLoad => (&at[2], "CPU per echo", |r| r.cpu_us_per_req),
