@@ -116,7 +116,7 @@ fn quick() -> Vec<Figure> {
 fn open_ranked() -> Figure {
     Figure::new(
         "cpu-per-echo-open",
-        "Server CPU per echo at equal load, {point}, ranked (bars: interval of the median; grey: the floor)",
+        "Server CPU per echo at {point}, ranked (bars: interval; grey: the floor)",
         ("", Scale::Linear),
         CPU_PER_ECHO,
         Data::RankedDots {

@@ -158,7 +158,7 @@ const CLAIMS: &[Claim] = &[
         runtime: "compio",
         base: "tokio",
         source: "compio's README",
-        setup: "none",
+        setup: "–",
         says: "publishes no performance claim (its README says it is inspired by monoio)",
         theirs: "none published",
         ours: &[Ours::ClosedFew, Ours::ClosedMany, Ours::CpuAtEqualLoad],
@@ -168,7 +168,7 @@ const CLAIMS: &[Claim] = &[
     Claim {
         runtime: "may",
         base: "tokio",
-        source: "may, performace.md in its repository",
+        source: "may, performace.md in its repository (undated; against Tokio 0.2.18, of 2020)",
         setup: "i7-3820QM, 4 cores × 2 threads, WSL2 Ubuntu 18.04, 100 clients, 100-byte echo, \
                 8 threads; Tokio 0.2.18's echo example",
         says: "may 256,155 req/s against Tokio's 153,496",
