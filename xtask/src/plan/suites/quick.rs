@@ -3,11 +3,12 @@
 //! the Mann-Whitney test can give verdicts.
 //!
 //! Its points are cut to what 16 default servers × 5 repeats can run in about 5 minutes on 2
-//! CPUs, so that `cargo xtask bench` from a clean clone (about 4 minutes of release build)
-//! ends within 10: each point costs about half a second of start, stop and settling beyond
-//! its windows, so points, not seconds of window, are what a default run can spend. The
-//! closed loop at 10 and 100 connections (`--conns 1,10,100,1000`) and the second open rate
-//! (`--rate 50000`, near the slowest server's saturation) are a command line away.
+//! CPUs, so that `cargo xtask bench` from a clean clone ends within 10, its build included
+//! (README says what the build costs): each point costs about half a second of start, stop
+//! and settling beyond its windows, so points, not seconds of window, are what a default run
+//! can spend. The closed loop at 10 and 100 connections (`--conns 1,10,100,1000`) and the
+//! second open rate (`--rate 50000`, near the slowest server's saturation) are a command line
+//! away.
 //!
 //! It may call the suites' shared parts (`plan::suites`).
 

@@ -80,7 +80,9 @@ fn quick() -> Vec<Figure> {
             cpu_per_request("closed"),
         ),
         // Fifteen servers' dots at one rate would overlap: a ranked row per server instead.
-        open_ranked(),
+        // (A run of before the quick suite had one open-loop rate has a second.)
+        open_ranked(0),
+        open_ranked(1),
         Figure::new(
             "cv",
             "Stability: coefficient of variation of server CPU (500 ms samples)",
@@ -112,16 +114,20 @@ fn quick() -> Vec<Figure> {
     ]
 }
 
-/// The quick suite's CPU per echo at its open-loop rate, a ranked row per server.
-fn open_ranked() -> Figure {
+/// The quick suite's CPU per echo at its `index`-th open-loop rate, a ranked row per server.
+fn open_ranked(index: usize) -> Figure {
+    let name = match index {
+        0 => "cpu-per-echo-open".to_string(),
+        i => format!("cpu-per-echo-open-{}", i + 1),
+    };
     Figure::new(
-        "cpu-per-echo-open",
+        name,
         "Server CPU per echo at {point}, ranked (bars: interval; grey: the floor)",
         ("", Scale::Linear),
         CPU_PER_ECHO,
         Data::RankedDots {
             series: "open".into(),
-            index: 0,
+            index,
             y: |r| r.cpu_us_per_req,
             ci: cpu_ci,
             lowest_first: true,
