@@ -138,14 +138,14 @@ pub(crate) enum Data {
     CpuOverTime { series: String },
     /// Lines made already (a linear ideal, a bound drawn as a line).
     Drawn(Vec<Line>),
-    /// A ranked dot plot of the `index`-th point of `series` (`{point}` in the title is its
+    /// A ranked dot plot of the point `at` of `series` (`{point}` in the title is its
     /// label): a row per server, `y` its dot and `ci` its bar, the lowest first when
     /// `lowest_first` (a cost), the floor's rows marked. What a line over a few x values
     /// becomes when fifteen servers would tangle it. The figure's x axis is unused (`y` is
     /// drawn along it), its y description names the measure.
     RankedDots {
         series: String,
-        index: usize,
+        at: PointAt,
         y: fn(&Row) -> Option<f64>,
         ci: fn(&Row) -> Option<(f64, f64)>,
         lowest_first: bool,
@@ -222,16 +222,28 @@ fn lines_of(data: Data, rows: &[Row], run_dir: &Path, suite: &str) -> Option<(Ve
     })
 }
 
-/// The rows of a ranked dot plot: each server's `y` at the `index`-th point of `series` of
+/// Which point of a series a ranked dot plot shows, in the series' x order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PointAt {
+    Nth(usize),
+    /// The last (the most connections).
+    Last,
+}
+
+/// The rows of a ranked dot plot: each server's `y` at the point `at` of `series` of
 /// `suite`, with the point's label; `None` when the series has no such point.
 fn dots_of(
     rows: &[Row],
     suite: &str,
-    (series, index): (&str, usize),
+    (series, at): (&str, PointAt),
     y: fn(&Row) -> Option<f64>,
     ci: fn(&Row) -> Option<(f64, f64)>,
 ) -> Option<(Vec<Dot>, String)> {
-    let (id, label, _) = points_of(rows, suite, series).into_iter().nth(index)?;
+    let points = points_of(rows, suite, series);
+    let (id, label, _) = match at {
+        PointAt::Nth(i) => points.into_iter().nth(i)?,
+        PointAt::Last => points.into_iter().last()?,
+    };
     let dots = rows
         .iter()
         .filter(|r| r.suite == suite && r.point == id && r.ok > 0)
@@ -257,7 +269,7 @@ fn draw_ranked(
 ) -> Result<Option<PlotFile>> {
     let Data::RankedDots {
         series,
-        index,
+        at,
         y,
         ci,
         lowest_first,
@@ -265,7 +277,7 @@ fn draw_ranked(
     else {
         return Ok(None);
     };
-    let Some((dots, point)) = dots_of(rows, suite, (&series, index), y, ci) else {
+    let Some((dots, point)) = dots_of(rows, suite, (&series, at), y, ci) else {
         return Ok(None);
     };
     if dots.is_empty() {

@@ -65,18 +65,41 @@ fn value_range(dots: &[Dot]) -> (f64, f64) {
     (0.0, if hi > 0.0 { hi * 1.08 } else { 1.0 })
 }
 
+/// A label of the value axis: `20k` past ten thousand, whole numbers whole.
+fn value_label(v: f64) -> String {
+    if v.abs() >= 10_000.0 {
+        format!("{:.0}k", v / 1000.0)
+    } else if (v - v.round()).abs() < 1e-9 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
 /// Draws `plot` into an SVG file at `path`; nothing when it has no row.
 pub(crate) fn draw(plot: &Ranked, path: &Path) -> Result<()> {
     let err = |e: &dyn std::fmt::Debug| anyhow!("drawing {}: {e:?}", path.display());
     let dots = ranked(&plot.dots, plot.lowest_first);
     let n = dots.len();
     let (x0, x1) = value_range(&dots);
-    // A row is 28 pixels: the plot grows with the servers rather than squeezing them.
+    // A row is 28 pixels: the plot grows with the servers rather than squeezing them; a
+    // line under it says what a hollow dot is, when one is (the plot has no legend).
+    let note = dots.iter().any(|d| d.client_bound);
     let height = (160 + 28 * n as u32).max(320);
-    let root = SVGBackend::new(path, (960, height)).into_drawing_area();
+    let root = SVGBackend::new(path, (960, height + if note { 24 } else { 0 })).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
+    let (area, under) = root.split_vertically(height);
+    if note {
+        under
+            .draw(&Text::new(
+                "hollow dot: client-bound (the load generator's limit, not the server's)",
+                (16, 2),
+                ("sans-serif", 14),
+            ))
+            .map_err(|e| err(&e))?;
+    }
     // Row i (0 the best) is drawn at y = n - 1 - i, so the best is at the top.
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(&area)
         .caption(&plot.title, ("sans-serif", 20))
         .margin(16)
         .x_label_area_size(48)
@@ -104,6 +127,7 @@ pub(crate) fn draw(plot: &Ranked, path: &Path) -> Result<()> {
     chart
         .configure_mesh()
         .x_desc(&plot.x_desc)
+        .x_label_formatter(&|v: &f64| value_label(*v))
         .y_labels(n.max(1))
         .y_label_formatter(&y_label)
         .disable_y_mesh()
@@ -225,6 +249,10 @@ mod tests {
             );
         }
         assert!(svg.contains("floor-uring (floor)"));
+        assert!(svg.contains("hollow dot: client-bound"));
+        assert_eq!(value_label(20_000.0), "20k");
+        assert_eq!(value_label(5.0), "5");
+        assert_eq!(value_label(2.5), "2.5");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
