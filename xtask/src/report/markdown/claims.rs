@@ -49,8 +49,8 @@ struct Claim {
     servers: &'static str,
 }
 
-/// The claims, as their sources state them (read 2026-11; the sources are the runtimes' own
-/// repositories, documentation and issue trackers).
+/// The claims, as issue 44 quotes them from their sources (the runtimes' own repositories,
+/// documentation and issue trackers, and glommio's announcement), each with its date.
 const CLAIMS: &[Claim] = &[
     Claim {
         runtime: "monoio",
