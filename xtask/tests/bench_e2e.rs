@@ -1,6 +1,6 @@
 //! A tiny end-to-end sweep through the real command line: `cargo xtask bench` builds
 //! srv-threads and loadgen (dev profile, to keep the test short), runs three one-second points
-//! (closed loop and two open-loop rates at 10 connections) twice against srv-threads, and
+//! (closed loop at 1 and 10 connections, open loop at 10) twice against srv-threads, and
 //! writes a complete run directory. Checks the files, the numbers' sanity, the intervals, that
 //! `cargo xtask compare` of the run with itself finds no difference, and that nothing is left
 //! running.
@@ -39,7 +39,7 @@ fn tiny_sweep_of_one_server() {
             "--servers",
             "threads",
             "--conns",
-            "10",
+            "1,10",
             "--duration",
             "1",
             "--warmup",
@@ -85,9 +85,11 @@ fn tiny_sweep_of_one_server() {
         assert!(out.join(hist).is_file(), "{hist}");
         assert!(out.join(hist.replace(".hist", ".hgrm")).is_file(), "{hist}");
     }
-    assert_eq!(rows[1]["mode"], "open");
-    assert_eq!(rows[1]["rate"], 1000.0);
-    assert_eq!(rows[2]["rate"], 2500.0);
+    assert_eq!(rows[1]["mode"], "closed");
+    assert_eq!(rows[1]["conns"], 10);
+    assert_eq!(rows[2]["mode"], "open");
+    assert_eq!(rows[2]["conns"], 10);
+    assert_eq!(rows[2]["rate"], 1000.0);
 
     let csv = std::fs::read_to_string(out.join("summary.csv")).unwrap();
     assert_eq!(csv.lines().count(), 4);
@@ -112,7 +114,9 @@ fn tiny_sweep_of_one_server() {
     assert!(body.iter().all(|l| !l.contains('×')), "{text}");
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
-    assert!(meta["kernel"].is_string() && meta["command"].as_str().unwrap().contains("--conns 10"));
+    assert!(
+        meta["kernel"].is_string() && meta["command"].as_str().unwrap().contains("--conns 1,10")
+    );
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(
         report.contains("## At a glance") && report.contains("| **threads** |"),
@@ -120,7 +124,9 @@ fn tiny_sweep_of_one_server() {
     );
     assert!(Path::new(&out.join("plots/quick-throughput.svg")).is_file());
     assert!(Path::new(&out.join("plots/quick-latency-open.svg")).is_file());
-    assert!(Path::new(&out.join("plots/quick-cpu-per-echo-open.svg")).is_file());
+    // The open-loop point's CPU per echo: a ranked dot plot, a row per server.
+    let ranked = std::fs::read_to_string(out.join("plots/quick-cpu-per-echo-open.svg")).unwrap();
+    assert!(ranked.contains("\nthreads\n"), "{ranked}");
     assert!(report.contains("CPU per echo at equal load"), "{report}");
 
     let left = still_running_with(&out.display().to_string());

@@ -10,12 +10,13 @@ mod util;
 
 use std::process::Command;
 
-/// The options of a short run of the quick suite's three points at 4 connections.
+/// The options of a short run of the quick suite's three points (closed loop at 2 and 4
+/// connections, open loop at 4).
 const SHORT: &[&str] = &[
     "--cargo-profile",
     "dev",
     "--conns",
-    "4",
+    "2,4",
     "--duration",
     "0.3",
     "--warmup",

@@ -62,7 +62,7 @@ fn a_killed_run_renders_and_resumes() {
         "--servers",
         "threads",
         "--conns",
-        "4",
+        "2,4",
         "--duration",
         "0.5",
         "--warmup",

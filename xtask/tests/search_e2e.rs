@@ -39,6 +39,11 @@ fn two_rounds_on_the_small_corpus() {
         "search-threads",
         "search-tokio",
         "search-tokio-uring",
+        "search-monoio",
+        "search-compio",
+        "search-glommio",
+        "search-smol",
+        "search-may",
         "search-fiber",
     ] {
         assert!(programs.contains(&must), "{must} did not run: {programs:?}");
@@ -57,6 +62,10 @@ fn two_rounds_on_the_small_corpus() {
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("| search-fiber |"), "{report}");
     assert!(report.contains("1.17×"), "{report}");
+    assert!(
+        report.contains("search-may reads with blocking `std::fs` calls"),
+        "{report}"
+    );
     let csv = std::fs::read_to_string(out.join("search.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + measures.len());
     for svg in ["search-wall.svg", "search-cpu.svg"] {

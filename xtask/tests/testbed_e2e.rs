@@ -82,7 +82,7 @@ fn two_client_hosts_drive_one_server() {
     }
 
     let dir = out.join("quick").join("threads");
-    for point in ["closed-c10", "open-c10-r1000", "open-c10-r2500"] {
+    for point in ["closed-c10", "open-c10-r1000"] {
         let merged = json(&dir.join(format!("{point}.loadgen.json")));
         let a0 = json(&dir.join(format!("{point}.agent0.json")));
         let a1 = json(&dir.join(format!("{point}.agent1.json")));
@@ -120,7 +120,7 @@ fn two_client_hosts_drive_one_server() {
         }
     }
     let rows = json(&out.join("summary.json"));
-    assert_eq!(rows.as_array().unwrap().len(), 3, "{rows}");
+    assert_eq!(rows.as_array().unwrap().len(), 2, "{rows}");
     let meta = json(&out.join("meta.json"));
     assert_eq!(meta["settings"]["client_hosts"][1], tb.ssh_host(1));
     drop(tb);

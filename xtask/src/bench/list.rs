@@ -4,7 +4,7 @@
 //! It may call the plan layer.
 
 use super::BenchArgs;
-use crate::plan::servers::Inventory;
+use crate::plan::servers::{Inventory, not_default};
 use crate::plan::suites::Suite;
 
 /// Prints what `--list` shows.
@@ -22,9 +22,12 @@ pub(super) fn list(args: &BenchArgs, inv: &Inventory) {
     for name in inv.names() {
         match inv.parse(&name) {
             Ok(v) => {
-                let state = inv
+                let mut state = inv
                     .missing(&v.binary)
                     .map_or_else(|| "buildable".to_string(), |why| format!("not here: {why}"));
+                if not_default().iter().any(|(n, _)| *n == name) {
+                    state.push_str("; not in the default run: name it in --servers");
+                }
                 let cmd = std::iter::once(v.binary.clone())
                     .chain(v.flags.clone())
                     .collect::<Vec<_>>()

@@ -266,6 +266,7 @@ fn choose_servers(args: &BenchArgs, inv: &Inventory) -> Result<(Vec<Variant>, Ve
     if !args.client_hosts.is_empty() {
         leave_out_local_load(args, inv, &mut variants, &mut skipped);
     }
+    sit_out(&points(args), inv, &mut variants, &mut skipped)?;
     for s in &skipped {
         eprintln!("not running {s}");
     }
@@ -293,6 +294,46 @@ fn add_suite_servers(
             None => variants.push(peer.variant.clone()),
             Some(why) => skipped.push(format!("{}: {why}", peer.name)),
         }
+    }
+    Ok(())
+}
+
+/// Says which server sits out which suite because it does not serve its protocol (srv-go
+/// `--model poll` a chat or http suite: it would exit 2), and leaves out a server that serves
+/// no point of the run; refuses a run where no server serves any point.
+pub(super) fn sit_out(
+    points: &[Point],
+    inv: &Inventory,
+    variants: &mut Vec<Variant>,
+    skipped: &mut Vec<String>,
+) -> Result<()> {
+    if points.is_empty() {
+        return Ok(());
+    }
+    let mut suites: Vec<Suite> = points.iter().map(|p| p.suite).collect();
+    suites.dedup();
+    for v in variants.iter() {
+        for &suite in &suites {
+            let mine = || points.iter().filter(|p| p.suite == suite);
+            if mine().any(|p| inv.serves(v, p.workload)) {
+                continue;
+            }
+            if let Some(need) = mine().find_map(|p| v.lacks(p.workload)) {
+                skipped.push(format!(
+                    "{} in {}: it does not serve {need} (the conformance list's limits)",
+                    v.name,
+                    suite.name()
+                ));
+            }
+        }
+    }
+    let before = variants.len();
+    variants.retain(|v| points.iter().any(|p| inv.serves(v, p.workload)));
+    if variants.is_empty() && before > 0 {
+        return Err(anyhow::Error::new(Usage(format!(
+            "no server of --servers serves a point of this run ({})",
+            skipped.join("; ")
+        ))));
     }
     Ok(())
 }

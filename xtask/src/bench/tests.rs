@@ -237,7 +237,7 @@ fn every_round_runs_every_server_in_the_order_of_the_design() {
     );
     assert_eq!(orders[0].rounds[1], ["b", "c", "a"]);
     assert_eq!(runs.len(), pts.len() * 2 * 3);
-    assert_eq!(pts.last().map(|p| p.id.as_str()), Some("open-c10-r50000"));
+    assert_eq!(pts.last().map(|p| p.id.as_str()), Some("open-c10-r20000"));
 }
 
 #[test]
@@ -257,5 +257,38 @@ fn an_echo_only_server_sits_out_the_chat_points() {
     assert!(
         runs.iter().all(|r| pts[r.point].suite != Suite::ChatCpu),
         "srv-floor was scheduled for a chat point"
+    );
+}
+
+#[test]
+fn go_poll_sits_out_a_chat_suite_with_a_message() {
+    let mut inv = crate::plan::servers::Inventory {
+        go_dir: Some("peers/go".into()),
+        go_version: Some("go version go1.26".into()),
+        ..Default::default()
+    };
+    inv.packages
+        .insert("srv-threads".into(), "server-threads".into());
+    let a = parse(&["--suite", "quick,chat-cpu", "--conns", "1", "--repeat", "1"]).unwrap();
+    let pts = points(&a);
+    let mut servers = inv.select("go-poll,threads").unwrap();
+    let mut skipped = Vec::new();
+    super::plan::sit_out(&pts, &inv, &mut servers, &mut skipped).unwrap();
+    // It runs the echo points and sits out the chat ones, and says so.
+    assert_eq!(servers.len(), 2);
+    assert_eq!(
+        skipped,
+        ["go-poll in chat-cpu: it does not serve --proto chat (the conformance list's limits)"]
+    );
+    // Alone on a chat suite it is refused before anything runs, with the reason.
+    let a = parse(&["--suite", "chat-cpu", "--conns", "1", "--repeat", "1"]).unwrap();
+    let mut servers = inv.select("go-poll").unwrap();
+    let mut skipped = Vec::new();
+    let e = super::plan::sit_out(&points(&a), &inv, &mut servers, &mut skipped)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no server of --servers serves") && e.contains("--proto chat"),
+        "{e}"
     );
 }

@@ -33,10 +33,9 @@ struct Known {
     about: &'static str,
     /// Run when `--servers` is not given.
     default: bool,
-    /// Serves plain echo only (no chat, no `--compute-us`): left out of the other points.
-    echo_only: bool,
-    /// Serves `--proto kv`.
-    serves_kv: bool,
+    /// What the conformance list says it does not serve (`EchoOnly`, `NoChat`, `NoKv`,
+    /// `NoHttp`, ...): it sits out the points that need it.
+    spec: &'static conformance::ServerSpec,
 }
 
 impl Known {
@@ -59,8 +58,7 @@ fn known() -> impl Iterator<Item = Known> {
             flags: spec.args,
             about: bench.about,
             default: bench.default,
-            echo_only: spec.limits.contains(&conformance::Limit::EchoOnly),
-            serves_kv: spec.serves(conformance::Need::Kv),
+            spec,
         })
     })
 }
@@ -77,21 +75,38 @@ pub(crate) struct Variant {
 }
 
 impl Variant {
-    /// Whether the server, one of ours, serves `workload`: an echo-only one (srv-floor) runs
-    /// plain echo and idle points only, never chat or echo with `--compute-us`. (A peer serves
+    /// Whether the server, one of ours, serves `workload`: one whose conformance entry lacks
+    /// what the workload needs sits it out (srv-floor runs plain echo and idle points only;
+    /// srv-go `--model poll` no chat or http; srv-threads' process mode no kv). (A peer serves
     /// its protocol only: see [`Inventory::serves`].)
     pub(crate) fn serves(&self, workload: Workload) -> bool {
-        // A variant the conformance list says serves no kv (srv-threads' process mode:
-        // its processes share no map).
-        if workload.proto() == "kv" && known().any(|k| k.is_base_of(self) && !k.serves_kv) {
-            return false;
-        }
         // The one-owner store is a kv design; the flag means nothing elsewhere.
         if self.flags.iter().any(|f| f == "--kv-owner") {
             return workload.proto() == "kv";
         }
-        let echo_only = known().any(|k| k.binary == self.binary && k.echo_only);
-        !echo_only || (workload.proto() == "echo" && workload.compute_us() == 0)
+        self.lacks(workload).is_none()
+    }
+
+    /// What of `workload` the server does not serve, by the conformance list's limits of
+    /// its entry (or of any entry its binary and flags begin with), or `None` when it serves
+    /// it.
+    pub(crate) fn lacks(&self, workload: Workload) -> Option<conformance::Need> {
+        use conformance::Need;
+        let need = match workload.proto() {
+            "chat" => Need::Chat,
+            "kv" => Need::Kv,
+            "http" => Need::Http,
+            _ if workload.compute_us() > 0 => Need::Compute,
+            _ => return None,
+        };
+        // Echo-only is a property of the binary (srv-floor refuses the rest whatever its
+        // flags); the other limits belong to the entry's flags (`--model poll`).
+        let lacking = known().any(|k| {
+            (k.is_base_of(self) || k.spec.limits.contains(&conformance::Limit::EchoOnly))
+                && k.binary == self.binary
+                && !k.spec.serves(need)
+        });
+        lacking.then_some(need)
     }
 }
 
@@ -284,6 +299,22 @@ impl Inventory {
     }
 }
 
+/// The named servers left out of the default run, each with what it is (which says why:
+/// srv-go `--model poll` spends a CPU per worker whether or not a client is connected, so
+/// it would tax every other server's points it does not run at).
+pub(crate) fn not_default() -> Vec<(&'static str, &'static str)> {
+    known()
+        .filter(|k| !k.default)
+        .map(|k| (k.name, k.about))
+        .collect()
+}
+
+/// Whether the server named `name` is the kernel's floor (srv-floor, echo only), which the
+/// report marks rather than ranks among the runtimes.
+pub(crate) fn is_floor(name: &str) -> bool {
+    known().any(|k| k.name == name && k.spec.limits.contains(&conformance::Limit::EchoOnly))
+}
+
 fn known_variant(k: &Known, name: &str) -> Variant {
     Variant {
         name: name.to_string(),
@@ -312,153 +343,4 @@ fn label(spec: &str, value: Option<&str>) -> Result<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn inv() -> Inventory {
-        let mut packages = BTreeMap::new();
-        packages.insert("srv-threads".into(), "server-threads".into());
-        packages.insert("srv-fiber".into(), "server-fiber".into());
-        packages.insert("srv-odd".into(), "server-odd".into());
-        packages.insert("loadgen".into(), "loadgen".into());
-        Inventory {
-            packages,
-            target_dir: PathBuf::from("/t"),
-            go_dir: None,
-            go_version: None,
-            peers: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn variants_are_names_plus_flags() {
-        let i = inv();
-        let v = i.parse("threads-process").unwrap();
-        assert_eq!(
-            (v.binary.as_str(), v.flags.clone()),
-            ("srv-threads", vec!["--mode".into(), "process".into()])
-        );
-        let v = i.parse("fiber+completer+ring-flags=sqpoll").unwrap();
-        assert_eq!(v.binary, "srv-fiber");
-        assert_eq!(v.flags, ["--completer", "--ring-flags", "sqpoll"]);
-        assert_eq!(v.name, "fiber+completer+ring-flags=sqpoll");
-        assert_eq!(i.parse("odd").unwrap().binary, "srv-odd");
-        assert!(i.parse("fiber+").is_err());
-        assert!(i.parse("fiber+--x").is_err());
-    }
-
-    #[test]
-    fn name_labels_a_variant_and_passes_nothing() {
-        let i = inv();
-        let v = i.parse("fiber+completer+name=again").unwrap();
-        assert_eq!(v.name, "again");
-        assert_eq!(v.binary, "srv-fiber");
-        assert_eq!(v.flags, ["--completer"]);
-        let v = i.select("threads,threads+name=again").unwrap();
-        assert_eq!(
-            v.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(),
-            ["threads", "again"]
-        );
-        assert_eq!(v[0].flags, v[1].flags);
-        for bad in [
-            "threads+name",
-            "threads+name=",
-            "threads+name=a/b",
-            "threads+name=.x",
-        ] {
-            let e = i.parse(bad).unwrap_err().to_string();
-            assert!(e.contains("+name takes a label"), "{bad}: {e}");
-        }
-        // Two different variants under one name would overwrite each other's files.
-        let e = i
-            .select("threads,threads-process+name=threads")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("named `threads`"), "{e}");
-    }
-
-    #[test]
-    fn an_unknown_server_lists_the_valid_ones() {
-        let e = inv().parse("nginx").unwrap_err().to_string();
-        assert!(e.contains("unknown server `nginx`"), "{e}");
-        assert!(e.contains("threads, threads-process, reactor"), "{e}");
-        assert!(e.contains("odd"), "{e}");
-    }
-
-    #[test]
-    fn selection_checks_what_can_be_built() {
-        let i = inv();
-        let v = i.select("threads, fiber+completer,threads").unwrap();
-        assert_eq!(
-            v.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(),
-            ["threads", "fiber+completer"]
-        );
-        let e = i.select("tokio").unwrap_err().to_string();
-        assert!(
-            e.contains("no package of this workspace builds srv-tokio"),
-            "{e}"
-        );
-        let e = i.select("go").unwrap_err().to_string();
-        assert!(e.contains("peers/go"), "{e}");
-        assert!(i.select(" , ").is_err());
-    }
-
-    #[test]
-    fn defaults_skip_what_is_missing_and_pick_up_new_servers() {
-        let (run, skipped) = inv().defaults();
-        let names: Vec<&str> = run.iter().map(|v| v.name.as_str()).collect();
-        assert_eq!(names, ["threads", "threads-process", "fiber", "odd"]);
-        assert!(skipped.iter().any(|s| s.starts_with("tokio:")));
-        assert!(skipped.iter().any(|s| s.starts_with("go:")));
-    }
-
-    #[test]
-    fn echo_only_servers_skip_chat_and_compute() {
-        let mut i = inv();
-        i.packages.insert("srv-floor".into(), "server-floor".into());
-        let floor = i.parse("floor-uring").unwrap();
-        assert_eq!(floor.flags, ["--api", "io_uring"]);
-        let echo = |compute_us| Workload::Echo {
-            msg_size: 16,
-            compute_us,
-        };
-        assert!(floor.serves(echo(0)) && floor.serves(Workload::Idle));
-        assert!(!floor.serves(echo(200)));
-        assert!(!floor.serves(Workload::ChatRoom { room_size: 2 }));
-        let threads = i.parse("threads").unwrap();
-        assert!(threads.serves(echo(200)) && threads.serves(Workload::ChatRoom { room_size: 2 }));
-        assert!(!i.names().contains(&"floor".to_string()));
-    }
-
-    #[test]
-    fn the_known_servers_are_the_conformance_lists_bench_entries() {
-        let names: Vec<&str> = known().map(|k| k.name).collect();
-        assert_eq!(
-            names,
-            [
-                "threads",
-                "threads-process",
-                "reactor",
-                "tokio",
-                "tokio-per-core",
-                "tokio-uring",
-                "monoio",
-                "compio",
-                "glommio",
-                "smol",
-                "may",
-                "fiber",
-                "go",
-                "go-eventloop",
-                "go-poll",
-                "go-gnet",
-                "floor-epoll",
-                "floor-uring"
-            ]
-        );
-        // The bench passes `--workers` itself: a listed worker count would be given twice.
-        assert!(known().all(|k| !k.flags.contains(&"--workers")));
-        let tokio = inv().parse("tokio").unwrap();
-        assert_eq!(tokio.flags, ["--flavor", "multi"]);
-    }
-}
+mod tests;

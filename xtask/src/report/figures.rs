@@ -1,12 +1,13 @@
 //! Which plots a run gets. A figure is a value, [`Figure`]: its file name, its title and
 //! axes, and where its lines come from ([`Data`]: a measure of the rows against x, the latency
-//! spectra or the CPU over time at a series' last point, or lines drawn already); each suite
+//! spectra or the CPU over time at a series' last point, lines drawn already, or a ranked dot
+//! plot of one point, a row per server); each suite
 //! lists its figures in [`of_suite`] (`lists`), and one function, [`draw_figure`], draws any
 //! of them as SVG into `plots/`. A new suite's figure is one more value in its list. The
 //! scaling suite's are in `scaling`.
 //!
-//! It may call the plan layer's `suites`, the run layer's `histogram`, the record layer's `row`
-//! and `stats`, and the report layer's `plots`.
+//! It may call the plan layer's `suites` and `servers`, the run layer's `histogram`, the record
+//! layer's `row` and `stats`, and the report layer's `plots` and `ranked`.
 
 mod lists;
 pub(crate) mod scaling;
@@ -20,6 +21,7 @@ use anyhow::{Context, Result};
 use crate::plan::suites::Suite;
 use crate::record::row::{Row, points_of, servers};
 use crate::report::plots::{self, Bound, Line, Plot, Scale};
+use crate::report::ranked::{self, Dot, Ranked};
 
 /// The interval of a row's throughput, for error bars.
 pub(crate) fn tp_ci(r: &Row) -> Option<(f64, f64)> {
@@ -136,6 +138,18 @@ pub(crate) enum Data {
     CpuOverTime { series: String },
     /// Lines made already (a linear ideal, a bound drawn as a line).
     Drawn(Vec<Line>),
+    /// A ranked dot plot of the point `at` of `series` (`{point}` in the title is its
+    /// label): a row per server, `y` its dot and `ci` its bar, the lowest first when
+    /// `lowest_first` (a cost), the floor's rows marked. What a line over a few x values
+    /// becomes when fifteen servers would tangle it. The figure's x axis is unused (`y` is
+    /// drawn along it), its y description names the measure.
+    RankedDots {
+        series: String,
+        at: PointAt,
+        y: fn(&Row) -> Option<f64>,
+        ci: fn(&Row) -> Option<(f64, f64)>,
+        lowest_first: bool,
+    },
 }
 
 /// One figure of a suite, as data: drawn by [`draw_figure`] into
@@ -204,7 +218,84 @@ fn lines_of(data: Data, rows: &[Row], run_dir: &Path, suite: &str) -> Option<(Ve
             (cpu_over_time(rows, suite, &id), label)
         }
         Data::Drawn(lines) => (lines, String::new()),
+        Data::RankedDots { .. } => return None,
     })
+}
+
+/// Which point of a series a ranked dot plot shows, in the series' x order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PointAt {
+    Nth(usize),
+    /// The last (the most connections).
+    Last,
+}
+
+/// The rows of a ranked dot plot: each server's `y` at the point `at` of `series` of
+/// `suite`, with the point's label; `None` when the series has no such point.
+fn dots_of(
+    rows: &[Row],
+    suite: &str,
+    (series, at): (&str, PointAt),
+    y: fn(&Row) -> Option<f64>,
+    ci: fn(&Row) -> Option<(f64, f64)>,
+) -> Option<(Vec<Dot>, String)> {
+    let points = points_of(rows, suite, series);
+    let (id, label, _) = match at {
+        PointAt::Nth(i) => points.into_iter().nth(i)?,
+        PointAt::Last => points.into_iter().last()?,
+    };
+    let dots = rows
+        .iter()
+        .filter(|r| r.suite == suite && r.point == id && r.ok > 0)
+        .filter_map(|r| {
+            Some(Dot {
+                name: r.server.clone(),
+                value: y(r)?,
+                interval: ci(r),
+                client_bound: r.client_bound,
+                floor: crate::plan::servers::is_floor(&r.server),
+            })
+        })
+        .collect();
+    Some((dots, label))
+}
+
+/// Draws a ranked dot plot figure, unless its point has no row.
+fn draw_ranked(
+    figure: Figure,
+    suite: &str,
+    rows: &[Row],
+    run_dir: &Path,
+) -> Result<Option<PlotFile>> {
+    let Data::RankedDots {
+        series,
+        at,
+        y,
+        ci,
+        lowest_first,
+    } = figure.data
+    else {
+        return Ok(None);
+    };
+    let Some((dots, point)) = dots_of(rows, suite, (&series, at), y, ci) else {
+        return Ok(None);
+    };
+    if dots.is_empty() {
+        return Ok(None);
+    }
+    let plot = Ranked {
+        title: figure.title.replace("{point}", &point),
+        x_desc: figure.y,
+        dots,
+        lowest_first,
+    };
+    let file = format!("plots/{suite}-{}.svg", figure.name);
+    ranked::draw(&plot, &run_dir.join(&file))?;
+    Ok(Some(PlotFile {
+        suite: suite.to_string(),
+        file,
+        caption: plot.title,
+    }))
 }
 
 /// Draws `figure` of `suite` into `<run_dir>/plots/`, unless it has no line.
@@ -214,6 +305,9 @@ pub(crate) fn draw_figure(
     rows: &[Row],
     run_dir: &Path,
 ) -> Result<Option<PlotFile>> {
+    if matches!(figure.data, Data::RankedDots { .. }) {
+        return draw_ranked(figure, suite, rows, run_dir);
+    }
     let Some((lines, point)) = lines_of(figure.data, rows, run_dir, suite) else {
         return Ok(None);
     };

@@ -1,6 +1,6 @@
 //! The report layer: showing what a run recorded. It owns `report.md` (`markdown`, one
 //! section per suite, and `search` for the search suite's), the figures (`figures`: which
-//! plots a suite gets) and their drawing (`plots`), how numbers and marks look (`cells`),
+//! plots a suite gets) and their drawing (`plots`, and `ranked` for a point's ranked dots), how numbers and marks look (`cells`),
 //! `cargo xtask compare` (`compare`), and, in this file, `cargo xtask report DIR`, which draws
 //! the plots and writes `report.md` of a run directory again from what the run saved
 //! (`summary.json`, `meta.json`, the histograms), so that a better report can be had for an
@@ -14,6 +14,7 @@ pub(crate) mod compare;
 pub(crate) mod figures;
 pub(crate) mod markdown;
 pub(crate) mod plots;
+pub(crate) mod ranked;
 pub(crate) mod search;
 
 use std::path::PathBuf;

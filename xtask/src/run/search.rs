@@ -1,8 +1,9 @@
 //! `cargo xtask bench --suite search`: the io_uring paper's file-content search (its
 //! Figure 9) with every search program and ripgrep on one tree.
 //!
-//! The suite builds `search-threads`, `search-tokio`, `search-tokio-uring`, `search-fiber`
-//! (cargo) and `search-go` (go, when it is there), writes the generated corpus once under
+//! The suite builds `search-threads`, `search-tokio`, `search-tokio-uring`, `search-monoio`,
+//! `search-compio`, `search-glommio`, `search-smol`, `search-may`, `search-fiber` (cargo) and
+//! `search-go` (go, when it is there), writes the generated corpus once under
 //! `target/search-corpus/` (or takes `--tree DIR`), and runs every program `--repeat` times
 //! (15, the paper's count) in rotation, A B C A B C, so that a drift of the machine spreads
 //! over all of them. Warm by default, after one untimed pass of each program; `--cold` drops
@@ -35,10 +36,15 @@ use crate::run::children;
 use crate::run::cpus;
 
 /// The Rust programs, each a `[[bin]]` of its runtime's crate.
-const RUST_PROGRAMS: [&str; 4] = [
+const RUST_PROGRAMS: [&str; 9] = [
     "search-threads",
     "search-tokio",
     "search-tokio-uring",
+    "search-monoio",
+    "search-compio",
+    "search-glommio",
+    "search-smol",
+    "search-may",
     "search-fiber",
 ];
 /// The Go peer, built from `peers/go/cmd/search-go` to `target/search-go`.

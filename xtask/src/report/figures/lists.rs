@@ -4,7 +4,7 @@
 //!
 //! It may call what `figures` may.
 
-use super::{Data, Figure, cpu_ci, scaling, tp_ci};
+use super::{Data, Figure, PointAt, cpu_ci, scaling, tp_ci};
 use crate::plan::suites::{self, Suite};
 use crate::record::row::Row;
 use crate::report::plots::{Bound, Scale};
@@ -79,18 +79,12 @@ fn quick() -> Vec<Figure> {
             CPU_PER_ECHO,
             cpu_per_request("closed"),
         ),
-        Figure::new(
-            "cpu-per-echo-open",
-            "Server CPU per echo at equal load, open loop (bars: interval of the median)",
-            ("echoes per second offered", Scale::Log),
-            CPU_PER_ECHO,
-            Data::Lines {
-                series: "open".into(),
-                x: |r| r.rate.unwrap_or(r.x),
-                y: |r| r.cpu_us_per_req,
-                ci: cpu_ci,
-            },
-        ),
+        closed_ranked(false),
+        closed_ranked(true),
+        // Fifteen servers' dots at one rate would overlap: a ranked row per server instead.
+        // (A run of before the quick suite had one open-loop rate has a second.)
+        open_ranked(0),
+        open_ranked(1),
         Figure::new(
             "cv",
             "Stability: coefficient of variation of server CPU (500 ms samples)",
@@ -120,6 +114,62 @@ fn quick() -> Vec<Figure> {
             cpu_time_at("open"),
         ),
     ]
+}
+
+/// The quick suite's CPU per echo at its `index`-th open-loop rate, a ranked row per server.
+fn open_ranked(index: usize) -> Figure {
+    let name = match index {
+        0 => "cpu-per-echo-open".to_string(),
+        i => format!("cpu-per-echo-open-{}", i + 1),
+    };
+    Figure::new(
+        name,
+        "Server CPU per echo at {point}, ranked (bars: interval; grey: the floor)",
+        ("", Scale::Linear),
+        CPU_PER_ECHO,
+        Data::RankedDots {
+            series: "open".into(),
+            at: PointAt::Nth(index),
+            y: |r| r.cpu_us_per_req,
+            ci: cpu_ci,
+            lowest_first: true,
+        },
+    )
+}
+
+/// The quick suite's closed loop at its most connections, a ranked row per server: its
+/// throughput (the most first) or its CPU per echo (the least first).
+fn closed_ranked(cpu: bool) -> Figure {
+    let (name, what, y_axis, y, ci): (_, _, _, fn(&Row) -> Option<f64>, _) = if cpu {
+        (
+            "cpu-per-echo-closed-ranked",
+            "Server CPU per echo",
+            CPU_PER_ECHO,
+            |r| r.cpu_us_per_req,
+            cpu_ci as fn(&Row) -> Option<(f64, f64)>,
+        )
+    } else {
+        (
+            "throughput-ranked",
+            "Echoes/s",
+            ECHOES,
+            |r| r.throughput_per_sec,
+            tp_ci,
+        )
+    };
+    Figure::new(
+        name,
+        format!("{what}, closed loop, {{point}}, ranked (bars: interval; grey: the floor)"),
+        ("", Scale::Linear),
+        y_axis,
+        Data::RankedDots {
+            series: "closed".into(),
+            at: PointAt::Last,
+            y,
+            ci,
+            lowest_first: cpu,
+        },
+    )
 }
 
 /// The emper-echo suite's figures (the io_uring paper's Figures 5 to 8); `workers` for the

@@ -7,6 +7,7 @@
 //! suite's peer's name (`kv`, `http`).
 
 mod chat;
+mod claims;
 mod emper;
 mod glance;
 mod http;
@@ -70,7 +71,10 @@ type Section = fn(&mut String, &[Row], &Input<'_>);
 /// is one more function in its list.
 fn sections(suite: Suite) -> &'static [Section] {
     match suite {
-        Suite::Quick => &[|out, rows, _| quick::section(out, rows)],
+        Suite::Quick => &[
+            |out, rows, _| quick::section(out, rows),
+            |out, rows, input| claims::section(out, rows, input.workers, input.meta.cores),
+        ],
         Suite::EmperEcho => &[
             |out, rows, input| emper::tables(out, rows, input.workers),
             |out, rows, input| emper::beside_the_paper(out, rows, input.workers),
