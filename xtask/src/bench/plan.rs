@@ -89,7 +89,7 @@ impl Plan {
             },
             given: serde_json::json!({
                 "conns": args.conns.as_ref().map(|c| c.0.clone()),
-                "points": (!args.points.is_empty()).then(|| args.points.clone()),
+                "points_selected": (!args.points.is_empty()).then(|| args.points.clone()),
                 "duration": args.duration,
                 "warmup": args.warmup,
                 "rate": args.rate,
