@@ -1,5 +1,6 @@
 //! The walk's rules, the same for every runtime: what is searched, how a file is opened,
-//! and the read loops of the blocking programs ([`scan_blocking`]) and of the io_uring
+//! and the read loops of the blocking programs ([`scan_blocking`], and a whole file with
+//! [`search_file_blocking`]) and of the io_uring
 //! programs that lend the ring an owned buffer ([`scan_owned`]).
 //!
 //! - A directory entry's type comes from the directory listing (`d_type`, with an `lstat`
@@ -67,6 +68,26 @@ pub fn open_options() -> std::fs::OpenOptions {
     let mut o = std::fs::OpenOptions::new();
     o.read(true).custom_flags(OPEN_FLAGS);
     o
+}
+
+/// Opens one file with [`open_options`], reads it through `buf` in blocking reads and
+/// counts it in `tally` (or names it there as an error): the whole file step of the
+/// programs whose reads block (search-threads on OS threads, search-may in coroutines).
+pub fn search_file_blocking(
+    path: &std::path::Path,
+    matcher: &Matcher,
+    buf: &mut [u8],
+    tally: &crate::tally::Tally,
+) {
+    use std::io::Read as _;
+    let mut file = match open_options().open(path) {
+        Ok(f) => f,
+        Err(e) => return tally.error(path, "cannot open", e),
+    };
+    match scan_blocking(matcher, buf, |b| file.read(b)) {
+        Ok(scan) => tally.file(scan.bytes(), scan.matches()),
+        Err(e) => tally.error(path, "cannot read", e),
+    }
 }
 
 /// Reads a file to its end through `read` (a blocking read of at most `buf.len()` bytes,

@@ -7,8 +7,6 @@
 
 #![forbid(unsafe_code)]
 
-use std::io::Read;
-use std::path::PathBuf;
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use search::cli::Config;
@@ -52,17 +50,6 @@ impl Queue {
     }
 }
 
-fn search_file(path: &PathBuf, config: &Config, buf: &mut [u8], tally: &Tally) {
-    let mut file = match walk::open_options().open(path) {
-        Ok(f) => f,
-        Err(e) => return tally.error(path, "cannot open", e),
-    };
-    match walk::scan_blocking(&config.matcher, buf, |b| file.read(b)) {
-        Ok(scan) => tally.file(scan.bytes(), scan.matches()),
-        Err(e) => tally.error(path, "cannot read", e),
-    }
-}
-
 fn worker(index: usize, config: &Config, queue: &Queue, tally: &Tally) {
     if let Err(e) = config.pin(index) {
         eprintln!("{NAME}: worker {index}: {e}");
@@ -72,7 +59,7 @@ fn worker(index: usize, config: &Config, queue: &Queue, tally: &Tally) {
     while let Some(item) = queue.take() {
         match &item {
             Item::Dir(dir) => list(dir, tally, &mut found),
-            Item::File(path) => search_file(path, config, &mut buf, tally),
+            Item::File(path) => walk::search_file_blocking(path, &config.matcher, &mut buf, tally),
         }
         queue.finish(std::mem::take(&mut found));
     }
