@@ -116,12 +116,16 @@ fn a_killed_run_renders_and_resumes() {
     assert!(status.success(), "report of the killed run: {status}");
     assert!(out.join("report.md").is_file());
 
-    // The order of every round is recorded before the first run, and --resume keeps it.
-    let orders = |dir: &Path| -> serde_json::Value {
+    // The order of every round, and the seed that drew it, are recorded before the first
+    // run, and --resume keeps both.
+    let meta = |dir: &Path, field: &str| -> serde_json::Value {
         let text = std::fs::read_to_string(dir.join("meta.json")).unwrap();
-        serde_json::from_str::<serde_json::Value>(&text).unwrap()["orders"].clone()
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()[field].clone()
     };
+    let orders = |dir: &Path| meta(dir, "orders");
     let order_before = orders(&out);
+    let seed_before = meta(&out, "order_seed");
+    assert!(seed_before.is_u64(), "order_seed: {seed_before}");
     assert_eq!(
         order_before.as_array().map(Vec::len),
         Some(3),
@@ -149,6 +153,7 @@ fn a_killed_run_renders_and_resumes() {
     };
     assert!(status.success(), "--resume: {status}");
     assert_eq!(orders(&out), order_before);
+    assert_eq!(meta(&out, "order_seed"), seed_before);
     let after = outcomes(&out);
     assert_eq!(after.len(), 6, "3 points × 2 rounds: {after:?}");
     for (path, text) in &before {

@@ -188,13 +188,19 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
 
+    /// The seed that draws which server plays which part of each point's counterbalanced
+    /// order; the run records it (`order_seed` in meta.json), so a run's orders can be drawn
+    /// again [default: a fresh one each run].
+    #[arg(long, value_name = "N")]
+    pub(crate) order_seed: Option<u64>,
+
     /// Complete the run in DIR, which stopped before its end (killed, a lost session, a
     /// power cut): its own options (from its meta.json) again, and only the runs of points
     /// that left no outcome. Takes no other option but --no-build and --quiet-wait.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
         "suite", "servers", "conns", "points", "duration", "warmup", "repeat", "server_cpu_quota",
         "server_cpus_given", "client_cpus_given", "allow_overlap", "workers", "rate", "out",
-        "list", "client_hosts", "server_addr", "ssh_config", "client_loadgen",
+        "list", "client_hosts", "server_addr", "ssh_config", "client_loadgen", "order_seed",
     ])]
     pub(crate) resume: Option<PathBuf>,
 

@@ -13,10 +13,10 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 
 use super::BenchArgs;
-use crate::plan::Usage;
 use crate::plan::placement::{self, CpuList, Placed, Placement};
 use crate::plan::servers::{Inventory, Variant};
 use crate::plan::suites::{CorpusSize, Point, Suite};
+use crate::plan::{Usage, order};
 use crate::run::outside::OutsideClient;
 
 /// Where the load comes from when it is not this host (`--client-hosts`).
@@ -61,6 +61,8 @@ pub(super) struct Plan {
     pub(super) cpu_quota: Option<f64>,
     /// The client hosts, when the load comes from them.
     pub(super) remote: Option<Remote>,
+    /// The seed of the servers' order within each point's rounds (`plan::order`).
+    pub(super) order_seed: u64,
     /// The options `meta.json` records as given (`--conns`, `--duration`, `--warmup`,
     /// `--rate`), for the report's reader.
     pub(super) given: serde_json::Value,
@@ -111,6 +113,7 @@ impl Plan {
             no_build: args.no_build,
             quiet_wait: args.quiet_wait,
             cpu_quota: args.server_cpu_quota,
+            order_seed: args.order_seed.unwrap_or_else(order::fresh_seed),
         })
     }
 

@@ -102,6 +102,7 @@ fn start_record(
     let mut meta = Meta::collect(root, inv.go_version.clone());
     let out = run_dir::path(plan.out.as_deref(), root, &meta.run_id);
     let mut recorded = None;
+    let mut seed = Some(plan.order_seed);
     let argv = if plan.resuming {
         // The run keeps its identity, its start and its options; this is only more of it.
         let before = run_dir::read_meta(&out)?;
@@ -109,6 +110,7 @@ fn start_record(
         meta.started = before.started;
         meta.command = before.command;
         recorded = Some(before.orders);
+        seed = before.order_seed;
         before.settings["argv"].clone()
     } else {
         run_dir::create(&out)?;
@@ -121,12 +123,14 @@ fn start_record(
         &plan.servers,
         |v, w| inv.serves(v, w),
         |s| plan.repeats(s),
+        seed.unwrap_or(plan.order_seed),
     );
     // A resumed run's rounds keep the order they began with, as its meta.json recorded it.
     meta.orders = match &recorded {
         Some(r) => order::keep(r, planned, &plan.servers),
         None => planned,
     };
+    meta.order_seed = seed;
     run_dir::write_meta(&out, &meta)?;
     if !plan.resuming {
         summary::write_summary(&out, &[])?;

@@ -1,5 +1,5 @@
-//! The order of the servers within each round of a point: a Williams design, so that no
-//! server's repeats all sit in one position of the round.
+//! The order of the servers within each round of a point: a Williams design, its servers
+//! drawn at random, so that no server's repeats all sit in one position of the round.
 //!
 //! A run measures each point in rounds, every server once per round. Whatever the first run
 //! of a round pays and the next does not (a cold page cache for the binary, a neighbour that
@@ -10,16 +10,25 @@
 //! A Williams design is a Latin square whose rows put every server in every position once
 //! and follow every server by every other one exactly once (for an odd count, the square and
 //! its mirror, each pair twice). Round `k` of a point takes row `k` (cycling), so over `r`
-//! rounds each server holds each position `⌊r/n⌋` or `⌈r/n⌉` times. At point `p` the servers
-//! are relabelled by `+p` (a relabelled Williams square is one too), so that the server the
-//! leftover rounds favour (2 servers, 5 rounds: one of them goes first 3 times) is not the
-//! same at every point.
+//! rounds each server holds each position `⌊r/n⌋` or `⌈r/n⌉` times.
+//!
+//! Which server plays which symbol of the square is drawn at each point, from the run's seed
+//! (`order_seed` in `meta.json`, `--order-seed` to replay it). A relabelled Williams square is
+//! one too, so the balance holds whatever the draw; what the draw adds is that nothing left
+//! over by the design is the same from run to run. With 2 servers and 5 rounds one of them
+//! goes first 3 times, and the first run of a point follows another point's load: a fixed
+//! labelling gave both to the same server in every run, so a small effect of either piled up
+//! on it run after run; drawn, it falls on each server by chance, which is what the tests'
+//! level assumes.
 //!
 //! The orders are recorded in `meta.json` by name, and a resumed run takes them from there
 //! (`keep`), so that its rounds run in the order the run began with.
 //!
 //! It may call the plan layer's `suites` and `servers`.
 
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::plan::servers::Variant;
@@ -53,10 +62,10 @@ pub(crate) fn williams(n: usize) -> Vec<Vec<usize>> {
     rows
 }
 
-/// The order of `n` servers (indices `0..n`) in each of `rounds` rounds of the point at
-/// index `point`: the design's rows in turn, the servers relabelled by `+point`.
-pub(crate) fn rounds(n: usize, rounds: usize, point: usize) -> Vec<Vec<usize>> {
-    let square = williams(n);
+/// The order of the servers in each of `rounds` rounds of a point: the design's rows in
+/// turn, symbol `s` of the square played by server `servers[s]` (a permutation of `0..n`).
+pub(crate) fn rounds(servers: &[usize], rounds: usize) -> Vec<Vec<usize>> {
+    let square = williams(servers.len());
     if square.is_empty() {
         return vec![Vec::new(); rounds];
     }
@@ -64,10 +73,33 @@ pub(crate) fn rounds(n: usize, rounds: usize, point: usize) -> Vec<Vec<usize>> {
         .map(|k| {
             square[k % square.len()]
                 .iter()
-                .map(|s| (s + point) % n)
+                .map(|&s| servers[s])
                 .collect()
         })
         .collect()
+}
+
+/// The random source of a run's orders: the same `seed` draws the same orders (ChaCha8, whose
+/// stream the `rand_chacha` crate keeps stable across versions).
+pub(crate) fn rng(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed)
+}
+
+/// Which of `n` servers plays each symbol of the square: a permutation of `0..n` drawn from
+/// `rng`.
+pub(crate) fn draw(n: usize, rng: &mut ChaCha8Rng) -> Vec<usize> {
+    let mut servers: Vec<usize> = (0..n).collect();
+    servers.shuffle(rng);
+    servers
+}
+
+/// A seed for a run that was given none: the operating system's randomness, by way of the
+/// standard library's hasher keys.
+pub(crate) fn fresh_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
 }
 
 /// The order the servers ran in at one point, round by round, by name: what `meta.json`
@@ -82,22 +114,24 @@ pub(crate) struct PointOrder {
 }
 
 /// The order of every round of every point, aligned with `points`: the servers of `servers`
-/// that serve the point (`serves`), in `repeats` rounds of the design.
+/// that serve the point (`serves`), in `repeats` rounds of the design, who plays which symbol
+/// drawn point by point from `seed`.
 pub(crate) fn plan(
     points: &[Point],
     servers: &[Variant],
     serves: impl Fn(&Variant, Workload) -> bool,
     repeats: impl Fn(Suite) -> usize,
+    seed: u64,
 ) -> Vec<PointOrder> {
+    let mut rng = rng(seed);
     points
         .iter()
-        .enumerate()
-        .map(|(i, p)| {
+        .map(|p| {
             let here: Vec<&Variant> = servers.iter().filter(|v| serves(v, p.workload)).collect();
             PointOrder {
                 suite: p.suite.name().to_string(),
                 point: p.id.clone(),
-                rounds: rounds(here.len(), repeats(p.suite), i)
+                rounds: rounds(&draw(here.len(), &mut rng), repeats(p.suite))
                     .into_iter()
                     .map(|row| row.into_iter().map(|s| here[s].name.clone()).collect())
                     .collect(),
@@ -206,14 +240,14 @@ mod tests {
     fn any_number_of_rounds_balances_positions_as_nearly_as_it_can() {
         for n in 1..=7 {
             for r in 1..=12 {
-                for point in 0..3 {
-                    let rows = rounds(n, r, point);
+                for seed in 0..3 {
+                    let rows = rounds(&draw(n, &mut rng(seed)), r);
                     assert_eq!(rows.len(), r);
                     let (lo, hi) = (r / n, r.div_ceil(n));
                     for (s, by_pos) in positions(n, &rows).iter().enumerate() {
                         assert!(
                             by_pos.iter().all(|&c| lo <= c && c <= hi),
-                            "n {n}, {r} rounds, point {point}: server {s} {by_pos:?}"
+                            "n {n}, {r} rounds, seed {seed}: server {s} {by_pos:?}"
                         );
                     }
                     // Carry-over: within a pass of the design no pair follows more often than
@@ -232,11 +266,51 @@ mod tests {
     }
 
     #[test]
-    fn two_servers_alternate_and_the_leftover_round_alternates_over_points() {
-        assert_eq!(rounds(2, 5, 0), [[0, 1], [1, 0], [0, 1], [1, 0], [0, 1]]);
-        assert_eq!(rounds(2, 5, 1), [[1, 0], [0, 1], [1, 0], [0, 1], [1, 0]]);
-        assert_eq!(rounds(3, 2, 0), [[0, 1, 2], [1, 2, 0]]);
-        assert_eq!(rounds(0, 2, 0), [Vec::<usize>::new(), Vec::new()]);
+    fn two_servers_alternate_in_the_order_drawn() {
+        assert_eq!(rounds(&[0, 1], 5), [[0, 1], [1, 0], [0, 1], [1, 0], [0, 1]]);
+        assert_eq!(rounds(&[1, 0], 5), [[1, 0], [0, 1], [1, 0], [0, 1], [1, 0]]);
+        assert_eq!(rounds(&[0, 1, 2], 2), [[0, 1, 2], [1, 2, 0]]);
+        assert_eq!(rounds(&[2, 0, 1], 2), [[2, 0, 1], [0, 1, 2]]);
+        assert_eq!(rounds(&[], 2), [Vec::<usize>::new(), Vec::new()]);
+    }
+
+    #[test]
+    fn a_seed_draws_the_same_orders_and_other_seeds_others() {
+        let draws = |seed| {
+            let mut r = rng(seed);
+            (0..4).map(|_| draw(6, &mut r)).collect::<Vec<_>>()
+        };
+        assert_eq!(draws(7), draws(7));
+        assert_ne!(draws(7), draws(8));
+        for d in draws(7) {
+            let mut sorted = d.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..6).collect::<Vec<_>>());
+        }
+        assert_ne!(fresh_seed(), fresh_seed());
+    }
+
+    #[test]
+    fn what_the_design_leaves_over_falls_on_each_server_by_chance() {
+        // 2 servers, 5 rounds: one goes first 3 times. Over 400 points drawn from one seed,
+        // each server is that one about half the time (a binomial 200 ± 10; the bounds are
+        // 5 standard deviations, and the seed fixes the draw, so the test cannot flake).
+        let mut r = rng(0x5eed_0de7);
+        let first_three_times =
+            |s: usize, rows: &[Vec<usize>]| rows.iter().filter(|row| row[0] == s).count() == 3;
+        let server_0 = (0..400)
+            .filter(|_| first_three_times(0, &rounds(&draw(2, &mut r), 5)))
+            .count();
+        assert!(
+            (150..=250).contains(&server_0),
+            "server 0 first 3 times at {server_0} of 400"
+        );
+        // And for 3 servers each of the six labellings comes up.
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..200 {
+            seen.insert(draw(3, &mut r));
+        }
+        assert_eq!(seen.len(), 6);
     }
 
     fn order(point: &str, rounds: &[&[&str]]) -> PointOrder {

@@ -48,6 +48,10 @@ pub(crate) struct Meta {
     /// `--resume` keeps. Empty in a run from before it was recorded (those ran A B C).
     #[serde(default)]
     pub(crate) orders: Vec<PointOrder>,
+    /// The seed that drew who plays which part of each point's order (`--order-seed`). None
+    /// in a run from before orders were drawn.
+    #[serde(default)]
+    pub(crate) order_seed: Option<u64>,
 }
 
 /// The percent of CPU time stolen since `start` (stolen and total ticks of
@@ -158,6 +162,7 @@ impl Meta {
             load_average_end: None,
             steal_pct: None,
             orders: Vec::new(),
+            order_seed: None,
         }
     }
 }
