@@ -189,8 +189,8 @@ pub(crate) struct BenchArgs {
     pub(crate) out: Option<PathBuf>,
 
     /// The seed that draws which server plays which part of each point's counterbalanced
-    /// order; the run records it (`order_seed` in meta.json), so a run's orders can be drawn
-    /// again [default: a fresh one each run].
+    /// order; the run records it (`order_seed` in meta.json), and the same seed with the same
+    /// suites and servers draws the same orders again [default: a fresh one each run].
     #[arg(long, value_name = "N")]
     pub(crate) order_seed: Option<u64>,
 
