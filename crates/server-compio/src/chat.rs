@@ -36,7 +36,7 @@ use service::offload::{BlockingPool, HubCalls, Job, Op};
 use service::outbox::two_task::{self, Ended, Outbox, handle_lines};
 use service::race::{First, first};
 
-use crate::count;
+use service::stream::Counts;
 
 /// The rooms every chat connection of the server shares, across all runtimes.
 pub(crate) type Rooms = service::offload::Rooms<Outbox>;
@@ -80,7 +80,7 @@ pub(crate) async fn serve(
         .await
         .unwrap_or_else(|_| Err(io::Error::other("the writer task failed")));
     if outbox.is_cut() {
-        count::cut(counters);
+        counters.cut();
     }
     read.and(wrote).and(left.map(drop))
 }
@@ -108,15 +108,11 @@ async fn read_commands(
             Ok(n) => n,
             Err(e) => return Err(e),
         };
-        count::bytes_in(counters, n);
+        counters.bytes_in(n);
         // One copy of the few bytes read: the ring needs a buffer it owns, and
         // lines are split in the LineBuffer.
         lines.extend_from_slice(&buf[..n]);
-        if !handle_lines(&mut lines, calls, outbox, &mut out, || {
-            count::line(counters)
-        })
-        .await?
-        {
+        if !handle_lines(&mut lines, calls, outbox, &mut out, || counters.line()).await? {
             return Ok(());
         }
     }
@@ -132,7 +128,7 @@ async fn write_out(
 ) -> io::Result<()> {
     let batch = Vec::with_capacity(READ_BUF);
     let write = async |batch| write_or_cut(&mut stream, &outbox, batch).await;
-    let counted = |n| count::bytes_out(&counters, n);
+    let counted = |n| counters.bytes_out(n);
     let Ended::Stopped(result) = two_task::write_out(&outbox, batch, write, counted).await else {
         return Ok(());
     };

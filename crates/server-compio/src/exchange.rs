@@ -13,7 +13,7 @@ use launch::Counters;
 use proto::echo::READ_BUF;
 use service::exchange::{Exchange, Flow};
 
-use crate::count;
+use service::stream::Counts;
 
 /// Serves `stream` until the peer closes it or a request ends it. No read is
 /// submitted while a write is in flight, so a peer that does not read stops this
@@ -34,7 +34,7 @@ pub(crate) async fn serve(
         if n == 0 {
             return Ok(());
         }
-        count::bytes_in(counters, n);
+        counters.bytes_in(n);
         conn.feed(&buf[..n]);
         loop {
             let flow = conn.execute(&mut out);
@@ -43,7 +43,7 @@ pub(crate) async fn serve(
                 let BufResult(written, back) = stream.write_all(out).await;
                 out = back;
                 written?;
-                count::bytes_out(counters, len);
+                counters.bytes_out(len);
                 out.clear();
             }
             match flow {

@@ -62,7 +62,6 @@
 #![forbid(unsafe_code)]
 
 mod chat;
-mod count;
 mod echo;
 mod exchange;
 mod serve;

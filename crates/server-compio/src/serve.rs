@@ -22,7 +22,7 @@ use service::outbox::two_task::Outbox;
 use service::race::{First, first};
 use service::signal::Signal;
 
-use crate::{NAME, chat, count, echo, exchange};
+use crate::{NAME, chat, echo, exchange};
 
 /// How long the stop waits for the workers' runtimes to come down.
 const STOP_GRACE: Duration = Duration::from_secs(4);
@@ -107,7 +107,7 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                count::accepted(&service.counters);
+                service.counters.accepted_here();
                 // Replies are small and each one matters: no Nagle delay.
                 let _ = stream.set_nodelay(true);
                 // A compio task dropped with its handle is cancelled: detached, it
@@ -137,5 +137,5 @@ async fn connection(mut stream: TcpStream, service: Arc<Service>) {
             exchange::serve(&mut stream, &mut conn, counters).await
         }
     };
-    count::closed(counters, result.is_err());
+    counters.closed_here(result.is_err());
 }

@@ -62,7 +62,6 @@
 //! `write_all`. The kv store is one for the server, shared by every executor.
 #![forbid(unsafe_code)]
 
-mod count;
 mod pool;
 mod serve;
 #[cfg(test)]

@@ -24,10 +24,9 @@ use glommio::{LocalExecutor, LocalExecutorBuilder};
 use launch::workers::{Placement, Workers};
 use launch::{App, CommonArgs, CpuList, Shutdown};
 use service::outbox::one_task::Outbox;
-use service::stream::{self, Counts};
+use service::stream;
 
 use crate::NAME;
-use crate::count::Count;
 use crate::pool::Pool;
 
 /// How long the stop waits for the executors to come down.
@@ -82,9 +81,8 @@ fn start(
             .with_context(|| format!("cannot listen on {addr} (worker {index})"))?;
         let (service, stopped) = (Arc::clone(&service), stopped.clone());
         Ok(move || {
-            let count = Count::new(&service.counters);
             ex.run(futures_lite::future::or(
-                accept_loop(listener, service, count),
+                accept_loop(listener, service),
                 async {
                     // Never sent to: closed at the stop.
                     let _ = stopped.recv().await;
@@ -121,15 +119,14 @@ fn executor(index: usize, cpus: Option<&CpuList>) -> anyhow::Result<LocalExecuto
 
 /// Accepts connections for as long as the executor runs it, a task each, on this
 /// executor.
-async fn accept_loop(listener: TcpListener, service: Arc<Service>, count: Count) {
+async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
     loop {
         match listener.accept().await {
             Ok(stream) => {
-                count.accepted();
+                service.counters.accepted_here();
                 // Replies are small and each one matters: no Nagle delay.
                 let _ = stream.set_nodelay(true);
-                glommio::spawn_local(connection(stream, Arc::clone(&service), count.clone()))
-                    .detach();
+                glommio::spawn_local(connection(stream, Arc::clone(&service))).detach();
             }
             Err(e) => {
                 let e = std::io::Error::from(e);
@@ -141,37 +138,18 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>, count: Count)
     }
 }
 
-async fn connection(mut stream: TcpStream, service: Arc<Service>, count: Count) {
+async fn connection(mut stream: TcpStream, service: Arc<Service>) {
     let result = match &service.app {
-        App::Echo(config) => stream::echo::serve(&mut stream, config, &count).await,
-        App::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Pool, &count).await,
+        App::Echo(config) => stream::echo::serve(&mut stream, config, &service.counters).await,
+        App::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Pool, &service.counters).await,
         App::Kv(kv) => {
             let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            stream::exchange::serve(&mut stream, &mut conn, &count).await
+            stream::exchange::serve(&mut stream, &mut conn, &service.counters).await
         }
         App::Http(limit) => {
             let mut conn = service::http::Connection::new(*limit);
-            stream::exchange::serve(&mut stream, &mut conn, &count).await
+            stream::exchange::serve(&mut stream, &mut conn, &service.counters).await
         }
     };
-    count.closed(result.is_err());
-}
-
-/// The shared loops count through the server's own counters.
-impl Counts for Count {
-    fn bytes_in(&self, n: usize) {
-        Count::bytes_in(self, n);
-    }
-
-    fn bytes_out(&self, n: usize) {
-        Count::bytes_out(self, n);
-    }
-
-    fn line(&self) {
-        Count::line(self);
-    }
-
-    fn cut(&self) {
-        Count::cut(self);
-    }
+    service.counters.closed_here(result.is_err());
 }

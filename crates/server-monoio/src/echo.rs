@@ -11,7 +11,7 @@ use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use monoio::net::TcpStream;
 use service::echo::{EchoConfig, Held};
 
-use crate::count;
+use service::stream::Counts;
 
 /// Echoes `stream` until the peer closes its side, then sends what is still
 /// held (a trailing partial message) and returns.
@@ -35,13 +35,13 @@ pub(crate) async fn serve(
         if n == 0 {
             break;
         }
-        count::bytes_in(counters, n);
+        counters.bytes_in(n);
         let ready = held.received(n);
         if ready > 0 {
             let (written, view) = stream.write_all(buf.slice(..ready)).await;
             buf = view.into_inner();
             written?;
-            count::bytes_out(counters, ready);
+            counters.bytes_out(ready);
         }
         held.written(&mut buf);
     }
@@ -50,7 +50,7 @@ pub(crate) async fn serve(
     if rest > 0 {
         let (written, _) = stream.write_all(buf.slice(..rest)).await;
         written?;
-        count::bytes_out(counters, rest);
+        counters.bytes_out(rest);
     }
     Ok(())
 }

@@ -12,7 +12,7 @@ use monoio::net::TcpStream;
 use proto::echo::READ_BUF;
 use service::exchange::{Exchange, Flow};
 
-use crate::count;
+use service::stream::Counts;
 
 /// Serves `stream` until the peer closes it or a request ends it. No read is
 /// submitted while a write is in flight, so a peer that does not read stops this
@@ -33,7 +33,7 @@ pub(crate) async fn serve(
         if n == 0 {
             return Ok(());
         }
-        count::bytes_in(counters, n);
+        counters.bytes_in(n);
         conn.feed(&buf[..n]);
         loop {
             let flow = conn.execute(&mut out);
@@ -42,7 +42,7 @@ pub(crate) async fn serve(
                 let (written, back) = stream.write_all(out).await;
                 out = back;
                 written?;
-                count::bytes_out(counters, len);
+                counters.bytes_out(len);
                 out.clear();
             }
             match flow {

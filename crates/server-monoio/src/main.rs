@@ -64,7 +64,6 @@
 #![forbid(unsafe_code)]
 
 mod chat;
-mod count;
 mod echo;
 mod exchange;
 mod serve;

@@ -23,7 +23,7 @@ use monoio::{IoUringDriver, RuntimeBuilder};
 use service::outbox::two_task::Outbox;
 use service::signal::Signal;
 
-use crate::{NAME, chat, count, echo, exchange};
+use crate::{NAME, chat, echo, exchange};
 
 /// Submission-queue entries per ring: a thousand connections each keep a read in
 /// flight.
@@ -131,7 +131,7 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                count::accepted(&service.counters);
+                service.counters.accepted_here();
                 // Replies are small and each one matters: no Nagle delay.
                 let _ = stream.set_nodelay(true);
                 monoio::spawn(connection(stream, Arc::clone(&service)));
@@ -159,5 +159,5 @@ async fn connection(mut stream: TcpStream, service: Arc<Service>) {
             exchange::serve(&mut stream, &mut conn, counters).await
         }
     };
-    count::closed(counters, result.is_err());
+    counters.closed_here(result.is_err());
 }

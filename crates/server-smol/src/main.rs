@@ -53,7 +53,6 @@
 //! `write_all`.
 #![forbid(unsafe_code)]
 
-mod count;
 mod pool;
 mod serve;
 #[cfg(test)]

@@ -18,13 +18,12 @@ use anyhow::Context;
 use launch::workers::{Placement, Workers};
 use launch::{App, CommonArgs, Shutdown};
 use service::outbox::one_task::Outbox;
-use service::stream::{self, Counts};
+use service::stream;
 use smol::Executor;
 use smol::channel::{Receiver, unbounded};
 use smol::net::{TcpListener, TcpStream};
 
 use crate::NAME;
-use crate::count::Count;
 use crate::pool::Unblock;
 
 /// How long the stop waits for the worker threads to leave the executor.
@@ -48,8 +47,7 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     let ex = Arc::new(Executor::new());
     let (stop, stopped) = unbounded::<()>();
     let workers = start(&ex, args, stopped)?;
-    let count = Count::new(&service.counters);
-    let accept = accept_loop(listener, Arc::downgrade(&ex), Arc::clone(&service), count);
+    let accept = accept_loop(listener, Arc::downgrade(&ex), Arc::clone(&service));
     ex.spawn(accept).detach();
     launch::announce_ready(addr)?;
     shutdown.wait();
@@ -80,22 +78,16 @@ fn start(
 }
 
 /// Accepts connections for as long as the executor runs it, a task each.
-async fn accept_loop(
-    listener: TcpListener,
-    ex: Weak<Executor<'static>>,
-    service: Arc<Service>,
-    count: Count,
-) {
+async fn accept_loop(listener: TcpListener, ex: Weak<Executor<'static>>, service: Arc<Service>) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                count.accepted();
+                service.counters.accepted_here();
                 // Replies are small and each one matters: no Nagle delay.
                 let _ = stream.set_nodelay(true);
                 // The executor is gone only once the server stops.
                 let Some(ex) = ex.upgrade() else { return };
-                ex.spawn(connection(stream, Arc::clone(&service), count.clone()))
-                    .detach();
+                ex.spawn(connection(stream, Arc::clone(&service))).detach();
             }
             Err(e) => {
                 if let Some(pause) = launch::accept_failed(NAME, &e) {
@@ -106,37 +98,20 @@ async fn accept_loop(
     }
 }
 
-async fn connection(mut stream: TcpStream, service: Arc<Service>, count: Count) {
+async fn connection(mut stream: TcpStream, service: Arc<Service>) {
     let result = match &service.app {
-        App::Echo(config) => stream::echo::serve(&mut stream, config, &count).await,
-        App::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Unblock, &count).await,
+        App::Echo(config) => stream::echo::serve(&mut stream, config, &service.counters).await,
+        App::Chat(rooms) => {
+            stream::chat::serve(&mut stream, rooms, Unblock, &service.counters).await
+        }
         App::Kv(kv) => {
             let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            stream::exchange::serve(&mut stream, &mut conn, &count).await
+            stream::exchange::serve(&mut stream, &mut conn, &service.counters).await
         }
         App::Http(limit) => {
             let mut conn = service::http::Connection::new(*limit);
-            stream::exchange::serve(&mut stream, &mut conn, &count).await
+            stream::exchange::serve(&mut stream, &mut conn, &service.counters).await
         }
     };
-    count.closed(result.is_err());
-}
-
-/// The shared loops count through the server's own counters.
-impl Counts for Count {
-    fn bytes_in(&self, n: usize) {
-        Count::bytes_in(self, n);
-    }
-
-    fn bytes_out(&self, n: usize) {
-        Count::bytes_out(self, n);
-    }
-
-    fn line(&self) {
-        Count::line(self);
-    }
-
-    fn cut(&self) {
-        Count::cut(self);
-    }
+    service.counters.closed_here(result.is_err());
 }

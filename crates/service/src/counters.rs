@@ -176,6 +176,19 @@ impl Counters {
         });
     }
 
+    /// A connection was accepted, counted in this thread's block ([`Counters::add_here`]).
+    pub fn accepted_here(&self) {
+        self.add_here(Count::Accepted, 1);
+    }
+
+    /// A connection ended, with an I/O error if `failed`, counted in this thread's block.
+    pub fn closed_here(&self, failed: bool) {
+        if failed {
+            self.add_here(Count::Errors, 1);
+        }
+        self.add_here(Count::Closed, 1);
+    }
+
     /// The sum of every tally, live or dropped, and of what was absorbed.
     pub fn snapshot(&self) -> Snapshot {
         let blocks = self.0.lock();

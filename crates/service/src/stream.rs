@@ -11,13 +11,17 @@
 //! the traits' poll methods, as futures-lite's `AsyncReadExt`/`AsyncWriteExt` write
 //! them, rather than pulling futures-lite in.
 //!
-//! A server counts through [`Counts`], so how it keeps its counters stays its own.
+//! A server counts through [`Counts`], so how it keeps its counters stays its own; the
+//! [`Counters`] themselves count each event in the calling thread's block, which is what the
+//! thread-per-core servers (srv-monoio, -compio, -glommio, -smol) use.
 
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
 
 use futures_io::{AsyncRead, AsyncWrite};
+
+use crate::counters::{Count, Counters};
 
 pub mod chat;
 pub mod echo;
@@ -33,6 +37,26 @@ pub trait Counts {
     fn line(&self);
     /// A chat connection was cut off as a slow subscriber.
     fn cut(&self);
+}
+
+/// Each count in the calling thread's own block ([`Counters::add_here`]): no lock and no
+/// shared cache line per message.
+impl Counts for Counters {
+    fn bytes_in(&self, n: usize) {
+        self.add_here(Count::BytesIn, n as u64);
+    }
+
+    fn bytes_out(&self, n: usize) {
+        self.add_here(Count::BytesOut, n as u64);
+    }
+
+    fn line(&self) {
+        self.add_here(Count::Lines, 1);
+    }
+
+    fn cut(&self) {
+        self.add_here(Count::Cut, 1);
+    }
 }
 
 /// Reads into `buf`: the count read, 0 at end of stream.
