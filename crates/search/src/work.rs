@@ -1,11 +1,15 @@
 //! The work of a walk shared by workers that take from one queue (search-threads'
 //! threads, search-tokio-uring's tasks on every ring): the items, how a directory becomes
 //! more of them, and when the walk is over. Free of locks and waking: each program keeps a
-//! [`Work`] under its own lock and wakes its own way (a `Condvar`, a `Notify`).
+//! [`Work`] under its own lock and wakes its own way (a `Condvar`, a `Notify`). The programs
+//! that block (search-threads, search-may) share the rest too: the queue's take and finish
+//! over any lock with a condition variable ([`Monitor`], std's in [`Locked`]), and the loop
+//! of a worker that lists and reads with `std::fs` ([`work_blocking`]).
 
 use std::collections::VecDeque;
+use std::ops::DerefMut;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 use crate::cli::Config;
@@ -98,6 +102,93 @@ pub fn list(dir: &Path, tally: &Tally, found: &mut Vec<Item>) {
             Ok(Kind::Skip) => {}
             Err(e) => tally.error(&entry.path(), "cannot stat", e),
         }
+    }
+}
+
+/// A [`Work`] under a lock, with a condition variable that wakes the workers waiting for
+/// more of it: std's ([`Locked`]) parks a thread, may's a coroutine. A worker that panicked
+/// leaves consistent counters (they change under the lock only), so a poisoned lock is
+/// taken as it is.
+pub trait Monitor: Send + Sync {
+    /// The held lock.
+    type Guard<'a>: DerefMut<Target = Work>
+    where
+        Self: 'a;
+
+    /// Takes the lock.
+    fn lock(&self) -> Self::Guard<'_>;
+
+    /// Gives up the lock until woken, and takes it again.
+    fn wait<'a>(&'a self, held: Self::Guard<'a>) -> Self::Guard<'a>;
+
+    /// Wakes every waiting worker.
+    fn wake_all(&self);
+
+    /// The next item, or `None` when the walk is over.
+    fn take(&self) -> Option<Item> {
+        let mut work = self.lock();
+        loop {
+            match work.take() {
+                Taken::Item(item) => return Some(item),
+                Taken::Over => return None,
+                Taken::Wait => work = self.wait(work),
+            }
+        }
+    }
+
+    /// Ends one taken item, queueing what it found.
+    fn finish(&self, found: Vec<Item>) {
+        if self.lock().finish(found) {
+            self.wake_all();
+        }
+    }
+}
+
+/// The walk's work under std's lock, and the threads waiting for more of it.
+#[derive(Debug)]
+pub struct Locked {
+    work: Mutex<Work>,
+    more: Condvar,
+}
+
+impl Locked {
+    /// `work` under a fresh lock.
+    pub fn new(work: Work) -> Locked {
+        Locked {
+            work: Mutex::new(work),
+            more: Condvar::new(),
+        }
+    }
+}
+
+impl Monitor for Locked {
+    type Guard<'a> = MutexGuard<'a, Work>;
+
+    fn lock(&self) -> MutexGuard<'_, Work> {
+        self.work.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wait<'a>(&'a self, held: MutexGuard<'a, Work>) -> MutexGuard<'a, Work> {
+        self.more.wait(held).unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wake_all(&self) {
+        self.more.notify_all();
+    }
+}
+
+/// A worker of a blocking program: takes items from `queue` until the walk is over, lists a
+/// directory and searches a file with plain `std::fs` calls ([`walk::search_file_blocking`],
+/// in `--chunk` byte reads).
+pub fn work_blocking(queue: &impl Monitor, config: &Config, tally: &Tally) {
+    let mut buf = vec![0u8; config.chunk];
+    let mut found = Vec::new();
+    while let Some(item) = queue.take() {
+        match &item {
+            Item::Dir(dir) => list(dir, tally, &mut found),
+            Item::File(path) => walk::search_file_blocking(path, &config.matcher, &mut buf, tally),
+        }
+        queue.finish(std::mem::take(&mut found));
     }
 }
 

@@ -20,8 +20,7 @@ use std::time::Instant;
 use may::sync::{Condvar, Mutex, MutexGuard};
 use search::cli::Config;
 use search::tally::Tally;
-use search::walk;
-use search::work::{Item, Taken, Work, list};
+use search::work::{Monitor, Work, work_blocking};
 use server_may::coroutines;
 
 const NAME: &str = "search-may";
@@ -32,42 +31,19 @@ struct Queue {
     more: Condvar,
 }
 
-impl Queue {
+impl Monitor for Queue {
+    type Guard<'a> = MutexGuard<'a, Work>;
+
     fn lock(&self) -> MutexGuard<'_, Work> {
-        // A worker that panicked leaves consistent counters (it changes them under the lock
-        // only).
         self.work.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The next item, or `None` when the walk is over.
-    fn take(&self) -> Option<Item> {
-        let mut work = self.lock();
-        loop {
-            match work.take() {
-                Taken::Item(item) => return Some(item),
-                Taken::Over => return None,
-                Taken::Wait => work = self.more.wait(work).unwrap_or_else(|e| e.into_inner()),
-            }
-        }
+    fn wait<'a>(&'a self, held: MutexGuard<'a, Work>) -> MutexGuard<'a, Work> {
+        self.more.wait(held).unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Ends one taken item, queueing what it found.
-    fn finish(&self, found: Vec<Item>) {
-        if self.lock().finish(found) {
-            self.more.notify_all();
-        }
-    }
-}
-
-fn worker(config: &Config, queue: &Queue, tally: &Tally) {
-    let mut buf = vec![0u8; config.chunk];
-    let mut found = Vec::new();
-    while let Some(item) = queue.take() {
-        match &item {
-            Item::Dir(dir) => list(dir, tally, &mut found),
-            Item::File(path) => walk::search_file_blocking(path, &config.matcher, &mut buf, tally),
-        }
-        queue.finish(std::mem::take(&mut found));
+    fn wake_all(&self) {
+        self.more.notify_all();
     }
 }
 
@@ -98,7 +74,7 @@ fn main() {
     let mut workers = Vec::new();
     for index in 0..config.workers {
         let (config, queue, tally) = (Arc::clone(&config), Arc::clone(&queue), Arc::clone(&tally));
-        match coroutines::spawn(move || worker(&config, &queue, &tally)) {
+        match coroutines::spawn(move || work_blocking(queue.as_ref(), &config, &tally)) {
             Ok(handle) => workers.push(handle),
             Err(e) => {
                 eprintln!("{NAME}: cannot start worker coroutine {index}: {e}");
