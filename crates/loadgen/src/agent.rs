@@ -248,9 +248,11 @@ fn run_one(
                 .into(),
         ));
     }
-    if cfg.server_pid.is_some() {
+    if cfg.server.is_some() || !cfg.server_cpus.is_empty() {
         return Err(Error::Config(
-            "an agent runs on another host than the server: drop --server-pid".into(),
+            "an agent runs on another host than the server: drop --server-pid, \
+             --server-cgroup and --server-cpus"
+                .into(),
         ));
     }
     // Its stderr is the controller's to show; progress lines would only be noise there.

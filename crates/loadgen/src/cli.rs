@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::account::CpuSource;
 use crate::config::{ChatConfig, ChatProfile, Config, KvConfig, Stop, Workload};
 use crate::error::Error;
 use crate::http::HttpPath;
@@ -176,10 +177,19 @@ pub struct Common {
     /// Seconds replies still owed are waited for after the window.
     #[arg(long, default_value_t = 2.0)]
     pub grace: f64,
-    /// The server's pid: its CPU time over the window (from /proc) is reported per message
-    /// beside the client's.
-    #[arg(long, value_name = "PID")]
+    /// The server's pid: the CPU time of its process tree over the window (from
+    /// /proc/PID/stat, exited threads and reaped children included) is reported per
+    /// message beside the client's.
+    #[arg(long, value_name = "PID", conflicts_with = "server_cgroup")]
     pub server_pid: Option<u32>,
+    /// The server's cgroup directory (v2, or v1 cpuacct): its CPU counter, which keeps what
+    /// every task that ever ran in it used, is read at the window's edges instead.
+    #[arg(long, value_name = "DIR")]
+    pub server_cgroup: Option<PathBuf>,
+    /// The server's CPUs: their interrupt and softirq time over the window (/proc/stat) is
+    /// reported beside the server's own.
+    #[arg(long, value_name = "LIST")]
+    pub server_cpus: Option<String>,
     /// No progress or warnings on stderr.
     #[arg(long, short)]
     pub quiet: bool,
@@ -286,7 +296,17 @@ impl Cli {
             cfg.interval = Some(Duration::from_secs(1));
         }
         cfg.progress = !common.quiet;
-        cfg.server_pid = common.server_pid;
+        cfg.server = match (&common.server_cgroup, common.server_pid) {
+            (Some(dir), _) => Some(CpuSource::Cgroup(dir.clone())),
+            (None, Some(pid)) => Some(CpuSource::Tree(pid)),
+            (None, None) => None,
+        };
+        if let Some(list) = &common.server_cpus {
+            let cpus: cpulist::CpuList = list
+                .parse()
+                .map_err(|e| Error::Config(format!("--server-cpus: {e}")))?;
+            cfg.server_cpus = cpus.as_slice().to_vec();
+        }
         cfg.validate()?;
         let outputs = Outputs {
             json: common.json.clone(),

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::account::CpuSource;
 use crate::error::Error;
 use crate::http::HttpPath;
 
@@ -119,9 +120,12 @@ pub struct Config {
     pub interval: Option<Duration>,
     /// Print progress and warnings on stderr.
     pub progress: bool,
-    /// The server's pid, to read its CPU time over the window from `/proc` and report it
-    /// per message beside the client's.
-    pub server_pid: Option<u32>,
+    /// Where the server's CPU time is read at the window's edges (its cgroup, or its process
+    /// tree), to report it per message beside the client's.
+    pub server: Option<CpuSource>,
+    /// The server's CPUs: what `/proc/stat` says of them over the window (interrupts and
+    /// softirqs charged to no task among it).
+    pub server_cpus: Vec<usize>,
 }
 
 /// The echo message size of the paper's benchmark.
@@ -150,7 +154,8 @@ impl Config {
             grace: Duration::from_secs(2),
             interval: None,
             progress: false,
-            server_pid: None,
+            server: None,
+            server_cpus: Vec::new(),
         }
     }
 

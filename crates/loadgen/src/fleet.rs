@@ -346,8 +346,21 @@ impl Fleet {
         ready_timeout: Duration,
         run_timeout: Duration,
     ) -> Result<Merged, AgentError> {
+        self.run_telling_go(args, ready_timeout, run_timeout, &|| {})
+    }
+
+    /// [`Fleet::run`], calling `on_go` just before the go is sent: the caller's clock for
+    /// the window's edges (a warmup after the go, then the duration), to read what it watches
+    /// on the server's host there.
+    pub fn run_telling_go(
+        &mut self,
+        args: &[Vec<String>],
+        ready_timeout: Duration,
+        run_timeout: Duration,
+        on_go: &dyn Fn(),
+    ) -> Result<Merged, AgentError> {
         assert_eq!(args.len(), self.agents.len(), "one command line per agent");
-        let result = self.run_inner(args, ready_timeout, run_timeout);
+        let result = self.run_inner(args, ready_timeout, run_timeout, on_go);
         if result.is_err() {
             self.call_off();
         }
@@ -359,6 +372,7 @@ impl Fleet {
         args: &[Vec<String>],
         ready_timeout: Duration,
         run_timeout: Duration,
+        on_go: &dyn Fn(),
     ) -> Result<Merged, AgentError> {
         for (a, args) in self.agents.iter_mut().zip(args) {
             a.send(&ToAgent::Run {
@@ -371,6 +385,7 @@ impl Fleet {
             expect_ready(a, until)?;
         }
         let go_wall_ns = agent::wall_ns();
+        on_go();
         for a in &mut self.agents {
             a.send(&ToAgent::Go)?;
         }
@@ -571,8 +586,11 @@ pub fn merge_summaries(runs: &[AgentRun]) -> Option<Summary> {
             .filter_map(|s| s.client_cpus_busy)
             .reduce(f64::max),
         client_bound: parts.iter().any(|s| s.client_bound),
-        server_pid: None,
+        server_accounting: None,
         server_cpu_secs: None,
+        server_user_secs: None,
+        server_system_secs: None,
+        server_cpus: None,
         server_cpu_per_msg_us: None,
         nofile_limit: parts.iter().map(|s| s.nofile_limit).min().unwrap_or(0),
         warnings,

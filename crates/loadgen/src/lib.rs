@@ -26,6 +26,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod account;
 pub mod agent;
 mod chat;
 pub mod cli;

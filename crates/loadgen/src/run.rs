@@ -10,6 +10,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::account::{CpuSource, CpuStates, CpuTime};
 use crate::config::{ChatProfile, Config, Stop, Workload};
 use crate::error::{Error, Fault};
 use crate::hist::{Histograms, Percentiles, merge};
@@ -43,11 +44,19 @@ pub fn run_gated(
     gate: &mut dyn FnMut(usize) -> Result<(), Error>,
 ) -> Result<Summary, Error> {
     cfg.validate()?;
-    if let Some(pid) = cfg.server_pid {
-        sys::process_cpu_ns(pid).map_err(|e| {
-            Error::Config(format!(
-                "--server-pid {pid}: cannot read /proc/{pid}/stat: {e}"
-            ))
+    if let Some(source) = &cfg.server {
+        source.read().map_err(|e| {
+            Error::Config(match source {
+                CpuSource::Tree(pid) => {
+                    format!("--server-pid {pid}: cannot read /proc/{pid}/stat: {e}")
+                }
+                CpuSource::Cgroup(dir) => {
+                    format!(
+                        "--server-cgroup {}: cannot read its CPU counter: {e}",
+                        dir.display()
+                    )
+                }
+            })
         })?;
     }
     let addr = resolve(&cfg.addr)?;
@@ -329,10 +338,12 @@ fn none_connected(addr: SocketAddr, up: Connections) -> Error {
 /// server's CPU time.
 #[derive(Debug, Default)]
 struct CpuAtEdges {
-    ticks_start: Option<sys::CpuTicks>,
-    ticks_end: Option<sys::CpuTicks>,
-    server_start: Option<u64>,
-    server_end: Option<u64>,
+    ticks_start: Option<CpuStates>,
+    ticks_end: Option<CpuStates>,
+    server_start: Option<CpuTime>,
+    server_end: Option<CpuTime>,
+    states_start: Option<CpuStates>,
+    states_end: Option<CpuStates>,
 }
 
 /// What the measure phase gathered.
@@ -351,19 +362,38 @@ struct Window<'a> {
     /// The end of the measured window from the epoch (duration runs).
     end: Option<Duration>,
     cpu: CpuAtEdges,
+    /// The server's side has been read at the window's start, at its end.
+    started_server: bool,
+    ended_server: bool,
 }
 
 impl Window<'_> {
-    fn client_ticks(&self) -> Option<sys::CpuTicks> {
+    fn client_ticks(&self) -> Option<CpuStates> {
         (!self.cfg.cpus.is_empty())
-            .then(|| sys::CpuTicks::read(&self.cfg.cpus).ok())
+            .then(|| CpuStates::read(&self.cfg.cpus).ok())
             .flatten()
     }
 
-    fn server_cpu(&self) -> Option<u64> {
-        self.cfg
-            .server_pid
-            .and_then(|pid| sys::process_cpu_ns(pid).ok())
+    fn server_cpu(&self) -> Option<CpuTime> {
+        self.cfg.server.as_ref().and_then(|s| s.read().ok())
+    }
+
+    fn server_cpu_states(&self) -> Option<CpuStates> {
+        (!self.cfg.server_cpus.is_empty())
+            .then(|| CpuStates::read(&self.cfg.server_cpus).ok())
+            .flatten()
+    }
+
+    /// Reads the server's side at the window's start.
+    fn server_edge_start(&mut self) {
+        self.cpu.server_start = self.server_cpu();
+        self.cpu.states_start = self.server_cpu_states();
+    }
+
+    /// Reads the server's side at the window's end.
+    fn server_edge_end(&mut self) {
+        self.cpu.server_end = self.server_cpu();
+        self.cpu.states_end = self.server_cpu_states();
     }
 
     /// How long to wait for the workers before the next edge or progress line.
@@ -375,7 +405,7 @@ impl Window<'_> {
         {
             wake = wake.min(self.cfg.warmup);
         }
-        if let (Some(end), None) = (self.end, self.cpu.server_end) {
+        if let (Some(end), false) = (self.end, self.ended_server) {
             wake = wake.min(end);
         }
         wake.saturating_sub(self.epoch.elapsed())
@@ -387,19 +417,21 @@ impl Window<'_> {
         if self.cpu.ticks_start.is_none() && elapsed >= self.cfg.warmup {
             self.cpu.ticks_start = self.client_ticks();
         }
-        if self.cpu.server_start.is_none() && elapsed >= self.cfg.warmup {
-            self.cpu.server_start = self.server_cpu();
+        if !self.started_server && elapsed >= self.cfg.warmup {
+            self.started_server = true;
+            self.server_edge_start();
         }
-        if self.end.is_some_and(|end| elapsed >= end) && self.cpu.server_end.is_none() {
-            self.cpu.server_end = self.server_cpu();
+        if self.end.is_some_and(|end| elapsed >= end) && !self.ended_server {
+            self.ended_server = true;
+            self.server_edge_end();
         }
     }
 
     /// The CPU times at the end of the run.
     fn close(mut self) -> CpuAtEdges {
         self.cpu.ticks_end = self.client_ticks();
-        if self.cpu.server_end.is_none() {
-            self.cpu.server_end = self.server_cpu();
+        if !self.ended_server {
+            self.server_edge_end();
         }
         self.cpu
     }
@@ -422,10 +454,13 @@ fn measure(cfg: &Config, plan: &Plan, crew: &Crew) -> Watched {
             Stop::Requests(_) => None,
         },
         cpu: CpuAtEdges::default(),
+        started_server: false,
+        ended_server: false,
     };
     if cfg.warmup.is_zero() {
         window.cpu.ticks_start = window.client_ticks();
-        window.cpu.server_start = window.server_cpu();
+        window.started_server = true;
+        window.server_edge_start();
     }
     let mut progress = Progress::new(cfg);
     let mut reports: Vec<Option<Report>> = (0..cfg.threads).map(|_| None).collect();
@@ -544,7 +579,8 @@ struct Measures {
     cpu_ns: u64,
     utilization: f64,
     cpus_busy: Option<f64>,
-    server_secs: Option<f64>,
+    server: Option<CpuTime>,
+    server_cpus: Option<CpuStates>,
 }
 
 fn measures(cfg: &Config, plan: &Plan, o: &Outcome) -> Measures {
@@ -575,10 +611,16 @@ fn measures(cfg: &Config, plan: &Plan, o: &Outcome) -> Measures {
             (Some(a), Some(b)) => a.busy_since(b),
             _ => None,
         },
-        server_secs: match (o.cpu.server_start, o.cpu.server_end) {
-            (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64 / 1e9),
-            _ => None,
-        },
+        server: o
+            .cpu
+            .server_start
+            .zip(o.cpu.server_end)
+            .map(|(a, b)| a.until(b)),
+        server_cpus: o
+            .cpu
+            .states_start
+            .zip(o.cpu.states_end)
+            .map(|(a, b)| a.until(b)),
     }
 }
 
@@ -645,12 +687,15 @@ fn summarize(cfg: &Config, plan: &Plan, o: Outcome) -> Summary {
         client_cpu_utilization: m.utilization,
         client_cpus_busy: m.cpus_busy,
         client_bound: m.utilization > CLIENT_BOUND || m.cpus_busy.is_some_and(|b| b > CLIENT_BOUND),
-        server_pid: cfg.server_pid,
-        server_cpu_secs: m.server_secs,
+        server_accounting: cfg.server.as_ref().map(|s| s.accounting().to_owned()),
+        server_cpu_secs: m.server.map(|t| t.total_ns as f64 / 1e9),
+        server_user_secs: m.server.map(|t| t.user_ns as f64 / 1e9),
+        server_system_secs: m.server.map(|t| t.system_ns as f64 / 1e9),
         server_cpu_per_msg_us: m
-            .server_secs
+            .server
             .filter(|_| measured > 0)
-            .map(|s| s * 1e6 / measured as f64),
+            .map(|t| t.total_ns as f64 / 1e3 / measured as f64),
+        server_cpus: m.server_cpus,
         nofile_limit: o.nofile,
         warnings: o.warnings,
         histograms,

@@ -4,6 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::account::CpuStates;
 use crate::error::{Fault, FaultCounts};
 use crate::hist::{Histograms, Percentiles};
 
@@ -80,10 +81,21 @@ pub struct Summary {
     /// The client, not the server, was the bottleneck: a worker or its CPUs were more than
     /// 90% busy.
     pub client_bound: bool,
-    /// `--server-pid`: the server process watched.
-    pub server_pid: Option<u32>,
-    /// The server's CPU time (all its threads) over the measured window.
+    /// What the server's CPU was read from (`cgroup v2`, `cgroup v1`, `process tree`), where
+    /// it was read.
+    #[serde(default)]
+    pub server_accounting: Option<String>,
+    /// The server's CPU time (every thread and process it ever had) over the measured window.
     pub server_cpu_secs: Option<f64>,
+    /// Of it, in user mode.
+    #[serde(default)]
+    pub server_user_secs: Option<f64>,
+    /// Of it, in the kernel.
+    #[serde(default)]
+    pub server_system_secs: Option<f64>,
+    /// `--server-cpus`: what those CPUs did over the window, interrupts and softirqs among it.
+    #[serde(default)]
+    pub server_cpus: Option<CpuStates>,
     /// `server_cpu_secs` per measured message, in microseconds.
     pub server_cpu_per_msg_us: Option<f64>,
     /// The soft RLIMIT_NOFILE the run had.
@@ -275,7 +287,8 @@ impl fmt::Display for Summary {
                 ""
             }
         )?;
-        if let (Some(pid), Some(per_msg)) = (self.server_pid, self.server_cpu_per_msg_us) {
+        if let (Some(source), Some(per_msg)) = (&self.server_accounting, self.server_cpu_per_msg_us)
+        {
             let ratio = if per_msg > 0.0 {
                 format!(
                     "; client/server {:.2}",
@@ -286,7 +299,7 @@ impl fmt::Display for Summary {
             };
             write!(
                 f,
-                "\nserver    {per_msg:.3} us CPU per message (pid {pid}, /proc){ratio}"
+                "\nserver    {per_msg:.3} us CPU per message ({source}){ratio}"
             )?;
         }
         for w in &self.warnings {

@@ -27,7 +27,7 @@ use crate::plan::placement::{self, CpuList, Placed};
 use crate::plan::servers::Inventory;
 use crate::plan::suites::{self, CorpusSize, Overrides, Suite};
 use crate::plan::topology::Topology;
-use crate::run::cgroup::Quota;
+use crate::run::cgroup::{Accounting, Quota};
 use crate::run::children;
 
 /// A list of connection counts, `1,10,100`.
@@ -393,7 +393,14 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     children::install_interrupt_handler()?;
     let plan = Plan::new(args, &inv)?;
     build(&plan, &root, &inv)?;
-    sweep::run(&plan, &root, &inv, quota)
+    let accounting = Accounting::new(quota);
+    if let Accounting::Tree { why } = &accounting {
+        eprintln!(
+            "warning: no cgroup can be made here ({why}); the servers' CPU is read from their \
+             process trees' /proc/PID/stat instead, exact to a 10 ms tick a process"
+        );
+    }
+    sweep::run(&plan, &root, &inv, &accounting)
 }
 
 /// The server's CPU quota of `--server-cpu-quota FRACTION`, or a usage error where this

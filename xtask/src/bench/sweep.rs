@@ -23,7 +23,7 @@ use crate::record::run_dir;
 use crate::record::summary;
 use crate::report::{cells, figures, markdown};
 use crate::run::agents::Agents;
-use crate::run::cgroup::Quota;
+use crate::run::cgroup::Accounting;
 use crate::run::children;
 use crate::run::cpus;
 use crate::run::machine;
@@ -68,8 +68,13 @@ pub(super) fn schedule(orders: &[PointOrder], servers: &[Variant]) -> Vec<Run> {
 
 /// Runs the plan's points and writes the run directory: the record started, the runs in
 /// their order ([`schedule`]) by a [`Sweep`], the record finished, and the report.
-pub(super) fn run(plan: &Plan, root: &Path, inv: &Inventory, quota: Option<Quota>) -> Result<()> {
-    let (out, mut meta) = start_record(plan, root, inv, quota.as_ref())?;
+pub(super) fn run(
+    plan: &Plan,
+    root: &Path,
+    inv: &Inventory,
+    accounting: &Accounting,
+) -> Result<()> {
+    let (out, mut meta) = start_record(plan, root, inv, accounting)?;
     let steal_start = machine::machine_steal_ticks();
     // The harness samples /proc and waits; it does that beside loadgen, never on the
     // server's CPUs.
@@ -78,7 +83,7 @@ pub(super) fn run(plan: &Plan, root: &Path, inv: &Inventory, quota: Option<Quota
     if runs.is_empty() {
         bail!("no server of --servers serves these suites (srv-floor serves plain echo only)");
     }
-    let mut sweep = Sweep::new(plan, inv, &out, quota, &runs)?;
+    let mut sweep = Sweep::new(plan, inv, &out, accounting, &runs)?;
     sweep.run_all(&runs)?;
     let rows = sweep.finish();
     meta.finished = Some(meta::iso8601(std::time::SystemTime::now()));
@@ -97,7 +102,7 @@ fn start_record(
     plan: &Plan,
     root: &Path,
     inv: &Inventory,
-    quota: Option<&Quota>,
+    accounting: &Accounting,
 ) -> Result<(PathBuf, Meta)> {
     let mut meta = Meta::collect(root, inv.go_version.clone());
     let out = run_dir::path(plan.out.as_deref(), root, &meta.run_id);
@@ -117,7 +122,8 @@ fn start_record(
         serde_json::json!(super::own_argv())
     };
     let out = out.canonicalize().unwrap_or(out);
-    meta.settings = settings(plan, quota, argv);
+    meta.settings = settings(plan, accounting, argv);
+    meta.accounting = Some(accounting.describe());
     let planned = order::plan(
         &plan.points,
         &plan.servers,
@@ -139,7 +145,7 @@ fn start_record(
 }
 
 /// What `meta.json` keeps of the plan: enough to read the run and to `--resume` it.
-fn settings(plan: &Plan, quota: Option<&Quota>, argv: serde_json::Value) -> serde_json::Value {
+fn settings(plan: &Plan, accounting: &Accounting, argv: serde_json::Value) -> serde_json::Value {
     let mut settings = serde_json::json!({
         "suites": plan.suites.iter().map(|s| s.name()).collect::<Vec<_>>(),
         "servers": plan.servers,
@@ -151,7 +157,8 @@ fn settings(plan: &Plan, quota: Option<&Quota>, argv: serde_json::Value) -> serd
         "client_hosts": plan.client_hosts(),
         "repeat": plan.suites.iter().map(|&s| (s.name(), plan.repeats(s))).collect::<BTreeMap<_, _>>(),
         "server_cpu_quota": plan.cpu_quota,
-        "cpu_quota_period_us": quota.map(|q| q.period_us),
+        "cpu_quota_period_us": accounting.quota().map(|q| q.period_us),
+        "cpu_accounting": accounting.kind(),
         "cargo_profile": plan.profile,
         "quiet_wait": plan.quiet_wait,
         "points": plan.points,
@@ -169,7 +176,7 @@ struct Sweep<'a> {
     plan: &'a Plan,
     inv: &'a Inventory,
     out: &'a Path,
-    quota: Option<Quota>,
+    accounting: &'a Accounting,
     bar: ProgressBar,
     loadgen: PathBuf,
     agents: Option<Arc<Agents>>,
@@ -189,7 +196,7 @@ impl<'a> Sweep<'a> {
         plan: &'a Plan,
         inv: &'a Inventory,
         out: &'a Path,
-        quota: Option<Quota>,
+        accounting: &'a Accounting,
         runs: &[Run],
     ) -> Result<Sweep<'a>> {
         let est_ms: Vec<f64> = plan
@@ -225,7 +232,7 @@ impl<'a> Sweep<'a> {
             plan,
             inv,
             out,
-            quota,
+            accounting,
             bar: progress_bar(total_ms),
             loadgen,
             agents,
@@ -330,7 +337,7 @@ impl<'a> Sweep<'a> {
                 agents: self.agents.clone(),
             },
             &self.plan.place,
-            self.quota.as_ref(),
+            self.accounting,
             &files,
             self.out,
             &mut progress,

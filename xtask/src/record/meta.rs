@@ -52,6 +52,11 @@ pub(crate) struct Meta {
     /// in a run from before orders were drawn.
     #[serde(default)]
     pub(crate) order_seed: Option<u64>,
+    /// How the servers' CPU was counted (a cgroup per server start, or the process tree, and
+    /// why). None in a run from before: its CPU was summed from 500 ms samples of the live
+    /// threads, which loses what threads and processes that exit used.
+    #[serde(default)]
+    pub(crate) accounting: Option<String>,
 }
 
 /// The percent of CPU time stolen since `start` (stolen and total ticks of
@@ -163,6 +168,7 @@ impl Meta {
             steal_pct: None,
             orders: Vec::new(),
             order_seed: None,
+            accounting: None,
         }
     }
 }

@@ -99,6 +99,18 @@ pub(crate) struct Row {
     pub(crate) max_threads: usize,
     /// What else used the server's CPUs during the window, percent of one CPU.
     pub(crate) other_load_pct: Option<f64>,
+    /// Softirq and interrupt time on the server's CPUs during the window, percent of one CPU
+    /// (median of repeats): on loopback, mostly the peer's receive path, which the kernel
+    /// runs on the sender's CPU. On a kernel without IRQ time accounting it is inside the
+    /// CPU time of the task it interrupted, the server's own included.
+    #[serde(default)]
+    pub(crate) irq_softirq_pct: Option<f64>,
+    /// What the CPU figures come from: `cgroup v1`, `cgroup v2` or `process tree` (read at the
+    /// window's edges), `samples` (interpolated from the live threads' samples, which loses
+    /// what exiting threads and processes used: a run from before cgroups); `mixed` where the
+    /// repeats differ.
+    #[serde(default)]
+    pub(crate) cpu_accounting: Option<String>,
     /// Time stolen by the hypervisor from the server's CPUs over the window, percent of the
     /// window (the most of any repeat).
     pub(crate) steal_pct: Option<f64>,
@@ -195,6 +207,8 @@ pub(crate) const CSV_COLUMNS: &[&str] = &[
     "max_procs",
     "max_threads",
     "other_load_pct",
+    "irq_softirq_pct",
+    "cpu_accounting",
     "steal_pct",
     "cpu_quota",
     "nr_throttled",
@@ -235,6 +249,12 @@ impl Row {
     pub(crate) fn disturbed(&self) -> bool {
         self.other_load_pct.is_some_and(|p| p > DISTURBED_PCT)
             || self.steal_pct.is_some_and(|p| p > STEAL_PCT)
+    }
+
+    /// Its CPU figures are not exact: interpolated from samples of the live threads (a run
+    /// from before each server had its cgroup), or mixed with such repeats.
+    pub(crate) fn cpu_inexact(&self) -> bool {
+        matches!(self.cpu_accounting.as_deref(), Some("samples" | "mixed"))
     }
 
     /// The quota held the server back during the point: its latency includes throttling.

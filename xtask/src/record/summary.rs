@@ -261,6 +261,25 @@ fn memory_and_load(row: &mut Row, ok: &[&Measured]) {
     row.max_procs = ok.iter().map(|m| m.cost.max_procs).max().unwrap_or(0);
     row.max_threads = ok.iter().map(|m| m.cost.max_threads).max().unwrap_or(0);
     row.other_load_pct = median_of(ok, |m| m.cost.other_load_pct);
+    row.irq_softirq_pct = median_of(ok, |m| m.cost.irq_softirq_pct);
+    row.cpu_accounting = accounting_of(ok);
+}
+
+/// The repeats' CPU accounting: theirs where they agree, else `mixed`; an outcome from before
+/// accounting was recorded counts as `samples`.
+fn accounting_of(ok: &[&Measured]) -> Option<String> {
+    let each = |m: &&Measured| {
+        m.cost
+            .cpu_accounting
+            .clone()
+            .unwrap_or_else(|| "samples".into())
+    };
+    let first = ok.first().map(each)?;
+    Some(if ok.iter().all(|m| each(m) == first) {
+        first
+    } else {
+        "mixed".into()
+    })
 }
 
 /// Chat's deliveries, the CPU series of the typical repeat, and the repeats' notes.

@@ -50,8 +50,10 @@ pub(crate) fn fmt_pct(v: Option<f64>) -> String {
 }
 
 /// A cell for a row: `failed`, or the value marked † when the row is client-bound, ‡ when
-/// something else disturbed the server's CPUs (another program, or steal), and § when a CPU
-/// quota throttled the server (its latency includes the throttling).
+/// something else disturbed the server's CPUs (another program, or steal), § when a CPU
+/// quota throttled the server (its latency includes the throttling), and ≈ when its CPU was
+/// interpolated from samples of the live threads rather than read whole at the window's
+/// edges (a run from before each server had its cgroup).
 pub(crate) fn mark(row: Option<&Row>, cell: String) -> String {
     match row {
         None => "–".into(),
@@ -66,6 +68,9 @@ pub(crate) fn mark(row: Option<&Row>, cell: String) -> String {
             }
             if r.throttled() {
                 c.push_str(" §");
+            }
+            if r.cpu_inexact() {
+                c.push_str(" ≈");
             }
             c
         }

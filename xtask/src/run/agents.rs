@@ -245,7 +245,9 @@ impl Agents {
     }
 
     /// Runs one point: `args` is loadgen's command line for the whole load (without output
-    /// files), split among the agents. Returns the merged run, or why there is none.
+    /// files), split among the agents; `on_go` is called as the go is sent. Returns the merged
+    /// run, or why there is none.
+    #[allow(clippy::too_many_arguments)] // What a point's run needs, each of its own kind.
     pub(crate) fn run(
         &self,
         args: &[String],
@@ -254,6 +256,7 @@ impl Agents {
         warmup: f64,
         run_timeout: Duration,
         files: &PointFiles<'_>,
+        on_go: &dyn Fn(),
     ) -> Result<Merged, String> {
         let mut slot = lock(&self.fleet);
         if slot.is_none() {
@@ -274,7 +277,7 @@ impl Agents {
             .map(|(share, (_, _, cpus))| agent_args(args, share, self.client_cpus.as_ref(), *cpus))
             .collect();
         let ready = Duration::from_secs_f64(10.0 + conns as f64 / 250.0 + 10.0);
-        let merged = match fleet.run(&per_agent, ready, run_timeout) {
+        let merged = match fleet.run_telling_go(&per_agent, ready, run_timeout, on_go) {
             Ok(m) => m,
             Err(e) => {
                 // The fleet called its agents off; the next point starts a new one.

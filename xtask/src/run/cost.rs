@@ -1,7 +1,10 @@
-//! The server's cost over a point's measured window, from the samples of its process tree:
-//! CPU (mean, per request, its coefficient of variation, the user and system split), context
-//! switches, memory per connection (the kernel's thread stacks and socket memory beside the
-//! process tree's own), what else ran on its CPUs, and the time the hypervisor stole.
+//! The server's cost over a point's measured window: its CPU (mean, per request, the user and
+//! system split) from the counter read at the window's edges ([`WindowCpu`]: the server's
+//! cgroup, or its process tree), and from the 500 ms samples of its process tree the CPU's
+//! coefficient of variation, context switches, memory per connection (the kernel's thread
+//! stacks and socket memory beside the process tree's own), what else ran on its CPUs, and
+//! the time the hypervisor stole. Where no edge reading was made (an old loadgen), the CPU is
+//! interpolated from the samples, and the cost says so (`cpu_exact`).
 //!
 //! It may call the run layer's `procfs` (the samples) and `series` (the arithmetic).
 
@@ -10,9 +13,32 @@ use serde::{Deserialize, Serialize};
 use crate::run::procfs::Sample;
 use crate::run::series;
 
+/// The server's CPU over the measured window, read at its edges.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct WindowCpu {
+    /// What it was read from: `cgroup v2`, `cgroup v1` or `process tree`.
+    pub(crate) accounting: String,
+    pub(crate) cpu_s: f64,
+    pub(crate) user_s: f64,
+    pub(crate) sys_s: f64,
+    /// What the server's CPUs did over the window (`/proc/stat`), where read.
+    pub(crate) cpus: Option<loadgen::account::CpuStates>,
+}
+
 /// The server's cost over the measured window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ServerCost {
+    /// What the CPU figures come from: `cgroup v2`, `cgroup v1`, `process tree` (read at the
+    /// window's edges), or `samples` (interpolated from the 500 ms samples of the live
+    /// threads, which loses what exited threads and reaped processes used).
+    #[serde(default)]
+    pub(crate) cpu_accounting: Option<String>,
+    /// Softirq and hard-interrupt time on the server's CPUs over the window, percent of one
+    /// CPU (`/proc/stat` ticks). On loopback it is mostly the peer's receive path run on the
+    /// server's CPU; on a kernel without IRQ time accounting the tick is also charged to the
+    /// task it interrupted, so this overlaps the server's own CPU rather than adding to it.
+    #[serde(default)]
+    pub(crate) irq_softirq_pct: Option<f64>,
     /// Mean CPU over the window, percent of one CPU (as top shows it).
     pub(crate) cpu_mean_pct: Option<f64>,
     /// Coefficient of variation of the 500 ms CPU samples in the window.
@@ -52,6 +78,7 @@ pub(crate) fn server_cost(
     (start, end): (f64, f64),
     per_sec: f64,
     conns: usize,
+    edges: Option<&WindowCpu>,
 ) -> ServerCost {
     let series = |f: fn(&Sample) -> f64| -> Vec<(f64, f64)> {
         samples.iter().map(|s| (s.t, f(s))).collect()
@@ -87,7 +114,9 @@ pub(crate) fn server_cost(
             .map(|p| (p as f64 - f(baseline) as f64) / conns as f64)
     };
     let steal = series(|s| s.cpus_steal_s);
-    ServerCost {
+    let mut cost = ServerCost {
+        cpu_accounting: Some("samples".into()),
+        irq_softirq_pct: None,
         cpu_mean_pct: per_sec_of(&cpu).map(|c| c * 100.0),
         cpu_cv: series::coefficient_of_variation(&pcts),
         user_us_per_req: cpu_us_per_req.zip(user_share).map(|(c, u)| c * u),
@@ -125,6 +154,39 @@ pub(crate) fn server_cost(
             .into_iter()
             .map(|(t, r)| (t - start, r * 100.0))
             .collect(),
+    };
+    if let Some(w) = edges {
+        at_the_edges(&mut cost, w, window, per_sec);
+    }
+    cost
+}
+
+/// The CPU figures of `cost` from the reading at the window's edges, which counts every task
+/// that ran in it, in place of the samples' interpolation.
+fn at_the_edges(cost: &mut ServerCost, w: &WindowCpu, window: f64, per_sec: f64) {
+    let per_req = |secs: f64| series::us_per_request(secs, per_sec, window);
+    cost.cpu_accounting = Some(w.accounting.clone());
+    cost.cpu_us_per_req = per_req(w.cpu_s);
+    let split = w.user_s + w.sys_s;
+    // The split's own precision (v1's ticks) may not add up to the total: shares of it.
+    cost.user_us_per_req = cost
+        .cpu_us_per_req
+        .filter(|_| split > 0.0)
+        .map(|c| c * w.user_s / split);
+    cost.sys_us_per_req = cost
+        .cpu_us_per_req
+        .filter(|_| split > 0.0)
+        .map(|c| c * w.sys_s / split);
+    if window > 0.0 {
+        cost.cpu_mean_pct = Some(w.cpu_s / window * 100.0);
+    }
+    if let Some(c) = w.cpus.filter(|c| c.cpus > 0 && c.total_ns > 0) {
+        // The CPUs' own clock for the window: what /proc/stat counted over it.
+        let span_s = c.total_ns as f64 / 1e9 / c.cpus as f64;
+        cost.irq_softirq_pct = Some((c.irq_ns + c.softirq_ns) as f64 / 1e9 / span_s * 100.0);
+        let busy_s = c.busy_ns as f64 / 1e9;
+        cost.other_load_pct = Some(((busy_s - w.cpu_s) / span_s * 100.0).max(0.0));
+        cost.steal_pct = Some(c.steal_ns as f64 / c.total_ns as f64 * 100.0);
     }
 }
 
@@ -191,7 +253,8 @@ mod tests {
         .iter()
         .map(|&(t, c)| sample(t, c, (c * 1000.0) as u64, 1_000_000 + (c * 1e6) as u64))
         .collect();
-        let c = server_cost(&base, &samples, (101.0, 103.0), 1000.0, 500);
+        let c = server_cost(&base, &samples, (101.0, 103.0), 1000.0, 500, None);
+        assert_eq!(c.cpu_accounting.as_deref(), Some("samples"));
         // 1.5 CPU-seconds over 2 s: 75%; 2000 requests: 750 µs each, a quarter of it user.
         assert!((c.cpu_mean_pct.unwrap() - 75.0).abs() < 1e-6);
         assert!((c.cpu_us_per_req.unwrap() - 750.0).abs() < 1e-6);
@@ -217,8 +280,42 @@ mod tests {
     #[test]
     fn nothing_done_has_no_per_request_cost() {
         let base = sample(0.0, 0.0, 0, 0);
-        let c = server_cost(&base, &[sample(1.0, 0.1, 1, 0)], (0.0, 1.0), 0.0, 1);
+        let c = server_cost(&base, &[sample(1.0, 0.1, 1, 0)], (0.0, 1.0), 0.0, 1, None);
         assert_eq!(c.cpu_us_per_req, None);
         assert_eq!(c.cpu_cv, None);
+    }
+
+    #[test]
+    fn the_edges_reading_replaces_the_interpolation() {
+        let base = sample(99.0, 0.0, 0, 1_000_000);
+        let samples: Vec<Sample> = (0..8)
+            .map(|i| sample(100.0 + f64::from(i) * 0.5, f64::from(i) * 0.1, 0, 1_000_000))
+            .collect();
+        // 2 s window, 1000 requests a second: 2000 requests; 1.2 CPU-s read at the edges,
+        // a third of it user; the CPU was busy 1.5 s of 2 s, 0.1 s of it in softirq.
+        let states = loadgen::account::CpuStates {
+            busy_ns: 1_500_000_000,
+            irq_ns: 0,
+            softirq_ns: 100_000_000,
+            steal_ns: 20_000_000,
+            total_ns: 2_000_000_000,
+            cpus: 1,
+        };
+        let w = WindowCpu {
+            accounting: "cgroup v1".into(),
+            cpu_s: 1.2,
+            user_s: 0.3,
+            sys_s: 0.6,
+            cpus: Some(states),
+        };
+        let c = server_cost(&base, &samples, (101.0, 103.0), 1000.0, 500, Some(&w));
+        assert_eq!(c.cpu_accounting.as_deref(), Some("cgroup v1"));
+        assert!((c.cpu_us_per_req.unwrap() - 600.0).abs() < 1e-9);
+        assert!((c.user_us_per_req.unwrap() - 200.0).abs() < 1e-9);
+        assert!((c.sys_us_per_req.unwrap() - 400.0).abs() < 1e-9);
+        assert!((c.cpu_mean_pct.unwrap() - 60.0).abs() < 1e-9);
+        assert!((c.irq_softirq_pct.unwrap() - 5.0).abs() < 1e-9);
+        assert!((c.other_load_pct.unwrap() - 15.0).abs() < 1e-9);
+        assert!((c.steal_pct.unwrap() - 1.0).abs() < 1e-9);
     }
 }

@@ -1,12 +1,15 @@
 //! How the harness drives `loadgen`: the command line of one load point, and what it reads
 //! back (the `--json` summary and the start of the measured window, from the interval log).
-//! loadgen runs as a child process; nothing of it is linked in.
+//! loadgen runs as a child process; of it only its readers of the server's CPU
+//! (`loadgen::account`) are linked in, to name them on its command line.
 //!
-//! It may call the plan layer (the point, its workload, the CPU lists).
+//! It may call the plan layer (the point, its workload, the CPU lists) and the run layer's
+//! `cost`.
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use loadgen::account::CpuSource;
 use serde::Deserialize;
 
 use crate::plan::placement::CpuList;
@@ -144,6 +147,32 @@ pub(crate) struct Summary {
     /// Chat room profile: subscribers that missed, repeated or reordered a message.
     #[serde(skip)]
     pub(crate) delivery_errors: u64,
+    /// The server's CPU over the window, read at its edges (`--server-cgroup`, or
+    /// `--server-pid` for its process tree); its source.
+    #[serde(default)]
+    pub(crate) server_accounting: Option<String>,
+    #[serde(default)]
+    pub(crate) server_cpu_secs: Option<f64>,
+    #[serde(default)]
+    pub(crate) server_user_secs: Option<f64>,
+    #[serde(default)]
+    pub(crate) server_system_secs: Option<f64>,
+    /// `--server-cpus`: what those CPUs did over the window.
+    #[serde(default)]
+    pub(crate) server_cpus: Option<loadgen::account::CpuStates>,
+}
+
+impl Summary {
+    /// The server's CPU over the window, where loadgen read it at the edges.
+    pub(crate) fn window_cpu(&self) -> Option<crate::run::cost::WindowCpu> {
+        Some(crate::run::cost::WindowCpu {
+            accounting: self.server_accounting.clone()?,
+            cpu_s: self.server_cpu_secs?,
+            user_s: self.server_user_secs.unwrap_or(0.0),
+            sys_s: self.server_system_secs.unwrap_or(0.0),
+            cpus: self.server_cpus,
+        })
+    }
 }
 
 /// `errors` is a number, or an object of counts by kind with a `total`.
@@ -163,6 +192,22 @@ fn errors_total<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error>
         _ => 0,
     })
 }
+
+/// The flags that tell loadgen where to read the server's side at the window's edges: its
+/// CPU counter (its cgroup, or its process tree) and its CPUs' states. Only for a loadgen on
+/// the server's host.
+pub(crate) fn server_side(counter: &CpuSource, server_cpus: &CpuList) -> Vec<String> {
+    let mut a = match counter {
+        CpuSource::Cgroup(dir) => vec!["--server-cgroup".into(), dir.display().to_string()],
+        CpuSource::Tree(pid) => vec!["--server-pid".into(), pid.to_string()],
+    };
+    a.extend(["--server-cpus".into(), server_cpus.to_string()]);
+    a
+}
+
+/// The flags of [`server_side`], which a loadgen on another host must not get.
+pub(crate) const SERVER_SIDE_FLAGS: [&str; 3] =
+    ["--server-cgroup", "--server-pid", "--server-cpus"];
 
 /// `args` without the flags named (each with its value): a command line for a loadgen that
 /// writes no files of its own and is placed by someone else.

@@ -1,12 +1,13 @@
 //! Outside clients: load generators nobody here wrote (kv's redis-benchmark, http's wrk), run
 //! against a server already started, behind one interface. What each one is (its arguments,
 //! how its output reads) is its own file's; how a point runs with one is here, the same for
-//! all: the server's process tree sampled while the client runs, its CPU charged over every
-//! request the client sent, the client's own CPU beside it. The run layer's `mod.rs` lists
-//! the clients.
+//! all: the server's CPU counter (its cgroup's, or its process tree's) read as the client
+//! starts and after it exits, and charged over every request the client sent; its process
+//! tree sampled meanwhile (memory, the CPU over time); the client's own CPU beside it, from a
+//! cgroup of its own. The run layer's `mod.rs` lists the clients.
 //!
-//! It may call the plan layer and the run layer's `cost`, `histogram`, `outcome`, `procfs`,
-//! `children` and `cpus`.
+//! It may call the plan layer and the run layer's `cgroup`, `cost`, `histogram`, `outcome`,
+//! `procfs`, `children` and `cpus`.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -15,19 +16,20 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use loadgen::account::{CpuSource, CpuStates};
+
 use crate::plan::placement::Placement;
 use crate::plan::suites::Point;
+use crate::run::cgroup::{Accounting, Group};
 use crate::run::children::{self, Proc};
-use crate::run::cost::server_cost;
+use crate::run::cost::{WindowCpu, server_cost};
 use crate::run::cpus;
 use crate::run::histogram;
 use crate::run::outcome::{Failure, Measured, RunFiles};
 use crate::run::procfs::{Sample, Sampler};
 
-/// How often a point of an outside client samples the server: more often than loadgen's
-/// points (500 ms), because the window ends when the client exits and closes its connections,
-/// and a thread-per-connection server's threads exit with them: their CPU since the last
-/// sample is lost, so the period bounds what is lost.
+/// How often a point of an outside client samples the server (and, without cgroups, the
+/// client's own CPU, whose last 100 ms are then lost).
 const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
 
 /// What an outside client says of its run: requests a second, the requests it counted (a
@@ -70,70 +72,138 @@ pub(crate) trait OutsideClient: Sync {
     fn note(&self) -> &'static str;
 }
 
-/// Runs a point with `client` against the server already started at `addr`: the server's
-/// CPU and memory are sampled as for loadgen's points, over the client's whole run
-/// (connection setup included), and the CPU per request is over the requests it sent.
-pub(crate) fn run(
-    client: &dyn OutsideClient,
-    point: &Point,
-    server: &mut Proc,
-    addr: &str,
-    loadgen: &Path,
-    place: &Placement,
-    files: &RunFiles,
-) -> Result<Measured, Failure> {
-    let program = client.program();
-    let Some((args, n)) = client.args(point, addr) else {
-        return Err(Failure::Loadgen(format!(
-            "{program} cannot send the point {}",
-            point.label
-        )));
-    };
-    client.prepare(point, addr, loadgen, place)?;
-    let mut sampler = Sampler::new(server.id()).watching(place.server_cpus.as_slice());
-    let baseline = sampler
-        .sample()
-        .map_err(|_| Failure::Died(server.stderr_tail()))?;
-    let (proc, stdout) = spawn(program, &args, place, files)?;
-    let limit = Duration::from_secs_f64(60.0 + n as f64 / 5_000.0);
-    let run = watch(program, proc, server, sampler, limit)?;
-    let text = stdout
-        .recv_timeout(Duration::from_secs(5))
-        .map_err(|e| io(&format!("reading {program}'s output"), &e))?;
-    let said = client
-        .parse(&text)
-        .map_err(|e| io(&format!("reading {program}'s {}", client.output()), &e))?;
-    let window = (run.ended - run.started).max(1e-3);
-    let n = said.requests.unwrap_or(n).max(1);
-    // The server's CPU over every request sent: per second of the whole run.
-    let cost = server_cost(
-        &baseline,
-        &run.samples,
-        (run.started, run.ended),
-        n as f64 / window,
-        point.conns,
-    );
-    let hist = write_empty_histogram(files)?;
-    Ok(Measured {
-        throughput_per_sec: said.rps,
-        errors: 0,
-        delivery_errors: 0,
-        deliveries: None,
-        delivery_latency_us: None,
-        client_cpu_per_msg_us: run.client_cpu.map_or(0.0, |c| c * 1e6 / n as f64),
-        // The client is one thread (kv's is): near a whole CPU, it is what was
-        // measured.
-        client_bound: run.client_cpu.is_some_and(|c| c / window > 0.9),
-        window_secs: window,
-        window_exact: true,
-        cost,
-        hist,
-        counters: None,
-        notes: vec![client.note().into()],
-        throttle: None,
-        driver_latency_us: Some(said.latency_us),
-        driver_avg_min_us: said.avg_min_us,
-    })
+/// A point of an outside client against a server already started.
+pub(crate) struct Job<'a> {
+    pub(crate) client: &'a dyn OutsideClient,
+    pub(crate) point: &'a Point,
+    pub(crate) server: &'a mut Proc,
+    pub(crate) addr: &'a str,
+    pub(crate) loadgen: &'a Path,
+    pub(crate) place: &'a Placement,
+    pub(crate) files: &'a RunFiles,
+}
+
+impl Job<'_> {
+    /// Runs the client against the server: the server's CPU is `counter` read as the client
+    /// starts and after it exits (connection setup included), per request it sent; the
+    /// client runs in a group of `accounting`'s, where it makes them, for its own CPU.
+    pub(crate) fn run(
+        self,
+        counter: &CpuSource,
+        accounting: &Accounting,
+    ) -> Result<Measured, Failure> {
+        let Job {
+            client,
+            point,
+            server,
+            addr,
+            loadgen,
+            place,
+            files,
+        } = self;
+        let program = client.program();
+        let Some((args, n)) = client.args(point, addr) else {
+            return Err(Failure::Loadgen(format!(
+                "{program} cannot send the point {}",
+                point.label
+            )));
+        };
+        client.prepare(point, addr, loadgen, place)?;
+        let counted = matches!(counter, CpuSource::Cgroup(_)).then(|| counter.clone());
+        let mut sampler = Sampler::new(server.id())
+            .watching(place.server_cpus.as_slice())
+            .counting(counted);
+        let baseline = sampler
+            .sample()
+            .map_err(|_| Failure::Died(server.stderr_tail()))?;
+        let group = accounting
+            .client_group()
+            .map_err(|e| io(&format!("making {program}'s cgroup"), &e))?;
+        let read = || Edge::read(counter, place);
+        let before = read();
+        let (proc, stdout) = spawn(program, &args, place, files, group.as_ref())?;
+        let limit = Duration::from_secs_f64(60.0 + n as f64 / 5_000.0);
+        let client_cpu = group
+            .as_ref()
+            .map(|g| (g.cpu_source(), g.cpu_source().read().ok()));
+        let run = watch(program, proc, server, sampler, limit)?;
+        let after = read();
+        let text = stdout
+            .recv_timeout(Duration::from_secs(5))
+            .map_err(|e| io(&format!("reading {program}'s output"), &e))?;
+        let said = client
+            .parse(&text)
+            .map_err(|e| io(&format!("reading {program}'s {}", client.output()), &e))?;
+        let window = (run.ended - run.started).max(1e-3);
+        let n = said.requests.unwrap_or(n).max(1);
+        // The client's own CPU: its group's counter, exact; else what the samples saw.
+        let client_cpu = match client_cpu {
+            Some((source, Some(start))) => source
+                .read()
+                .ok()
+                .map(|end| start.until(end).total_ns as f64 / 1e9),
+            _ => run.client_cpu,
+        };
+        // The server's CPU over every request sent: per second of the whole run.
+        let cost = server_cost(
+            &baseline,
+            &run.samples,
+            (run.started, run.ended),
+            n as f64 / window,
+            point.conns,
+            Edge::between(counter, before, after).as_ref(),
+        );
+        let hist = write_empty_histogram(files)?;
+        Ok(Measured {
+            throughput_per_sec: said.rps,
+            errors: 0,
+            delivery_errors: 0,
+            deliveries: None,
+            delivery_latency_us: None,
+            client_cpu_per_msg_us: client_cpu.map_or(0.0, |c| c * 1e6 / n as f64),
+            // The client is one thread (kv's is): near a whole CPU, it is what was
+            // measured.
+            client_bound: client_cpu.is_some_and(|c| c / window > 0.9),
+            window_secs: window,
+            window_exact: true,
+            cost,
+            hist,
+            counters: None,
+            notes: vec![client.note().into()],
+            throttle: None,
+            driver_latency_us: Some(said.latency_us),
+            driver_avg_min_us: said.avg_min_us,
+        })
+    }
+}
+
+/// The server's side at one edge of an outside client's run: its CPU counter and its CPUs'
+/// states.
+#[derive(Debug, Clone, Copy)]
+struct Edge {
+    cpu: Option<loadgen::account::CpuTime>,
+    states: Option<CpuStates>,
+}
+
+impl Edge {
+    fn read(counter: &CpuSource, place: &Placement) -> Edge {
+        Edge {
+            cpu: counter.read().ok(),
+            states: CpuStates::read(place.server_cpus.as_slice()).ok(),
+        }
+    }
+
+    /// What the server used between two edges, where both were read.
+    fn between(counter: &CpuSource, a: Edge, b: Edge) -> Option<WindowCpu> {
+        let t = a.cpu?.until(b.cpu?);
+        Some(WindowCpu {
+            accounting: counter.accounting().into(),
+            cpu_s: t.total_ns as f64 / 1e9,
+            user_s: t.user_ns as f64 / 1e9,
+            sys_s: t.system_ns as f64 / 1e9,
+            cpus: a.states.zip(b.states).map(|(a, b)| a.until(b)),
+        })
+    }
 }
 
 /// A failure of the harness around the client, told as the load's.
@@ -148,6 +218,7 @@ fn spawn(
     args: &[String],
     place: &Placement,
     files: &RunFiles,
+    group: Option<&Group>,
 ) -> Result<(Proc, mpsc::Receiver<String>), Failure> {
     let mut cmd = Command::new(program);
     cmd.args(args)
@@ -158,6 +229,13 @@ fn spawn(
     let starting = format!("starting {program}");
     let mut child =
         cpus::spawn_on(&place.client_cpus, || cmd.spawn()).map_err(|e| io(&starting, &e))?;
+    if let Some(g) = group
+        && let Err(e) = g.add(child.id())
+    {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(io(&format!("moving {program} into its cgroup"), &e));
+    }
     let stdout = child.stdout.take();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {

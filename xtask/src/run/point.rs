@@ -1,6 +1,10 @@
-//! One load point against one server: start the server on its CPUs and wait for `READY`,
-//! sample its process tree every 500 ms while loadgen (on the client CPUs) drives it, stop
-//! both, and turn the samples into the server's cost over loadgen's measured window.
+//! One load point against one server: start the server on its CPUs, in a cgroup of its own,
+//! and wait for `READY`; while loadgen (on the client CPUs) drives it, loadgen reads the
+//! server's CPU counter (its cgroup's, or its process tree's) at the edges of its measured
+//! window, and this thread samples the server's process tree every 500 ms (the CPU over
+//! time, memory, context switches); stop both, and turn the readings into the server's cost
+//! over the window. With client hosts, the window's edges are a warmup and a duration after
+//! the agents' go, and this thread reads the counter there.
 //!
 //! Whatever goes wrong (the server does not start, dies, loadgen fails or hangs, Ctrl-C), the
 //! point ends with a [`Failure`] that says what happened with the tail of the culprit's
@@ -20,10 +24,12 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::plan::placement::Placement;
 use crate::plan::servers::Variant;
 use crate::plan::suites::{Load, Point, Stop};
+use loadgen::account::{CpuSource, CpuStates};
+
 use crate::run::agents::{Agents, PointFiles};
-use crate::run::cgroup::{Group, Quota, Throttle};
+use crate::run::cgroup::{Accounting, Group, Throttle};
 use crate::run::children::{self, Proc};
-use crate::run::cost::server_cost;
+use crate::run::cost::{WindowCpu, server_cost};
 use crate::run::cpus;
 use crate::run::loadgen_cli;
 use crate::run::outcome::{Binaries, Failure, Measured, RunFiles};
@@ -34,16 +40,17 @@ use crate::run::server::{self, STOP_GRACE};
 /// The CPU sampling period, as the C-versus-Go paper sampled with top.
 pub(crate) const SAMPLE_PERIOD: Duration = Duration::from_millis(500);
 
-/// Runs `point` against `variant` once (under `quota`, when the server runs under one): the
-/// server started, the load driven (by an outside client, the client hosts' agents or a
-/// local loadgen) while the server is sampled, the server stopped, and the measures read.
+/// Runs `point` against `variant` once, the server in a cgroup of its own where `accounting`
+/// makes them (under the run's quota, where it has one): the server started, the load
+/// driven (by an outside client, the client hosts' agents or a local loadgen) while the
+/// server is sampled, the server stopped, and the measures read.
 #[allow(clippy::too_many_arguments)] // What a point needs, each of its own kind.
 pub(crate) fn run_point(
     point: &Point,
     variant: &Variant,
     bins: &Binaries,
     place: &Placement,
-    quota: Option<&Quota>,
+    accounting: &Accounting,
     files: &RunFiles,
     run_dir: &Path,
     progress: &mut dyn FnMut(f64),
@@ -52,23 +59,24 @@ pub(crate) fn run_point(
     let place = &crate::plan::suites::placement_for(point, place);
     std::fs::create_dir_all(&files.dir).map_err(|e| io("creating the output directory", &e))?;
     // Declared before the server, so that it is dropped (removed) after the server stopped.
-    let group = quota
-        .map(|q| {
-            q.group()
-                .map_err(|e| Failure::Start(format!("cannot make the server's cgroup: {e}")))
-        })
-        .transpose()?;
+    let group = accounting
+        .server_group()
+        .map_err(|e| Failure::Start(format!("cannot make the server's cgroup: {e}")))?;
     let (mut server, addr) =
         server::start(point, variant, &bins.server, place, files, group.as_ref())?;
+    let counter = group
+        .as_ref()
+        .map_or(CpuSource::Tree(server.id()), Group::cpu_source);
     let stat_before = group.as_ref().map(Group::stat);
     let throttle = || -> Option<Throttle> {
         group
             .as_ref()
             .zip(stat_before)
-            .map(|(g, before)| g.between(before, g.stat()))
+            .and_then(|(g, before)| g.between(before, g.stat()))
     };
     if let Some(name) = point.workload.outside_client() {
-        let measured = outside_point(name, point, &mut server, &addr, bins, place, files);
+        let measured = outside_point(name, point, &mut server, &addr, bins, place, files)
+            .and_then(|c| c.run(&counter, accounting));
         let throttle = throttle();
         server::ask_to_stop(variant, &addr);
         let clean = server.stop(STOP_GRACE);
@@ -85,18 +93,28 @@ pub(crate) fn run_point(
         hgrm: &files.path("hgrm"),
         interval_log: &files.path("intervals.hlog"),
     };
-    let args = loadgen_cli::args(point, &addr, &place.client_cpus, &lg_files);
-    let mut watch = Watch::start(&mut server, place, progress)?;
-    let lg_result = match bins.agents.as_deref() {
-        Some(agents) => watch.remote(agents, point, &args, &lg_files, files)?,
-        None => watch.local(&bins.loadgen, &args, place, files, deadline(point))?,
+    let mut args = loadgen_cli::args(point, &addr, &place.client_cpus, &lg_files);
+    args.extend(loadgen_cli::server_side(&counter, &place.server_cpus));
+    let mut watch = Watch::start(&mut server, place, group.as_ref(), progress)?;
+    let (lg_result, remote_cpu) = match bins.agents.as_deref() {
+        Some(agents) => {
+            let edges = Edges::new(&counter, place, point);
+            let done = watch.remote(agents, point, &args, &lg_files, files, &edges)?;
+            (done, edges.window_cpu())
+        }
+        None => (
+            watch.local(&bins.loadgen, &args, place, files, deadline(point))?,
+            None,
+        ),
     };
     let lg_exit = unix_now();
     let samples = watch.last_sample();
     let throttle = throttle();
     let notes = stop(variant, &addr, &mut server)?;
     lg_result.map_err(Failure::Loadgen)?;
-    let mut m = measured(point, files, run_dir, &lg_files, &samples, lg_exit)?;
+    let mut m = measured(
+        point, files, run_dir, &lg_files, &samples, lg_exit, remote_cpu,
+    )?;
     m.counters = server.last_stderr_line();
     m.notes = notes;
     m.throttle = throttle;
@@ -104,17 +122,25 @@ pub(crate) fn run_point(
 }
 
 /// The load of an outside client (`run::outside`), handed over to once the server is up.
-fn outside_point(
+fn outside_point<'a>(
     name: &str,
-    point: &Point,
-    server: &mut Proc,
-    addr: &str,
-    bins: &Binaries,
-    place: &Placement,
-    files: &RunFiles,
-) -> Result<Measured, Failure> {
+    point: &'a Point,
+    server: &'a mut Proc,
+    addr: &'a str,
+    bins: &'a Binaries,
+    place: &'a Placement,
+    files: &'a RunFiles,
+) -> Result<outside::Job<'a>, Failure> {
     match crate::run::find_client(name) {
-        Some(client) => outside::run(client, point, server, addr, &bins.loadgen, place, files),
+        Some(client) => Ok(outside::Job {
+            client,
+            point,
+            server,
+            addr,
+            loadgen: &bins.loadgen,
+            place,
+            files,
+        }),
         None => Err(Failure::Loadgen(format!(
             "no outside client is named {name}"
         ))),
@@ -169,6 +195,7 @@ fn measured(
     lg_files: &loadgen_cli::Files<'_>,
     samples: &[Sample],
     lg_exit: f64,
+    remote_cpu: Option<WindowCpu>,
 ) -> Result<Measured, Failure> {
     let json =
         std::fs::read_to_string(lg_files.json).map_err(|e| io("reading loadgen's JSON", &e))?;
@@ -182,12 +209,14 @@ fn measured(
         .ok()
         .and_then(|t| loadgen_cli::window_start(&t));
     let start = logged_start.unwrap_or(lg_exit - window_secs);
+    let edges = summary.window_cpu().or(remote_cpu);
     let cost = server_cost(
         &samples[0],
         &samples[1..],
         (start, start + window_secs),
         summary.throughput_per_sec,
         point.conns,
+        edges.as_ref(),
     );
     let hist = files
         .path("hist")
@@ -231,9 +260,12 @@ impl<'a> Watch<'a> {
     fn start(
         server: &'a mut Proc,
         place: &Placement,
+        group: Option<&Group>,
         progress: &'a mut dyn FnMut(f64),
     ) -> Result<Watch<'a>, Failure> {
-        let mut sampler = Sampler::new(server.id()).watching(place.server_cpus.as_slice());
+        let mut sampler = Sampler::new(server.id())
+            .watching(place.server_cpus.as_slice())
+            .counting(group.map(Group::cpu_source));
         let baseline = sampler
             .sample()
             .map_err(|_| Failure::Start(server.stderr_tail()))?;
@@ -257,11 +289,12 @@ impl<'a> Watch<'a> {
         );
     }
 
-    /// Tells the progress and sleeps until the next sample, 50 ms at most.
-    fn pause(&mut self) {
+    /// Tells the progress and sleeps until the next sample, `most` at most.
+    fn pause(&mut self, most: Duration) {
         (self.progress)(self.started.elapsed().as_secs_f64());
         std::thread::sleep(
-            Duration::from_millis(50).min(self.next.saturating_duration_since(Instant::now())),
+            most.min(Duration::from_millis(50))
+                .min(self.next.saturating_duration_since(Instant::now())),
         );
     }
 
@@ -288,8 +321,9 @@ impl<'a> Watch<'a> {
         args: &[String],
         lg_files: &loadgen_cli::Files<'_>,
         files: &RunFiles,
+        edges: &Edges<'_>,
     ) -> Result<Result<(), String>, Failure> {
-        let local_only = [
+        let mut local_only = vec![
             "--json",
             "--hist",
             "--hgrm",
@@ -297,6 +331,7 @@ impl<'a> Watch<'a> {
             "--cpus",
             "--threads",
         ];
+        local_only.extend(loadgen_cli::SERVER_SIDE_FLAGS);
         let remote = loadgen_cli::without(args, &local_only);
         let agent_files = PointFiles {
             json: lg_files.json,
@@ -321,16 +356,19 @@ impl<'a> Watch<'a> {
                         point.warmup,
                         limit,
                         &agent_files,
+                        &|| edges.go(),
                     )
                     .map(drop)
             });
             while !job.is_finished() {
                 self.tick();
+                edges.observe();
                 if let Some(died) = self.died() {
                     return Err(died);
                 }
-                self.pause();
+                self.pause(edges.until_next());
             }
+            edges.finish();
             Ok(job
                 .join()
                 .unwrap_or_else(|_| Err("the agents' thread panicked".into())))
@@ -381,7 +419,7 @@ impl<'a> Watch<'a> {
                     lg.stderr_tail()
                 )));
             }
-            self.pause();
+            self.pause(Duration::MAX);
         };
         Ok(if status.success() {
             Ok(())
@@ -389,6 +427,112 @@ impl<'a> Watch<'a> {
             Err(format!("{status}: {}", lg.stderr_tail()))
         })
     }
+}
+
+/// The server's side read at the window's edges on this host when the load comes from
+/// other hosts: the agents' go (given by the fleet as it sends it) starts the clock, the
+/// window starts a warmup later and ends a duration after that (a request-count point's when
+/// the agents are done).
+struct Edges<'a> {
+    counter: &'a CpuSource,
+    cpus: &'a [usize],
+    warmup: Duration,
+    duration: Option<Duration>,
+    go: std::sync::Mutex<Option<Instant>>,
+    start: std::sync::Mutex<Option<Reading>>,
+    end: std::sync::Mutex<Option<Reading>>,
+}
+
+/// One reading of the server's side: its CPU counter and its CPUs' states.
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    cpu: loadgen::account::CpuTime,
+    states: Option<CpuStates>,
+}
+
+impl<'a> Edges<'a> {
+    fn new(counter: &'a CpuSource, place: &'a Placement, point: &Point) -> Edges<'a> {
+        Edges {
+            counter,
+            cpus: place.server_cpus.as_slice(),
+            warmup: Duration::from_secs_f64(point.warmup.max(0.0)),
+            duration: match point.stop {
+                Stop::Duration(d) => Some(Duration::from_secs_f64(d.max(0.0))),
+                Stop::Requests(_) => None,
+            },
+            go: std::sync::Mutex::new(None),
+            start: std::sync::Mutex::new(None),
+            end: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The agents' go, as the fleet sends it.
+    fn go(&self) {
+        *lock(&self.go) = Some(Instant::now());
+    }
+
+    fn read(&self) -> Option<Reading> {
+        Some(Reading {
+            cpu: self.counter.read().ok()?,
+            states: CpuStates::read(self.cpus).ok(),
+        })
+    }
+
+    /// Reads at an edge the clock has passed.
+    fn observe(&self) {
+        let Some(go) = *lock(&self.go) else { return };
+        let elapsed = go.elapsed();
+        if elapsed >= self.warmup && lock(&self.start).is_none() {
+            *lock(&self.start) = self.read();
+        }
+        if let Some(d) = self.duration
+            && elapsed >= self.warmup + d
+            && lock(&self.end).is_none()
+        {
+            *lock(&self.end) = self.read();
+        }
+    }
+
+    /// How long until the next edge (the most to sleep before [`Edges::observe`]).
+    fn until_next(&self) -> Duration {
+        let Some(go) = *lock(&self.go) else {
+            return Duration::from_millis(5);
+        };
+        let next = if lock(&self.start).is_none() {
+            self.warmup
+        } else {
+            match self.duration {
+                Some(d) if lock(&self.end).is_none() => self.warmup + d,
+                _ => return Duration::MAX,
+            }
+        };
+        next.saturating_sub(go.elapsed())
+    }
+
+    /// The agents are done: the end of a request-count window.
+    fn finish(&self) {
+        if lock(&self.end).is_none() && lock(&self.start).is_some() {
+            *lock(&self.end) = self.read();
+        }
+    }
+
+    /// What the server used between the edges, where both were read.
+    fn window_cpu(&self) -> Option<WindowCpu> {
+        let (a, b) = ((*lock(&self.start))?, (*lock(&self.end))?);
+        let t = a.cpu.until(b.cpu);
+        Some(WindowCpu {
+            accounting: self.counter.accounting().into(),
+            cpu_s: t.total_ns as f64 / 1e9,
+            user_s: t.user_ns as f64 / 1e9,
+            sys_s: t.system_ns as f64 / 1e9,
+            cpus: a.states.zip(b.states).map(|(a, b)| a.until(b)),
+        })
+    }
+}
+
+/// The value behind `m`, even if a thread panicked holding it.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Takes a sample of the server when one is due (every [`SAMPLE_PERIOD`]).

@@ -1,14 +1,18 @@
 //! What a server costs, read from /proc while it runs: CPU time, context switches
 //! (voluntary and involuntary) and memory, summed over the server's whole process tree,
-//! because `srv-threads --mode process` forks a process per connection.
+//! because `srv-threads --mode process` forks a process per connection. These samples, every
+//! 500 ms, give the CPU over time and the memory; the CPU of the measured window itself is
+//! read at its edges from the server's cgroup (`run::cgroup`, `loadgen::account`), not
+//! from these samples.
 //!
-//! CPU time is the scheduler's own count, `/proc/<pid>/task/<tid>/schedstat` (nanoseconds of
-//! each thread on a CPU), summed over every thread of the tree. The tick counters of
-//! `/proc/<pid>/stat` (`utime`, `stime`, what `top` shows) are 10 ms samples, and on this
-//! kernel a process that runs many short bursts, like a connection process, may go seconds
-//! without being charged a tick until it exits; they are used only for the split between user
-//! and system time. Context switches are per thread (`status`), summed. A thread or process
-//! that exits keeps the counts it was last seen with, so every counter only grows. Memory is
+//! CPU time comes from the server's cgroup where it has one ([`Sampler::counting`]): every
+//! task that ever ran in it is counted. Without one it is the scheduler's own count,
+//! `/proc/<pid>/task/<tid>/schedstat` (nanoseconds of each thread on a CPU), summed over
+//! every thread of the tree seen so far: a thread or process that exits keeps the counts it
+//! was last seen with (what it used since, and a thread born and gone between two samples,
+//! are lost), so every counter only grows. The user and system split is the cgroup's, or the
+//! tick counters of `/proc/<pid>/stat` (`utime`, `stime`, reaped children included).
+//! Context switches are per thread (`status`), summed, as no cgroup counts them. Memory is
 //! the proportional set size (`Pss` of `smaps_rollup`) summed over the tree, so that the pages
 //! forked processes share count once; for a single process it is its RSS less its share of
 //! shared libraries. What the machine as a whole says (free and stolen CPU time, kernel
@@ -22,6 +26,8 @@ use std::io;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
+
+use loadgen::account::{CpuSource, ProcStat, parse_proc_stat, process_tree};
 
 use crate::run::machine::{field, free_ticks, kernel_stack, steal_ticks, tcp_mem_pages};
 
@@ -64,77 +70,9 @@ pub(crate) struct Sample {
     pub(crate) threads: usize,
 }
 
-/// The fields of `/proc/<pid>/stat` the sampler uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stat {
-    ppid: i32,
-    utime: u64,
-    stime: u64,
-    cutime: u64,
-    cstime: u64,
-    threads: u64,
-    starttime: u64,
-    rss_pages: u64,
-}
-
-/// Parses `/proc/<pid>/stat`. The command name (field 2) may hold spaces and parentheses,
-/// so the fields are counted from the last `)`.
-fn parse_stat(text: &str) -> Option<Stat> {
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // f[0] is field 3 (state); field n is f[n - 3].
-    let num = |n: usize| f.get(n - 3)?.parse::<u64>().ok();
-    Some(Stat {
-        ppid: f.get(1)?.parse().ok()?,
-        utime: num(14)?,
-        stime: num(15)?,
-        cutime: num(16)?,
-        cstime: num(17)?,
-        threads: num(20)?,
-        starttime: num(22)?,
-        rss_pages: num(24)?,
-    })
-}
-
-/// The pids of `root` and all its descendants, found by scanning `/proc` for parent links.
-fn tree(root: i32) -> io::Result<Vec<(i32, Stat)>> {
-    let mut stats: HashMap<i32, Stat> = HashMap::new();
-    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    for entry in fs::read_dir("/proc")? {
-        let Ok(entry) = entry else { continue };
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        // A process may exit between the listing and the read: it is simply not counted.
-        let Ok(text) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        if let Some(stat) = parse_stat(&text) {
-            children.entry(stat.ppid).or_default().push(pid);
-            stats.insert(pid, stat);
-        }
-    }
-    let mut out = Vec::new();
-    let mut todo = vec![root];
-    while let Some(pid) = todo.pop() {
-        if let Some(stat) = stats.get(&pid) {
-            out.push((pid, *stat));
-            if let Some(kids) = children.get(&pid) {
-                todo.extend(kids);
-            }
-        }
-    }
-    if out.is_empty() {
-        return Err(io::Error::new(
-            io::ErrorKind::NotFound,
-            format!("process {root} is gone"),
-        ));
-    }
-    Ok(out)
+/// `root` and its descendants with their stat.
+fn tree(root: i32) -> io::Result<Vec<(i32, ProcStat)>> {
+    process_tree(root)
 }
 
 /// The descendants of `root` (not `root` itself), each with its start time, so that a later
@@ -153,7 +91,7 @@ pub(crate) fn descendants(root: u32) -> Vec<(i32, u64)> {
 
 /// The start time of `pid` (clock ticks after boot), if it is alive.
 pub(crate) fn start_time(pid: i32) -> Option<u64> {
-    parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?).map(|s| s.starttime)
+    parse_proc_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?).map(|s| s.starttime)
 }
 
 /// The counters of one thread.
@@ -201,6 +139,9 @@ pub(crate) struct Sampler {
     members: Vec<(i32, u64)>,
     /// CPUs whose whole load is read too, to see what else ran there.
     cpus: Vec<usize>,
+    /// Where the tree's CPU time is read when it is counted whole (its cgroup): else the
+    /// live threads' schedstat, remembered.
+    counter: Option<CpuSource>,
 }
 
 impl Sampler {
@@ -219,7 +160,15 @@ impl Sampler {
             retired: TaskCounters::default(),
             members: Vec::new(),
             cpus: Vec::new(),
+            counter: None,
         }
+    }
+
+    /// Reads the CPU time (and its user and system split) from `counter`, which counts every
+    /// task that ever ran (a cgroup), rather than from the live threads.
+    pub(crate) fn counting(mut self, counter: Option<CpuSource>) -> Sampler {
+        self.counter = counter;
+        self
     }
 
     /// Also reads how busy `cpus` are, whatever runs on them.
@@ -292,6 +241,13 @@ impl Sampler {
             all.add(*c);
         }
         s.cpu_s = all.cpu_ns as f64 / 1e9;
+        s.user_ticks_s = user as f64 / self.ticks_per_s;
+        s.sys_ticks_s = sys as f64 / self.ticks_per_s;
+        if let Some(t) = self.counter.as_ref().and_then(|c| c.read().ok()) {
+            s.cpu_s = t.total_ns as f64 / 1e9;
+            s.user_ticks_s = t.user_ns as f64 / 1e9;
+            s.sys_ticks_s = t.system_ns as f64 / 1e9;
+        }
         s.vol_cs = all.vol;
         s.invol_cs = all.invol;
         if !self.cpus.is_empty() {
@@ -308,8 +264,6 @@ impl Sampler {
             .ok()
             .and_then(|m| tcp_mem_pages(&m))
             .map_or(0, |p| p * self.page_bytes);
-        s.user_ticks_s = user as f64 / self.ticks_per_s;
-        s.sys_ticks_s = sys as f64 / self.ticks_per_s;
         Ok(s)
     }
 }
@@ -317,27 +271,6 @@ impl Sampler {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_fields_are_counted_from_the_last_parenthesis() {
-        let text = "4242 (srv (x) y) S 17 4242 4242 0 -1 4194560 100 0 0 0 \
-                    250 75 30 5 20 0 3 0 12345 1000000 512 18446744073709551615";
-        let s = parse_stat(text).unwrap();
-        assert_eq!(
-            s,
-            Stat {
-                ppid: 17,
-                utime: 250,
-                stime: 75,
-                cutime: 30,
-                cstime: 5,
-                threads: 3,
-                starttime: 12345,
-                rss_pages: 512
-            }
-        );
-        assert_eq!(parse_stat("12 (x) S"), None);
-    }
 
     #[test]
     fn samples_a_tree_with_a_child() {

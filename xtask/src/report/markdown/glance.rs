@@ -46,7 +46,9 @@ fn bests_at<'a, 'p>(
             let rs: Vec<&Row> = names
                 .iter()
                 .filter_map(|s| find(rows, "quick", s, &p.0))
-                .filter(|r| r.ok > 0)
+                // A flagged row (client-bound †, disturbed ‡) is never what the others are
+                // set against: its figure is not the server's alone.
+                .filter(|r| r.ok > 0 && !r.client_bound && !r.disturbed())
                 .collect();
             best(&rs, f, lowest)
         })

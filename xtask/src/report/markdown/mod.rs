@@ -144,6 +144,15 @@ fn header(out: &mut String, input: &Input<'_>) {
         let _ = writeln!(out, "Placement: {topology}; {why}.\n");
     }
 
+    let _ = writeln!(
+        out,
+        "CPU accounting: {}.\n",
+        m.accounting.as_deref().unwrap_or(
+            "not recorded (a run from before each server had its cgroup): the server's CPU \
+             was summed from 500 ms samples of its live threads and interpolated to the \
+             window, which loses what threads and processes that exit used; figures marked ≈"
+        )
+    );
     let quota = m.settings["server_cpu_quota"].as_f64();
     let _ = writeln!(
         out,
@@ -268,6 +277,7 @@ pub(crate) fn details(out: &mut String, rows: &[Row]) {
                 r.errors.to_string(),
                 fmt_us(r.client_cpu_per_msg_us),
                 fmt_pct(r.other_load_pct),
+                fmt_pct(r.irq_softirq_pct),
                 r.steal_pct.map_or("–".into(), |s| format!("{s:.1}%")),
                 r.nr_throttled.map_or("–".into(), |n| {
                     format!("{n:.0}, {}", fmt_us(r.throttled_ms.map(|ms| ms * 1e3)))
@@ -297,6 +307,7 @@ pub(crate) fn details(out: &mut String, rows: &[Row]) {
             "errors",
             "client CPU/msg",
             "other load on server CPU",
+            "softirq + irq on server CPU",
             "steal",
             "throttled periods, time",
         ],
