@@ -85,6 +85,12 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "LIST", help = servers_help())]
     pub(crate) servers: Option<String>,
 
+    /// The server every other is tested against in the report's verdicts, named in advance;
+    /// it must be one of the run's servers [default: floor-epoll for quick, redis for kv,
+    /// nginx for http, search-fiber for search, where it runs; else the first of --servers].
+    #[arg(long, value_name = "NAME")]
+    pub(crate) reference: Option<String>,
+
     /// Connection counts to sweep, replacing the suite's (chat-room: connections dealt into
     /// rooms; quick: the open-loop point uses the largest).
     #[arg(long, value_name = "LIST")]
@@ -198,7 +204,7 @@ pub(crate) struct BenchArgs {
     /// power cut): its own options (from its meta.json) again, and only the runs of points
     /// that left no outcome. Takes no other option but --no-build and --quiet-wait.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
-        "suite", "servers", "conns", "points", "duration", "warmup", "repeat", "server_cpu_quota",
+        "suite", "servers", "reference", "conns", "points", "duration", "warmup", "repeat", "server_cpu_quota",
         "server_cpus_given", "client_cpus_given", "allow_overlap", "workers", "rate", "out",
         "list", "client_hosts", "server_addr", "ssh_config", "client_loadgen", "order_seed",
     ])]

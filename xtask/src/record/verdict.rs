@@ -280,6 +280,21 @@ pub(crate) fn column(reference: &Row, others: &[&Row], metric: &str) -> Vec<Opti
     family(&estimates)
 }
 
+/// Two runs' verdicts at one point on `metric`: each server's row of the second run against
+/// its row of the first (`pairs`, first then second), one family. The two runs share no
+/// round, so Welch's t on the repeats.
+pub(crate) fn across_runs(pairs: &[(&Row, &Row)], metric: &str) -> Vec<Option<Verdict>> {
+    let estimates: Vec<Option<Estimate>> = pairs
+        .iter()
+        .map(|(a, b)| {
+            (a.ok > 0 && b.ok > 0)
+                .then(|| welch(a.repeats_of(metric), b.repeats_of(metric)))
+                .flatten()
+        })
+        .collect();
+    family(&estimates)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
