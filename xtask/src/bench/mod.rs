@@ -119,11 +119,11 @@ pub(crate) struct BenchArgs {
     /// Runs of each point, rotated over the servers (A B C A B C ...) so that a drift of the
     /// machine spreads over all of them [default: quick 5, search 15, the other suites 1].
     /// The summary gives medians with an interval, latency from the runs' histograms added
-    /// together, and the report a Mann-Whitney test of each server against the cheapest: a
-    /// ratio where p < 0.05, else `~`. The default 5 can show a ratio (least p 0.008; about a
-    /// 3% chance of a false one per cell) for a difference larger than the repeats' spread;
-    /// 3 never can (least p 0.10); more buy smaller differences and narrower intervals
-    /// (at 5 the interval is [min, max], 94% coverage; from 6 an order-statistic 95% one).
+    /// together, and the report each server's verdict against the reference (`--reference`),
+    /// a column one family holding its false verdicts to 5% (docs/VERDICTS.md). The default
+    /// 5 finds a 10% difference at 2% noise in 96% of runs; 3 gives verdicts with little
+    /// power; more buy smaller differences and narrower intervals (at 5 the median's interval
+    /// is [min, max], 94% coverage; from 6 an order-statistic 95% one).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub(crate) repeat: Option<u32>,
 

@@ -185,6 +185,25 @@ impl Column {
         }
     }
 
+    /// `server`'s multiple of the reference as a table of one repeat or more shows it beside
+    /// a value: ` (1.12× [1.05–1.19] (p=0.002))` where the column could test it, else the bare
+    /// multiple of `value` over `reference_value` (` (1.12×)`, one run: no verdict), and
+    /// nothing for the reference itself.
+    pub(crate) fn multiple(
+        &self,
+        server: &str,
+        value: Option<f64>,
+        reference_value: Option<f64>,
+    ) -> String {
+        if self.reference.as_deref() == Some(server) {
+            return String::new();
+        }
+        match self.of(server) {
+            Some(v) if self.unusable.is_none() => format!(" ({})", verdict(Some(v))),
+            _ => times(value, reference_value),
+        }
+    }
+
     /// What a table says of its reference: its name, or why its column is not tested.
     pub(crate) fn about(&self) -> String {
         match (&self.reference, self.unusable) {
@@ -225,5 +244,49 @@ mod tests {
         assert_eq!(fmt_bytes(Some(2048.0)), "2.0 KiB");
         assert_eq!(fmt_bytes(Some(20.0 * 1024.0 * 1024.0)), "20 MiB");
         assert_eq!(fmt_us(None), "–");
+    }
+
+    fn row(server: &str, cpu: &[f64]) -> Row {
+        let mut r = Row {
+            suite: "kv".into(),
+            server: server.into(),
+            point: "p".into(),
+            ok: cpu.len(),
+            cpu_us_per_req: crate::record::stats::median(cpu),
+            ..Row::default()
+        };
+        r.per_repeat.insert("cpu_us_per_req".into(), cpu.to_vec());
+        r.per_round.insert(
+            "cpu_us_per_req".into(),
+            cpu.iter().copied().map(Some).collect(),
+        );
+        r
+    }
+
+    #[test]
+    fn a_multiple_is_a_verdict_where_the_column_can_test_it() {
+        let rows = vec![
+            row("redis", &[10.0, 10.2, 9.9]),
+            row("a", &[20.1, 20.3, 19.8]),
+            row("b", &[10.1, 10.0, 10.0]),
+        ];
+        let col = Column::new(&rows, "kv", "p", "cpu_us_per_req", Some("redis"));
+        assert_eq!(col.multiple("redis", Some(10.0), Some(10.0)), "");
+        assert!(
+            col.multiple("a", Some(20.1), Some(10.0))
+                .starts_with(" (2.00× [")
+        );
+        assert!(
+            col.multiple("b", Some(10.0), Some(10.0))
+                .starts_with(" (~ (1.0")
+        );
+        // One run a point: the bare multiple, no verdict.
+        let once = vec![row("redis", &[10.0]), row("a", &[20.0])];
+        let col = Column::new(&once, "kv", "p", "cpu_us_per_req", Some("redis"));
+        assert_eq!(col.multiple("a", Some(20.0), Some(10.0)), " (2.00×)");
+        // No redis in the run: nothing to set beside.
+        let col = Column::new(&once[1..], "kv", "p", "cpu_us_per_req", Some("redis"));
+        assert_eq!(col.multiple("a", Some(20.0), None), "");
+        assert_eq!(col.cell("a"), "not tested");
     }
 }

@@ -1,5 +1,5 @@
 //! "At a glance": what this machine can measure first. CPU per echo at equal load (each open-loop
-//! rate), with intervals and significance against the cheapest server; then capacity under
+//! rate), with intervals and verdicts against the reference named in advance; then capacity under
 //! the CPU quota when the run had one; then closed-loop echoes/s, marked for what they are on
 //! a machine where one load-generator core may not outrun the server.
 //!

@@ -90,7 +90,13 @@ fn sections(suite: Suite) -> &'static [Section] {
         Suite::Kv => &[|out, rows, _| kv::section(out, rows)],
         Suite::Http => &[|out, rows, _| http::section(out, rows)],
         Suite::Scaling => &[|out, rows, input| {
-            scaling::section(out, rows, &input.server_cpus, input.meta.cores);
+            scaling::section(
+                out,
+                rows,
+                &input.server_cpus,
+                input.meta.cores,
+                input.meta.settings["reference"].as_str(),
+            );
         }],
     }
 }
