@@ -85,6 +85,12 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "LIST", help = servers_help())]
     pub(crate) servers: Option<String>,
 
+    /// The server every other is tested against in the report's verdicts, named in advance;
+    /// it must be one of the run's servers [default: floor-epoll for quick, redis for kv,
+    /// nginx for http, search-fiber for search, where it runs; else the first of --servers].
+    #[arg(long, value_name = "NAME")]
+    pub(crate) reference: Option<String>,
+
     /// Connection counts to sweep, replacing the suite's (chat-room: connections dealt into
     /// rooms; quick: the open-loop point uses the largest).
     #[arg(long, value_name = "LIST")]
@@ -113,11 +119,11 @@ pub(crate) struct BenchArgs {
     /// Runs of each point, rotated over the servers (A B C A B C ...) so that a drift of the
     /// machine spreads over all of them [default: quick 5, search 15, the other suites 1].
     /// The summary gives medians with an interval, latency from the runs' histograms added
-    /// together, and the report a Mann-Whitney test of each server against the cheapest: a
-    /// ratio where p < 0.05, else `~`. The default 5 can show a ratio (least p 0.008; about a
-    /// 3% chance of a false one per cell) for a difference larger than the repeats' spread;
-    /// 3 never can (least p 0.10); more buy smaller differences and narrower intervals
-    /// (at 5 the interval is [min, max], 94% coverage; from 6 an order-statistic 95% one).
+    /// together, and the report each server's verdict against the reference (`--reference`),
+    /// a column one family holding its false verdicts to 5% (docs/VERDICTS.md). The default
+    /// 5 finds a 10% difference at 2% noise in 96% of runs; 3 gives verdicts with little
+    /// power; more buy smaller differences and narrower intervals (at 5 the median's interval
+    /// is [min, max], 94% coverage; from 6 an order-statistic 95% one).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub(crate) repeat: Option<u32>,
 
@@ -198,7 +204,7 @@ pub(crate) struct BenchArgs {
     /// power cut): its own options (from its meta.json) again, and only the runs of points
     /// that left no outcome. Takes no other option but --no-build and --quiet-wait.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
-        "suite", "servers", "conns", "points", "duration", "warmup", "repeat", "server_cpu_quota",
+        "suite", "servers", "reference", "conns", "points", "duration", "warmup", "repeat", "server_cpu_quota",
         "server_cpus_given", "client_cpus_given", "allow_overlap", "workers", "rate", "out",
         "list", "client_hosts", "server_addr", "ssh_config", "client_loadgen", "order_seed",
     ])]

@@ -96,6 +96,7 @@ impl Plan {
                 "warmup": args.warmup,
                 "rate": args.rate,
                 "server_addr": args.server_addr,
+                "reference": args.reference,
             }),
             remote: (!args.client_hosts.is_empty()).then(|| Remote {
                 hosts: args.client_hosts.clone(),
@@ -149,6 +150,8 @@ pub(super) struct SearchPlan {
     pub(super) cold: bool,
     /// The run directory asked for (`--out`).
     pub(super) out: Option<PathBuf>,
+    /// The program the others are tested against (`--reference`).
+    pub(super) reference: Option<String>,
 }
 
 impl SearchPlan {
@@ -176,6 +179,7 @@ impl SearchPlan {
             repeat: args.repeats(Suite::Search),
             cpus: args.server_cpus,
             programs: args.servers,
+            reference: args.reference,
             profile: args.cargo_profile,
             no_build: args.no_build,
             tree: args.tree,
@@ -275,6 +279,11 @@ fn choose_servers(args: &BenchArgs, inv: &Inventory) -> Result<(Vec<Variant>, Ve
     }
     if variants.is_empty() {
         bail!("no server can be built in this checkout");
+    }
+    if let Some(r) = args.reference.as_deref()
+        && !variants.iter().any(|v| v.name == r)
+    {
+        bail!("--reference {r} is not one of the servers this run measures");
     }
     Ok((variants, skipped))
 }

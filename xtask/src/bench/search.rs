@@ -61,6 +61,7 @@ pub(super) fn run(plan: &SearchPlan, root: &Path, inv: &Inventory) -> Result<()>
         "cpus": run.cpus,
         "workers": run.workers,
         "repeat": run.repeat,
+        "reference": plan.reference,
         "cargo_profile": profile,
     });
     search::measure_all(&mut run, &programs, &cpus)?;

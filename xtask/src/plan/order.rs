@@ -4,8 +4,8 @@
 //! A run measures each point in rounds, every server once per round. Whatever the first run
 //! of a round pays and the next does not (a cold page cache for the binary, a neighbour that
 //! quiets down), and whatever drifts within a round, lands on a position. In a fixed order
-//! (A B C every round) it lands on the same server every time, and the Mann-Whitney test,
-//! which takes the repeats of two servers as exchangeable, reads it as a difference.
+//! (A B C every round) it lands on the same server every time, and the verdicts' model, whose
+//! rounds are blocks but whose positions are not, reads it as a difference.
 //!
 //! A Williams design is a Latin square whose rows put every server in every position once
 //! and follow every server by every other one exactly once (for an odd count, the square and

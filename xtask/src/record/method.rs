@@ -1,38 +1,18 @@
-//! The A/A check of the method, on synthetic runs rather than on a machine: two identical
-//! servers whose first run of each round costs 5% more (what a cold page cache or a neighbour
-//! that quiets down does to a position), with seeded noise. In the fixed order of old (A B in
-//! every round) the statistics give a false verdict in most trials; in the counterbalanced
-//! order of `plan::order` about as often as the test's level, or less. What the design
-//! leaves over (with 2 servers and 5 rounds one goes first 3 times) falls on the first server
-//! in every run when the labels are fixed, and on either by chance when they are drawn. And a
-//! real 10%
-//! difference is still found with 5 repeats, and where the machine drifts from round to
-//! round, the paired view finds what the Mann-Whitney test cannot.
+//! The method's checks on synthetic runs rather than on a machine: seeded servers, noise,
+//! round-to-round drift and position effects, run through the plan's counterbalanced order
+//! (`plan::order`) and the verdicts of `verdict`, many times over, counting how often a
+//! column says something false and how often it finds what is there. `docs/VERDICTS.md`
+//! quotes the rates these tests print (`cargo test -p xtask method -- --nocapture`).
 //!
-//! It may call the plan layer's `order` and the record layer's `stats` (it is tests only).
+//! It may call the plan layer's `order` and the record layer's `stats`, `student` and
+//! `verdict` (it is tests only).
+
+use rand::{Rng as _, SeedableRng as _};
+use rand_chacha::ChaCha8Rng;
 
 use crate::plan::order;
-use crate::record::stats;
-
-/// xorshift64*, so that every run of the tests draws the same values.
-struct XorShift(u64);
-
-impl XorShift {
-    /// Uniform in (0, 1).
-    fn uniform(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let x = self.0.wrapping_mul(0x2545_f491_4f6c_dd1d);
-        ((x >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-
-    /// Standard normal (Box-Muller).
-    fn normal(&mut self) -> f64 {
-        let (u, v) = (self.uniform(), self.uniform());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-    }
-}
+use crate::record::verdict::{self, Estimate};
+use crate::record::{stats, student};
 
 /// What the synthetic machine does to a run besides the server's own cost.
 #[derive(Debug, Clone, Copy)]
@@ -53,114 +33,261 @@ const POSITION: Machine = Machine {
     drift: 0.0,
 };
 
-/// Trials per case: enough that the rates below are known to a percent or two.
+/// The machine: 2% noise, 3% drift from round to round, no position effect.
+const DRIFTING: Machine = Machine {
+    first: 0.0,
+    noise: 0.02,
+    drift: 0.03,
+};
+
+/// Runs per case: the rates below are known to about ±0.5% (at 5%).
 const TRIALS: usize = 2000;
 
-/// Two servers' values by round at one point, the rounds in the order `rounds` gives (each a
-/// permutation of 0 and 1): server `s` costs `cost[s]`, times what machine `m` adds.
+/// Standard normal (Box-Muller).
+fn normal(rng: &mut ChaCha8Rng) -> f64 {
+    let u: f64 = 1.0 - rng.random::<f64>();
+    let v: f64 = rng.random();
+    (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+}
+
+/// A point's values by server and round, the rounds in the order `rounds` gives (each a
+/// permutation of the servers): server `s` costs `cost[s]` with its noise times `noisier[s]`,
+/// times what machine `m` adds.
 fn simulate(
     rounds: &[Vec<usize>],
-    cost: [f64; 2],
+    cost: &[f64],
+    noisier: &[f64],
     m: Machine,
-    rng: &mut XorShift,
-) -> [Vec<Option<f64>>; 2] {
-    let mut values = [vec![None; rounds.len()], vec![None; rounds.len()]];
+    rng: &mut ChaCha8Rng,
+) -> Vec<Vec<Option<f64>>> {
+    let mut values = vec![vec![None; rounds.len()]; cost.len()];
     for (k, row) in rounds.iter().enumerate() {
-        let drift = (m.drift * rng.normal()).exp();
+        let drift = (m.drift * normal(rng)).exp();
         for (pos, &s) in row.iter().enumerate() {
             let position = if pos == 0 { 1.0 + m.first } else { 1.0 };
-            values[s][k] = Some(cost[s] * position * drift * (m.noise * rng.normal()).exp());
+            let noise = (m.noise * noisier[s] * normal(rng)).exp();
+            values[s][k] = Some(cost[s] * position * drift * noise);
         }
     }
     values
 }
 
-/// What a trial's statistics said: the Mann-Whitney verdict on the repeats, and the sign
-/// test's on the rounds.
-#[derive(Debug, Default)]
-struct Verdicts {
-    mann_whitney: usize,
-    sign: usize,
+/// The counterbalanced order of `servers` over `rounds` rounds as a run draws it.
+fn drawn(servers: usize, rounds: usize, rng: &mut ChaCha8Rng) -> Vec<Vec<usize>> {
+    order::rounds(&order::draw(servers, rng), rounds)
 }
 
-/// Runs `TRIALS` points of two servers costing `cost` on machine `m`, trial `t` in the order
-/// `order(t)`, and counts the verdicts (p < `stats::ALPHA`) of each test.
-fn trials(
+/// How a column's comparisons are estimated: the method's, or one to set beside it.
+type Estimator = fn(&[Vec<Option<f64>>]) -> Vec<Option<Estimate>>;
+
+/// The method: every server against server 0, the reference, by the two-way model.
+fn method(values: &[Vec<Option<f64>>]) -> Vec<Option<Estimate>> {
+    let others: Vec<&[Option<f64>]> = values[1..].iter().map(Vec::as_slice).collect();
+    verdict::against_reference(&values[0], &others)
+}
+
+/// What the method would be with one variance pooled over every server (the textbook
+/// two-way ANOVA with Dunnett-type contrasts, here with Holm): set beside it to show what a
+/// noisy server does to it.
+fn pooled(values: &[Vec<Option<f64>>]) -> Vec<Option<Estimate>> {
+    let y: Vec<Vec<f64>> = values
+        .iter()
+        .map(|s| s.iter().map(|v| v.unwrap_or(1.0).ln()).collect())
+        .collect();
+    let (g, k) = (y.len(), y[0].len());
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let rows: Vec<f64> = y.iter().map(|r| mean(r)).collect();
+    let cols: Vec<f64> = (0..k)
+        .map(|j| mean(&y.iter().map(|r| r[j]).collect::<Vec<_>>()))
+        .collect();
+    let grand = mean(&rows);
+    let ss: f64 = (0..g)
+        .flat_map(|i| (0..k).map(move |j| (i, j)))
+        .map(|(i, j)| (y[i][j] - rows[i] - cols[j] + grand).powi(2))
+        .sum();
+    let df = ((g - 1) * (k - 1)) as f64;
+    let var = 2.0 * ss / df / k as f64;
+    (1..g)
+        .map(|i| {
+            Some(Estimate {
+                log_ratio: rows[i] - rows[0],
+                var,
+                df,
+                n: k,
+            })
+        })
+        .collect()
+}
+
+/// How often, over `TRIALS` runs of a point of `cost.len()` servers with `rounds` rounds on
+/// machine `m`, the column found a difference (for each server, and anywhere in the column);
+/// `order(rng)` gives each run's order of the rounds.
+fn rates(
     seed: u64,
-    cost: [f64; 2],
+    cost: &[f64],
+    noisier: &[f64],
     m: Machine,
-    order: impl Fn(usize) -> Vec<Vec<usize>>,
-) -> Verdicts {
-    let mut rng = XorShift(seed);
-    let mut v = Verdicts::default();
-    for t in 0..TRIALS {
-        let [a, b] = simulate(&order(t), cost, m, &mut rng);
-        let flat = |x: &[Option<f64>]| x.iter().flatten().copied().collect::<Vec<f64>>();
-        let p = stats::mann_whitney(&flat(&a), &flat(&b)).unwrap_or(1.0);
-        v.mann_whitney += usize::from(p < stats::ALPHA);
-        let paired = stats::paired(&a, &b).map_or(1.0, |p| p.p);
-        v.sign += usize::from(paired < stats::ALPHA);
+    estimate: Estimator,
+    order: impl Fn(&mut ChaCha8Rng) -> Vec<Vec<usize>>,
+) -> (Vec<f64>, f64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut each = vec![0usize; cost.len()];
+    let mut any = 0;
+    for _ in 0..TRIALS {
+        let values = simulate(&order(&mut rng), cost, noisier, m, &mut rng);
+        let v = verdict::family(&estimate(&values));
+        let found: Vec<bool> = v.iter().map(|v| v.is_some_and(|v| v.differs)).collect();
+        for (s, &f) in found.iter().enumerate() {
+            each[s + 1] += usize::from(f);
+        }
+        any += usize::from(found.contains(&true));
     }
-    v
+    let share = |c: usize| c as f64 / TRIALS as f64;
+    (each.into_iter().map(share).collect(), share(any))
 }
 
-/// The median of `x`.
-fn median(x: &[f64]) -> f64 {
-    let mut x = x.to_vec();
-    x.sort_by(f64::total_cmp);
-    let n = x.len();
-    (x[(n - 1) / 2] + x[n / 2]) / 2.0
+/// Sixteen servers costing 10, with server `dearer` (if any) costing `10 · (1 + by)`.
+fn sixteen(dearer: Option<usize>, by: f64) -> Vec<f64> {
+    (0..16)
+        .map(|s| {
+            if Some(s) == dearer {
+                10.0 * (1.0 + by)
+            } else {
+                10.0
+            }
+        })
+        .collect()
 }
 
-/// The order of `rounds` rounds of two servers as a run draws it for trial `t`'s point.
-fn drawn(rounds: usize, t: usize) -> Vec<Vec<usize>> {
-    order::rounds(&order::draw(2, &mut order::rng(t as u64)), rounds)
+/// The default run's five rounds, drawn.
+fn five(servers: usize) -> impl Fn(&mut ChaCha8Rng) -> Vec<Vec<usize>> {
+    move |rng| drawn(servers, 5, rng)
 }
 
-/// A B in every round, as the sweep ran before the order was counterbalanced.
-fn fixed(rounds: usize) -> Vec<Vec<usize>> {
-    vec![vec![0, 1]; rounds]
+#[test]
+fn sixteen_equal_servers_give_a_false_verdict_in_at_most_five_runs_in_a_hundred() {
+    let (_, any) = rates(
+        0x5eed_0101,
+        &sixteen(None, 0.0),
+        &[1.0; 16],
+        DRIFTING,
+        method,
+        five(16),
+    );
+    eprintln!("sixteen equal, 2% noise, 3% drift: a false verdict in {any:.3} of runs");
+    assert!(any <= verdict::ALPHA, "{any}");
+    // And not by being blind: the family's rate is near its level, not far below it.
+    assert!(any >= 0.01, "{any}");
 }
 
-/// The share of the trials.
-fn rate(count: usize) -> f64 {
-    count as f64 / TRIALS as f64
+#[test]
+fn a_real_ten_percent_difference_is_found_in_nine_runs_in_ten() {
+    let (each, any) = rates(
+        0x5eed_0102,
+        &sixteen(Some(7), 0.10),
+        &[1.0; 16],
+        DRIFTING,
+        method,
+        five(16),
+    );
+    eprintln!(
+        "one server 10% dearer of sixteen: found in {:.3} of runs",
+        each[7]
+    );
+    assert!(each[7] >= 0.9, "{each:?}");
+    // The other fourteen stay quiet: what the column says besides is rarely false.
+    let others = any - each[7];
+    assert!(others <= verdict::ALPHA, "{each:?} {any}");
+    // Five per cent, for the docs: the method's power there, and that it is no longer sure.
+    let (each, _) = rates(
+        0x5eed_0103,
+        &sixteen(Some(7), 0.05),
+        &[1.0; 16],
+        DRIFTING,
+        method,
+        five(16),
+    );
+    eprintln!(
+        "one server 5% dearer of sixteen: found in {:.3} of runs",
+        each[7]
+    );
+    assert!(each[7] > 0.3, "{each:?}");
+}
+
+#[test]
+fn one_server_three_times_noisier_does_not_raise_the_false_rate() {
+    let mut noisier = [1.0; 16];
+    noisier[9] = 3.0;
+    let equal = sixteen(None, 0.0);
+    let (_, any) = rates(0x5eed_0104, &equal, &noisier, DRIFTING, method, five(16));
+    eprintln!("one of sixteen 3x noisier: a false verdict in {any:.3} of runs");
+    assert!(any <= verdict::ALPHA, "{any}");
+    // The reference itself the noisy one: every comparison shares its noise.
+    let mut noisy_reference = [1.0; 16];
+    noisy_reference[0] = 3.0;
+    let (_, any) = rates(
+        0x5eed_0105,
+        &equal,
+        &noisy_reference,
+        DRIFTING,
+        method,
+        five(16),
+    );
+    eprintln!("the reference 3x noisier: a false verdict in {any:.3} of runs");
+    assert!(any <= verdict::ALPHA, "{any}");
+    // One variance pooled over the servers is what breaks there: the noisy server's
+    // comparisons take the quiet servers' variance and speak too often.
+    let (_, pooled_any) = rates(0x5eed_0104, &equal, &noisier, DRIFTING, pooled, five(16));
+    eprintln!(
+        "one of sixteen 3x noisier, pooled variance: a false verdict in {pooled_any:.3} of runs"
+    );
+    assert!(pooled_any > 1.5 * verdict::ALPHA, "{pooled_any}");
+    let (_, pooled_quiet) = rates(0x5eed_0101, &equal, &[1.0; 16], DRIFTING, pooled, five(16));
+    eprintln!("sixteen equal, pooled variance: a false verdict in {pooled_quiet:.3} of runs");
+}
+
+#[test]
+fn the_model_holds_for_a_few_servers_as_well_as_sixteen() {
+    // Two, three and eight equal servers, and the A/A check's eight names of one binary.
+    for (n, seed) in [(2, 0x5eed_0110), (3, 0x5eed_0111), (8, 0x5eed_0112)] {
+        let cost = vec![10.0; n];
+        let (_, any) = rates(seed, &cost, &vec![1.0; n], DRIFTING, method, five(n));
+        eprintln!("{n} equal servers: a false verdict in {any:.3} of runs");
+        assert!(any <= verdict::ALPHA + 0.01, "{n}: {any}");
+    }
+    // A difference of two of 10% at 2% noise, found in almost every run.
+    let (each, _) = rates(
+        0x5eed_0113,
+        &[10.0, 11.0],
+        &[1.0; 2],
+        DRIFTING,
+        method,
+        five(2),
+    );
+    eprintln!("two servers 10% apart: found in {:.3} of runs", each[1]);
+    assert!(each[1] > 0.9, "{each:?}");
 }
 
 #[test]
 fn a_position_effect_fakes_verdicts_in_a_fixed_order_but_not_a_counterbalanced_one() {
-    // Five repeats, the quick suite's default; the trial is the point (who plays which
-    // symbol of the design is drawn at each point, as a run does).
+    // A B in every round, as the sweep ran before the order was counterbalanced, against the
+    // drawn Williams order; who plays which part is drawn at each point, as a run does. With
+    // 2 servers and 5 rounds one goes first 3 times: the design leaves that over, by chance.
     let same = [10.0, 10.0];
-    let old = trials(0x5eed_0001, same, POSITION, |_| fixed(5));
-    let new = trials(0x5eed_0001, same, POSITION, |t| drawn(5, t));
+    let fixed = |_: &mut ChaCha8Rng| vec![vec![0, 1]; 5];
+    let (old, _) = rates(0x5eed_0001, &same, &[1.0; 2], POSITION, method, fixed);
+    let (new, _) = rates(0x5eed_0001, &same, &[1.0; 2], POSITION, method, five(2));
     assert!(
-        rate(old.mann_whitney) > 0.6,
-        "the fixed order gave a false verdict in only {old:?} of {TRIALS}"
+        old[1] > 0.6,
+        "the fixed order gave a false verdict in only {old:?}"
     );
-    // The test's level at 5 a side is 8/252 = 3.2% for exchangeable repeats; one server
-    // going first 3 times of 5 must not push it far above that.
-    let level = stats::false_positive_rate(5, 5);
-    assert!(
-        rate(new.mann_whitney) <= level + 0.01,
-        "counterbalanced: {new:?} of {TRIALS}, level {level}"
-    );
-    // The sign test cannot reach 0.05 with 5 rounds at all.
-    assert_eq!((old.sign, new.sign), (0, 0));
+    assert!(new[1] <= verdict::ALPHA + 0.01, "counterbalanced: {new:?}");
 }
 
-/// The share of `TRIALS` points of two equal servers on machine `m`, trial `t` in the order
-/// `order(t)`, where server 0's median came out above server 1's.
-fn server_0_dearer(seed: u64, m: Machine, order: impl Fn(usize) -> Vec<Vec<usize>>) -> f64 {
-    let mut rng = XorShift(seed);
-    let dearer = (0..TRIALS)
-        .filter(|&t| {
-            let [a, b] = simulate(&order(t), [10.0, 10.0], m, &mut rng);
-            let flat = |x: &[Option<f64>]| x.iter().flatten().copied().collect::<Vec<f64>>();
-            median(&flat(&a)) > median(&flat(&b))
-        })
-        .count();
-    rate(dearer)
+/// The median of `x`.
+fn median(x: &[Option<f64>]) -> f64 {
+    let v: Vec<f64> = x.iter().flatten().copied().collect();
+    stats::median(&v).unwrap_or(f64::NAN)
 }
 
 #[test]
@@ -169,8 +296,18 @@ fn what_the_design_leaves_over_lands_on_one_server_when_fixed_and_on_either_when
     // the position effect every time, so run after run finds it the dearer one, a difference
     // that is not there; drawn, it is the dearer one in about half the runs, as chance has it.
     let first_three_times = order::rounds(&[0, 1], 5);
-    let fixed_labels = server_0_dearer(0x5eed_0006, POSITION, |_| first_three_times.clone());
-    let drawn_labels = server_0_dearer(0x5eed_0006, POSITION, |t| drawn(5, t));
+    let dearer = |order: &dyn Fn(&mut ChaCha8Rng) -> Vec<Vec<usize>>| {
+        let mut rng = ChaCha8Rng::seed_from_u64(0x5eed_0006);
+        let n = (0..TRIALS)
+            .filter(|_| {
+                let v = simulate(&order(&mut rng), &[10.0; 2], &[1.0; 2], POSITION, &mut rng);
+                median(&v[0]) > median(&v[1])
+            })
+            .count();
+        n as f64 / TRIALS as f64
+    };
+    let fixed_labels = dearer(&|_| first_three_times.clone());
+    let drawn_labels = dearer(&|rng| drawn(2, 5, rng));
     assert!(
         fixed_labels > 0.6,
         "fixed labels: server 0 dearer in {fixed_labels}"
@@ -183,82 +320,35 @@ fn what_the_design_leaves_over_lands_on_one_server_when_fixed_and_on_either_when
 }
 
 #[test]
-fn with_six_rounds_the_paired_view_is_fooled_by_a_fixed_order_only() {
-    let same = [10.0, 10.0];
-    let old = trials(0x5eed_0002, same, POSITION, |_| fixed(6));
-    let new = trials(0x5eed_0002, same, POSITION, |t| drawn(6, t));
-    assert!(rate(old.sign) > 0.6, "fixed: {old:?} of {TRIALS}");
-    assert!(rate(old.mann_whitney) > 0.6, "fixed: {old:?} of {TRIALS}");
-    // Each server first in 3 rounds of 6: the sign test's real size at n = 6 is 1/32.
-    assert!(
-        rate(new.sign) <= 1.0 / 32.0 + 0.01,
-        "counterbalanced: {new:?}"
-    );
-    assert!(
-        rate(new.mann_whitney) <= stats::false_positive_rate(6, 6) + 0.01,
-        "counterbalanced: {new:?}"
-    );
-}
-
-#[test]
-fn a_real_ten_percent_difference_is_still_found_with_five_repeats() {
-    let apart = [10.0, 11.0];
-    let new = trials(0x5eed_0003, apart, POSITION, |t| drawn(5, t));
-    assert!(
-        rate(new.mann_whitney) > 0.9,
-        "a 10% difference was found in only {new:?} of {TRIALS}"
-    );
-    // And the paired view sees it in (nearly) every round: its median ratio is near 1.10.
-    let mut rng = XorShift(0x5eed_0004);
-    let [a, b] = simulate(&drawn(5, 0), apart, POSITION, &mut rng);
-    let p = stats::paired(&a, &b).unwrap();
-    assert!((p.ratio - 1.1).abs() < 0.07, "{p:?}");
-}
-
-#[test]
-fn where_rounds_drift_the_paired_view_finds_what_mann_whitney_cannot() {
-    // A 5% difference on a host that drifts by about 8% from round to round (a neighbour's
-    // build starting and stopping) and is steady within a round: the repeats of the two
-    // servers overlap, but every round puts the dearer one above the other.
-    let drifting = Machine {
-        first: 0.0,
-        noise: 0.01,
-        drift: 0.08,
-    };
-    let v = trials(0x5eed_0005, [10.0, 10.5], drifting, |t| drawn(6, t));
-    assert!(rate(v.sign) > 0.9, "{v:?} of {TRIALS}");
-    assert!(rate(v.mann_whitney) < 0.2, "{v:?} of {TRIALS}");
-}
-
-#[test]
-fn against_the_cheapest_of_sixteen_equal_servers_a_cell_shows_a_ratio_more_often() {
-    // The README's figures: the cheapest is picked by the same medians the test then
-    // compares, so with sixteen equal servers a cell gives a false verdict 7–8% of the time
-    // (7.5% here), not the 3.2% of two, and about two runs in five show one somewhere.
-    let mut rng = XorShift(0x5eed_0016);
-    let (runs, servers) = (600, 16);
-    let (mut cells, mut verdicts, mut runs_with_one) = (0, 0, 0);
-    for _ in 0..runs {
-        let values: Vec<Vec<f64>> = (0..servers)
-            .map(|_| (0..5).map(|_| 10.0 * (0.02 * rng.normal()).exp()).collect())
-            .collect();
-        let cheapest = (0..servers)
+fn against_the_cheapest_of_sixteen_the_old_method_spoke_falsely_in_two_runs_of_five() {
+    // What the default run did before: the cheapest median as the reference, each server
+    // against it on its own at p < 0.05 (here Welch's t; the Mann-Whitney test of old gave
+    // 38–43% of runs). Chosen by the data it is then tested against, and fifteen tests
+    // uncorrected: most of the false verdicts the method removes.
+    let mut rng = ChaCha8Rng::seed_from_u64(0x5eed_0016);
+    let mut runs_with_one = 0;
+    for _ in 0..TRIALS / 4 {
+        let values = simulate(
+            &drawn(16, 5, &mut rng),
+            &[10.0; 16],
+            &[1.0; 16],
+            POSITION,
+            &mut rng,
+        );
+        let cheapest = (0..16)
             .min_by(|&a, &b| median(&values[a]).total_cmp(&median(&values[b])))
-            .unwrap();
-        let mut any = false;
-        let others = (0..servers).filter(|&s| s != cheapest).map(|s| &values[s]);
-        for v in others {
-            cells += 1;
-            let p = stats::mann_whitney(v, &values[cheapest]).unwrap_or(1.0);
-            if p < stats::ALPHA {
-                verdicts += 1;
-                any = true;
-            }
-        }
+            .unwrap_or(0);
+        let flat = |s: usize| values[s].iter().flatten().copied().collect::<Vec<f64>>();
+        let any = (0..16).filter(|&s| s != cheapest).any(|s| {
+            verdict::welch(&flat(cheapest), &flat(s)).is_some_and(|e| {
+                student::two_sided_p(e.log_ratio / e.var.sqrt(), e.df) < verdict::ALPHA
+            })
+        });
         runs_with_one += usize::from(any);
     }
-    let per_cell = verdicts as f64 / cells as f64;
-    let per_run = runs_with_one as f64 / runs as f64;
-    assert!((0.06..=0.11).contains(&per_cell), "per cell {per_cell}");
-    assert!((0.33..=0.53).contains(&per_run), "per run {per_run}");
+    let per_run = runs_with_one as f64 / (TRIALS / 4) as f64;
+    eprintln!(
+        "the old way (cheapest, fifteen uncorrected tests): a false verdict in {per_run:.3} of runs"
+    );
+    assert!(per_run > 0.25, "{per_run}");
 }

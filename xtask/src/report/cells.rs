@@ -1,12 +1,12 @@
 //! How numbers look in the report's tables and on the terminal: rates, durations, bytes,
 //! and the marks a cell carries (client-bound, disturbed, failed).
 //!
-//! It may call the record layer's `row` and `stats`.
+//! It may call the record layer's `row` and `verdict`.
 
 use std::fmt::Write as _;
 
 use crate::record::row::Row;
-use crate::record::stats;
+use crate::record::verdict::{self, Verdict};
 
 pub(crate) fn fmt_rate(v: Option<f64>) -> String {
     match v {
@@ -98,56 +98,126 @@ pub(crate) fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
     out.push('\n');
 }
 
-/// The values of `metric` over `row`'s repeats, or its one summary value where the repeats
-/// were not kept (a run from before they were, or a single repeat).
-fn repeats(row: &Row, metric: &str, value: Option<f64>) -> Vec<f64> {
-    let v = row.repeats_of(metric);
-    if v.is_empty() {
-        value.into_iter().collect()
-    } else {
-        v.to_vec()
-    }
-}
-
-/// B against A for one metric, as benchstat shows it: the ratio `b / a` where the
-/// Mann-Whitney test on the two rows' repeats says p < 0.05, else `~`; with the p-value and
-/// the repeats, `1.23× (p=0.008 n=5+5)`, `~ (p=0.400 n=3+3)`.
-pub(crate) fn delta(a: &Row, b: &Row, metric: &str, va: Option<f64>, vb: Option<f64>) -> String {
-    let (Some(x), Some(y)) = (va, vb) else {
-        return "–".into();
-    };
-    let (ra, rb) = (repeats(a, metric, va), repeats(b, metric, vb));
-    let Some(p) = stats::mann_whitney(&ra, &rb) else {
-        return "–".into();
-    };
-    let n = format!("p={p:.3} n={}+{}", ra.len(), rb.len());
-    if p < stats::ALPHA && x.abs() > f64::EPSILON {
-        format!("{:.2}× ({n})", y / x)
-    } else {
-        format!("~ ({n})")
-    }
-}
-
-/// B against A round by round, beside [`delta`]'s verdict: the median of the per-round ratios
-/// `b / a` (the rounds where both gave a value) and the sign test's p on them,
-/// `1.05× (p=0.062, 5 of 5 rounds above)`; `–` where the rows share no round (a run from
-/// before rounds were kept, or a server that failed every round).
-pub(crate) fn paired(a: &Row, b: &Row, metric: &str) -> String {
-    match stats::paired(a.rounds_of(metric), b.rounds_of(metric)) {
-        Some(p) => format!(
-            "{:.2}× (p={:.3}, {} of {} rounds above)",
-            p.ratio, p.p, p.above, p.rounds
+/// One verdict as a cell: `1.12× [1.05–1.19] (p=0.002)` where the server differs from the
+/// reference (the ratio server / reference, its simultaneous interval, Holm's adjusted p),
+/// else `~ (1.01× [0.96–1.06])`; `–` where there is none.
+pub(crate) fn verdict(v: Option<&Verdict>) -> String {
+    match v {
+        Some(v) if v.differs => format!(
+            "{:.2}× [{:.2}–{:.2}] ({})",
+            v.ratio,
+            v.low,
+            v.high,
+            if v.p < 0.001 {
+                "p<0.001".to_string()
+            } else {
+                format!("p={:.3}", v.p)
+            }
         ),
+        Some(v) => format!("~ ({:.2}× [{:.2}–{:.2}])", v.ratio, v.low, v.high),
         None => "–".into(),
     }
 }
 
-/// The per-round cell of `r` against the best row of a column (`best` for the best itself).
-pub(crate) fn paired_against(best: Option<&Row>, r: &Row, metric: &str) -> String {
-    match best {
-        Some(b) if b.server == r.server => "best".into(),
-        Some(b) => paired(b, r, metric),
-        None => "–".into(),
+/// A column of verdicts: every server at one point of a suite against the reference, on one
+/// metric, as one family (`record::verdict`). The one way the report (and whatever else
+/// shows a verdict) asks whether a server differs from the reference.
+#[derive(Debug, Clone)]
+pub(crate) struct Column {
+    /// The reference's name, if the column has one.
+    pub(crate) reference: Option<String>,
+    /// Why the reference's row cannot be tested against, if it cannot.
+    pub(crate) unusable: Option<&'static str>,
+    verdicts: Vec<(String, Option<Verdict>)>,
+}
+
+impl Column {
+    /// The column of `metric` at `suite`'s `point`, `reference` against every other server
+    /// of `rows` there.
+    pub(crate) fn new(
+        rows: &[Row],
+        suite: &str,
+        point: &str,
+        metric: &str,
+        reference: Option<&str>,
+    ) -> Column {
+        let at: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.suite == suite && r.point == point)
+            .collect();
+        let base = reference.and_then(|name| at.iter().find(|r| r.server == name).copied());
+        let Some(base) = base else {
+            return Column {
+                reference: reference.map(str::to_string),
+                unusable: reference.map(|_| "not measured at this point"),
+                verdicts: Vec::new(),
+            };
+        };
+        let others: Vec<&Row> = at
+            .iter()
+            .filter(|r| r.server != base.server)
+            .copied()
+            .collect();
+        let verdicts = verdict::column(base, &others, metric);
+        Column {
+            reference: Some(base.server.clone()),
+            unusable: verdict::unusable(base),
+            verdicts: others
+                .iter()
+                .map(|r| r.server.clone())
+                .zip(verdicts)
+                .collect(),
+        }
+    }
+
+    /// `server`'s verdict, if it has one.
+    pub(crate) fn of(&self, server: &str) -> Option<&Verdict> {
+        self.verdicts
+            .iter()
+            .find(|(s, _)| s == server)
+            .and_then(|(_, v)| v.as_ref())
+    }
+
+    /// `server`'s cell: `reference` for the reference itself, `not tested` where the
+    /// reference is unusable, else [`verdict`].
+    pub(crate) fn cell(&self, server: &str) -> String {
+        if self.reference.as_deref() == Some(server) {
+            "reference".into()
+        } else if self.unusable.is_some() {
+            "not tested".into()
+        } else {
+            verdict(self.of(server))
+        }
+    }
+
+    /// `server`'s multiple of the reference as a table of one repeat or more shows it beside
+    /// a value: ` (1.12× [1.05–1.19] (p=0.002))` where the column could test it, else the bare
+    /// multiple of `value` over `reference_value` (` (1.12×)`, one run: no verdict), and
+    /// nothing for the reference itself.
+    pub(crate) fn multiple(
+        &self,
+        server: &str,
+        value: Option<f64>,
+        reference_value: Option<f64>,
+    ) -> String {
+        if self.reference.as_deref() == Some(server) {
+            return String::new();
+        }
+        match self.of(server) {
+            Some(v) if self.unusable.is_none() => format!(" ({})", verdict(Some(v))),
+            _ => times(value, reference_value),
+        }
+    }
+
+    /// What a table says of its reference: its name, or why its column is not tested.
+    pub(crate) fn about(&self) -> String {
+        match (&self.reference, self.unusable) {
+            (None, _) => "no reference".into(),
+            (Some(r), None) => format!("against **{r}**"),
+            (Some(r), Some(why)) => {
+                format!("the reference, **{r}**, is {why} here: its column is not tested")
+            }
+        }
     }
 }
 
@@ -179,5 +249,49 @@ mod tests {
         assert_eq!(fmt_bytes(Some(2048.0)), "2.0 KiB");
         assert_eq!(fmt_bytes(Some(20.0 * 1024.0 * 1024.0)), "20 MiB");
         assert_eq!(fmt_us(None), "–");
+    }
+
+    fn row(server: &str, cpu: &[f64]) -> Row {
+        let mut r = Row {
+            suite: "kv".into(),
+            server: server.into(),
+            point: "p".into(),
+            ok: cpu.len(),
+            cpu_us_per_req: crate::record::stats::median(cpu),
+            ..Row::default()
+        };
+        r.per_repeat.insert("cpu_us_per_req".into(), cpu.to_vec());
+        r.per_round.insert(
+            "cpu_us_per_req".into(),
+            cpu.iter().copied().map(Some).collect(),
+        );
+        r
+    }
+
+    #[test]
+    fn a_multiple_is_a_verdict_where_the_column_can_test_it() {
+        let rows = vec![
+            row("redis", &[10.0, 10.2, 9.9]),
+            row("a", &[20.1, 20.3, 19.8]),
+            row("b", &[10.1, 10.0, 10.0]),
+        ];
+        let col = Column::new(&rows, "kv", "p", "cpu_us_per_req", Some("redis"));
+        assert_eq!(col.multiple("redis", Some(10.0), Some(10.0)), "");
+        assert!(
+            col.multiple("a", Some(20.1), Some(10.0))
+                .starts_with(" (2.00× [")
+        );
+        assert!(
+            col.multiple("b", Some(10.0), Some(10.0))
+                .starts_with(" (~ (1.0")
+        );
+        // One run a point: the bare multiple, no verdict.
+        let once = vec![row("redis", &[10.0]), row("a", &[20.0])];
+        let col = Column::new(&once, "kv", "p", "cpu_us_per_req", Some("redis"));
+        assert_eq!(col.multiple("a", Some(20.0), Some(10.0)), " (2.00×)");
+        // No redis in the run: nothing to set beside.
+        let col = Column::new(&once[1..], "kv", "p", "cpu_us_per_req", Some("redis"));
+        assert_eq!(col.multiple("a", Some(20.0), None), "");
+        assert_eq!(col.cell("a"), "not tested");
     }
 }

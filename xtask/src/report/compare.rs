@@ -1,9 +1,12 @@
 //! `cargo xtask compare A B`: two result directories side by side, point by point, with the
-//! ratio B / A of each number where it is more than noise: a Mann-Whitney test on the two
-//! runs' repeats (p < 0.05) shows the ratio, anything else is `~`, as benchstat does. A run
+//! ratio B / A of each number where it is more than noise: at each point and for each
+//! number, every server's B against its A is one family (`record::verdict::across_runs`:
+//! Welch's t on the log repeats, Holm's step-down over the point), and a ratio is shown with
+//! its simultaneous interval only where the family finds it; anything else is `~`. A run
 //! compared with itself is `~` everywhere.
 //!
-//! It may call the record layer (the two summaries) and the report layer's `cells`.
+//! It may call the record layer (the two summaries, the verdicts) and the report layer's
+//! `cells`.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -13,7 +16,47 @@ use clap::Args;
 
 use crate::record::row::Row;
 use crate::record::summary;
+use crate::record::verdict::{self, Verdict};
 use crate::report::cells;
+
+/// The metrics `compare` sets side by side, as summary.json names them.
+const METRICS: [&str; 4] = [
+    "throughput_per_sec",
+    "p99_us",
+    "cpu_us_per_req",
+    "mem_per_conn_bytes",
+];
+
+/// Each of `b`'s rows' verdicts against its row in `a` (`None` where `a` has none), for each
+/// of [`METRICS`]: a family per point and metric.
+fn verdicts(a: &[Row], b: &[Row]) -> Vec<Option<[Option<Verdict>; 4]>> {
+    let twin = |rb: &Row| {
+        a.iter()
+            .find(|r| r.suite == rb.suite && r.server == rb.server && r.point == rb.point)
+    };
+    let mut out: Vec<Option<[Option<Verdict>; 4]>> = vec![None; b.len()];
+    for (i, rb) in b.iter().enumerate() {
+        if out[i].is_some() || twin(rb).is_none() {
+            continue;
+        }
+        // Every row of this point that both runs have, one family a metric.
+        let at: Vec<usize> = (0..b.len())
+            .filter(|&j| b[j].suite == rb.suite && b[j].point == rb.point && twin(&b[j]).is_some())
+            .collect();
+        let pairs: Vec<(&Row, &Row)> = at
+            .iter()
+            .filter_map(|&j| Some((twin(&b[j])?, &b[j])))
+            .collect();
+        let each: Vec<Vec<Option<Verdict>>> = METRICS
+            .iter()
+            .map(|m| verdict::across_runs(&pairs, m))
+            .collect();
+        for (k, &j) in at.iter().enumerate() {
+            out[j] = Some([each[0][k], each[1][k], each[2][k], each[3][k]]);
+        }
+    }
+    out
+}
 
 /// Options of `cargo xtask compare`.
 #[derive(Debug, Clone, Args)]
@@ -33,7 +76,7 @@ pub(crate) fn compare(a: &[Row], b: &[Row], a_name: &str, b_name: &str) -> Strin
     let _ = writeln!(out, "# {b_name} against {a_name}\n");
     let _ = writeln!(
         out,
-        "Each *B/A* cell is the ratio B / A (above 1× B is higher) where a Mann-Whitney test on the two runs' repeats finds the difference real (p < 0.05), else `~`; p and the repeats (n = A+B) beside it. With 3 repeats a side no difference can reach p < 0.05 (the least p is 0.10): compare runs of 4 or more. For throughput higher is better; for latency, CPU and memory lower is better. † marks a client-bound point, ‡ one where something else used the server's CPU (or the hypervisor stole over 2% of it), § one where a CPU quota throttled the server.\n"
+        "Each *B/A* cell is the ratio B / A (above 1× B is higher) with its simultaneous interval and Holm's adjusted p where the difference is real, else `~` with the ratio and interval: at each point and for each number, every server's B against its A is one family (Welch's t on the log repeats, Holm's step-down over the point's servers), so a point's column says something false in at most 5% of comparisons of equal runs. Compare runs of 3 repeats or more (5, the default, finds a 10% difference at 2% noise). For throughput higher is better; for latency, CPU and memory lower is better. † marks a client-bound point, ‡ one where something else used the server's CPU (or the hypervisor stole over 2% of it), § one where a CPU quota throttled the server.\n"
     );
     let _ = writeln!(
         out,
@@ -54,14 +97,17 @@ pub(crate) fn compare(a: &[Row], b: &[Row], a_name: &str, b_name: &str) -> Strin
         s
     };
     let mut only_b = Vec::new();
-    for rb in b {
-        let Some(ra) = a
-            .iter()
-            .find(|r| r.suite == rb.suite && r.server == rb.server && r.point == rb.point)
-        else {
+    let verdicts = verdicts(a, b);
+    for (rb, v) in b.iter().zip(&verdicts) {
+        let (Some(ra), Some(v)) = (
+            a.iter()
+                .find(|r| r.suite == rb.suite && r.server == rb.server && r.point == rb.point),
+            v,
+        ) else {
             only_b.push(format!("{} / {} / {}", rb.suite, rb.server, rb.label));
             continue;
         };
+        let c = |k: usize| cells::verdict(v[k].as_ref());
         let _ = writeln!(
             out,
             "| {} | {} | {} | {}{} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -72,34 +118,16 @@ pub(crate) fn compare(a: &[Row], b: &[Row], a_name: &str, b_name: &str) -> Strin
             m(ra),
             cells::fmt_rate(rb.throughput_per_sec),
             m(rb),
-            cells::delta(
-                ra,
-                rb,
-                "throughput_per_sec",
-                ra.throughput_per_sec,
-                rb.throughput_per_sec
-            ),
+            c(0),
             cells::fmt_us(ra.p99_us),
             cells::fmt_us(rb.p99_us),
-            cells::delta(ra, rb, "p99_us", ra.p99_us, rb.p99_us),
+            c(1),
             cells::fmt_us(ra.cpu_us_per_req),
             cells::fmt_us(rb.cpu_us_per_req),
-            cells::delta(
-                ra,
-                rb,
-                "cpu_us_per_req",
-                ra.cpu_us_per_req,
-                rb.cpu_us_per_req
-            ),
+            c(2),
             cells::fmt_bytes(ra.mem_per_conn_bytes),
             cells::fmt_bytes(rb.mem_per_conn_bytes),
-            cells::delta(
-                ra,
-                rb,
-                "mem_per_conn_bytes",
-                ra.mem_per_conn_bytes,
-                rb.mem_per_conn_bytes
-            ),
+            c(3),
         );
     }
     let only_a: Vec<String> = a
@@ -171,7 +199,7 @@ mod tests {
         ];
         let t = compare(&a, &b, "A", "B");
         assert!(
-            t.contains("| quick | threads | 1 conns | 1.0k | 1.5k | 1.50× (p=0.008 n=5+5) | 100 µs | 100 µs | ~ (p=1.000 n=5+5) |"),
+            t.contains("| quick | threads | 1 conns | 1.0k | 1.5k | 1.50× [1.49–1.52] (p<0.001) | 100 µs | 100 µs | ~ (1.00× [1.00–1.00]) |"),
             "{t}"
         );
         assert!(t.contains("Only in A: quick / go / 1 conns."), "{t}");
@@ -180,7 +208,35 @@ mod tests {
         let c = vec![row("threads", &[900.0, 1100.0, 1000.0, 1200.0, 950.0])];
         let t = compare(&a[..1], &c, "A", "C");
         let line = t.lines().find(|l| l.starts_with("| quick")).unwrap();
-        assert!(!line.contains('×'), "{line}");
+        assert!(!line.contains("(p"), "{line}");
+        assert!(line.contains("| ~ (1.02× ["), "{line}");
+    }
+
+    #[test]
+    fn a_point_is_one_family() {
+        // At one point, fifteen servers whose B is their A again with other noise, and one
+        // 20% faster in B: the one is found, and none of the fifteen is.
+        let noisy = |k: u32, by: f64| -> Vec<f64> {
+            (0..5)
+                .map(|i| by * 1000.0 * (1.0 + 0.01 * f64::from((i * 7 + k * 3) % 5) - 0.02))
+                .collect()
+        };
+        let names: Vec<String> = (0..16).map(|s| format!("s{s}")).collect();
+        let a: Vec<Row> = (0..16)
+            .map(|s| row(&names[s], &noisy(s as u32, 1.0)))
+            .collect();
+        let b: Vec<Row> = (0..16)
+            .map(|s| {
+                row(
+                    &names[s],
+                    &noisy(s as u32 + 1, if s == 4 { 1.2 } else { 1.0 }),
+                )
+            })
+            .collect();
+        let t = compare(&a, &b, "A", "B");
+        let found: Vec<&str> = t.lines().filter(|l| l.contains("(p")).collect();
+        assert_eq!(found.len(), 1, "{t}");
+        assert!(found[0].starts_with("| quick | s4 |"), "{t}");
     }
 
     #[test]
@@ -194,8 +250,11 @@ mod tests {
         let body: Vec<&str> = t.lines().filter(|l| l.starts_with("| quick")).collect();
         assert_eq!(body.len(), 3);
         for l in body {
-            assert!(!l.contains('×'), "{l}");
-            assert!(l.contains("~ (p=1.000"), "{l}");
+            assert!(!l.contains("(p"), "{l}");
         }
+        assert!(
+            t.contains("| quick | fiber | 1 conns | 2.0k | 2.0k | ~ (1.00× [0.9"),
+            "{t}"
+        );
     }
 }

@@ -2,8 +2,9 @@
 //! interval over the runs) beside the paper's 1.17×, `search.csv`, a box plot in the manner
 //! of the paper's Figure 9, and `report.md`.
 //!
-//! It may call the run layer's `search` (what a search run measured), the record layer's `meta`
-//! and `stats`, and the report layer's `cells`.
+//! It may call the plan layer's `suites` (the reference), the run layer's `search` (what a
+//! search run measured), the record layer's `meta`, `stats` and `verdict`, and the report
+//! layer's `cells`.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -12,8 +13,9 @@ use std::path::Path;
 use anyhow::{Context, Result, anyhow};
 use plotters::prelude::*;
 
+use crate::plan::suites::Suite;
 use crate::record::meta::Meta;
-use crate::record::stats;
+use crate::record::{stats, verdict};
 use crate::report::cells;
 use crate::run::search::{Measure, RIPGREP, SearchRun};
 
@@ -57,6 +59,8 @@ struct Line {
     user: Vec<f64>,
     sys: Vec<f64>,
     cpu: Vec<f64>,
+    /// The wall time of each round (0-based), `None` where the round gave none.
+    by_round: Vec<Option<f64>>,
     /// The first failure, which takes the program out of the plot and comparisons.
     failure: Option<String>,
 }
@@ -73,6 +77,7 @@ fn lines(run: &SearchRun) -> Vec<Line> {
                     user: Vec::new(),
                     sys: Vec::new(),
                     cpu: Vec::new(),
+                    by_round: Vec::new(),
                     failure: None,
                 });
                 out.len() - 1
@@ -87,6 +92,11 @@ fn lines(run: &SearchRun) -> Vec<Line> {
         l.user.push(m.user_s);
         l.sys.push(m.sys_s);
         l.cpu.push(m.user_s + m.sys_s);
+        let k = m.round.saturating_sub(1);
+        if l.by_round.len() <= k {
+            l.by_round.resize(k + 1, None);
+        }
+        l.by_round[k] = Some(m.wall_s);
     }
     out
 }
@@ -101,16 +111,14 @@ fn cell(values: &[f64]) -> String {
     }
 }
 
-/// `other / base` of the medians where the Mann-Whitney test says p < 0.05, else `~`.
-fn ratio(base: &[f64], other: &[f64]) -> String {
-    let (Some(b), Some(o)) = (stats::median(base), stats::median(other)) else {
-        return "–".into();
-    };
-    match stats::mann_whitney(base, other) {
-        Some(p) if p < 0.05 && b > 0.0 => format!("{:.2}× (p={p:.3})", o / b),
-        Some(p) => format!("~ (p={p:.2})"),
-        None => "–".into(),
-    }
+/// The wall times of `others` against `reference`'s, one family (`record::verdict`: log
+/// wall time = program + round, Holm over the family), as cells.
+fn ratios(reference: &Line, others: &[&Line]) -> Vec<String> {
+    let rounds: Vec<&[Option<f64>]> = others.iter().map(|l| l.by_round.as_slice()).collect();
+    verdict::family(&verdict::against_reference(&reference.by_round, &rounds))
+        .iter()
+        .map(|v| cells::verdict(v.as_ref()))
+        .collect()
 }
 
 /// Writes `search.csv`, the plots and `report.md` into `out`; returns the table.
@@ -119,7 +127,7 @@ pub(crate) fn write(out: &Path, run: &SearchRun, meta: &Meta) -> Result<String> 
     write_csv(out, &run.measures)?;
     let ok: Vec<&Line> = lines.iter().filter(|l| l.failure.is_none()).collect();
     draw_box_plots(out, run, &ok)?;
-    let table = table(run, &lines, &ok);
+    let table = table(run, &lines, &ok, meta.settings["reference"].as_str());
     fs::write(out.join("report.md"), markdown(run, meta, &table)).context("writing report.md")?;
     Ok(table)
 }
@@ -149,17 +157,31 @@ fn draw_box_plots(out: &Path, run: &SearchRun, ok: &[&Line]) -> Result<()> {
     Ok(())
 }
 
-/// The table of every program's times, against search-fiber's, and the paper beside.
-fn table(run: &SearchRun, lines: &[Line], ok: &[&Line]) -> String {
+/// The table of every program's times, against the reference's (search-fiber's unless
+/// `--reference` named another), and the paper beside.
+fn table(run: &SearchRun, lines: &[Line], ok: &[&Line], explicit: Option<&str>) -> String {
     let mode = if run.cold { "cold" } else { "warm" };
-    let fiber = ok.iter().find(|l| l.program == "search-fiber");
+    let names: Vec<String> = ok.iter().map(|l| l.program.clone()).collect();
+    let reference = Suite::Search.reference(&names, explicit);
+    let base = ok.iter().find(|l| Some(&l.program) == reference.as_ref());
+    let others: Vec<&Line> = ok
+        .iter()
+        .filter(|l| Some(&l.program) != reference.as_ref())
+        .copied()
+        .collect();
+    let verdicts = base.map(|b| ratios(b, &others)).unwrap_or_default();
     let mut rows = Vec::new();
     for l in lines {
-        let vs = match (fiber, &l.failure) {
-            (_, Some(_)) => "–".into(),
-            (Some(_), None) if l.program == "search-fiber" => "(base)".into(),
-            (Some(f), None) => ratio(&f.wall, &l.wall),
-            (None, None) => "–".into(),
+        let vs = if l.failure.is_some() {
+            "–".into()
+        } else if Some(&l.program) == reference.as_ref() {
+            "reference".into()
+        } else {
+            others
+                .iter()
+                .position(|o| o.program == l.program)
+                .and_then(|i| verdicts.get(i).cloned())
+                .unwrap_or_else(|| "–".into())
         };
         rows.push(vec![
             l.program.clone(),
@@ -192,10 +214,18 @@ fn table(run: &SearchRun, lines: &[Line], ok: &[&Line]) -> String {
             "user",
             "system",
             "CPU",
-            "wall / fiber's",
+            "wall against the reference",
             "counts",
         ],
         &rows,
+    );
+    let _ = writeln!(
+        table,
+        "Wall time against **{}**, named in advance (search-fiber unless `--reference` says \
+         otherwise): a ratio with its simultaneous interval and Holm's adjusted p where the \
+         column (log wall time = program + round, each program's own variance, Holm's \
+         step-down) finds a difference, else `~`.\n",
+        reference.as_deref().unwrap_or("no program")
     );
     table.push_str(&against_the_paper(run, ok));
     table
@@ -276,13 +306,14 @@ fn against_the_paper(run: &SearchRun, ok: &[&Line]) -> String {
         out,
         "The paper (Figure 9: the Linux 5.13 tree on NFS, a 48-core Xeon, 15 runs): EMPER {PAPER_FIBER_OVER_GO}× faster than Go, every concurrency platform faster than ripgrep. Here: "
     );
-    match (fiber, find("search-go")) {
-        (Some(f), Some(g)) => {
-            let _ = write!(
-                out,
-                "search-go / search-fiber = {}",
-                ratio(&f.wall, &g.wall)
-            );
+    // search-go and ripgrep against search-fiber, one family of two.
+    let go = find("search-go");
+    let rg = find(RIPGREP);
+    let pair: Vec<&Line> = [go, rg].into_iter().flatten().copied().collect();
+    let said = fiber.map(|f| ratios(f, &pair)).unwrap_or_default();
+    match (fiber, go) {
+        (Some(_), Some(_)) => {
+            let _ = write!(out, "search-go / search-fiber = {}", said[0]);
         }
         _ => {
             // Not run: not asked for (`--servers`), not built or not installed.
@@ -297,12 +328,8 @@ fn against_the_paper(run: &SearchRun, ok: &[&Line]) -> String {
             out.push_str(&missing.join(" and "));
         }
     }
-    if let (Some(f), Some(r)) = (fiber, find(RIPGREP)) {
-        let _ = write!(
-            out,
-            "; ripgrep / search-fiber = {}",
-            ratio(&f.wall, &r.wall)
-        );
+    if let (Some(_), Some(_)) = (fiber, rg) {
+        let _ = write!(out, "; ripgrep / search-fiber = {}", said[said.len() - 1]);
     }
     out.push_str(".\n");
     out

@@ -150,6 +150,32 @@ impl Suite {
         self.defaults().default_servers_help
     }
 
+    /// The server this suite's verdicts compare every other with, where it is in the run,
+    /// named in advance (never picked by the medians it is then tested against): the
+    /// kernel's floor for echo, redis-server for kv, nginx for http, the paper's fiber
+    /// program for search.
+    pub(crate) fn own_reference(self) -> Option<&'static str> {
+        match self {
+            Suite::Quick => Some("floor-epoll"),
+            Suite::Kv => Some("redis"),
+            Suite::Http => Some("nginx"),
+            Suite::Search => Some("search-fiber"),
+            _ => None,
+        }
+    }
+
+    /// The reference of this suite's verdicts among `servers` (the run's, in `--servers`'
+    /// order): `explicit` (`--reference`) where it is one of them, else
+    /// [`Suite::own_reference`] where it is, else the first server.
+    pub(crate) fn reference(self, servers: &[String], explicit: Option<&str>) -> Option<String> {
+        let here = |name: &str| servers.iter().any(|s| s == name);
+        explicit
+            .filter(|&e| here(e))
+            .or(self.own_reference().filter(|&o| here(o)))
+            .map(str::to_string)
+            .or_else(|| servers.first().cloned())
+    }
+
     /// What `--list` says of the suite: `points` is what [`Suite::points`] gives with the
     /// command line's overrides, `repeats` the runs of each, `servers` how many servers run
     /// by default.
@@ -427,5 +453,28 @@ mod tests {
         assert!(parse_conns("0").is_err());
         assert!(parse_conns("1,,2").is_err());
         assert!(parse_conns("ten").is_err());
+    }
+
+    #[test]
+    fn the_reference_is_named_in_advance() {
+        let names = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let run = names(&["reactor", "go", "floor-epoll", "redis", "nginx"]);
+        let r = |suite: Suite, explicit| suite.reference(&run, explicit);
+        assert_eq!(r(Suite::Quick, None).as_deref(), Some("floor-epoll"));
+        assert_eq!(r(Suite::Kv, None).as_deref(), Some("redis"));
+        assert_eq!(r(Suite::Http, None).as_deref(), Some("nginx"));
+        assert_eq!(r(Suite::Scaling, None).as_deref(), Some("reactor"));
+        assert_eq!(r(Suite::Quick, Some("go")).as_deref(), Some("go"));
+        // A --reference that is not in the run is no reference: the suite's own, or the first.
+        assert_eq!(
+            r(Suite::Quick, Some("nope")).as_deref(),
+            Some("floor-epoll")
+        );
+        let without = names(&["go", "reactor"]);
+        assert_eq!(
+            Suite::Quick.reference(&without, None).as_deref(),
+            Some("go")
+        );
+        assert_eq!(Suite::Quick.reference(&[], None), None);
     }
 }

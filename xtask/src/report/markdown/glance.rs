@@ -1,5 +1,5 @@
 //! "At a glance": what this machine can measure first. CPU per echo at equal load (each open-loop
-//! rate), with intervals and significance against the cheapest server; then capacity under
+//! rate), with intervals and verdicts against the reference named in advance; then capacity under
 //! the CPU quota when the run had one; then closed-loop echoes/s, marked for what they are on
 //! a machine where one load-generator core may not outrun the server.
 //!
@@ -8,10 +8,9 @@
 use std::fmt::Write as _;
 
 use super::{Input, about};
+use crate::plan::suites::Suite;
 use crate::record::row::{DISTURBED_PCT, Row, STEAL_PCT, find, points_of, servers};
-use crate::report::cells::{
-    delta, fmt_bytes, fmt_pct, fmt_rate, fmt_us, mark, paired_against, table, with_ci,
-};
+use crate::report::cells::{Column, fmt_bytes, fmt_pct, fmt_rate, fmt_us, mark, table, with_ci};
 
 /// The servers of the quick rows, in the order they ran.
 fn quick_servers(rows: &[Row]) -> Vec<String> {
@@ -19,49 +18,6 @@ fn quick_servers(rows: &[Row]) -> Vec<String> {
         .into_iter()
         .filter(|s| rows.iter().any(|r| r.suite == "quick" && &r.server == s))
         .collect()
-}
-
-/// The row among `rs` with the best median of `f` (lowest or highest).
-fn best<'a>(rs: &[&'a Row], f: fn(&Row) -> Option<f64>, lowest: bool) -> Option<&'a Row> {
-    let key = |r: &&&'a Row| f(r).unwrap_or(if lowest { f64::MAX } else { f64::MIN });
-    if lowest {
-        rs.iter().min_by(|a, b| key(a).total_cmp(&key(b))).copied()
-    } else {
-        rs.iter().max_by(|a, b| key(a).total_cmp(&key(b))).copied()
-    }
-    .filter(|r| f(r).is_some())
-}
-
-/// At each of `points`, the quick row with the best median of `f` among the servers
-/// `names` that measured it (lowest or highest).
-fn bests_at<'a, 'p>(
-    rows: &'a [Row],
-    names: &[String],
-    points: impl Iterator<Item = &'p PointOf>,
-    f: fn(&Row) -> Option<f64>,
-    lowest: bool,
-) -> Vec<Option<&'a Row>> {
-    points
-        .map(|p| {
-            let rs: Vec<&Row> = names
-                .iter()
-                .filter_map(|s| find(rows, "quick", s, &p.0))
-                // A flagged row (client-bound †, disturbed ‡) is never what the others are
-                // set against: its figure is not the server's alone.
-                .filter(|r| r.ok > 0 && !r.client_bound && !r.disturbed())
-                .collect();
-            best(&rs, f, lowest)
-        })
-        .collect()
-}
-
-/// The cell comparing `r` with the best row for `metric`.
-fn against(best: Option<&Row>, r: &Row, metric: &str, f: fn(&Row) -> Option<f64>) -> String {
-    match best {
-        Some(b) if b.server == r.server => "best".into(),
-        Some(b) => delta(b, r, metric, f(b), f(r)),
-        None => "–".into(),
-    }
 }
 
 /// "At a glance": the quick suite's three tables (CPU per echo at equal load, capacity
@@ -81,9 +37,11 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
         }
     } else {
         let names = quick_servers(rows);
+        let reference = super::reference(input, Suite::Quick, &names);
+        let reference = reference.as_deref();
         // 1. CPU per echo at equal load: the comparison one client core can always make.
         if !open.is_empty() {
-            cpu_at_equal_load(out, input, &names, &open);
+            cpu_at_equal_load(out, input, &names, &open, reference);
             behind_the_rate(out, rows, &names, &open);
         }
         // 2. Capacity under the quota.
@@ -91,13 +49,13 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
             .iter()
             .find_map(|r| r.cpu_quota.filter(|_| r.suite == "quick"));
         if let (Some(q), false) = (quota, closed.is_empty()) {
-            capacity_under_quota(out, rows, &names, &closed, q);
+            capacity_under_quota(out, rows, &names, &closed, q, reference);
         }
         // 3. Closed-loop echoes/s, after them and marked.
         if let (Some(first), Some(last)) = (closed.first(), closed.last()) {
             closed_loop(out, rows, &names, first, last);
         }
-        how_to_read(out, rows);
+        how_to_read(out, rows, names.len());
     }
     if !input.skipped.is_empty() {
         let _ = writeln!(out, "Not in this run: {}.\n", input.skipped.join("; "));
@@ -126,27 +84,34 @@ fn left_out_of_the_defaults(out: &mut String, input: &Input<'_>) {
 /// A point of a series: its id, its label and its x.
 type PointOf = (String, String, f64);
 
-/// The table of CPU per echo at the open-loop rates, against the cheapest.
-fn cpu_at_equal_load(out: &mut String, input: &Input<'_>, names: &[String], open: &[PointOf]) {
+/// The table of CPU per echo at the open-loop rates, against the reference.
+fn cpu_at_equal_load(
+    out: &mut String,
+    input: &Input<'_>,
+    names: &[String],
+    open: &[PointOf],
+    reference: Option<&str>,
+) {
     let rows = input.rows;
-    let cpu = |r: &Row| r.cpu_us_per_req;
+    let columns: Vec<Column> = open
+        .iter()
+        .map(|o| Column::new(rows, "quick", &o.0, "cpu_us_per_req", reference))
+        .collect();
     let mut head: Vec<String> = vec!["server".into(), "how it serves connections".into()];
     for o in open {
         let rate = o.1.split(" @ ").nth(1).unwrap_or("equal load");
         head.push(format!("CPU per echo at {rate} [interval]"));
-        head.push("against the cheapest".into());
-        head.push("per round against the cheapest".into());
+        head.push(format!("against {}", reference.unwrap_or("the reference")));
         head.push("lowest repeat".into());
     }
     head.push(format!(
         "p99 at {}",
         open[0].1.split(" @ ").nth(1).unwrap_or("equal load")
     ));
-    let bests = bests_at(rows, names, open.iter(), cpu, true);
     let mut body = Vec::new();
     for s in names {
         let mut cells = vec![format!("**{s}**"), about(input, s).to_string()];
-        for (o, b) in open.iter().zip(&bests) {
+        for (o, col) in open.iter().zip(&columns) {
             let r = find(rows, "quick", s, &o.0);
             cells.push(mark(
                 r,
@@ -159,8 +124,7 @@ fn cpu_at_equal_load(out: &mut String, input: &Input<'_>, names: &[String], open
                     )
                 }),
             ));
-            cells.push(r.map_or("–".into(), |r| against(*b, r, "cpu_us_per_req", cpu)));
-            cells.push(r.map_or("–".into(), |r| paired_against(*b, r, "cpu_us_per_req")));
+            cells.push(r.map_or("–".into(), |_| col.cell(s)));
             cells.push(fmt_us(r.and_then(|r| r.cpu_us_per_req_min)));
         }
         let r = find(rows, "quick", s, &open[0].0);
@@ -182,6 +146,18 @@ fn cpu_at_equal_load(out: &mut String, input: &Input<'_>, names: &[String], open
     );
     let head: Vec<&str> = head.iter().map(String::as_str).collect();
     table(out, &head, &body);
+    say_references(out, &columns);
+}
+
+/// Under a table of verdicts, its reference, or why its columns are not tested.
+fn say_references(out: &mut String, columns: &[Column]) {
+    let mut said: Vec<String> = columns.iter().map(Column::about).collect();
+    said.dedup();
+    let _ = writeln!(
+        out,
+        "Verdicts {} (named before the run, not picked by its medians).\n",
+        said.join("; ")
+    );
 }
 
 /// A server that fell behind the rate did less work: say so rather than let its CPU per
@@ -210,29 +186,31 @@ fn behind_the_rate(out: &mut String, rows: &[Row], names: &[String], open: &[Poi
     }
 }
 
-/// The table of closed-loop echoes/s under the CPU quota `q`, against the most.
+/// The table of closed-loop echoes/s under the CPU quota `q`, against the reference.
 fn capacity_under_quota(
     out: &mut String,
     rows: &[Row],
     names: &[String],
     closed: &[PointOf],
     q: f64,
+    reference: Option<&str>,
 ) {
-    let tp = |r: &Row| r.throughput_per_sec;
     let picked: Vec<&(String, String, f64)> = closed.iter().filter(|p| p.2 >= 10.0).collect();
+    let columns: Vec<Column> = picked
+        .iter()
+        .map(|p| Column::new(rows, "quick", &p.0, "throughput_per_sec", reference))
+        .collect();
     let mut head: Vec<String> = vec!["server".into()];
     for p in &picked {
         head.push(format!("echoes/s, {} [interval]", p.1));
-        head.push("against the most".into());
-        head.push("per round against the most".into());
+        head.push(format!("against {}", reference.unwrap_or("the reference")));
     }
     head.push("server CPU, last point".into());
     head.push("throttled, last point".into());
-    let bests = bests_at(rows, names, picked.iter().copied(), tp, false);
     let mut body = Vec::new();
     for s in names {
         let mut cells = vec![format!("**{s}**")];
-        for (p, b) in picked.iter().zip(&bests) {
+        for (p, col) in picked.iter().zip(&columns) {
             let r = find(rows, "quick", s, &p.0);
             cells.push(mark(
                 r,
@@ -245,10 +223,7 @@ fn capacity_under_quota(
                     )
                 }),
             ));
-            cells.push(r.map_or("–".into(), |r| against(*b, r, "throughput_per_sec", tp)));
-            cells.push(r.map_or("–".into(), |r| {
-                paired_against(*b, r, "throughput_per_sec")
-            }));
+            cells.push(r.map_or("–".into(), |_| col.cell(s)));
         }
         let last = picked.last().and_then(|p| find(rows, "quick", s, &p.0));
         cells.push(fmt_pct(last.and_then(|r| r.cpu_mean_pct)));
@@ -267,6 +242,7 @@ fn capacity_under_quota(
     );
     let head: Vec<&str> = head.iter().map(String::as_str).collect();
     table(out, &head, &body);
+    say_references(out, &columns);
 }
 
 /// The table of closed-loop echoes/s at the first and last points, marked for what they
@@ -323,7 +299,7 @@ fn closed_loop(out: &mut String, rows: &[Row], names: &[String], first: &PointOf
 }
 
 /// How to read the tables: the intervals, the tests' power, the marks.
-fn how_to_read(out: &mut String, rows: &[Row]) {
+fn how_to_read(out: &mut String, rows: &[Row], servers: usize) {
     let level = rows
         .iter()
         .filter(|r| r.suite == "quick")
@@ -345,31 +321,14 @@ fn how_to_read(out: &mut String, rows: &[Row]) {
     } else {
         "Each number is a single run (`--repeat 3` or more gives intervals)".into()
     };
-    let least = crate::record::stats::least_p(repeats, repeats);
-    let power = match least {
-        Some(p) if p >= crate::record::stats::ALPHA => format!(
-            "with {repeats} repeats a side the least p possible is {p:.3}, so no difference can \
-             be shown: run `--repeat 5` or more for verdicts"
-        ),
-        Some(p) => format!(
-            "with {repeats} repeats a side the least p possible is {p:.3}; where two servers do \
-             not differ, a cell still shows a ratio about {:.0}% of the time",
-            crate::record::stats::false_positive_rate(repeats, repeats) * 100.0
-        ),
-        None => "a single run cannot be tested".into(),
-    };
-    let paired = super::per_round_note(repeats);
+    let verdicts = super::verdicts_note(repeats, servers);
     let _ = writeln!(
         out,
         "How to read it: on a small machine one load-generator core costs about as much per \
          echo as the fastest servers, so closed-loop echoes/s often measure the load \
          generator (†); the server's CPU per echo at a fixed rate, and its throughput under a \
          CPU quota, are what this machine measures about the server itself, so they come \
-         first. {over}; *against the cheapest* (or *the most*) shows the ratio only where a \
-         Mann-Whitney test on the repeats gives p < 0.05, else `~` ({power}). {paired} \
-         *lowest repeat* \
-         is the \
-         steadiest estimate of a cost on a shared host, where noise only adds CPU time. \
+         first. {over}. {verdicts} *lowest repeat* is the steadiest estimate of a cost on a shared host, where noise only adds CPU time. \
          **CPU per echo** is the server's CPU time (user + system, from /proc) over the echoes \
          it served (less is better); **p99** the time within which 99% of echoes came back; \
          **memory per conn** the growth of the server's memory, of the kernel's thread stacks \
@@ -457,24 +416,23 @@ mod tests {
             t.starts_with("## At a glance\n\n**CPU per echo at equal load**"),
             "{t}"
         );
+        // No floor-epoll and no --reference: the first server is the reference.
         assert!(
-            t.contains("| **a** |  | 10.1 µs [9.90 µs–10.3 µs] | best | best | 9.90 µs |"),
+            t.contains("| **a** |  | 10.1 µs [9.90 µs–10.3 µs] | reference | 9.90 µs |"),
             "{t}"
         );
-        // b costs half as much again, in every repeat: a verdict; c is within a's noise.
+        assert!(
+            t.contains("Verdicts against **a** (named before the run"),
+            "{t}"
+        );
+        // b costs half as much again, in every round: a verdict; c is within a's noise.
         let line = |s: &str| t.lines().find(|l| l.starts_with(s)).unwrap();
-        assert!(line("| **b** |").contains("× (p=0.008 n=5+5) |"), "{t}");
-        assert!(line("| **c** |").contains("| ~ (p="), "{t}");
-        // Round by round: b above a in all 5 rounds (the sign test's least p at 5), c in 3.
-        assert!(
-            line("| **b** |").contains("| 1.50× (p=0.062, 5 of 5 rounds above) |"),
-            "{t}"
-        );
-        assert!(
-            line("| **c** |").contains("| 1.02× (p=1.000, 3 of 5 rounds above) |"),
-            "{t}"
-        );
-        assert!(t.contains("Williams design"), "{t}");
+        assert!(line("| **b** |").contains("| 1.50× [1.4"), "{t}");
+        assert!(line("| **b** |").contains("(p<0.001) |"), "{t}");
+        assert!(line("| **c** |").contains("| ~ (1.01× [0.9"), "{t}");
+        // The per-round column, whose sign test could not speak at 5 rounds, is gone.
+        assert!(!t.contains("per round"), "{t}");
+        assert!(t.contains("Williams order"), "{t}");
         assert!(t.contains("covers the true median 94% of the time"), "{t}");
         assert!(!t.contains("Capacity under"), "{t}");
     }
@@ -493,5 +451,35 @@ mod tests {
         let cap = t.find("Capacity under").unwrap();
         let closed = t.find("Closed-loop echoes/s").unwrap();
         assert!(cpu < cap && cap < closed, "{t}");
+    }
+
+    #[test]
+    fn the_floor_is_the_reference_and_a_flagged_one_is_not_tested() {
+        let mut rows = vec![
+            row("a", "open", "open", &[10.0, 10.2, 9.9, 10.1, 10.3], None),
+            row(
+                "floor-epoll",
+                "open",
+                "open",
+                &[5.0, 5.1, 4.9, 5.0, 5.2],
+                None,
+            ),
+        ];
+        let t = render(&rows);
+        let line = |t: &str, s: &str| t.lines().find(|l| l.starts_with(s)).unwrap().to_string();
+        assert!(
+            line(&t, "| **floor-epoll** |").contains("| reference |"),
+            "{t}"
+        );
+        assert!(line(&t, "| **a** |").contains("| 2.0"), "{t}");
+        assert!(t.contains("Verdicts against **floor-epoll**"), "{t}");
+        // Something else ran on the floor's CPUs: its column is not tested.
+        rows[1].other_load_pct = Some(50.0);
+        let t = render(&rows);
+        assert!(line(&t, "| **a** |").contains("| not tested |"), "{t}");
+        assert!(
+            t.contains("the reference, **floor-epoll**, is disturbed by other load (‡) here"),
+            "{t}"
+        );
     }
 }

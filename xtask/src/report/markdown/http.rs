@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use super::pivot;
 use crate::plan::suites::{HTTP_EQUAL_SERIES, HttpDriver, HttpPath, http_series};
 use crate::record::row::{Row, find, points_of, rows_of_servers_that_ran, servers_that_ran};
-use crate::report::cells::{fmt_rate, fmt_us, mark, table, times};
+use crate::report::cells::{Column, fmt_rate, fmt_us, mark, table};
 
 const SUITE: &str = "http";
 const NGINX: &str = crate::run::nginx::NAME;
@@ -33,7 +33,7 @@ fn main_table(out: &mut String, rows: &[Row], driver: HttpDriver) {
     }
     let _ = writeln!(
         out,
-        "**{}**: requests/s (× nginx's) · server CPU per request:\n",
+        "**{}**: requests/s (× nginx's: a bare multiple of one run, the point's verdict against nginx with `--repeat 3` or more) · server CPU per request:\n",
         driver.name()
     );
     let mut head = vec!["server".to_string()];
@@ -45,15 +45,12 @@ fn main_table(out: &mut String, rows: &[Row], driver: HttpDriver) {
             for (id, _) in &cols {
                 let r = find(rows, SUITE, &s, id);
                 let nginx = find(rows, SUITE, NGINX, id).and_then(|n| n.throughput_per_sec);
+                let col = Column::new(rows, SUITE, id, "throughput_per_sec", Some(NGINX));
                 let cell = r.map_or_else(String::new, |r| {
                     format!(
                         "{}{} · {}",
                         fmt_rate(r.throughput_per_sec),
-                        if s == NGINX {
-                            String::new()
-                        } else {
-                            times(r.throughput_per_sec, nginx)
-                        },
+                        col.multiple(&s, r.throughput_per_sec, nginx),
                         fmt_us(r.cpu_us_per_req)
                     )
                 });
@@ -121,6 +118,7 @@ fn equal_load(out: &mut String, rows: &[Row]) {
          client's limits in the figures. CPU per request (× nginx's) and p99:\n"
     );
     let nginx = find(rows, SUITE, NGINX, &id);
+    let col = Column::new(rows, SUITE, &id, "cpu_us_per_req", Some(NGINX));
     let body: Vec<Vec<String>> = servers_that_ran(rows)
         .into_iter()
         .map(|s| {
@@ -129,11 +127,7 @@ fn equal_load(out: &mut String, rows: &[Row]) {
                 format!(
                     "{}{}",
                     fmt_us(r.cpu_us_per_req),
-                    if s == NGINX {
-                        String::new()
-                    } else {
-                        times(r.cpu_us_per_req, nginx.and_then(|n| n.cpu_us_per_req))
-                    }
+                    col.multiple(&s, r.cpu_us_per_req, nginx.and_then(|n| n.cpu_us_per_req))
                 )
             });
             vec![

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use super::pivot;
 use crate::record::row::{Row, find, rows_of_servers_that_ran, servers_that_ran};
-use crate::report::cells::{fmt_bytes, fmt_rate, fmt_us, mark, table, times};
+use crate::report::cells::{Column, fmt_bytes, fmt_rate, fmt_us, mark, table};
 
 const SUITE: &str = "kv";
 /// The combinations of each table, in the order the issue's anchor gives them.
@@ -47,16 +47,19 @@ fn headline(out: &mut String, rows: &[Row], driver: &str, conns: usize) {
             for &(op, p) in &OPS {
                 let r = find(rows, SUITE, &s, &id(op, p));
                 let redis = find(rows, SUITE, crate::run::redis::NAME, &id(op, p));
+                let col = Column::new(
+                    rows,
+                    SUITE,
+                    &id(op, p),
+                    "cpu_us_per_req",
+                    Some(crate::run::redis::NAME),
+                );
                 let cell = r.map_or_else(String::new, |r| {
                     format!(
                         "{} · {}{}",
                         fmt_rate(r.throughput_per_sec),
                         fmt_us(r.cpu_us_per_req),
-                        if s == crate::run::redis::NAME {
-                            String::new()
-                        } else {
-                            times(r.cpu_us_per_req, redis.and_then(|x| x.cpu_us_per_req))
-                        }
+                        col.multiple(&s, r.cpu_us_per_req, redis.and_then(|x| x.cpu_us_per_req))
                     )
                 });
                 cells.push(mark(r, cell));
@@ -107,7 +110,11 @@ fn intro(out: &mut String, rows: &[Row]) {
          its point's server CPU counts its whole run, connection setup included) and loadgen \
          kv (every reply checked against what the store must hold; CPU over its measured \
          window). GET points start with the key space stored. CPU per request is the server's \
-         user + system time; the multiple in brackets is of redis-server's at the same point.\n",
+         user + system time; the multiple in brackets is of redis-server's at the same point: with \
+         one run a point (the default) a bare multiple, with `--repeat 3` or more the \
+         verdict of the point's column against redis-server (log cost = server + round, \
+         Holm over the column), a ratio with its simultaneous interval where it differs, \
+         else `~`.\n",
         crate::plan::suites::KV_VALUE_SIZE,
         crate::plan::suites::KV_KEYS,
     );

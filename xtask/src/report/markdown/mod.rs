@@ -90,7 +90,13 @@ fn sections(suite: Suite) -> &'static [Section] {
         Suite::Kv => &[|out, rows, _| kv::section(out, rows)],
         Suite::Http => &[|out, rows, _| http::section(out, rows)],
         Suite::Scaling => &[|out, rows, input| {
-            scaling::section(out, rows, &input.server_cpus, input.meta.cores);
+            scaling::section(
+                out,
+                rows,
+                &input.server_cpus,
+                input.meta.cores,
+                input.meta.settings["reference"].as_str(),
+            );
         }],
     }
 }
@@ -370,7 +376,7 @@ pub(crate) fn method(out: &mut String, input: &Input<'_>) {
     );
     let _ = writeln!(
         out,
-        "- Repeats run in rounds (every server once, then every server again), so that a drift of the machine spreads over all servers; within a round the servers run in the order of a Williams design (a Latin square whose rows put each server in each position, and after each other server, equally often; for an odd count of servers the square and its mirror), its rows in turn round after round, so that what the first run of a round pays lands on no one server; which server plays which part of the square is drawn at each point from the run's seed, so that what the design leaves over (with 2 servers and 5 rounds one goes first 3 times) is not the same server's in every run. `meta.json` records the seed (`order_seed`; `--order-seed N` draws the same orders again) and the order of every round (`orders`), and `--resume` keeps it. A number is the median of the repeats; the interval in brackets (`_ci_low`, `_ci_high` in summary.csv) is the distribution-free order-statistic interval of the median, `[x(k), x(n+1−k)]` with the largest k whose coverage 1 − 2·P(Bin(n, ½) < k) stays at least 95%; with fewer than 6 repeats no such k exists, the interval is [min, max] and `ci_level` says its real coverage (3 repeats 75%, 4 87.5%, 5 93.8%). A bootstrap was not used: on 3 to 5 values it covers far less than it claims. Latency intervals come from each repeat's own percentile. *lowest* CPU per message is the least of the repeats: on a shared host noise only adds CPU time. A comparison shows a ratio only where a two-sided Mann-Whitney U test on the repeats gives p < 0.05 (exact without ties, else the normal approximation with tie correction), else `~`, as benchstat does; with 3 repeats a side the least possible p is 0.10 (no verdict can be reached), with 4 it is 0.029, with 5 (quick's default) 0.008, and a ratio is then shown where none is real in about 3% of cells. Beside it, *per round* gives the median of the per-round ratios of the two servers (rounds where both gave a value; `per_round` in summary.json) and the two-sided exact sign test on them (p = 2·P(Bin(n, ½) ≤ the rounds on the smaller side), ties left out)."
+        "- Repeats run in rounds (every server once, then every server again), so that a drift of the machine spreads over all servers; within a round the servers run in the order of a Williams design (a Latin square whose rows put each server in each position, and after each other server, equally often; for an odd count of servers the square and its mirror), its rows in turn round after round, so that what the first run of a round pays lands on no one server; which server plays which part of the square is drawn at each point from the run's seed, so that what the design leaves over (with 2 servers and 5 rounds one goes first 3 times) is not the same server's in every run. `meta.json` records the seed (`order_seed`; `--order-seed N` draws the same orders again) and the order of every round (`orders`), and `--resume` keeps it. A number is the median of the repeats; the interval in brackets (`_ci_low`, `_ci_high` in summary.csv) is the distribution-free order-statistic interval of the median, `[x(k), x(n+1−k)]` with the largest k whose coverage 1 − 2·P(Bin(n, ½) < k) stays at least 95%; with fewer than 6 repeats no such k exists, the interval is [min, max] and `ci_level` says its real coverage (3 repeats 75%, 4 87.5%, 5 93.8%). A bootstrap was not used: on 3 to 5 values it covers far less than it claims. Latency intervals come from each repeat's own percentile. *lowest* CPU per message is the least of the repeats: on a shared host noise only adds CPU time. A comparison of a server with its column's reference (named in advance: floor-epoll for echo, redis for kv, nginx for http, search-fiber for search, else `--reference`, by default the first of `--servers`) models log value = server + round over the rounds of the point (`per_round` in summary.json), each server with its own variance from its residuals (S·G/(G−1) with (K−1)(G−1)/G degrees of freedom for G servers and K rounds), the difference's degrees of freedom Satterthwaite's; Holm's step-down over the column holds its false verdicts to 5% as a family, and each ratio's interval is simultaneous (Bonferroni, t at 1 − 0.05/m). Where the rounds were not kept, or in `compare` (two runs share no round), Welch's t on the log repeats. A ratio is shown only where Holm's adjusted p is below 0.05, else `~`. docs/VERDICTS.md gives the method, why, and its error rate and power on synthetic runs."
     );
     let _ = writeln!(
         out,
@@ -378,24 +384,42 @@ pub(crate) fn method(out: &mut String, input: &Input<'_>) {
     );
 }
 
-/// What the *per round* columns say and when to trust them over the Mann-Whitney verdict,
-/// for "how to read it" with `repeats` rounds a point.
-pub(crate) fn per_round_note(repeats: usize) -> String {
-    let least = crate::record::stats::sign_test(repeats, 0);
+/// What a column of verdicts says and how far to trust it, for "how to read it" with
+/// `repeats` rounds a point and `servers` servers in the column.
+pub(crate) fn verdicts_note(repeats: usize, servers: usize) -> String {
+    let tests = servers.saturating_sub(1);
+    let power = if repeats < 3 {
+        format!(
+            "with {repeats} repeats there is too little to test (run `--repeat 5`, the \
+             default, for verdicts)"
+        )
+    } else {
+        format!(
+            "here {tests} comparisons a column over {repeats} rounds; on synthetic runs of the \
+             default run's shape (sixteen servers, five rounds, 2% noise, a 3% drift from \
+             round to round) a column of equal servers speaks falsely in about 2% of runs, \
+             also when one server is three times noisier, and finds a server 10% dearer than \
+             the reference in 96% of runs, one 5% dearer in about a third"
+        )
+    };
     format!(
-        "Within each round the servers run in a counterbalanced order (a Williams design: \
-         each server in each position, and after each other server, about equally often; \
-         who plays which part drawn at each point), so that what the first run of a round pays, or a drift within a round, lands on no one \
-         server. *per round* sets two servers side by side within each round, close together \
-         in time: the median of the per-round ratios, an exact sign test's p on \
-         how many rounds put the server above the best one, and that count. It cancels what \
-         a round shared (the machine drifting over the run), so it is the better guide where \
-         the intervals are wide and overlap yet the rounds agree; the Mann-Whitney verdict is \
-         the better guide where the rounds are alike, since it uses every value and the sign \
-         test only their signs: with {repeats} rounds the sign test's least p is {least:.3} \
-         (it needs 6 to go below 0.05). Where the two disagree, the difference is not steady \
-         from round to round: run more repeats."
+        "*against* a server is its column's verdict against the reference, which is named \
+         before the run (the kernel's floor, redis, nginx, or `--reference`), never picked by \
+         the medians it is then tested against: log cost modelled by server and round (the \
+         rounds of the counterbalanced Williams order are its blocks, so the machine's drift \
+         from round to round comes out), each server with its own variance, and Holm's \
+         step-down over the column, so that a column gives a false verdict in at most 5% of \
+         runs however many servers it holds. A ratio server / reference is shown, with its \
+         simultaneous interval and Holm's adjusted p, only where it finds a difference; \
+         else `~` with the ratio and interval ({power}). A flagged (‡, †) or failed reference \
+         is said to be unusable and its column is not tested."
     )
+}
+
+/// The reference of `suite`'s verdicts among `servers` (in run order): `--reference` as the
+/// run recorded it, else the suite's own (`Suite::reference`).
+pub(crate) fn reference(input: &Input<'_>, suite: Suite, servers: &[String]) -> Option<String> {
+    suite.reference(servers, input.meta.settings["reference"].as_str())
 }
 
 /// A compact table of every row, for the terminal at the end of a run.

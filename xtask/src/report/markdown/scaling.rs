@@ -10,11 +10,18 @@ use super::pivot;
 use crate::plan::placement::CpuList;
 use crate::plan::suites::{self, Suite};
 use crate::record::row::Row;
-use crate::report::cells::{fmt_num, fmt_rate, fmt_us, with_ci};
+use crate::report::cells::{Column, fmt_num, fmt_rate, fmt_us, with_ci};
 use crate::report::figures::scaling::{efficiency, work_series, workers_of};
 
 /// `server_cpus` is the run's `--server-cpus`, `machine_cpus` the machine's CPUs.
-pub(crate) fn section(out: &mut String, rows: &[Row], server_cpus: &str, machine_cpus: usize) {
+/// `explicit` is the run's `--reference`.
+pub(crate) fn section(
+    out: &mut String,
+    rows: &[Row],
+    server_cpus: &str,
+    machine_cpus: usize,
+    explicit: Option<&str>,
+) {
     let s = Suite::Scaling.name();
     // A server sits out the points it does not serve (srv-floor those with work): they are
     // left blank, not failed.
@@ -53,21 +60,29 @@ pub(crate) fn section(out: &mut String, rows: &[Row], server_cpus: &str, machine
     pivot(out, rows, s, "closed", "efficiency", |r| {
         fmt_num(efficiency(rows, r), 2)
     });
+    let names = crate::record::row::servers(rows);
+    let reference = Suite::Scaling.reference(&names, explicit);
     let _ = writeln!(
         out,
         "At equal load per worker (W × the one-worker rate, open loop), server CPU per echo \
-         [interval] · p99 from the intended send:\n"
+         [interval] · p99 from the intended send · the verdict against **{}** at the same \
+         workers (named in advance: `--reference`, else the first server; log CPU = server + \
+         round, Holm over the column; a ratio with its simultaneous interval where it \
+         differs, else `~`):\n",
+        reference.as_deref().unwrap_or("no server")
     );
     pivot(out, rows, s, "open", "equal load", |r| {
+        let col = Column::new(rows, s, &r.point, "cpu_us_per_req", reference.as_deref());
         format!(
-            "{} · {}",
+            "{} · {} · {}",
             with_ci(
                 r.cpu_us_per_req,
                 r.cpu_us_per_req_ci_low,
                 r.cpu_us_per_req_ci_high,
                 fmt_us
             ),
-            fmt_us(r.p99_us)
+            fmt_us(r.p99_us),
+            col.cell(&r.server)
         )
     });
     let _ = writeln!(
@@ -108,7 +123,7 @@ mod tests {
             rows.push(r);
         }
         let mut out = String::new();
-        section(&mut out, &rows, "1", 2);
+        section(&mut out, &rows, "1", 2, None);
         assert!(
             out.contains("the server has 1 CPU (--server-cpus 1)"),
             "{out}"

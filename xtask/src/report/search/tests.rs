@@ -60,15 +60,23 @@ fn a_failed_run_fails_its_program_and_ratios_need_significance() {
     assert!(l[0].failure.is_none());
     assert_eq!(l[1].failure.as_deref(), Some("round 1: counts differ"));
     assert!((l[0].cpu[0] - 0.3).abs() < 1e-9);
-    // Two runs each can never reach p < 0.05.
-    assert!(ratio(&l[0].wall, &l[1].wall).starts_with('~'));
-    let fast: Vec<f64> = (0..8).map(|i| 1.0 + f64::from(i) * 0.01).collect();
-    let slow: Vec<f64> = fast.iter().map(|v| v * 2.0).collect();
+    // Two rounds that disagree: 1.5× then 1.67×, one degree of freedom, no verdict.
     assert!(
-        ratio(&fast, &slow).starts_with("2.00×"),
-        "{}",
-        ratio(&fast, &slow)
+        ratios(&l[0], &[&l[1]])[0].starts_with('~'),
+        "{:?}",
+        ratios(&l[0], &[&l[1]])
     );
+    // Eight rounds, the other twice as slow in each give or take 1%: found.
+    let mut measures = Vec::new();
+    for k in 1..=8 {
+        let fast = 1.0 + 0.1 * k as f64;
+        measures.push(m("fast", k, fast, None));
+        let wobble = if k % 2 == 0 { 1.01 } else { 0.99 };
+        measures.push(m("slow", k, 2.0 * fast * wobble, None));
+    }
+    let l = lines(&run_of(8, measures));
+    let r = ratios(&l[0], &[&l[1]]);
+    assert!(r[0].starts_with("2.00× ["), "{r:?}");
 }
 
 #[test]
@@ -110,6 +118,7 @@ fn the_paper_line_says_which_program_did_not_run_and_which_failed() {
         s.contains("search-fiber did not run and search-go did not run"),
         "{s}"
     );
+    // One run each: nothing to test.
     let s = line(vec![("search-fiber", None), ("search-go", None)]);
-    assert!(s.contains("search-go / search-fiber = ~"), "{s}");
+    assert!(s.contains("search-go / search-fiber = –"), "{s}");
 }

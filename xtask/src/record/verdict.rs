@@ -1,0 +1,379 @@
+//! The verdicts of a column: which servers differ from the column's reference by more than
+//! the noise, with the column's false verdicts held as a family. `docs/VERDICTS.md` gives the
+//! method, why it is this one, and its error rate and power measured on synthetic runs (the
+//! tests in `method`).
+//!
+//! It may call the record layer's `row` and `student`.
+//!
+//! - **The model.** Log value = server + round, the rounds being the Williams design's blocks
+//!   (`plan::order`): the round-to-round drift of the machine comes out, and each server's
+//!   difference from the reference is the mean over the rounds of its log ratio. Each server
+//!   has a variance of its own, read from its residuals in the two-way table
+//!   (`S_g · G/(G−1)`, with `(K−1)(G−1)/G` degrees of freedom, exact where the servers are
+//!   alike and for two servers the paired t); a difference's variance is the sum of the two
+//!   servers', its degrees of freedom Satterthwaite's. One variance pooled over every server
+//!   would give more degrees of freedom but lets one noisy server (threads) fake verdicts: the
+//!   tests measure it.
+//! - **The family.** Holm's step-down over the column's p-values (valid whatever their
+//!   dependence: they share the reference). A verdict is Holm's adjusted p below 0.05.
+//! - **The interval.** Each ratio's simultaneous interval is Bonferroni's, the t interval at
+//!   `1 − 0.05/m` for m comparisons in the column, so all of a column's cover their true
+//!   ratios together at least 95% of the time.
+//! - Where the rounds were not kept (runs of old, `compare` across two runs, which share no
+//!   round), the same with one-way residuals: Welch's t.
+
+use crate::record::row::Row;
+use crate::record::student;
+
+/// The family's error rate: a column gives a false verdict at most this often.
+pub(crate) const ALPHA: f64 = 0.05;
+
+/// One comparison before the family is taken into account: the log ratio, its variance and
+/// its degrees of freedom.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Estimate {
+    /// The mean log ratio other / reference.
+    pub(crate) log_ratio: f64,
+    /// Its variance.
+    pub(crate) var: f64,
+    /// Satterthwaite's degrees of freedom.
+    pub(crate) df: f64,
+    /// Rounds (or, without rounds, the smaller count of repeats) it rests on.
+    pub(crate) n: usize,
+}
+
+impl Estimate {
+    /// The two-sided p of the difference being zero.
+    fn p(&self) -> f64 {
+        if self.var > 0.0 {
+            student::two_sided_p(self.log_ratio / self.var.sqrt(), self.df)
+        } else if self.log_ratio == 0.0 {
+            1.0
+        } else {
+            // Every round the same ratio exactly: no noise to hide it.
+            0.0
+        }
+    }
+}
+
+/// One comparison within its family: what a cell shows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Verdict {
+    /// other / reference.
+    pub(crate) ratio: f64,
+    /// The simultaneous interval of the ratio.
+    pub(crate) low: f64,
+    pub(crate) high: f64,
+    /// Holm's adjusted p.
+    pub(crate) p: f64,
+    /// Holm's adjusted p is below [`ALPHA`].
+    pub(crate) differs: bool,
+    /// Rounds (or repeats) it rests on.
+    pub(crate) n: usize,
+}
+
+/// Logs of the positive finite values, `None` elsewhere.
+fn logs(values: &[Option<f64>]) -> Vec<Option<f64>> {
+    values
+        .iter()
+        .map(|v| v.filter(|x| x.is_finite() && *x > 0.0).map(f64::ln))
+        .collect()
+}
+
+/// Mean and sum of squared deviations.
+fn mean_ss(x: &[f64]) -> (f64, f64) {
+    let m = x.iter().sum::<f64>() / x.len() as f64;
+    (m, x.iter().map(|v| (v - m).powi(2)).sum())
+}
+
+/// The difference `b − a` of two means with variances `va` and `vb` of `da` and `db`
+/// degrees of freedom each.
+fn satterthwaite(diff: f64, va: f64, da: f64, vb: f64, db: f64, n: usize) -> Option<Estimate> {
+    let var = va + vb;
+    let df = if var > 0.0 {
+        var * var / (va * va / da + vb * vb / db)
+    } else {
+        da + db
+    };
+    (df > 0.0 && df.is_finite()).then_some(Estimate {
+        log_ratio: diff,
+        var,
+        df,
+        n,
+    })
+}
+
+/// Each of `others` against `reference` by the two-way model (module docs); values by
+/// round, `None` where a round gave none. A server with a value in every round the
+/// reference has is in the table; one without is compared on the rounds it shares with the
+/// reference alone (the paired t). `None` for a server with fewer than two such rounds.
+pub(crate) fn against_reference(
+    reference: &[Option<f64>],
+    others: &[&[Option<f64>]],
+) -> Vec<Option<Estimate>> {
+    let r = logs(reference);
+    let rounds: Vec<usize> = (0..r.len()).filter(|&k| r[k].is_some()).collect();
+    let others: Vec<Vec<Option<f64>>> = others.iter().map(|o| logs(o)).collect();
+    let at = |v: &[Option<f64>], k: usize| v.get(k).copied().flatten();
+    let complete: Vec<usize> = (0..others.len())
+        .filter(|&g| rounds.iter().all(|&k| at(&others[g], k).is_some()))
+        .collect();
+    // The table: the reference and the complete servers over the reference's rounds.
+    let mut table: Vec<Vec<f64>> = vec![rounds.iter().map(|&k| at(&r, k).unwrap_or(0.0)).collect()];
+    table.extend(complete.iter().map(|&g| {
+        rounds
+            .iter()
+            .map(|&k| at(&others[g], k).unwrap_or(0.0))
+            .collect()
+    }));
+    let fitted = two_way(&table);
+    (0..others.len())
+        .map(|g| match complete.iter().position(|&c| c == g) {
+            Some(i) => {
+                let (v, d) = fitted.as_ref()?;
+                let n = rounds.len() as f64;
+                let diff = mean_ss(&table[i + 1]).0 - mean_ss(&table[0]).0;
+                satterthwaite(diff, v[0] / n, *d, v[i + 1] / n, *d, rounds.len())
+            }
+            None => paired(&r, &others[g]),
+        })
+        .collect()
+}
+
+/// Each row's variance in the additive two-way fit of `table` (rows the servers, columns the
+/// rounds), and the degrees of freedom of each; `None` below two rounds.
+fn two_way(table: &[Vec<f64>]) -> Option<(Vec<f64>, f64)> {
+    let (g, k) = (table.len(), table.first()?.len());
+    if g < 2 || k < 2 {
+        return None;
+    }
+    let row_mean: Vec<f64> = table.iter().map(|row| mean_ss(row).0).collect();
+    let col_mean: Vec<f64> = (0..k)
+        .map(|j| table.iter().map(|row| row[j]).sum::<f64>() / g as f64)
+        .collect();
+    let grand = row_mean.iter().sum::<f64>() / g as f64;
+    let (gf, kf) = (g as f64, k as f64);
+    let var = table
+        .iter()
+        .zip(&row_mean)
+        .map(|(row, m)| {
+            let ss: f64 = (0..k)
+                .map(|j| (row[j] - m - col_mean[j] + grand).powi(2))
+                .sum();
+            ss / (kf - 1.0) * gf / (gf - 1.0)
+        })
+        .collect();
+    Some((var, (kf - 1.0) * (gf - 1.0) / gf))
+}
+
+/// `b` against `a` on the rounds both have (logs already): the paired t.
+fn paired(a: &[Option<f64>], b: &[Option<f64>]) -> Option<Estimate> {
+    let d: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .filter_map(|(x, y)| Some((*y)? - (*x)?))
+        .collect();
+    if d.len() < 2 {
+        return None;
+    }
+    let (m, ss) = mean_ss(&d);
+    let n = d.len() as f64;
+    satterthwaite(m, 0.0, 1.0, ss / (n - 1.0) / n, n - 1.0, d.len())
+}
+
+/// `b` against `a` from bare repeats (no rounds to pair them): Welch's t on the logs.
+pub(crate) fn welch(a: &[f64], b: &[f64]) -> Option<Estimate> {
+    let some = |x: &[f64]| -> Vec<f64> {
+        logs(&x.iter().copied().map(Some).collect::<Vec<_>>())
+            .into_iter()
+            .flatten()
+            .collect()
+    };
+    let (a, b) = (some(a), some(b));
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let ((ma, sa), (mb, sb)) = (mean_ss(&a), mean_ss(&b));
+    let (na, nb) = (a.len() as f64, b.len() as f64);
+    satterthwaite(
+        mb - ma,
+        sa / (na - 1.0) / na,
+        na - 1.0,
+        sb / (nb - 1.0) / nb,
+        nb - 1.0,
+        a.len().min(b.len()),
+    )
+}
+
+/// The comparisons of a column as one family: Holm's adjusted p and verdict, and each
+/// ratio's simultaneous interval (module docs). `None` stays `None` and does not count.
+pub(crate) fn family(estimates: &[Option<Estimate>]) -> Vec<Option<Verdict>> {
+    let m = estimates.iter().flatten().count();
+    let p: Vec<Option<f64>> = estimates.iter().map(|e| e.map(|e| e.p())).collect();
+    let mut order: Vec<usize> = (0..p.len()).filter(|&i| p[i].is_some()).collect();
+    order.sort_by(|&a, &b| p[a].unwrap_or(1.0).total_cmp(&p[b].unwrap_or(1.0)));
+    let mut adjusted = vec![1.0; p.len()];
+    let mut running = 0.0f64;
+    for (step, &i) in order.iter().enumerate() {
+        running = running.max(((m - step) as f64 * p[i].unwrap_or(1.0)).min(1.0));
+        adjusted[i] = running;
+    }
+    estimates
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let e = e.as_ref()?;
+            let half = student::two_sided_critical(ALPHA / m as f64, e.df) * e.var.sqrt();
+            Some(Verdict {
+                ratio: e.log_ratio.exp(),
+                low: (e.log_ratio - half).exp(),
+                high: (e.log_ratio + half).exp(),
+                p: adjusted[i],
+                differs: adjusted[i] < ALPHA,
+                n: e.n,
+            })
+        })
+        .collect()
+}
+
+/// Why `row` cannot be a column's reference, if it cannot: it failed, or it is flagged
+/// (‡ something else used its CPUs, † the load generator was the limit), so a ratio to it
+/// would say more about the machine than about the servers.
+pub(crate) fn unusable(row: &Row) -> Option<&'static str> {
+    if row.ok == 0 {
+        Some("failed")
+    } else if row.disturbed() {
+        Some("disturbed by other load (‡)")
+    } else if row.client_bound {
+        Some("client-bound (†)")
+    } else {
+        None
+    }
+}
+
+/// A column's verdicts on `metric`: each of `others` against `reference`, one family. Where
+/// every row kept its values by round, the two-way model; else Welch's t on the repeats.
+/// Empty where the reference is [`unusable`].
+pub(crate) fn column(reference: &Row, others: &[&Row], metric: &str) -> Vec<Option<Verdict>> {
+    if unusable(reference).is_some() {
+        return vec![None; others.len()];
+    }
+    let by_round = !reference.rounds_of(metric).is_empty()
+        && others
+            .iter()
+            .all(|o| !o.rounds_of(metric).is_empty() || o.ok == 0);
+    let estimates: Vec<Option<Estimate>> = if by_round {
+        let rounds: Vec<&[Option<f64>]> = others.iter().map(|o| o.rounds_of(metric)).collect();
+        against_reference(reference.rounds_of(metric), &rounds)
+    } else {
+        others
+            .iter()
+            .map(|o| welch(reference.repeats_of(metric), o.repeats_of(metric)))
+            .collect()
+    };
+    // A failed row is no comparison.
+    let estimates: Vec<Option<Estimate>> = estimates
+        .into_iter()
+        .zip(others)
+        .map(|(e, o)| e.filter(|_| o.ok > 0))
+        .collect();
+    family(&estimates)
+}
+
+/// Two runs' verdicts at one point on `metric`: each server's row of the second run against
+/// its row of the first (`pairs`, first then second), one family. The two runs share no
+/// round, so Welch's t on the repeats.
+pub(crate) fn across_runs(pairs: &[(&Row, &Row)], metric: &str) -> Vec<Option<Verdict>> {
+    let estimates: Vec<Option<Estimate>> = pairs
+        .iter()
+        .map(|(a, b)| {
+            (a.ok > 0 && b.ok > 0)
+                .then(|| welch(a.repeats_of(metric), b.repeats_of(metric)))
+                .flatten()
+        })
+        .collect();
+    family(&estimates)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn two_servers_by_round_are_the_paired_t_on_log_ratios() {
+        // Ratios 1.10, 1.12, 1.08, 1.11, 1.09 on a drifting machine.
+        let a = [10.0, 20.0, 15.0, 12.0, 30.0];
+        let ratio = [1.10, 1.12, 1.08, 1.11, 1.09];
+        let b: Vec<f64> = a.iter().zip(ratio).map(|(x, r)| x * r).collect();
+        let some = |x: &[f64]| x.iter().copied().map(Some).collect::<Vec<_>>();
+        let e = against_reference(&some(&a), &[&some(&b)])[0].unwrap();
+        let d: Vec<f64> = ratio.iter().map(|r: &f64| r.ln()).collect();
+        let (m, ss) = mean_ss(&d);
+        assert!(close(e.log_ratio, m), "{e:?}");
+        assert!(close(e.var, ss / 4.0 / 5.0), "{e:?}");
+        assert!(close(e.df, 4.0), "{e:?}");
+        // The drift (a doubling from round to round) does not reach the verdict.
+        let v = family(&[Some(e)])[0].unwrap();
+        assert!(v.differs && v.p < 1e-3, "{v:?}");
+        assert!(v.low < 1.1 && 1.1 < v.high, "{v:?}");
+    }
+
+    #[test]
+    fn holm_adjusts_step_down_and_keeps_the_order() {
+        let e = |t: f64| Estimate {
+            log_ratio: t,
+            var: 1.0,
+            df: 1e9,
+            n: 5,
+        };
+        // Two-sided normal p of 3, 2.5 and 0.5: 0.0027, 0.0124, 0.617.
+        let v = family(&[Some(e(2.5)), None, Some(e(3.0)), Some(e(0.5))]);
+        assert_eq!(v[1], None);
+        let p: Vec<f64> = [0, 2, 3].iter().map(|&i| v[i].unwrap().p).collect();
+        assert!((p[1] - 3.0 * 0.002_699_8).abs() < 1e-5, "{p:?}");
+        assert!((p[0] - 2.0 * 0.012_419_3).abs() < 1e-5, "{p:?}");
+        assert!((p[2] - 0.617_075).abs() < 1e-5, "{p:?}");
+        assert!(v[0].unwrap().differs && v[2].unwrap().differs && !v[3].unwrap().differs);
+        // The simultaneous interval is at 1 − 0.05/3: z = 2.394.
+        let i = v[2].unwrap();
+        assert!((i.high.ln() - 3.0 - 2.393_98).abs() < 1e-4, "{i:?}");
+    }
+
+    #[test]
+    fn welch_and_edge_cases() {
+        // Welch on logs: equal spreads, 5 a side, df 8.
+        let a = [10.0, 10.2, 9.9, 10.1, 10.3];
+        let b: Vec<f64> = a.iter().map(|x| x * 1.5).collect();
+        let e = welch(&a, &b).unwrap();
+        assert!(close(e.log_ratio, 1.5f64.ln()) && close(e.df, 8.0), "{e:?}");
+        assert_eq!(welch(&[1.0], &a), None);
+        // Identical values: no difference, p = 1; a constant ratio with no noise: p = 0.
+        let same = [Some(2.0), Some(2.0), Some(2.0)];
+        let v = family(&against_reference(&same, &[&same]))[0].unwrap();
+        assert!(!v.differs && close(v.p, 1.0), "{v:?}");
+        let twice = [Some(4.0), Some(4.0), Some(4.0)];
+        assert!(
+            family(&against_reference(&same, &[&twice]))[0]
+                .unwrap()
+                .differs
+        );
+        // A server with one round in common with the reference cannot be compared.
+        let one = [None, None, Some(4.0)];
+        assert_eq!(against_reference(&same, &[&one])[0], None);
+    }
+
+    #[test]
+    fn a_server_missing_a_round_is_paired_on_the_rounds_it_has() {
+        let reference = [Some(10.0), Some(10.1), Some(9.9), Some(10.0)];
+        let full = [Some(10.1), Some(10.0), Some(10.0), Some(9.9)];
+        let gap = [Some(11.0), None, Some(10.9), Some(11.1)];
+        let e = against_reference(&reference, &[&full, &gap]);
+        assert_eq!(e[0].unwrap().n, 4);
+        assert_eq!(e[1].unwrap().n, 3);
+        assert!(close(e[1].unwrap().df, 2.0), "{e:?}");
+    }
+}
