@@ -117,7 +117,11 @@ macro_rules! server_list {
             fiber_plain_recv: "srv-fiber" ["--plain-recv", "--ring-flags", "coop_taskrun"] [IoUring],
             fiber_plain_fds: "srv-fiber" ["--fixed-files", "false"] [IoUring],
             go: "srv-go" [] [NotLaunch]
-                bench "go", true, "Go, a goroutine per connection (the papers' reference)",
+                bench "go", true,
+                "Go, a goroutine per connection (the papers' reference); http on Go's net/http",
+            go_sessions: "srv-go" ["--model", "sessions"] [NotLaunch, NoChat]
+                bench "go-sessions", false,
+                "Go, a goroutine per connection over the event loops' sessions (http: their parser, a read's responses written together, not net/http); no chat",
             go_eventloop: "srv-go" ["--model", "eventloop"] [NotLaunch]
                 bench "go-eventloop", true,
                 "Go, a hand-written epoll loop per worker (the Go event-loop article's kqueue design)",

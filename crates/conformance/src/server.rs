@@ -76,7 +76,8 @@ pub enum Limit {
     /// store, so it refuses kv with exit status 2).
     NoKv,
     /// Serves no `--proto chat` (srv-go `--model poll`, the Go article's busy loop, serves
-    /// echo and kv only and refuses chat with exit status 2).
+    /// echo and kv only, and `--model sessions` echo, kv and http; both refuse chat with
+    /// exit status 2).
     NoChat,
     /// Serves no `--proto http` (srv-go `--model poll`: it refuses http with exit
     /// status 2).
