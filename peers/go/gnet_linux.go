@@ -1,8 +1,11 @@
 // --model gnet: the same sessions on gnet v2, the event-loop engine Go users
 // pick, set up as its documentation serves a TCP server: an EventHandler
 // embedding gnet.BuiltinEventEngine, gnet.Run with a loop per worker
-// (WithNumEventLoop), a listener per loop (WithReusePort) and each loop on a
-// locked OS thread (WithLockOSThread). OnTraffic takes what gnet read
+// (WithNumEventLoop), a listener per loop (WithReusePort) and, unless
+// --lock-os-thread false, each loop on a locked OS thread (WithLockOSThread).
+// gnet's own examples do not lock; a locked loop whose poll finds nothing
+// yields (runtime.Gosched) and so hands its thread off and back, which the
+// flag lets a run measure against the unlocked form at equal load. OnTraffic takes what gnet read
 // (Conn.Next), the session answers, Conn.Write queues it (gnet keeps its own
 // write queue per connection and flushes it on EPOLLOUT), and Conn.Wake
 // brings a connection back to OnTraffic from another goroutine (chat: lines
@@ -80,7 +83,7 @@ func runGnet(cfg config, sigs <-chan os.Signal) int {
 		failed <- gnet.Run(s, "tcp://"+addr.String(),
 			gnet.WithNumEventLoop(cfg.workers),
 			gnet.WithReusePort(true),
-			gnet.WithLockOSThread(true),
+			gnet.WithLockOSThread(cfg.lockOSThread),
 			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 			gnet.WithTicker(true),
 			gnet.WithLogger(gnetLogger{}))

@@ -15,7 +15,7 @@
 //	srv-go --proto echo|chat|kv|http [--model goroutines|sessions|eventloop|poll|gnet]
 //	       [--addr 127.0.0.1:0] [--workers N] [--cpus LIST]
 //	       [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always]
-//	       [--max-pending BYTES] [--kv-owner]
+//	       [--max-pending BYTES] [--kv-owner] [--lock-os-thread true|false]
 //
 // It prints "READY <addr>" on stdout once it accepts connections. SIGINT and
 // SIGTERM stop it: it stops accepting, flushes the room logs, prints one line
@@ -52,14 +52,15 @@ const (
 	defaultAddr     = "127.0.0.1:0"
 	exitBadUsage    = 2
 	progName        = "srv-go"
-	usageLine       = "usage: srv-go --proto echo|chat|kv|http [--model goroutines|sessions|eventloop|poll|gnet] [--addr 127.0.0.1:0] [--workers N] [--cpus LIST] [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always] [--max-pending BYTES] [--kv-owner]"
+	usageLine       = "usage: srv-go --proto echo|chat|kv|http [--model goroutines|sessions|eventloop|poll|gnet] [--addr 127.0.0.1:0] [--workers N] [--cpus LIST] [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always] [--max-pending BYTES] [--kv-owner] [--lock-os-thread true|false]"
 	maxComputeMicro = 10_000_000 // 10 s of spin per message is already absurd
 	modelHelp       = `--model goroutines: a goroutine per connection (the default; http on net/http);
   sessions: a goroutine per connection over the event loops' sessions (echo, kv and http; http without net/http);
   eventloop: an epoll loop per worker;
   poll: a loop per worker trying every non-blocking socket in turn, echo and kv only: it keeps a CPU
   per worker busy even when no one is connected, by design (the Go article's non-blocking loop);
-  gnet: the gnet v2 engine, a loop per worker.`
+  gnet: the gnet v2 engine, a loop per worker.
+--lock-os-thread true|false: gnet only: run each gnet loop on a locked OS thread (default true).`
 )
 
 type protocol int
@@ -112,6 +113,9 @@ type config struct {
 	fsync      bool
 	maxPending int
 	kvOwner    bool
+	// lockOSThread: gnet's loops each on a locked OS thread (gnet's
+	// WithLockOSThread).
+	lockOSThread bool
 }
 
 func main() {
@@ -306,6 +310,9 @@ func parseArgs(args []string) (config, error) {
 	fsync := fs.String("fsync", "never", "never or always")
 	maxPending := fs.String("max-pending", strconv.Itoa(defaultPending), "bytes of live output queued per chat connection (kv: pending replies, at most 64 KiB)")
 	fs.BoolVar(&cfg.kvOwner, "kv-owner", false, "kv: one goroutine owns the store, connections send it their requests")
+	// A value, not a bool flag: the bench passes `--lock-os-thread false`
+	// (+lock-os-thread=false), which a bool flag would not take.
+	lock := fs.String("lock-os-thread", "true", "gnet: each loop on a locked OS thread, true or false")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err
@@ -364,6 +371,18 @@ func parseArgs(args []string) (config, error) {
 	}
 	if cfg.addr == "" {
 		return cfg, usagef("--addr must not be empty")
+	}
+	switch *lock {
+	case "true":
+		cfg.lockOSThread = true
+	case "false":
+	default:
+		return cfg, usagef("--lock-os-thread %q: expected true or false", *lock)
+	}
+	lockGiven := false
+	fs.Visit(func(f *flag.Flag) { lockGiven = lockGiven || f.Name == "lock-os-thread" })
+	if lockGiven && cfg.model != modelGnet {
+		return cfg, usagef("--lock-os-thread is gnet's option (--model gnet); the eventloop and poll loops always lock theirs")
 	}
 	return cfg, nil
 }

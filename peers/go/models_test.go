@@ -104,6 +104,27 @@ func TestModelsRefuseWhatTheyDoNotServe(t *testing.T) {
 	}
 }
 
+// TestGnetLockOSThreadIsAChoice: gnet serves with its loops locked or not;
+// a value other than true or false, or the flag with another model, is exit 2.
+func TestGnetLockOSThreadIsAChoice(t *testing.T) {
+	skipOffLinux(t)
+	for _, lock := range []string{"true", "false"} {
+		s := startServer(t, nil, "--model", "gnet", "--proto", "echo", "--workers", "2", "--lock-os-thread", lock)
+		c := dialChat(t, s.addr)
+		c.send("hello")
+		c.expect("hello")
+	}
+	for _, args := range [][]string{
+		{"--model", "gnet", "--lock-os-thread", "yes"},
+		{"--model", "eventloop", "--lock-os-thread", "false"},
+	} {
+		code, stdout, stderr := runToExit(t, nil, append(args, "--proto", "echo")...)
+		if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--lock-os-thread") {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+}
+
 func TestHTTPHeadParsing(t *testing.T) {
 	for _, tc := range []struct {
 		req    string
