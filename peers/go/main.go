@@ -308,7 +308,7 @@ func parseArgs(args []string) (config, error) {
 	msgSize := fs.String("msg-size", strconv.Itoa(defaultMsgSize), "echo message size in bytes")
 	fs.StringVar(&cfg.data, "data", "", "directory of the chat room logs")
 	fsync := fs.String("fsync", "never", "never or always")
-	maxPending := fs.String("max-pending", strconv.Itoa(defaultPending), "bytes of live output queued per chat connection (kv: pending replies, at most 64 KiB)")
+	maxPending := fs.String("max-pending", strconv.Itoa(defaultPending), "bytes of live output queued per chat connection (kv, http: pending replies, at most 64 KiB; gnet: the unsent output at which a connection is cut)")
 	fs.BoolVar(&cfg.kvOwner, "kv-owner", false, "kv: one goroutine owns the store, connections send it their requests")
 	// A value, not a bool flag: the bench passes `--lock-os-thread false`
 	// (+lock-os-thread=false), which a bool flag would not take.

@@ -84,7 +84,9 @@ pub enum Limit {
     NoHttp,
     /// Cannot stop reading a connection whose output waits (srv-go `--model gnet`: gnet
     /// reads every readable socket into its own buffer and has no call to pause one, gnet
-    /// issue #722), so a client that sends and never reads grows it without bound.
+    /// issue #722). It cuts a client that sends and never reads instead, once the client's
+    /// unsent output passes a limit, which `servers_that_cannot_pause_cut_*` check in place
+    /// of the backpressure checks.
     NoReadPause,
 }
 
