@@ -195,3 +195,27 @@ func TestEchoSessionCutsMessages(t *testing.T) {
 		t.Fatalf("eof %q, flow %d, msgs %d", out, flow, st.msgs.Load())
 	}
 }
+
+// TestLoopChatSessionPipelines: the loops' chat session runs every line of
+// a pipelined stream split at any byte, in order, once.
+func TestLoopChatSessionPipelines(t *testing.T) {
+	chat, err := openChat(config{data: t.TempDir(), maxPending: defaultPending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chat.shutdown()
+	stream := "NICK a\r\nPING x\nPING  y z\nBAD\nPING w\n"
+	want := "OK\nPONG x\nPONG  y z\nERR unknown command\nPONG w\n"
+	for split := 1; split < len(stream); split++ {
+		s := chat.loopSession(&counters{}, func() {})
+		var out []byte
+		for _, part := range []string{stream[:split], stream[split:]} {
+			s.input([]byte(part))
+			out, _ = s.output(out, ownPendingLimit)
+		}
+		if string(out) != want {
+			t.Fatalf("split at %d: %q", split, out)
+		}
+		s.(interface{ closed() }).closed()
+	}
+}
