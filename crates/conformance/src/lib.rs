@@ -12,7 +12,9 @@
 //!
 //! Binaries are built on demand, once per test process: the Rust servers with
 //! `cargo build` into the very target directory and profile of the running test (see
-//! [`ServerSpec::resolve`]), `srv-go` with `go build` in `peers/go` when Go is installed.
+//! [`ServerSpec::resolve`]), `srv-go` with `go build` in `peers/go` when Go is installed
+//! and its modules are cached or can be fetched ([`go_peer`]; else its checks skip,
+//! naming [`GO_FETCH`]).
 //! Every process a server starts carries a tag in its environment, and all of them are
 //! killed when its [`Server`] handle drops, so a failing test leaves none behind.
 //! Random checks print their seed; `CONFORMANCE_SEED=<seed>` replays one.
@@ -53,7 +55,7 @@ mod server;
 use std::fmt;
 use std::io::{self, Write};
 
-pub use binaries::Resolved;
+pub use binaries::{GO_FETCH, Resolved, go_peer};
 pub use chat::ChatClient;
 pub use net::{Deadline, IO_TIMEOUT, connect};
 pub use nix::sys::signal::Signal;
