@@ -372,7 +372,7 @@ func (s *chatServer) serve(conn *net.TCPConn, st *counters) {
 			case errors.Is(err, errLineTooLong):
 				c.replyErr(reasonLineTooLong)
 				c.finish()
-				c.linger()
+				linger(c.conn, c.rc)
 			case errors.Is(err, io.EOF):
 				c.finish()
 			default:
@@ -543,19 +543,19 @@ func (c *client) kill() {
 	notify(c.drained)
 }
 
-// linger half-closes the connection, then reads and discards what the peer
-// still sends, for a bounded time: closing a socket with unread input resets
-// the connection, and the reset could destroy the ERR line before the peer
-// reads it.
-func (c *client) linger() {
-	if err := c.conn.CloseWrite(); err != nil {
+// linger half-closes conn, then reads and discards what the peer still
+// sends, for a bounded time: closing a socket with unread input resets the
+// connection, and the reset could destroy the last line (chat's ERR, kv's
+// reply to QUIT) before the peer reads it.
+func linger(conn *net.TCPConn, st *counters) {
+	if err := conn.CloseWrite(); err != nil {
 		return
 	}
-	if err := c.conn.SetReadDeadline(time.Now().Add(lingerTime)); err != nil {
+	if err := conn.SetReadDeadline(time.Now().Add(lingerTime)); err != nil {
 		return
 	}
-	n, _ := io.Copy(io.Discard, c.conn)
-	c.rc.bytesIn.Add(uint64(n))
+	n, _ := io.Copy(io.Discard, conn)
+	st.bytesIn.Add(uint64(n))
 }
 
 // writeLoop sends the queued output until the reader finishes or the

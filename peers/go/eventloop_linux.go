@@ -173,10 +173,10 @@ func (l *epollLoop) event(fd int, events uint32) {
 		l.runWoken()
 		return
 	}
-	c := l.conns[fd]
-	if c == nil {
+	if fd >= len(l.conns) || l.conns[fd] == nil {
 		return
 	}
+	c := l.conns[fd]
 	if events&unix.EPOLLERR != 0 || (events&unix.EPOLLHUP != 0 && events&unix.EPOLLIN == 0) {
 		l.close(c)
 		return

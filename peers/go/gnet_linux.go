@@ -1,20 +1,27 @@
 // --model gnet: the same sessions on gnet v2, the event-loop engine Go users
 // pick, set up as its documentation serves a TCP server: an EventHandler
 // embedding gnet.BuiltinEventEngine, gnet.Run with a loop per worker
-// (WithNumEventLoop), a listener per loop (WithReusePort) and each loop on a
-// locked OS thread (WithLockOSThread). OnTraffic takes what gnet read
+// (WithNumEventLoop), a listener per loop (WithReusePort) and, unless
+// --lock-os-thread false, each loop on a locked OS thread (WithLockOSThread).
+// gnet's own examples do not lock; a locked loop whose poll finds nothing
+// yields (runtime.Gosched) and so hands its thread off and back, which the
+// flag lets a run measure against the unlocked form at equal load. OnTraffic takes what gnet read
 // (Conn.Next), the session answers, Conn.Write queues it (gnet keeps its own
 // write queue per connection and flushes it on EPOLLOUT), and Conn.Wake
 // brings a connection back to OnTraffic from another goroutine (chat: lines
 // queued by a SAY on another loop, a SAY's group commit done).
 //
 // What gnet does not offer, this model does without. gnet reads every
-// readable socket into the connection's inbound buffer and has no way to
-// stop reading one (gnet issue #722), nor a callback when a connection's
-// output has drained: a peer that sends and never reads grows the server's
-// buffers without bound, and a connection's output is produced at once, not
-// 64 KiB at a time. --cpus pins the process to the set; gnet's loop threads
-// cannot be pinned one by one.
+// readable socket and has no way to stop reading one (gnet issue #722), nor a
+// callback when a connection's output has drained, so it cannot pause a peer
+// as the other models do. Echo, kv and http produce each read's whole answer
+// at once and hand it to Conn.Write; memory is bounded the one way gnet
+// leaves: a connection whose unsent output passes --max-pending (1 MiB by
+// default) is closed, as chat cuts a slow subscriber. Chat keeps its own
+// output at 64 KiB in gnet's queue and has the ticker wake it while more
+// waits (a JOIN's replay is read from the room file as the socket takes it).
+// --cpus pins the process to the set; gnet's loop threads cannot be pinned
+// one by one.
 
 package main
 
@@ -23,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -34,8 +42,13 @@ import (
 // gnetServer is the gnet EventHandler.
 type gnetServer struct {
 	gnet.BuiltinEventEngine
-	maker  sessionMaker
-	limit  int
+	maker sessionMaker
+	// limit is the output asked of a session at a time, and (chat) how much
+	// may wait in gnet's queue before the connection's output is held.
+	limit int
+	// cutAt, when not zero, is the unsent output at which a connection is
+	// closed (echo, kv, http: they produce everything at once).
+	cutAt  int
 	booted chan gnet.Engine
 
 	mu        sync.Mutex
@@ -75,12 +88,17 @@ func runGnet(cfg config, sigs <-chan os.Signal) int {
 	}
 	s := &gnetServer{maker: maker, limit: limit, booted: make(chan gnet.Engine, 1),
 		lingering: map[gnet.Conn]time.Time{}, held: map[gnet.Conn]struct{}{}}
+	if chat == nil {
+		// Holding output back saves nothing on gnet, which reads on (its
+		// input piles up instead), and costs a ticker's wait for the held.
+		s.limit, s.cutAt = math.MaxInt, cfg.maxPending
+	}
 	failed := make(chan error, 1)
 	go func() {
 		failed <- gnet.Run(s, "tcp://"+addr.String(),
 			gnet.WithNumEventLoop(cfg.workers),
 			gnet.WithReusePort(true),
-			gnet.WithLockOSThread(true),
+			gnet.WithLockOSThread(cfg.lockOSThread),
 			gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 			gnet.WithTicker(true),
 			gnet.WithLogger(gnetLogger{}))
@@ -143,7 +161,8 @@ func (s *gnetServer) OnClose(c gnet.Conn, err error) gnet.Action {
 }
 
 // OnTraffic runs when gnet has read from c, or when c was woken: by its
-// session (chat), or by the ticker while its output is held.
+// session (chat), or by the ticker while its output is held (chat, or a
+// finished connection whose last output is not written yet).
 func (s *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 	gc := c.Context().(*gnetConn)
 	in, _ := c.Next(-1)
@@ -169,6 +188,9 @@ func (s *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 				return gnet.Close
 			}
 		}
+	}
+	if s.cutAt > 0 && c.OutboundBuffered() > s.cutAt {
+		return gnet.Close // a peer that does not read: cut, as chat does
 	}
 	switch gc.flow {
 	case flowAbort:

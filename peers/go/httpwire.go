@@ -202,9 +202,12 @@ func parseHTTPHead(b []byte) (r httpRequest, n int, status httpStatus) {
 }
 
 // httpSession serves one connection's requests, pipelined or split anywhere.
+// A request taken moves an offset into the input; the bytes left are moved
+// down once per read, not once per request.
 type httpSession struct {
 	st      *counters
-	buf     []byte
+	buf     []byte // input; buf[off:] is not taken yet
+	off     int
 	skip    int  // body bytes still to drop
 	waiting bool // a head is parsed, its body not all dropped yet
 	req     httpRequest
@@ -219,6 +222,8 @@ func (s *httpSession) input(b []byte) {
 	if s.closing {
 		return
 	}
+	s.buf = s.buf[:copy(s.buf, s.buf[s.off:])]
+	s.off = 0
 	if len(s.buf) == 0 {
 		d := min(s.skip, len(b))
 		s.skip -= d
@@ -242,15 +247,15 @@ func (s *httpSession) now() []byte {
 // next returns the next request whose body is all in, or a refusal.
 func (s *httpSession) next() (r httpRequest, status httpStatus, ok bool) {
 	if !s.waiting {
-		req, n, st := parseHTTPHead(s.buf)
+		req, n, st := parseHTTPHead(s.buf[s.off:])
 		if st != 0 || n == 0 {
 			return r, st, false
 		}
-		s.buf = s.buf[:copy(s.buf, s.buf[n:])]
+		s.off += n
 		s.req, s.skip, s.waiting = req, req.length, true
 	}
-	d := min(s.skip, len(s.buf))
-	s.buf = s.buf[:copy(s.buf, s.buf[d:])]
+	d := min(s.skip, len(s.buf)-s.off)
+	s.off += d
 	s.skip -= d
 	if s.skip > 0 {
 		return r, 0, false
@@ -267,7 +272,7 @@ func (s *httpSession) output(out []byte, limit int) ([]byte, kvFlow) {
 	for len(out) < limit {
 		r, status, ok := s.next()
 		if status != 0 {
-			s.closing, s.buf = true, nil
+			s.closing, s.buf, s.off = true, nil, 0
 			return httpHead{status: status, connection: "close"}.encode(out, date), flowClose
 		}
 		if !ok {
@@ -276,7 +281,7 @@ func (s *httpSession) output(out []byte, limit int) ([]byte, kvFlow) {
 		out = s.respond(&r, date, out)
 		s.st.msgs.Add(1)
 		if !r.keepAlive {
-			s.closing, s.buf = true, nil
+			s.closing, s.buf, s.off = true, nil, 0
 			return out, flowClose
 		}
 	}

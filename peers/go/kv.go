@@ -5,6 +5,13 @@
 // of 64 mutex-guarded shards. With --kv-owner, the design of the Go article
 // the kv experiment comes from: one goroutine owns the map, and connections
 // send it their requests over a channel, one read batch at a time.
+//
+// A request allocates nothing once its key exists: the command name is
+// matched in place, ASCII case-insensitively as Redis's strcasecmp does, and
+// SET, MSET and INCR rewrite an existing entry's value in its own buffer. An
+// entry is held by pointer so that it can be rewritten in place (a map of
+// values would make every write store the key again, a new string each time);
+// only a new key allocates (its entry, its key and its value).
 
 package main
 
@@ -29,6 +36,17 @@ type kvEntry struct {
 type kvShard struct {
 	mu sync.Mutex
 	m  map[string]*kvEntry
+}
+
+// put sets key to a copy of value, rewriting the entry in place when the key
+// has one (live or expired: either way it is replaced); the caller holds
+// sh.mu.
+func (sh *kvShard) put(key, value []byte, expiresAt int64) {
+	if e := sh.m[string(key)]; e != nil {
+		e.value, e.expiresAt = append(e.value[:0], value...), expiresAt
+		return
+	}
+	sh.m[string(key)] = &kvEntry{value: append([]byte(nil), value...), expiresAt: expiresAt}
 }
 
 // kvStore is shared by every connection; expiry is lazy (a key past its time
@@ -62,23 +80,29 @@ func (sh *kvShard) live(key []byte) *kvEntry {
 	return e
 }
 
-// lockMany locks the shards of keys in index order (no deadlock between two
-// multi-key commands) and returns the unlock.
-func (s *kvStore) lockMany(keys [][]byte) func() {
-	var held [kvShards]bool
-	for _, k := range keys {
-		held[maphash.Bytes(s.seed, k)>>58%kvShards] = true
+// kvHeld is the set of shards a multi-key command holds.
+type kvHeld [kvShards]bool
+
+// lockMany locks the shards of every step-th of keys (MSET: 2, the keys
+// between the values) in index order, so that two multi-key commands cannot
+// deadlock, and returns them for unlockMany.
+func (s *kvStore) lockMany(keys [][]byte, step int) kvHeld {
+	var held kvHeld
+	for i := 0; i < len(keys); i += step {
+		held[maphash.Bytes(s.seed, keys[i])>>58%kvShards] = true
 	}
 	for i := range held {
 		if held[i] {
 			s.shards[i].mu.Lock()
 		}
 	}
-	return func() {
-		for i := range held {
-			if held[i] {
-				s.shards[i].mu.Unlock()
-			}
+	return held
+}
+
+func (s *kvStore) unlockMany(held *kvHeld) {
+	for i := range held {
+		if held[i] {
+			s.shards[i].mu.Unlock()
 		}
 	}
 }
@@ -136,6 +160,38 @@ var kvArity = map[string]int{
 	"get": 2, "set": -3, "ping": -1, "incr": 2, "mset": -3, "mget": -2, "del": -2,
 	"exists": -2, "incrby": 3, "decr": 2, "decrby": 3, "echo": 2, "ttl": 2, "pttl": 2,
 	"dbsize": 1, "flushall": -1, "flushdb": -1, "select": 2, "config": -2, "command": -1,
+}
+
+// kvNames maps every command name exec knows, lowercase, to itself: a
+// lookup with the request's name lowercased in place yields the name as a
+// string without making one.
+var kvNames = func() map[string]string {
+	m := map[string]string{"quit": "quit", "post": "post", "host:": "host:"}
+	for n := range kvArity {
+		m[n] = n
+	}
+	return m
+}()
+
+// commandName is w's name as kvNames holds it, or "" for a name exec does
+// not know; it allocates nothing.
+func commandName(w []byte) string {
+	var low [16]byte // longer than any known name
+	if len(w) > len(low) {
+		return ""
+	}
+	for i, c := range w {
+		low[i] = lower(c)
+	}
+	return kvNames[string(low[:len(w)])]
+}
+
+// lower is c in lowercase, if it is an ASCII capital.
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + ('a' - 'A')
+	}
+	return c
 }
 
 type kvAfter int
@@ -199,11 +255,23 @@ func unknownSubcommand(out []byte, container string, sub []byte) []byte {
 	return append(append(append(out, '-'), oneLine(text)...), "\r\n"...)
 }
 
-func is(b []byte, s string) bool { return strings.EqualFold(string(b), s) }
+// is says whether b is s, a lowercase word, in any case of ASCII letters, as
+// Redis's strcasecmp compares (no Unicode folding: the Kelvin sign is no k).
+func is(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		if lower(b[i]) != s[i] {
+			return false
+		}
+	}
+	return true
+}
 
 // exec executes one request, appending its reply.
 func (s *kvStore) exec(w [][]byte, out []byte) ([]byte, kvAfter) {
-	name := strings.ToLower(string(w[0]))
+	name := commandName(w[0])
 	switch name {
 	case "quit":
 		return simple(out, "OK"), kvClose
@@ -262,18 +330,14 @@ func (s *kvStore) exec(w [][]byte, out []byte) ([]byte, kvAfter) {
 		if len(w)%2 == 0 {
 			return wrongArity(out, "mset"), kvContinue
 		}
-		keys := make([][]byte, 0, len(w)/2)
+		held := s.lockMany(w[1:], 2)
 		for i := 1; i < len(w); i += 2 {
-			keys = append(keys, w[i])
+			s.shard(w[i]).put(w[i], w[i+1], 0)
 		}
-		unlock := s.lockMany(keys)
-		for i := 1; i < len(w); i += 2 {
-			s.shard(w[i]).m[string(w[i])] = &kvEntry{value: append([]byte(nil), w[i+1]...)}
-		}
-		unlock()
+		s.unlockMany(&held)
 		out = simple(out, "OK")
 	case "mget":
-		unlock := s.lockMany(w[1:])
+		held := s.lockMany(w[1:], 1)
 		out = arrayHeader(out, len(w)-1)
 		for _, k := range w[1:] {
 			if e := s.shard(k).live(k); e != nil {
@@ -282,9 +346,9 @@ func (s *kvStore) exec(w [][]byte, out []byte) ([]byte, kvAfter) {
 				out = null(out)
 			}
 		}
-		unlock()
+		s.unlockMany(&held)
 	case "del", "exists":
-		unlock := s.lockMany(w[1:])
+		held := s.lockMany(w[1:], 1)
 		n := int64(0)
 		for _, k := range w[1:] {
 			sh := s.shard(k)
@@ -295,7 +359,7 @@ func (s *kvStore) exec(w [][]byte, out []byte) ([]byte, kvAfter) {
 				}
 			}
 		}
-		unlock()
+		s.unlockMany(&held)
 		out = integer(out, n)
 	case "echo":
 		out = bulk(out, w[1])
@@ -377,7 +441,13 @@ func (s *kvStore) set(w [][]byte, out []byte) []byte {
 	var expireArg []byte
 	expireKind := ""
 	for j := 3; j < len(w); j++ {
-		opt := strings.ToLower(string(w[j]))
+		opt := "" // the option's name as written below, or none
+		for _, o := range [...]string{"nx", "xx", "get", "keepttl", "ex", "px", "exat", "pxat"} {
+			if is(w[j], o) {
+				opt = o
+				break
+			}
+		}
 		hasNext := j+1 < len(w)
 		switch {
 		case opt == "nx" && !xx:
@@ -447,7 +517,7 @@ func (s *kvStore) set(w [][]byte, out []byte) []byte {
 		// A time already past (EXAT/PXAT) deletes the key, as in Redis.
 		delete(sh.m, string(key))
 	} else {
-		sh.m[string(key)] = &kvEntry{value: append([]byte(nil), w[2]...), expiresAt: expiresAt}
+		sh.put(key, w[2], expiresAt)
 	}
 	if !get {
 		out = simple(out, "OK")
@@ -459,20 +529,25 @@ func (s *kvStore) incrBy(key []byte, by int64, out []byte) []byte {
 	sh := s.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	var cur, expiresAt int64
-	if e := sh.live(key); e != nil {
+	var cur int64
+	e := sh.live(key)
+	if e != nil {
 		n, ok := parseInt(e.value)
 		if !ok {
 			return errReply(out, errNotInt)
 		}
-		cur, expiresAt = n, e.expiresAt
+		cur = n
 	}
 	if (by > 0 && cur > 1<<63-1-by) || (by < 0 && cur < -1<<63-by) {
 		return errReply(out, errOverflow)
 	}
 	next := cur + by
-	// INCR keeps the key's time to live, as in Redis.
-	sh.m[string(key)] = &kvEntry{value: strconv.AppendInt(nil, next, 10), expiresAt: expiresAt}
+	if e == nil {
+		e = &kvEntry{}
+		sh.m[string(key)] = e
+	}
+	// In place; INCR keeps the key's time to live, as in Redis.
+	e.value = strconv.AppendInt(e.value[:0], next, 10)
 	return integer(out, next)
 }
 

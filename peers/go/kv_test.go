@@ -101,3 +101,33 @@ func TestKVSplitsAndLimit(t *testing.T) {
 		t.Fatalf("limit: got %q, flow %d", out, flow)
 	}
 }
+
+// TestKVRequestsOfAnExistingKeyAllocateNothing: once a key exists, reading,
+// writing and counting it allocate nothing per request (the name is matched
+// in place, the entry rewritten in its own buffer).
+func TestKVRequestsOfAnExistingKeyAllocateNothing(t *testing.T) {
+	s := newKVStore()
+	runKV(s, req("SET", "k", "1"))
+	in := []byte(req("SET", "k", "22") + req("get", "k") + req("INCR", "k") + req("mset", "k", "5") +
+		req("MGET", "k") + req("EXISTS", "k") + req("set", "k", "9", "xx") + req("IncrBy", "k", "2"))
+	var p reqParser
+	out := make([]byte, 0, 4096)
+	allocs := testing.AllocsPerRun(100, func() {
+		p.feed(in)
+		out, _ = s.execute(&p, out[:0], 1<<20)
+	})
+	want := "+OK\r\n$2\r\n22\r\n:23\r\n+OK\r\n*1\r\n$1\r\n5\r\n:1\r\n+OK\r\n:11\r\n"
+	if string(out) != want || allocs != 0 {
+		t.Fatalf("replies %q, %v allocations per batch", out, allocs)
+	}
+}
+
+// TestKVNamesFoldASCIIOnly: names and options match in any ASCII case, as
+// Redis's strcasecmp does, and no other folding (the Kelvin sign is no K).
+func TestKVNamesFoldASCIIOnly(t *testing.T) {
+	got, _ := runKV(newKVStore(), req("sEt", "k", "v", "kEePtTl")+req("SET", "k", "v", "\u212aEEPTTL")+req("GE\u212a", "k"))
+	want := "+OK\r\n-ERR syntax error\r\n-ERR unknown command 'GE\u212a', with args beginning with: 'k' \r\n"
+	if got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}

@@ -41,9 +41,11 @@ type loopClient struct {
 	st   *counters
 	wake func()
 
-	// Owned by the loop.
-	in        []byte // input not run yet
-	scanned   int    // bytes of in known to hold no newline
+	// Owned by the loop. A command run moves off past its line; the input
+	// left is moved down once per read, not once per command.
+	in        []byte // input; in[off:] is not run yet
+	off       int
+	scanned   int // bytes of in[off:] known to hold no newline
 	nick      []byte
 	joined    map[string]*room
 	scratch   []byte
@@ -65,7 +67,8 @@ func (s *chatServer) loopSession(st *counters, wake func()) session {
 
 func (c *loopClient) input(b []byte) {
 	if !c.finishing {
-		c.in = append(c.in, b...)
+		c.in = append(c.in[:copy(c.in, c.in[c.off:])], b...)
+		c.off = 0
 	}
 }
 
@@ -156,7 +159,8 @@ func (c *loopClient) step() bool {
 	if blocked || c.finishing {
 		return false
 	}
-	window := c.in[c.scanned:min(len(c.in), maxLineLen)]
+	rest := c.in[c.off:]
+	window := rest[c.scanned:min(len(rest), maxLineLen)]
 	i := bytes.IndexByte(window, '\n')
 	if i < 0 {
 		c.scanned += len(window)
@@ -165,14 +169,14 @@ func (c *loopClient) step() bool {
 		}
 		c.leaveAll()
 		c.replyErr(reasonLineTooLong)
-		c.finishing, c.in = true, nil
+		c.finishing, c.in, c.off = true, nil, 0
 		return true
 	}
 	end := c.scanned + i
-	line := bytes.TrimSuffix(c.in[:end], []byte("\r"))
+	line := bytes.TrimSuffix(rest[:end], []byte("\r"))
 	c.st.msgs.Add(1)
 	c.run(line)
-	c.in = c.in[:copy(c.in, c.in[end+1:])]
+	c.off += end + 1
 	c.scanned = 0
 	return true
 }
@@ -355,7 +359,7 @@ func (c *loopClient) replay(j *joinJob, out []byte, limit int) ([]byte, bool, er
 // unterminated line is dropped, as in chat.go.
 func (c *loopClient) eof(out []byte) ([]byte, kvFlow) {
 	c.leaveAll()
-	c.finishing, c.in = true, nil
+	c.finishing, c.in, c.off = true, nil, 0
 	return c.output(out, ownPendingLimit)
 }
 

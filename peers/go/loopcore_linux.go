@@ -10,6 +10,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -41,7 +44,10 @@ type loopCore struct {
 	maker sessionMaker
 	limit int    // pending output at which a connection is not read
 	buf   []byte // the loop's read buffer
-	conns map[int]*loopConn
+	// conns holds the loop's connections by descriptor, as evio and gnet
+	// keep theirs: the kernel hands out the lowest free descriptor, so the
+	// slice is as long as the most descriptors open at once.
+	conns []*loopConn
 	// interest registers what a connection waits for (nil: poll tries all).
 	interest func(c *loopConn)
 	// wakeFor is the wake function a session of c gets (nil: none needed).
@@ -54,7 +60,7 @@ type loopCore struct {
 
 func newLoopCore(maker sessionMaker, limit int) *loopCore {
 	st := newCounters()
-	return &loopCore{st: st, maker: maker, limit: limit, buf: make([]byte, readBufSize), conns: map[int]*loopConn{}}
+	return &loopCore{st: st, maker: maker, limit: limit, buf: make([]byte, readBufSize)}
 }
 
 // accept takes every connection waiting on the listener lfd.
@@ -78,6 +84,9 @@ func (l *loopCore) accept(lfd int) {
 			wake = l.wakeFor(c)
 		}
 		c.sess = l.maker(l.st, wake)
+		if fd >= len(l.conns) {
+			l.conns = append(l.conns, make([]*loopConn, fd+1-len(l.conns))...)
+		}
 		l.conns[fd] = c
 		l.st.conns.Add(1)
 		if l.accepted != nil {
@@ -207,7 +216,7 @@ func (l *loopCore) finish(c *loopConn) {
 func (l *loopCore) expireLingering() {
 	now := time.Now()
 	for _, c := range l.conns {
-		if !c.lingerUntil.IsZero() && now.After(c.lingerUntil) {
+		if c != nil && !c.lingerUntil.IsZero() && now.After(c.lingerUntil) {
 			l.close(c)
 		}
 	}
@@ -224,7 +233,7 @@ func (l *loopCore) close(c *loopConn) {
 	if closer, ok := c.sess.(interface{ closed() }); ok {
 		closer.closed()
 	}
-	delete(l.conns, c.fd)
+	l.conns[c.fd] = nil
 	unix.Close(c.fd) // also takes it out of an epoll set
 	c.q = writeQueue{}
 }
@@ -296,12 +305,27 @@ func listenReusePort(ta *net.TCPAddr) (int, error) {
 		unix.Close(fd)
 		return -1, err
 	}
-	if err := unix.Listen(fd, 1024); err != nil {
+	if err := unix.Listen(fd, listenBacklog()); err != nil {
 		unix.Close(fd)
 		return -1, err
 	}
 	return fd, nil
 }
+
+// listenBacklog is the system's limit of a listen queue, which Go's net and
+// gnet ask for: net.core.somaxconn, read once, or SOMAXCONN if it cannot be
+// read; the kernel caps what listen asks at somaxconn itself.
+var listenBacklog = sync.OnceValue(func() int {
+	b, err := os.ReadFile("/proc/sys/net/core/somaxconn")
+	if err != nil {
+		return unix.SOMAXCONN
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 {
+		return unix.SOMAXCONN
+	}
+	return n
+})
 
 // pinThread pins the calling OS thread to cpu, as the Rust servers pin each
 // worker; the caller has locked its goroutine to the thread.

@@ -2,18 +2,20 @@
 // is the goroutine-per-connection reference server: the idiomatic Go server
 // that the papers measure against, serving the echo, chat and kv protocols of
 // docs/PROTOCOL.md with the standard library alone, and HTTP/1.1 (--proto
-// http) on net/http. The other models serve the same services from event
-// loops (the Go event-loop article's designs): --model eventloop (epoll, a
-// loop per worker), --model poll (one busy loop per worker trying every
-// socket; echo and kv only; it keeps its CPUs busy even when idle) and
-// --model gnet (the gnet v2 engine).
+// http) on net/http. --model sessions keeps the goroutine per connection
+// and serves echo, kv and http with the event loops' sessions (HTTP: their
+// own parser, pipelined responses written together, not net/http). The other
+// models serve the same sessions from event loops (the Go event-loop
+// article's designs): --model eventloop (epoll, a loop per worker), --model
+// poll (one busy loop per worker trying every socket; echo and kv only; it
+// keeps its CPUs busy even when idle) and --model gnet (the gnet v2 engine).
 //
 // Usage:
 //
-//	srv-go --proto echo|chat|kv|http [--model goroutines|eventloop|poll|gnet]
+//	srv-go --proto echo|chat|kv|http [--model goroutines|sessions|eventloop|poll|gnet]
 //	       [--addr 127.0.0.1:0] [--workers N] [--cpus LIST]
 //	       [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always]
-//	       [--max-pending BYTES] [--kv-owner]
+//	       [--max-pending BYTES] [--kv-owner] [--lock-os-thread true|false]
 //
 // It prints "READY <addr>" on stdout once it accepts connections. SIGINT and
 // SIGTERM stop it: it stops accepting, flushes the room logs, prints one line
@@ -33,6 +35,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,12 +52,15 @@ const (
 	defaultAddr     = "127.0.0.1:0"
 	exitBadUsage    = 2
 	progName        = "srv-go"
-	usageLine       = "usage: srv-go --proto echo|chat|kv|http [--model goroutines|eventloop|poll|gnet] [--addr 127.0.0.1:0] [--workers N] [--cpus LIST] [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always] [--max-pending BYTES] [--kv-owner]"
+	usageLine       = "usage: srv-go --proto echo|chat|kv|http [--model goroutines|sessions|eventloop|poll|gnet] [--addr 127.0.0.1:0] [--workers N] [--cpus LIST] [--compute-us N] [--msg-size 16] [--data DIR] [--fsync never|always] [--max-pending BYTES] [--kv-owner] [--lock-os-thread true|false]"
 	maxComputeMicro = 10_000_000 // 10 s of spin per message is already absurd
-	modelHelp       = `--model goroutines: a goroutine per connection (the default); eventloop: an epoll loop per worker;
+	modelHelp       = `--model goroutines: a goroutine per connection (the default; http on net/http);
+  sessions: a goroutine per connection over the event loops' sessions (echo, kv and http; http without net/http);
+  eventloop: an epoll loop per worker;
   poll: a loop per worker trying every non-blocking socket in turn, echo and kv only: it keeps a CPU
   per worker busy even when no one is connected, by design (the Go article's non-blocking loop);
-  gnet: the gnet v2 engine, a loop per worker.`
+  gnet: the gnet v2 engine, a loop per worker.
+--lock-os-thread true|false: gnet only: run each gnet loop on a locked OS thread (default true).`
 )
 
 type protocol int
@@ -71,19 +77,27 @@ type model int
 
 const (
 	modelGoroutines model = iota // a goroutine per connection, Go's netpoller
+	modelSessions                // the same, driving the loop models' sessions
 	modelEventloop               // an epoll loop per worker
 	modelPoll                    // a busy loop per worker trying every socket
 	modelGnet                    // the gnet v2 engine, a loop per worker
 )
 
-var modelNames = [...]string{"goroutines", "eventloop", "poll", "gnet"}
+var modelNames = [...]string{"goroutines", "sessions", "eventloop", "poll", "gnet"}
 
 var protoNames = [...]string{"echo", "chat", "kv", "http"}
 
 // serves says whether a model serves a protocol: poll, the article's
-// design for its kv server, serves echo and kv only.
+// design for its kv server, serves echo and kv only; sessions no chat (a
+// goroutine blocked in Read cannot be woken by another connection's SAY).
 func (m model) serves(p protocol) bool {
-	return m != modelPoll || p == protoEcho || p == protoKV
+	switch m {
+	case modelPoll:
+		return p == protoEcho || p == protoKV
+	case modelSessions:
+		return p != protoChat
+	}
+	return true
 }
 
 // config is the parsed command line.
@@ -99,6 +113,9 @@ type config struct {
 	fsync      bool
 	maxPending int
 	kvOwner    bool
+	// lockOSThread: gnet's loops each on a locked OS thread (gnet's
+	// WithLockOSThread).
+	lockOSThread bool
 }
 
 func main() {
@@ -148,13 +165,14 @@ func run(args []string) int {
 	runtime.GOMAXPROCS(workers)
 	cfg.workers = workers
 
-	if cfg.model != modelGoroutines {
+	if cfg.model != modelGoroutines && cfg.model != modelSessions {
 		return runLoops(cfg, sigs)
 	}
 	return runGoroutines(cfg, sigs)
 }
 
-// runGoroutines serves with a goroutine per connection until a signal.
+// runGoroutines serves with a goroutine per connection until a signal
+// (--model goroutines and sessions).
 func runGoroutines(cfg config, sigs <-chan os.Signal) int {
 	// Listen before touching --data, so that a port in use leaves the room
 	// logs exactly as they were.
@@ -166,20 +184,23 @@ func runGoroutines(cfg config, sigs <-chan os.Signal) int {
 	var serve func(*net.TCPConn, *counters)
 	var chat *chatServer
 	var httpSrv *http.Server
-	switch cfg.proto {
-	case protoEcho:
+	switch {
+	case cfg.model == modelSessions:
+		maker, limit, _, _ := loopService(cfg) // no chat: no rooms to open
+		serve = sessionServe(maker, limit)
+	case cfg.proto == protoEcho:
 		e := &echoServer{computeUs: cfg.computeUs, msgSize: cfg.msgSize}
 		serve = e.serve
-	case protoChat:
+	case cfg.proto == protoChat:
 		chat, err = openChat(cfg)
 		if err != nil {
 			ln.Close()
 			return fail(err)
 		}
 		serve = chat.serve
-	case protoKV:
+	case cfg.proto == protoKV:
 		serve = newKVServer(min(cfg.maxPending, echoMaxPending), cfg.kvOwner).serve
-	case protoHTTP:
+	case cfg.proto == protoHTTP:
 		httpSrv = newHTTPServer()
 	}
 
@@ -279,7 +300,7 @@ func parseArgs(args []string) (config, error) {
 	fs := flag.NewFlagSet(progName, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are reported once, on one line, by run
 	proto := fs.String("proto", "", "echo, chat, kv or http")
-	modelName := fs.String("model", "goroutines", "goroutines, eventloop, poll (echo and kv; keeps a CPU busy per worker even when idle) or gnet")
+	modelName := fs.String("model", "goroutines", "goroutines, sessions (echo, kv and http), eventloop, poll (echo and kv; keeps a CPU busy per worker even when idle) or gnet")
 	fs.StringVar(&cfg.addr, "addr", defaultAddr, "address to listen on")
 	workers := fs.String("workers", "", "GOMAXPROCS (default: the CPUs it may use)")
 	cpus := fs.String("cpus", "", "CPUs to pin the process to, e.g. 1,3 or 0-3")
@@ -287,8 +308,11 @@ func parseArgs(args []string) (config, error) {
 	msgSize := fs.String("msg-size", strconv.Itoa(defaultMsgSize), "echo message size in bytes")
 	fs.StringVar(&cfg.data, "data", "", "directory of the chat room logs")
 	fsync := fs.String("fsync", "never", "never or always")
-	maxPending := fs.String("max-pending", strconv.Itoa(defaultPending), "bytes of live output queued per chat connection (kv: pending replies, at most 64 KiB)")
+	maxPending := fs.String("max-pending", strconv.Itoa(defaultPending), "bytes of live output queued per chat connection (kv, http: pending replies, at most 64 KiB; gnet: the unsent output at which a connection is cut)")
 	fs.BoolVar(&cfg.kvOwner, "kv-owner", false, "kv: one goroutine owns the store, connections send it their requests")
+	// A value, not a bool flag: the bench passes `--lock-os-thread false`
+	// (+lock-os-thread=false), which a bool flag would not take.
+	lock := fs.String("lock-os-thread", "true", "gnet: each loop on a locked OS thread, true or false")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err
@@ -348,6 +372,18 @@ func parseArgs(args []string) (config, error) {
 	if cfg.addr == "" {
 		return cfg, usagef("--addr must not be empty")
 	}
+	switch *lock {
+	case "true":
+		cfg.lockOSThread = true
+	case "false":
+	default:
+		return cfg, usagef("--lock-os-thread %q: expected true or false", *lock)
+	}
+	lockGiven := false
+	fs.Visit(func(f *flag.Flag) { lockGiven = lockGiven || f.Name == "lock-os-thread" })
+	if lockGiven && cfg.model != modelGnet {
+		return cfg, usagef("--lock-os-thread is gnet's option (--model gnet); the eventloop and poll loops always lock theirs")
+	}
 	return cfg, nil
 }
 
@@ -358,11 +394,19 @@ func parseModel(name string, proto protocol) (model, error) {
 			continue
 		}
 		if !model(m).serves(proto) {
-			return 0, usagef("--model %s serves --proto echo and kv only, not %s", name, protoNames[proto])
+			var served []string
+			for p, pn := range protoNames {
+				if model(m).serves(protocol(p)) {
+					served = append(served, pn)
+				}
+			}
+			last := len(served) - 1
+			return 0, usagef("--model %s serves --proto %s and %s only, not %s", name,
+				strings.Join(served[:last], ", "), served[last], protoNames[proto])
 		}
 		return model(m), nil
 	}
-	return 0, usagef("--model %q: expected goroutines, eventloop, poll or gnet", name)
+	return 0, usagef("--model %q: expected goroutines, sessions, eventloop, poll or gnet", name)
 }
 
 // intFlag parses a decimal flag value in [lo, hi].

@@ -9,8 +9,9 @@ import (
 	"testing"
 )
 
-// loopModels are the models other than goroutines.
-var loopModels = []string{"eventloop", "poll", "gnet"}
+// sessionModels are the models that serve the sessions of session.go: all
+// but goroutines.
+var sessionModels = []string{"sessions", "eventloop", "poll", "gnet"}
 
 func skipOffLinux(t *testing.T) {
 	if runtime.GOOS != "linux" {
@@ -19,10 +20,10 @@ func skipOffLinux(t *testing.T) {
 }
 
 // TestModelsServeEchoAndKV: every model echoes, runs kv, and prints the stop
-// line with the counts of its loops summed.
+// line with the counts of its loops (or connections) summed.
 func TestModelsServeEchoAndKV(t *testing.T) {
 	skipOffLinux(t)
-	for _, m := range loopModels {
+	for _, m := range sessionModels {
 		s := startServer(t, nil, "--model", m, "--proto", "echo", "--workers", "2")
 		c := dialChat(t, s.addr)
 		c.send("hello")
@@ -44,11 +45,12 @@ func TestModelsServeEchoAndKV(t *testing.T) {
 	}
 }
 
-// TestModelsServeHTTPAndChat: eventloop and gnet serve http and chat; chat
-// fans out between connections that may be on different loops.
+// TestModelsServeHTTPAndChat: sessions, eventloop and gnet serve http with
+// the same responses; eventloop and gnet serve chat, which fans out between
+// connections that may be on different loops.
 func TestModelsServeHTTPAndChat(t *testing.T) {
 	skipOffLinux(t)
-	for _, m := range []string{"eventloop", "gnet"} {
+	for _, m := range []string{"sessions", "eventloop", "gnet"} {
 		s := startServer(t, nil, "--model", m, "--proto", "http", "--workers", "2")
 		c := dialT(t, s.addr)
 		io.WriteString(c, "GET /plaintext HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.0\r\n\r\n")
@@ -61,6 +63,9 @@ func TestModelsServeHTTPAndChat(t *testing.T) {
 			!strings.Contains(got, "\r\nContent-Type: text/plain\r\nContent-Length: 13\r\n\r\nHello, World!HTTP/1.1 404 Not Found\r\n") ||
 			!strings.HasSuffix(got, "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n") {
 			t.Fatalf("%s: http responses %q", m, got)
+		}
+		if m == "sessions" {
+			continue // no chat: TestModelsRefuseWhatTheyDoNotServe
 		}
 
 		s = startServer(t, nil, "--model", m, "--proto", "chat", "--workers", "2", "--fsync", "always")
@@ -79,19 +84,44 @@ func TestModelsServeHTTPAndChat(t *testing.T) {
 	}
 }
 
-// TestPollRefusesChatAndHTTP: a model that cannot serve a protocol says so
-// in one line and exits 2.
-func TestPollRefusesChatAndHTTP(t *testing.T) {
-	for _, proto := range []string{"chat", "http"} {
-		code, stdout, stderr := runToExit(t, nil, "--model", "poll", "--proto", proto)
-		if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 ||
-			!strings.Contains(stderr, "--model poll serves --proto echo and kv only, not "+proto) {
-			t.Fatalf("%s: exit %d, stdout %q, stderr %q", proto, code, stdout, stderr)
+// TestModelsRefuseWhatTheyDoNotServe: a model that cannot serve a protocol
+// (poll chat and http, sessions chat) says so in one line and exits 2.
+func TestModelsRefuseWhatTheyDoNotServe(t *testing.T) {
+	for _, tc := range []struct{ model, proto, served string }{
+		{"poll", "chat", "echo and kv"},
+		{"poll", "http", "echo and kv"},
+		{"sessions", "chat", "echo, kv and http"},
+	} {
+		code, stdout, stderr := runToExit(t, nil, "--model", tc.model, "--proto", tc.proto)
+		want := "--model " + tc.model + " serves --proto " + tc.served + " only, not " + tc.proto
+		if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
+			t.Fatalf("%s %s: exit %d, stdout %q, stderr %q", tc.model, tc.proto, code, stdout, stderr)
 		}
 	}
 	code, _, stderr := runToExit(t, nil, "--model", "fibers", "--proto", "echo")
 	if code != 2 || !strings.Contains(stderr, `--model "fibers"`) {
 		t.Fatalf("unknown model: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestGnetLockOSThreadIsAChoice: gnet serves with its loops locked or not;
+// a value other than true or false, or the flag with another model, is exit 2.
+func TestGnetLockOSThreadIsAChoice(t *testing.T) {
+	skipOffLinux(t)
+	for _, lock := range []string{"true", "false"} {
+		s := startServer(t, nil, "--model", "gnet", "--proto", "echo", "--workers", "2", "--lock-os-thread", lock)
+		c := dialChat(t, s.addr)
+		c.send("hello")
+		c.expect("hello")
+	}
+	for _, args := range [][]string{
+		{"--model", "gnet", "--lock-os-thread", "yes"},
+		{"--model", "eventloop", "--lock-os-thread", "false"},
+	} {
+		code, stdout, stderr := runToExit(t, nil, append(args, "--proto", "echo")...)
+		if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "--lock-os-thread") {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
 	}
 }
 
@@ -163,5 +193,29 @@ func TestEchoSessionCutsMessages(t *testing.T) {
 	out, flow = s.eof(out[:0])
 	if string(out) != "ij" || flow != flowClose || st.msgs.Load() != 3 {
 		t.Fatalf("eof %q, flow %d, msgs %d", out, flow, st.msgs.Load())
+	}
+}
+
+// TestLoopChatSessionPipelines: the loops' chat session runs every line of
+// a pipelined stream split at any byte, in order, once.
+func TestLoopChatSessionPipelines(t *testing.T) {
+	chat, err := openChat(config{data: t.TempDir(), maxPending: defaultPending})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chat.shutdown()
+	stream := "NICK a\r\nPING x\nPING  y z\nBAD\nPING w\n"
+	want := "OK\nPONG x\nPONG  y z\nERR unknown command\nPONG w\n"
+	for split := 1; split < len(stream); split++ {
+		s := chat.loopSession(&counters{}, func() {})
+		var out []byte
+		for _, part := range []string{stream[:split], stream[split:]} {
+			s.input([]byte(part))
+			out, _ = s.output(out, ownPendingLimit)
+		}
+		if string(out) != want {
+			t.Fatalf("split at %d: %q", split, out)
+		}
+		s.(interface{ closed() }).closed()
 	}
 }

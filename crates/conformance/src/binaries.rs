@@ -18,6 +18,8 @@ use crate::SERVERS;
 
 /// The Go peer's binary name; every other server is a Rust `[[bin]]`.
 const GO_BIN: &str = "srv-go";
+/// The command that fetches the Go peer's modules, which a skip names.
+pub const GO_FETCH: &str = "cd peers/go && go mod download";
 /// A build that takes longer than this is stuck (a lock, a hung toolchain), not slow.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
@@ -135,9 +137,14 @@ fn cargo_build(dirs: &Dirs, bins: &[&str]) -> Result<(), String> {
     run_build(cmd, &format!("cargo build of {}", bins.join(", ")))
 }
 
-fn go_binary(dirs: &Dirs) -> io::Result<Result<PathBuf, String>> {
-    static GO: OnceLock<Result<Result<PathBuf, String>, String>> = OnceLock::new();
-    GO.get_or_init(|| {
+/// `peers/go`, once Go is found on PATH and the peer's modules are in Go's module cache
+/// (fetched first if need be), or (`Ok(Err(reason))`) why the Go peer cannot be built
+/// here: no `peers/go`, no `go`, or modules neither cached nor fetchable (offline), the
+/// reason then naming [`GO_FETCH`]. Checked once per test process.
+pub fn go_peer() -> io::Result<Result<PathBuf, String>> {
+    static PEER: OnceLock<Result<Result<PathBuf, String>, String>> = OnceLock::new();
+    PEER.get_or_init(|| {
+        let dirs = Dirs::of_current_exe().map_err(|e| e.to_string())?;
         let src = dirs.workspace.join("peers/go");
         if !src.join("go.mod").exists() {
             return Ok(Err(format!(
@@ -157,6 +164,43 @@ fn go_binary(dirs: &Dirs) -> io::Result<Result<PathBuf, String>> {
             Err(e) => return Err(format!("cannot run go: {e}")),
             Ok(_) => {}
         }
+        Ok(go_modules(&src, &[]).map(|()| src))
+    })
+    .clone()
+    .map_err(io::Error::other)
+}
+
+/// Whether the Go modules of the module at `src` are in the module cache, fetching them if
+/// they are not (`go mod download`, with `env` added to the environment), or why they
+/// cannot be had, naming [`GO_FETCH`].
+fn go_modules(src: &Path, env: &[(&str, &std::ffi::OsStr)]) -> Result<(), String> {
+    let mut cmd = Command::new("go");
+    cmd.current_dir(src).args(["mod", "download"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    run_build(cmd, "go mod download in peers/go").map_err(|e| {
+        let why = e
+            .lines()
+            .skip(1)
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or(&e)
+            .trim()
+            .to_owned();
+        format!(
+            "the Go modules of peers/go are not cached and cannot be fetched here ({why}); \
+             fetch them with `{GO_FETCH}` where the Go module proxy is reachable"
+        )
+    })
+}
+
+fn go_binary(dirs: &Dirs) -> io::Result<Result<PathBuf, String>> {
+    static GO: OnceLock<Result<Result<PathBuf, String>, String>> = OnceLock::new();
+    GO.get_or_init(|| {
+        let src = match go_peer().map_err(|e| e.to_string())? {
+            Ok(src) => src,
+            Err(reason) => return Ok(Err(reason)),
+        };
         let out = dirs.target.join(GO_BIN);
         let mut cmd = Command::new("go");
         cmd.current_dir(&src)
@@ -223,4 +267,31 @@ fn run_build(mut cmd: Command, what: &str) -> Result<(), String> {
         return Ok(());
     }
     Err(format!("{what} failed ({status}):\n{stdout}{stderr}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Go installed but its modules neither cached nor fetchable (an empty module cache, the
+    /// proxy off): the reason says so and names the command that fetches them.
+    #[test]
+    fn go_modules_that_cannot_be_had_name_the_fetch_command() {
+        if Command::new("go").arg("version").output().is_err() {
+            eprintln!("skipped: go is not on PATH (install Go to test the Go peer's checks)");
+            return;
+        }
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers/go");
+        let empty = tempfile::tempdir().expect("a temporary directory");
+        let env = [
+            ("GOFLAGS", std::ffi::OsStr::new("-mod=mod")),
+            ("GOPROXY", std::ffi::OsStr::new("off")),
+            ("GOMODCACHE", empty.path().as_os_str()),
+        ];
+        let why = go_modules(&src, &env).expect_err("no module can be had");
+        assert!(
+            why.contains("not cached and cannot be fetched") && why.contains(GO_FETCH),
+            "{why}"
+        );
+    }
 }

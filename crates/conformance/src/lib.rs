@@ -12,7 +12,9 @@
 //!
 //! Binaries are built on demand, once per test process: the Rust servers with
 //! `cargo build` into the very target directory and profile of the running test (see
-//! [`ServerSpec::resolve`]), `srv-go` with `go build` in `peers/go` when Go is installed.
+//! [`ServerSpec::resolve`]), `srv-go` with `go build` in `peers/go` when Go is installed
+//! and its modules are cached or can be fetched ([`go_peer`]; else its checks skip,
+//! naming [`GO_FETCH`]).
 //! Every process a server starts carries a tag in its environment, and all of them are
 //! killed when its [`Server`] handle drops, so a failing test leaves none behind.
 //! Random checks print their seed; `CONFORMANCE_SEED=<seed>` replays one.
@@ -53,7 +55,7 @@ mod server;
 use std::fmt;
 use std::io::{self, Write};
 
-pub use binaries::Resolved;
+pub use binaries::{GO_FETCH, Resolved, go_peer};
 pub use chat::ChatClient;
 pub use net::{Deadline, IO_TIMEOUT, connect};
 pub use nix::sys::signal::Signal;
@@ -117,7 +119,11 @@ macro_rules! server_list {
             fiber_plain_recv: "srv-fiber" ["--plain-recv", "--ring-flags", "coop_taskrun"] [IoUring],
             fiber_plain_fds: "srv-fiber" ["--fixed-files", "false"] [IoUring],
             go: "srv-go" [] [NotLaunch]
-                bench "go", true, "Go, a goroutine per connection (the papers' reference)",
+                bench "go", true,
+                "Go, a goroutine per connection (the papers' reference); http on Go's net/http",
+            go_sessions: "srv-go" ["--model", "sessions"] [NotLaunch, NoChat]
+                bench "go-sessions", false,
+                "Go, a goroutine per connection over the event loops' sessions (http: their parser, a read's responses written together, not net/http); no chat",
             go_eventloop: "srv-go" ["--model", "eventloop"] [NotLaunch]
                 bench "go-eventloop", true,
                 "Go, a hand-written epoll loop per worker (the Go event-loop article's kqueue design)",

@@ -119,6 +119,33 @@ pub fn flood_with_request(
     })
 }
 
+/// Checks that a flood ([`flood_until_stalled`], [`flood_with_request`]) ended because the
+/// server cut the connection (a write failed with a reset or a broken pipe), as a server
+/// that cannot pause a client must (`Limit::NoReadPause`); otherwise says how it ended:
+/// stalled (the server paused the client after all) or ran to its cap (the server took
+/// everything, its memory unbounded).
+pub fn expect_cut(end: io::Result<(usize, bool)>) -> io::Result<()> {
+    match end {
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+            ) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(e),
+        Ok((sent, true)) => Err(io::Error::other(format!(
+            "the server stopped reading the client after {} KiB instead of cutting it",
+            sent / 1024
+        ))),
+        Ok((sent, false)) => Err(io::Error::other(format!(
+            "the server took {} MiB from a client that never reads and did not cut it",
+            sent >> 20
+        ))),
+    }
+}
+
 /// The kernel's maximum autotuned send and receive buffers for TCP, in bytes: what a
 /// connection can hold in the kernel before a server has to queue anything itself.
 /// Falls back to 4 MiB and 6 MiB (Linux defaults) if /proc does not say.

@@ -76,14 +76,17 @@ pub enum Limit {
     /// store, so it refuses kv with exit status 2).
     NoKv,
     /// Serves no `--proto chat` (srv-go `--model poll`, the Go article's busy loop, serves
-    /// echo and kv only and refuses chat with exit status 2).
+    /// echo and kv only, and `--model sessions` echo, kv and http; both refuse chat with
+    /// exit status 2).
     NoChat,
     /// Serves no `--proto http` (srv-go `--model poll`: it refuses http with exit
     /// status 2).
     NoHttp,
     /// Cannot stop reading a connection whose output waits (srv-go `--model gnet`: gnet
     /// reads every readable socket into its own buffer and has no call to pause one, gnet
-    /// issue #722), so a client that sends and never reads grows it without bound.
+    /// issue #722). It cuts a client that sends and never reads instead, once the client's
+    /// unsent output passes a limit, which `servers_that_cannot_pause_cut_*` check in place
+    /// of the backpressure checks.
     NoReadPause,
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use conformance::net::{self, Deadline, is_timeout, read_to_close, shutdown_write};
 use conformance::rng::{self, Rng, pattern};
-use conformance::{IO_TIMEOUT, Target};
+use conformance::{IO_TIMEOUT, Limit, SERVERS, Target};
 
 conformance::conformance_tests!(
     echo_random_splits,
@@ -21,6 +21,79 @@ conformance::conformance_tests!(
 );
 
 const MIB: usize = 1 << 20;
+
+/// The servers that cannot pause a client (`Limit::NoReadPause`: srv-go `--model gnet`)
+/// are held to what they do instead of `echo_backpressure`: they cut a client that never
+/// reads, their memory bounded meanwhile.
+#[test]
+fn servers_that_cannot_pause_cut_an_echo_client_that_never_reads() {
+    for spec in SERVERS
+        .iter()
+        .filter(|s| s.limits.contains(&Limit::NoReadPause))
+    {
+        conformance::run_check(
+            spec,
+            "echo_never_reading_client_is_cut",
+            &[],
+            echo_never_reading_client_is_cut,
+        );
+    }
+}
+
+/// A client that sends a bounded flood and never reads is cut (the flood's write fails)
+/// before the flood ends, the server's RSS grows by less than a bound that a server taking
+/// the whole flood would pass, another client is served throughout, and the cut one's
+/// connection is closed.
+fn echo_never_reading_client_is_cut(target: &Target) -> Result<()> {
+    const RSS_BOUND: u64 = 32 << 20;
+    // No write of a server that reads on takes this long; one that does means the server
+    // paused the client, which the check reports.
+    const STALL: Duration = Duration::from_secs(2);
+    let (wmem, rmem) = net::tcp_buffer_max();
+    let flood_cap = 64 * MIB + wmem + rmem;
+
+    let server = target.start(&["--proto", "echo"])?;
+    let mut flood = server.connect()?;
+    let mut other = server.connect()?;
+    for stream in [&mut flood, &mut other] {
+        stream.write_all(b"!")?;
+        let mut b = [0; 1];
+        stream.read_exact(&mut b)?;
+    }
+    let baseline = server.rss()?;
+
+    let writer = flood.try_clone()?;
+    writer.set_write_timeout(Some(STALL))?;
+    let end = net::flood_until_stalled(
+        writer,
+        flood_cap,
+        Duration::from_secs(10),
+        STALL,
+        |sent, chunk| {
+            chunk.resize(64 * 1024, 0);
+            pattern(0xC07, sent as u64, chunk);
+        },
+    );
+    net::expect_cut(end).context("a client that never reads")?;
+
+    let grown = server.rss()?.saturating_sub(baseline);
+    ensure!(
+        grown < RSS_BOUND,
+        "server RSS grew by {} MiB before it cut a client that never reads (bound {} MiB)",
+        grown >> 20,
+        RSS_BOUND >> 20
+    );
+    let mut msg = vec![0; 1024];
+    let mut back = vec![0; 1024];
+    pattern(7, 0, &mut msg);
+    other.write_all(&msg)?;
+    other
+        .read_exact(&mut back)
+        .context("the other client after the cut")?;
+    ensure!(msg == back, "the other client's echo differs");
+    read_to_close(&mut flood, flood_cap).context("the cut client's connection")?;
+    Ok(())
+}
 
 /// Several connections at once, each writing a random stream in chunks of 1 B to
 /// 1 MiB and reading it back in reads of 1 B to 1 MiB: every byte must come back, in

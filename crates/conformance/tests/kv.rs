@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
 use conformance::net::{self, Deadline, read_to_close, shutdown_write};
-use conformance::{IO_TIMEOUT, Target};
+use conformance::{IO_TIMEOUT, Limit, Need, SERVERS, Target};
 use proto::resp::{Reply, encode_request, parse_reply};
 
 conformance::conformance_tests!(
@@ -434,6 +434,70 @@ fn read_reply(stream: &mut TcpStream) -> Result<Reply> {
         ensure!(n > 0, "the server closed the connection");
         buf.extend_from_slice(&chunk[..n]);
     }
+}
+
+/// The servers that cannot pause a client (`Limit::NoReadPause`: srv-go `--model gnet`)
+/// are held to what they do instead of `kv_bounded_memory`: they cut a client that never
+/// reads, their memory bounded meanwhile.
+#[test]
+fn servers_that_cannot_pause_cut_a_kv_client_that_never_reads() {
+    for spec in SERVERS
+        .iter()
+        .filter(|s| s.limits.contains(&Limit::NoReadPause))
+    {
+        conformance::run_check(
+            spec,
+            "kv_never_reading_client_is_cut",
+            &[Need::Kv],
+            |target| -> Result<()> {
+                for args in kv_variants(target) {
+                    kv_never_reading_client_is_cut(target, &args)
+                        .with_context(|| args.join(" "))?;
+                }
+                Ok(())
+            },
+        );
+    }
+}
+
+/// A client that pipelines a bounded flood of GETs of a 100-byte value and never reads is
+/// cut before the flood ends, the server's RSS grows by less than a bound that a server
+/// buffering the replies would pass, and another client is served throughout.
+fn kv_never_reading_client_is_cut(target: &Target, args: &[&str]) -> Result<()> {
+    const RSS_BOUND: u64 = 32 << 20;
+    const STALL: Duration = Duration::from_secs(2);
+    let (wmem, rmem) = net::tcp_buffer_max();
+    let flood_cap = 32 * MIB + wmem + rmem;
+
+    let server = target.start(args)?;
+    let mut flood = server.connect()?;
+    net::set_recv_buffer(&flood, 64 * 1024)?;
+    let mut other = server.connect()?;
+    let value = [b'v'; 100];
+    flood.write_all(&req(&[b"SET", b"cut:k", &value]))?;
+    let mut ok = [0; 5];
+    flood.read_exact(&mut ok)?;
+    other.write_all(b"PING\r\n")?;
+    let mut pong = [0; 7];
+    other.read_exact(&mut pong)?;
+    let baseline = server.rss()?;
+
+    let end = net::flood_with_request(&flood, &req(&[b"GET", b"cut:k"]), flood_cap, STALL);
+    net::expect_cut(end).context("a client that never reads")?;
+
+    let grown = server.rss()?.saturating_sub(baseline);
+    ensure!(
+        grown < RSS_BOUND,
+        "server RSS grew by {} MiB before it cut a client that never reads (bound {} MiB)",
+        grown >> 20,
+        RSS_BOUND >> 20
+    );
+    other.write_all(b"PING\r\n")?;
+    other
+        .read_exact(&mut pong)
+        .context("the other client after the cut")?;
+    ensure!(&pong == b"+PONG\r\n", "the other client got {pong:?}");
+    Ok(())
 }
 
 /// A client that pipelines GETs of a 100-byte value (a reply five times its request)

@@ -118,7 +118,7 @@ fn echo_only_servers_skip_chat_and_compute() {
 }
 
 #[test]
-fn go_poll_sits_out_chat_and_http_by_the_conformance_limits() {
+fn go_poll_and_go_sessions_sit_out_what_the_conformance_limits_say() {
     use crate::plan::suites::{HttpDriver, HttpPath, KvDriver};
     let i = inv();
     let poll = i.parse("go-poll").unwrap();
@@ -143,6 +143,11 @@ fn go_poll_sits_out_chat_and_http_by_the_conformance_limits() {
     assert_eq!(poll.lacks(http), Some(conformance::Need::Http));
     // The same flags written as +flags are the same entry.
     assert!(!i.parse("go+model=poll").unwrap().serves(chat));
+    // The goroutine model over the loops' sessions serves all but chat.
+    let sessions = i.parse("go-sessions").unwrap();
+    assert_eq!(sessions.flags, ["--model", "sessions"]);
+    assert!([echo, kv, http].iter().all(|&w| sessions.serves(w)));
+    assert_eq!(sessions.lacks(chat), Some(conformance::Need::Chat));
     // The other models of the same binary serve everything.
     for name in ["go", "go-eventloop", "go-gnet"] {
         let v = i.parse(name).unwrap();
@@ -181,6 +186,7 @@ fn the_known_servers_are_the_conformance_lists_bench_entries() {
             "may",
             "fiber",
             "go",
+            "go-sessions",
             "go-eventloop",
             "go-poll",
             "go-gnet",

@@ -151,7 +151,9 @@ pub(crate) fn section(out: &mut String, rows: &[Row]) {
         out,
         "TechEmpower's two tests without a database: `GET /plaintext` (`Hello, World!`, \
          pipelined 16 deep) and `GET /json` (`{{\"message\":\"Hello, World!\"}}` serialized per \
-         request, unpipelined), every server's own `--proto http` (srv-go: Go's `net/http`) \
+         request, unpipelined), every server's own `--proto http` (`go`: Go's `net/http`, which flushes each \
+         pipelined response apart; srv-go's other models, `go-sessions` among them: its \
+         hand-written parser, a read's responses written together) \
          beside nginx (`nginx`: a configuration xtask writes, a worker process per server \
          worker pinned as ours are, `return` of the same bodies, access log off). Two clients \
          send the same requests, closed loop: wrk (`-t1`, `scripts/wrk/pipeline.lua`; its \
