@@ -329,7 +329,7 @@ fn how_to_read(out: &mut String, rows: &[Row], servers: usize) {
          generator (†); the server's CPU per echo at a fixed rate, and its throughput under a \
          CPU quota, are what this machine measures about the server itself, so they come \
          first. {over}. {verdicts} *lowest repeat* is the steadiest estimate of a cost on a shared host, where noise only adds CPU time. \
-         **CPU per echo** is the server's CPU time (user + system, from /proc) over the echoes \
+         **CPU per echo** is the server's CPU time (user + system, its cgroup's counter read at the window's edges: every thread and process it had) over the echoes \
          it served (less is better); **p99** the time within which 99% of echoes came back; \
          **memory per conn** the growth of the server's memory, of the kernel's thread stacks \
          and of TCP socket memory (both ends of the loopback connections) per connection. \

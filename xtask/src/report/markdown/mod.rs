@@ -364,7 +364,7 @@ pub(crate) fn method(out: &mut String, input: &Input<'_>) {
     );
     let _ = writeln!(
         out,
-        "- The server's cost is read from /proc every 500 ms over its whole process tree (forked connection processes included): CPU from `/proc/<pid>/stat` (user and system, 10 ms ticks, as `top` reads it), context switches from every thread's `status`, memory as PSS from `smaps_rollup` (so pages shared by forked processes count once). Counters are interpolated to the exact measured window, which loadgen stamps in its interval log. CPU per message = CPU seconds in the window / messages in the window."
+        "- The server's CPU is its cgroup's counter (a group per server start: v2 `cpu.stat` `usage_usec`, v1 `cpuacct.usage`), which counts every thread and process that ever ran in it, exited and reaped included, read by loadgen at the edges of its measured window (with client hosts, by the harness a warmup and a duration after the agents' go; with an outside client, as it starts and after it exits). Without a writable cgroup it is the process tree's `/proc/<pid>/stat` (utime + stime + cutime + cstime, 10 ms ticks) at the same edges; the header says which. CPU per message = CPU seconds in the window / messages in the window. Beside it, every 500 ms, the process tree is sampled for the CPU over time, context switches (every thread's `status`) and memory (PSS from `smaps_rollup`, so pages shared by forked processes count once). *softirq + irq on server CPU* is `/proc/stat`'s interrupt time on the server's CPUs over the window: on loopback mostly the peer's receive path, which the kernel runs on the sender's CPU."
     );
     let _ = writeln!(
         out,
