@@ -40,7 +40,9 @@ enum Task {
     /// results/<run-id>/ (summary, histograms, plots, report.md).
     #[command(after_help = bench::exit::HELP)]
     Bench(Box<bench::BenchArgs>),
-    /// Show two result directories side by side, with ratios.
+    /// Show two result directories side by side, with ratios; with --fail-above, a gate for a
+    /// runtime's CI (exit 1 when a point of B is really worse than A's by more than PCT).
+    #[command(after_help = report::compare::HELP)]
     Compare(report::compare::CompareArgs),
     /// Kill -9 every chat server during a SAY flood, N times, and count acknowledged
     /// messages lost after the restart (must be 0) and torn tails cut.
@@ -70,6 +72,11 @@ fn main() -> ExitCode {
         }
         // Everything measured is written; some points have no figures. Said last.
         Err(e) if e.downcast_ref::<bench::exit::PointsFailed>().is_some() => {
+            eprintln!("cargo xtask: {e}");
+            ExitCode::FAILURE
+        }
+        // The gate of `compare --fail-above`: what regressed, as the last line.
+        Err(e) if e.downcast_ref::<report::compare::Regressed>().is_some() => {
             eprintln!("cargo xtask: {e}");
             ExitCode::FAILURE
         }

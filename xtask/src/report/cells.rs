@@ -104,23 +104,51 @@ fn repeats(row: &Row, metric: &str, value: Option<f64>) -> Vec<f64> {
     }
 }
 
-/// B against A for one metric, as benchstat shows it: the ratio `b / a` where the
-/// Mann-Whitney test on the two rows' repeats says p < 0.05, else `~`; with the p-value and
-/// the repeats, `1.23× (p=0.008 n=5+5)`, `~ (p=0.400 n=3+3)`.
-pub(crate) fn delta(a: &Row, b: &Row, metric: &str, va: Option<f64>, vb: Option<f64>) -> String {
-    let (Some(x), Some(y)) = (va, vb) else {
-        return "–".into();
-    };
-    let (ra, rb) = (repeats(a, metric, va), repeats(b, metric, vb));
-    let Some(p) = stats::mann_whitney(&ra, &rb) else {
-        return "–".into();
-    };
-    let n = format!("p={p:.3} n={}+{}", ra.len(), rb.len());
-    if p < stats::ALPHA && x.abs() > f64::EPSILON {
-        format!("{:.2}× ({n})", y / x)
-    } else {
-        format!("~ ({n})")
+/// The verdict of B against A for one metric: the ratio `b / a`, the p of the test on the two
+/// rows' repeats, their counts, and whether the difference is real (p < `stats::ALPHA`). The
+/// one place the tables, `report.html` and `compare --fail-above` get a verdict from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Verdict {
+    pub(crate) ratio: f64,
+    pub(crate) p: f64,
+    pub(crate) n_a: usize,
+    pub(crate) n_b: usize,
+    pub(crate) real: bool,
+}
+
+impl std::fmt::Display for Verdict {
+    /// As benchstat shows it: `1.23× (p=0.008 n=5+5)` where the difference is real, else
+    /// `~ (p=0.400 n=3+3)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = format!("p={:.3} n={}+{}", self.p, self.n_a, self.n_b);
+        if self.real {
+            write!(f, "{:.2}× ({n})", self.ratio)
+        } else {
+            write!(f, "~ ({n})")
+        }
     }
+}
+
+/// B against A for one metric: the Mann-Whitney test on the two rows' repeats, a real
+/// difference where p < 0.05; `None` without both figures.
+pub(crate) fn verdict(a: &Row, b: &Row, metric: &str, va: Option<f64>, vb: Option<f64>) -> Option<Verdict> {
+    let (x, y) = (va?, vb?);
+    let (ra, rb) = (repeats(a, metric, va), repeats(b, metric, vb));
+    let p = stats::mann_whitney(&ra, &rb)?;
+    Some(Verdict {
+        ratio: if x.abs() > f64::EPSILON { y / x } else { f64::NAN },
+        p,
+        n_a: ra.len(),
+        n_b: rb.len(),
+        real: p < stats::ALPHA && x.abs() > f64::EPSILON,
+    })
+}
+
+/// B against A for one metric, as benchstat shows it (see [`verdict`]): the ratio `b / a`
+/// where the Mann-Whitney test on the two rows' repeats says p < 0.05, else `~`; with the
+/// p-value and the repeats, `1.23× (p=0.008 n=5+5)`, `~ (p=0.400 n=3+3)`.
+pub(crate) fn delta(a: &Row, b: &Row, metric: &str, va: Option<f64>, vb: Option<f64>) -> String {
+    verdict(a, b, metric, va, vb).map_or_else(|| "–".into(), |v| v.to_string())
 }
 
 /// B against A round by round, beside [`delta`]'s verdict: the median of the per-round ratios
