@@ -131,12 +131,22 @@ impl std::fmt::Display for Verdict {
 
 /// B against A for one metric: the Mann-Whitney test on the two rows' repeats, a real
 /// difference where p < 0.05; `None` without both figures.
-pub(crate) fn verdict(a: &Row, b: &Row, metric: &str, va: Option<f64>, vb: Option<f64>) -> Option<Verdict> {
+pub(crate) fn verdict(
+    a: &Row,
+    b: &Row,
+    metric: &str,
+    va: Option<f64>,
+    vb: Option<f64>,
+) -> Option<Verdict> {
     let (x, y) = (va?, vb?);
     let (ra, rb) = (repeats(a, metric, va), repeats(b, metric, vb));
     let p = stats::mann_whitney(&ra, &rb)?;
     Some(Verdict {
-        ratio: if x.abs() > f64::EPSILON { y / x } else { f64::NAN },
+        ratio: if x.abs() > f64::EPSILON {
+            y / x
+        } else {
+            f64::NAN
+        },
         p,
         n_a: ra.len(),
         n_b: rb.len(),

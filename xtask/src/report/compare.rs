@@ -163,7 +163,14 @@ pub(crate) fn provenance(a: Option<&Meta>, b: Option<&Meta>) -> Vec<String> {
     }
     let commit = |m: &Meta| {
         let c = m.commit.as_deref().map_or("?", |c| &c[..c.len().min(12)]);
-        format!("{c}{}", if m.dirty { " (with uncommitted changes)" } else { "" })
+        format!(
+            "{c}{}",
+            if m.dirty {
+                " (with uncommitted changes)"
+            } else {
+                ""
+            }
+        )
     };
     if commit(a) != commit(b) {
         out.push(format!(
@@ -176,7 +183,13 @@ pub(crate) fn provenance(a: Option<&Meta>, b: Option<&Meta>) -> Vec<String> {
 }
 
 /// The comparison table of two runs' rows, as Markdown.
-pub(crate) fn compare(a: &[Row], b: &[Row], a_name: &str, b_name: &str, notes: &[String]) -> String {
+pub(crate) fn compare(
+    a: &[Row],
+    b: &[Row],
+    a_name: &str,
+    b_name: &str,
+    notes: &[String],
+) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# {b_name} against {a_name}\n");
     for n in notes {
@@ -274,7 +287,10 @@ pub(crate) fn compare(a: &[Row], b: &[Row], a_name: &str, b_name: &str, notes: &
 pub(crate) fn run(args: &CompareArgs) -> Result<()> {
     let a = summary::read_summary(&args.a)?;
     let b = summary::read_summary(&args.b)?;
-    let (meta_a, meta_b) = (run_dir::read_meta(&args.a).ok(), run_dir::read_meta(&args.b).ok());
+    let (meta_a, meta_b) = (
+        run_dir::read_meta(&args.a).ok(),
+        run_dir::read_meta(&args.b).ok(),
+    );
     let notes = provenance(meta_a.as_ref(), meta_b.as_ref());
     let (a_name, b_name) = (args.a.display().to_string(), args.b.display().to_string());
     let text = compare(&a, &b, &a_name, &b_name, &notes);
@@ -390,7 +406,10 @@ mod tests {
         let b = vec![cpu_row("reactor", &[12.0, 12.1, 11.9, 12.05, 11.95])];
         let worse = regressions(&a, &b, Metric::Cpu, 5.0);
         assert_eq!(worse.len(), 1, "{worse:?}");
-        assert!(worse[0].starts_with("quick / reactor / 1 conns: 1.20× (p=0.008"), "{worse:?}");
+        assert!(
+            worse[0].starts_with("quick / reactor / 1 conns: 1.20× (p=0.008"),
+            "{worse:?}"
+        );
         // Real but below the threshold.
         assert!(regressions(&a, &b, Metric::Cpu, 25.0).is_empty());
         // Cheaper is no regression, however real.
@@ -432,7 +451,10 @@ mod tests {
         let notes = provenance(Some(&a), Some(&b));
         assert_eq!(notes.len(), 2, "{notes:?}");
         assert!(notes[0].contains("Different machines"), "{notes:?}");
-        assert!(notes[1].contains("`aaaaaaaaaaaa`, B `bbbbbbbbbbbb`"), "{notes:?}");
+        assert!(
+            notes[1].contains("`aaaaaaaaaaaa`, B `bbbbbbbbbbbb`"),
+            "{notes:?}"
+        );
         assert_eq!(provenance(None, Some(&a)).len(), 1);
     }
 }

@@ -65,15 +65,31 @@ type Column = (
 const COLUMNS: [Column; 3] = [
     (
         "requests/s",
-        |r| (r.throughput_per_sec, r.throughput_per_sec_ci_low, r.throughput_per_sec_ci_high),
+        |r| {
+            (
+                r.throughput_per_sec,
+                r.throughput_per_sec_ci_low,
+                r.throughput_per_sec_ci_high,
+            )
+        },
         fmt_rate,
     ),
     (
         "server CPU per request",
-        |r| (r.cpu_us_per_req, r.cpu_us_per_req_ci_low, r.cpu_us_per_req_ci_high),
+        |r| {
+            (
+                r.cpu_us_per_req,
+                r.cpu_us_per_req_ci_low,
+                r.cpu_us_per_req_ci_high,
+            )
+        },
         fmt_us,
     ),
-    ("p99 latency", |r| (r.p99_us, r.p99_us_ci_low, r.p99_us_ci_high), fmt_us),
+    (
+        "p99 latency",
+        |r| (r.p99_us, r.p99_us_ci_low, r.p99_us_ci_high),
+        fmt_us,
+    ),
 ];
 
 /// Each suite's figures, its points in the order the rows first name them, its servers in

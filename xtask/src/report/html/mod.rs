@@ -76,7 +76,11 @@ impl Page {
 
     /// The page of `cargo xtask compare --out`.
     pub(crate) fn comparison(a: &str, b: &str, markdown: &str) -> Page {
-        Page::of_markdown(&format!("ringside compare: {b} against {a}"), markdown, None)
+        Page::of_markdown(
+            &format!("ringside compare: {b} against {a}"),
+            markdown,
+            None,
+        )
     }
 
     /// The page as HTML.
@@ -85,7 +89,9 @@ impl Page {
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
         env.add_template("page.html", TEMPLATE)
             .context("the page's template")?;
-        let page = env.get_template("page.html").context("the page's template")?;
+        let page = env
+            .get_template("page.html")
+            .context("the page's template")?;
         page.render(minijinja::context! {
             page => minijinja::value::Serde(self),
             script => minijinja::Value::from_safe_string(SCRIPT.to_string()),
@@ -103,7 +109,10 @@ pub(crate) fn write_page(path: &Path, page: &Page) -> Result<()> {
 
 /// Writes `report.html` of the run in `dir`.
 pub(crate) fn write_report(dir: &Path, input: &Input<'_>, markdown: &str) -> Result<()> {
-    write_page(&dir.join("report.html"), &Page::of_run(dir, input, markdown))
+    write_page(
+        &dir.join("report.html"),
+        &Page::of_run(dir, input, markdown),
+    )
 }
 
 /// The header's facts: the machine, the run, the commit, the command, the placement, how CPU
@@ -191,10 +200,14 @@ fn facts(input: &Input<'_>) -> Vec<Fact> {
 fn warnings(m: &Meta, rows: &[Row]) -> Vec<String> {
     let mut w = Vec::new();
     if m.interrupted {
-        w.push("The run was interrupted (Ctrl-C): what is here is what was measured before.".into());
+        w.push(
+            "The run was interrupted (Ctrl-C): what is here is what was measured before.".into(),
+        );
     }
     if m.dirty {
-        w.push("The checkout had uncommitted changes: the commit alone does not say what ran.".into());
+        w.push(
+            "The checkout had uncommitted changes: the commit alone does not say what ran.".into(),
+        );
     }
     if m.steal_pct.is_some_and(|s| s > STEAL_PCT) {
         w.push(format!(
@@ -204,7 +217,9 @@ fn warnings(m: &Meta, rows: &[Row]) -> Vec<String> {
     let count = |f: &dyn Fn(&Row) -> bool| rows.iter().filter(|r| f(r)).count();
     let failed = count(&|r| r.ok < r.repeats);
     if failed > 0 {
-        w.push(format!("{failed} point(s) failed in some repeat: see \"Failures and notes\"."));
+        w.push(format!(
+            "{failed} point(s) failed in some repeat: see \"Failures and notes\"."
+        ));
     }
     let disturbed = count(&|r| r.disturbed());
     if disturbed > 0 {
@@ -248,7 +263,10 @@ fn body(markdown: &str, dir: Option<&Path>, skip_head: bool) -> String {
     let mut heading: Option<Vec<Event<'_>>> = None;
     for e in Parser::new_ext(markdown, Options::ENABLE_TABLES) {
         match e {
-            Event::Start(Tag::Heading { level: HeadingLevel::H2, .. }) => {
+            Event::Start(Tag::Heading {
+                level: HeadingLevel::H2,
+                ..
+            }) => {
                 skipping = false;
                 heading = Some(Vec::new());
             }
@@ -322,9 +340,9 @@ fn figure(dir: Option<&Path>, file: &str, caption: &str) -> String {
         .and_then(|d| std::fs::read_to_string(d.join(file)).ok())
         .and_then(|t| t.find("<svg").map(|i| t[i..].to_string()));
     match svg {
-        Some(svg) => format!(
-            "<figure class=\"plot\">{svg}<figcaption>{caption}</figcaption></figure>\n"
-        ),
+        Some(svg) => {
+            format!("<figure class=\"plot\">{svg}<figcaption>{caption}</figcaption></figure>\n")
+        }
         None => format!(
             "<figure class=\"plot missing\"><figcaption>{caption} (the plot {} could not be read)</figcaption></figure>\n",
             minijinja::HtmlEscape(file)

@@ -69,15 +69,35 @@ fn the_page_holds_the_run_and_fetches_nothing() {
     )
     .unwrap();
     let rows = vec![
-        row("a", "open", "1000 conns @ 20000/s", &[10.0, 10.2, 9.9, 10.1, 10.3]),
-        row("b", "open", "1000 conns @ 20000/s", &[15.0, 15.3, 15.1, 14.9, 15.2]),
+        row(
+            "a",
+            "open",
+            "1000 conns @ 20000/s",
+            &[10.0, 10.2, 9.9, 10.1, 10.3],
+        ),
+        row(
+            "b",
+            "open",
+            "1000 conns @ 20000/s",
+            &[15.0, 15.3, 15.1, 14.9, 15.2],
+        ),
     ];
     let html = page(dir.path(), &rows);
     // The header, escaped.
-    assert!(html.contains("<dt>machine</dt><dd>Test CPU (2 CPUs, Linux ?)</dd>"), "{html}");
+    assert!(
+        html.contains("<dt>machine</dt><dd>Test CPU (2 CPUs, Linux ?)</dd>"),
+        "{html}"
+    );
     assert!(html.contains("<dd>0123456789ab</dd>"), "{html}");
-    assert!(html.contains("cargo xtask bench --servers a,b &lt;script&gt;"), "{html}");
-    assert_eq!(html.matches("<script>").count(), 1, "the command reached the page unescaped");
+    assert!(
+        html.contains("cargo xtask bench --servers a,b &lt;script&gt;"),
+        "{html}"
+    );
+    assert_eq!(
+        html.matches("<script>").count(),
+        1,
+        "the command reached the page unescaped"
+    );
     // report.md's sections, at a glance first, its tables in scrolling boxes, its verdicts.
     assert!(html.contains("<section id=\"at-a-glance\">"), "{html}");
     assert!(html.contains("<div class=\"scroll\"><table>"), "{html}");
@@ -87,16 +107,26 @@ fn the_page_holds_the_run_and_fetches_nothing() {
     assert!(!html.contains("<?xml"), "{html}");
     assert!(!html.contains("<img"), "{html}");
     // A figure row per server, its histogram linked, its value and interval on hover.
-    assert_eq!(html.matches("<div class=\"dotrow\" data-server=").count(), 2, "{html}");
+    assert_eq!(
+        html.matches("<div class=\"dotrow\" data-server=").count(),
+        2,
+        "{html}"
+    );
     // (minijinja escapes `/` too: `&#x2f;`, which the browser reads as `/`.)
-    assert!(html.contains("href=\"quick&#x2f;a&#x2f;open.hgrm\""), "{html}");
+    assert!(
+        html.contains("href=\"quick&#x2f;a&#x2f;open.hgrm\""),
+        "{html}"
+    );
     assert!(html.contains("data-tip=\"a, 1000 conns @ 20000&#x2f;s, server CPU per request: 10.1 µs [9.90 µs–10.3 µs]\""), "{html}");
     // The bar that turns servers on and off.
     assert!(html.contains("data-toggle=\"a\""), "{html}");
     // Nothing to fetch: no external script, style, font or image; the only URL is SVG's
     // namespace, which is a name, not a fetch.
     for bad in ["src=", "<link", "@import", "url(", "https://"] {
-        assert!(!html.contains(bad), "the page names something to fetch: {bad}");
+        assert!(
+            !html.contains(bad),
+            "the page names something to fetch: {bad}"
+        );
     }
     assert_eq!(
         html.matches("http://").count(),
@@ -121,9 +151,16 @@ fn headings_become_ids() {
 
 #[test]
 fn a_page_of_markdown_alone_has_no_bar() {
-    let p = Page::comparison("A", "B", "# B against A\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n");
+    let p = Page::comparison(
+        "A",
+        "B",
+        "# B against A\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n",
+    );
     let html = p.render().unwrap();
-    assert!(html.contains("<title>ringside compare: B against A</title>"), "{html}");
+    assert!(
+        html.contains("<title>ringside compare: B against A</title>"),
+        "{html}"
+    );
     assert!(html.contains("<td>1</td>"), "{html}");
     assert!(!html.contains("nav id=\"servers\""), "{html}");
 }
