@@ -7,6 +7,7 @@
 //!
 //! It may call every layer: plan, run, record and report.
 
+pub(crate) mod conform;
 pub(crate) mod exit;
 mod list;
 mod plan;
@@ -391,8 +392,9 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     // Before the build: a quota this machine cannot give is a usage error, found at once.
     let quota = args.server_cpu_quota.map(quota).transpose()?;
     children::install_interrupt_handler()?;
-    let plan = Plan::new(args, &inv)?;
+    let mut plan = Plan::new(args, &inv)?;
     build(&plan, &root, &inv)?;
+    conform::gate(&mut plan)?;
     sweep::run(&plan, &root, &inv, quota)
 }
 
@@ -415,6 +417,7 @@ fn build(plan: &Plan, root: &std::path::Path, inv: &Inventory) -> Result<()> {
         for bin in plan
             .servers
             .iter()
+            .filter(|v| !v.is_ext())
             .map(|v| v.binary.as_str())
             .filter(|b| inv.peer(b).is_none())
             .chain(["loadgen"])

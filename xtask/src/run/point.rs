@@ -58,8 +58,14 @@ pub(crate) fn run_point(
                 .map_err(|e| Failure::Start(format!("cannot make the server's cgroup: {e}")))
         })
         .transpose()?;
-    let (mut server, addr) =
-        server::start(point, variant, &bins.server, place, files, group.as_ref())?;
+    let (mut server, addr) = server::start(
+        point.workload,
+        variant,
+        &bins.server,
+        place,
+        files,
+        group.as_ref(),
+    )?;
     let stat_before = group.as_ref().map(Group::stat);
     let throttle = || -> Option<Throttle> {
         group
