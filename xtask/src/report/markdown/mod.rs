@@ -367,23 +367,15 @@ pub(crate) fn method(out: &mut String, input: &Input<'_>) {
     );
 }
 
-/// What the *per round* columns say and when to trust them over the Mann-Whitney verdict,
-/// for "how to read it" with `repeats` rounds a point.
+/// What the *per round* columns say, in a sentence, for "how to read it" with `repeats`
+/// rounds a point (docs/METHOD.md says when to trust them over the verdict).
 pub(crate) fn per_round_note(repeats: usize) -> String {
     let least = crate::record::stats::sign_test(repeats, 0);
     format!(
-        "Within each round the servers run in a counterbalanced order (a Williams design: \
-         each server in each position, and after each other server, about equally often; \
-         who plays which part drawn at each point), so that what the first run of a round pays, or a drift within a round, lands on no one \
-         server. *per round* sets two servers side by side within each round, close together \
-         in time: the median of the per-round ratios, an exact sign test's p on \
-         how many rounds put the server above the best one, and that count. It cancels what \
-         a round shared (the machine drifting over the run), so it is the better guide where \
-         the intervals are wide and overlap yet the rounds agree; the Mann-Whitney verdict is \
-         the better guide where the rounds are alike, since it uses every value and the sign \
-         test only their signs: with {repeats} rounds the sign test's least p is {least:.3} \
-         (it needs 6 to go below 0.05). Where the two disagree, the difference is not steady \
-         from round to round: run more repeats."
+        "Within each round the servers run in a counterbalanced order (a Williams design); \
+         *per round* is the median of two servers' ratios within each round, with an exact sign \
+         test's p (with {repeats} rounds its least p is {least:.3}) and how many rounds put the \
+         server above the best one."
     )
 }
 
