@@ -244,9 +244,11 @@ fn kv_pipelined(addr: SocketAddr) -> io::Result<()> {
     exchange(&mut s, &req, &want)
 }
 
-/// Reads one HTTP/1.1 response: its status, its headers (names in lower case) and its body
-/// by `Content-Length`.
-fn response(s: &mut TcpStream) -> io::Result<(u16, Vec<(String, String)>, Vec<u8>)> {
+/// An HTTP/1.1 response: its status, its headers (names in lower case) and its body.
+type Response = (u16, Vec<(String, String)>, Vec<u8>);
+
+/// Reads one HTTP/1.1 response, its body by `Content-Length`.
+fn response(s: &mut TcpStream) -> io::Result<Response> {
     let mut head = Vec::new();
     let mut byte = [0; 1];
     while !head.ends_with(b"\r\n\r\n") {

@@ -43,6 +43,8 @@ pub(crate) struct DotRow {
 pub(crate) struct PointDots {
     id: String,
     label: String,
+    /// Where each column's scale ends, as the tables write it.
+    scales: Vec<String>,
     rows: Vec<DotRow>,
 }
 
@@ -158,6 +160,11 @@ fn point(rs: &[&Row], id: &str, label: &str) -> PointDots {
     PointDots {
         id: format!("{}-{id}", rs.first().map_or("", |r| r.suite.as_str())),
         label: label.to_string(),
+        scales: COLUMNS
+            .iter()
+            .zip(&most)
+            .map(|(c, &m)| (c.2)(Some(m)))
+            .collect(),
         rows,
     }
 }

@@ -118,6 +118,11 @@ fn the_page_holds_the_run_and_fetches_nothing() {
         "{html}"
     );
     assert!(html.contains("data-tip=\"a, 1000 conns @ 20000&#x2f;s, server CPU per request: 10.1 µs [9.90 µs–10.3 µs]\""), "{html}");
+    // Each column's scale.
+    assert!(
+        html.contains("<div>server CPU per request, 0 to 15.3 µs</div>"),
+        "{html}"
+    );
     // The bar that turns servers on and off.
     assert!(html.contains("data-toggle=\"a\""), "{html}");
     // Nothing to fetch: no external script, style, font or image; the only URL is SVG's
