@@ -11,7 +11,7 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::thread;
 
-use crate::net::{connect, read_to_close, shutdown_write};
+use crate::net::{IO_TIMEOUT, connect, is_timeout, read_to_close, shutdown_write};
 use crate::rng::pattern;
 
 /// One check: its name, and what it does against a server at an address.
@@ -106,8 +106,19 @@ fn wrong(what: String) -> io::Error {
 /// Reads exactly `n` bytes.
 fn read_n(s: &mut TcpStream, n: usize) -> io::Result<Vec<u8>> {
     let mut buf = vec![0; n];
-    s.read_exact(&mut buf)
-        .map_err(|e| io::Error::new(e.kind(), format!("reading {n} bytes: {e}")))?;
+    s.read_exact(&mut buf).map_err(|e| {
+        if is_timeout(&e) {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "waiting for {n} bytes: not all came back within {} s",
+                    IO_TIMEOUT.as_secs()
+                ),
+            )
+        } else {
+            io::Error::new(e.kind(), format!("reading {n} bytes: {e}"))
+        }
+    })?;
     Ok(buf)
 }
 
@@ -355,7 +366,6 @@ fn http_not_found(addr: SocketAddr) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::IO_TIMEOUT;
     use std::net::TcpListener;
 
     /// A server on loopback that runs `serve` on each connection, on a thread of its own.
