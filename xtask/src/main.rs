@@ -40,8 +40,13 @@ enum Task {
     /// results/<run-id>/ (summary, histograms, plots, report.md).
     #[command(after_help = bench::exit::HELP)]
     Bench(Box<bench::BenchArgs>),
-    /// Show two result directories side by side, with ratios.
+    /// Show two result directories side by side, with ratios; with --fail-above, a gate for a
+    /// runtime's CI (exit 1 when a point of B is really worse than A's by more than PCT).
+    #[command(after_help = report::compare::HELP)]
     Compare(report::compare::CompareArgs),
+    /// Put a server's command line through the wire checks of its protocols (echo, kv,
+    /// http): what `--servers 'ext:NAME=COMMAND'` does before it measures an outside server.
+    Conform(bench::conform::ConformArgs),
     /// Kill -9 every chat server during a SAY flood, N times, and count acknowledged
     /// messages lost after the restart (must be 0) and torn tails cut.
     Crash(crash::CrashArgs),
@@ -51,6 +56,13 @@ enum Task {
     /// Draw the plots and write report.md of a result directory again, from its
     /// summary.json and meta.json.
     Report(report::ReportArgs),
+    /// (Internal.) Unblock the stop signals the harness blocks, then become PROGRAM: how an
+    /// outside server is started, so that SIGTERM stops it (`run::server`).
+    #[command(name = run::server::UNBLOCKED, hide = true)]
+    Unblocked {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        program: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -58,9 +70,11 @@ fn main() -> ExitCode {
     let result = match cli.task {
         Task::Bench(args) => bench::run(*args),
         Task::Compare(args) => report::compare::run(&args),
+        Task::Conform(args) => bench::conform::run(&args),
         Task::Crash(args) => crash::run(&args),
         Task::Micro(args) => micro::run(&args),
         Task::Report(args) => report::run(&args),
+        Task::Unblocked { program } => run::server::exec_unblocked(&program),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -70,6 +84,11 @@ fn main() -> ExitCode {
         }
         // Everything measured is written; some points have no figures. Said last.
         Err(e) if e.downcast_ref::<bench::exit::PointsFailed>().is_some() => {
+            eprintln!("cargo xtask: {e}");
+            ExitCode::FAILURE
+        }
+        // The gate of `compare --fail-above`: what regressed, as the last line.
+        Err(e) if e.downcast_ref::<report::compare::Regressed>().is_some() => {
             eprintln!("cargo xtask: {e}");
             ExitCode::FAILURE
         }

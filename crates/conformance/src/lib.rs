@@ -51,6 +51,7 @@ pub mod net;
 pub mod rng;
 pub mod roomlog;
 mod server;
+pub mod wire;
 
 use std::fmt;
 use std::io::{self, Write};

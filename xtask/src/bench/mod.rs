@@ -7,6 +7,7 @@
 //!
 //! It may call every layer: plan, run, record and report.
 
+pub(crate) mod conform;
 pub(crate) mod exit;
 mod list;
 mod plan;
@@ -66,8 +67,11 @@ fn servers_help() -> String {
         "The servers, comma-separated: a name plus runtime flags, as in \
          `threads,tokio-per-core,fiber+completer`; `+name=LABEL` names a variant, so that one \
          server can run twice (`reactor,reactor+name=again`: an A/A run, where every verdict \
-         must be `~`). Default: one of each server this checkout can build, and {}. `--list` \
-         names them",
+         must be `~`). Any other program that speaks a ringside protocol joins as \
+         `ext:NAME=COMMAND`, with {{addr}}, {{host}}, {{port}}, {{workers}}, {{cpus}} and {{proto}} \
+         filled in; it is put through the protocol's conformance checks first (`cargo xtask \
+         conform`; docs/RING.md). Default: one of each server this checkout can build, and {}. \
+         `--list` names them",
         extra.join(", ")
     )
 }
@@ -75,9 +79,10 @@ fn servers_help() -> String {
 /// Options of `cargo xtask bench`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct BenchArgs {
-    /// The suites to run, comma-separated: quick (the default, about 6 minutes), emper-echo,
-    /// chat-cpu, chat-room, memory, kv, scaling (workers 1, 2, 4, … up to --server-cpus),
-    /// search (the file-content search, alone). `--list` describes them.
+    /// The suites to run, comma-separated: quick (the default, about 5 minutes of runs with the
+    /// sixteen default servers on 2 CPUs, the build aside), emper-echo, chat-cpu, chat-room,
+    /// memory, kv, http, scaling (workers 1, 2, 4, … up to --server-cpus), search (the
+    /// file-content search, alone). `--list` describes them.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "quick")]
     pub(crate) suite: Vec<Suite>,
 
@@ -104,19 +109,21 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "PREFIX,...", value_delimiter = ',')]
     pub(crate) points: Vec<String>,
 
-    /// Seconds of each point's measured window, replacing the suite's (quick 0.75 at equal load
-    /// and 0.4 closed loop, emper-echo 10, chat-cpu 60, chat-room 10, memory 3, kv 1.5, scaling 1
-    /// and 3 at the Figure 7 point). For emper-echo it also replaces the paper's 2500 echoes per
-    /// connection.
+    /// Seconds of each point's measured window, replacing the suite's (quick 0.5 at equal load
+    /// and 0.3 closed loop, emper-echo 10, chat-cpu 60, chat-room 10, memory 3, kv 1.5, http 2,
+    /// scaling 1 and 3 at the Figure 7 point). For emper-echo it also replaces the paper's 2500
+    /// echoes per connection.
     #[arg(long, value_name = "SECS", value_parser = positive)]
     pub(crate) duration: Option<f64>,
 
     /// Seconds of load before each measured window, not recorded (default 1; quick 0.35 at
-    /// equal load and 0.2 closed loop, kv 0.5, chat-cpu 2; at least 1 per 2500 connections).
+    /// equal load and 0.15 closed loop, kv and http 0.5, scaling 0.4, chat-cpu 2; at least 1
+    /// per 2500 connections).
     #[arg(long, value_name = "SECS", value_parser = non_negative)]
     pub(crate) warmup: Option<f64>,
 
-    /// Runs of each point, rotated over the servers (A B C A B C ...) so that a drift of the
+    /// Runs of each point, in rounds over the servers (every server once a round, in a
+    /// counterbalanced order: a Williams design, `plan::order`) so that a drift of the
     /// machine spreads over all of them [default: quick 5, search 15, the other suites 1].
     /// The summary gives medians with an interval, latency from the runs' histograms added
     /// together, and the report each server's verdict against the reference (`--reference`),
@@ -397,8 +404,9 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     // Before the build: a quota this machine cannot give is a usage error, found at once.
     let quota = args.server_cpu_quota.map(quota).transpose()?;
     children::install_interrupt_handler()?;
-    let plan = Plan::new(args, &inv)?;
+    let mut plan = Plan::new(args, &inv)?;
     build(&plan, &root, &inv)?;
+    conform::gate(&mut plan)?;
     let accounting = Accounting::new(quota);
     if let Accounting::Tree { why } = &accounting {
         eprintln!(
@@ -428,6 +436,7 @@ fn build(plan: &Plan, root: &std::path::Path, inv: &Inventory) -> Result<()> {
         for bin in plan
             .servers
             .iter()
+            .filter(|v| !v.is_ext())
             .map(|v| v.binary.as_str())
             .filter(|b| inv.peer(b).is_none())
             .chain(["loadgen"])

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::plan::Plan;
@@ -439,7 +439,7 @@ fn report(plan: &Plan, out: &Path, meta: &Meta, rows: &[Row]) -> Result<()> {
         client_cpus: place.client_cpus.to_string(),
         workers: place.workers,
     };
-    std::fs::write(out.join("report.md"), markdown::render(&input)).context("writing report.md")?;
+    crate::report::write(out, &input)?;
 
     println!();
     if plan.suites.contains(&Suite::Quick) {
@@ -456,7 +456,10 @@ fn report(plan: &Plan, out: &Path, meta: &Meta, rows: &[Row]) -> Result<()> {
     if plan.suites.contains(&Suite::Scaling) {
         println!("{}", super::scaling_stop(&place.server_cpus));
     }
-    println!("Report: {}", out.join("report.md").display());
+    println!(
+        "Report: {} (and report.html)",
+        out.join("report.md").display()
+    );
     if meta.interrupted {
         bail!("stopped before the end; the report has what was measured");
     }

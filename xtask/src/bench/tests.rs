@@ -215,6 +215,7 @@ fn every_round_runs_every_server_in_the_order_of_the_design() {
         binary: format!("srv-{n}"),
         flags: vec![],
         about: String::new(),
+        command: None,
     };
     let servers = [v("a"), v("b"), v("c")];
     let plan =
@@ -254,6 +255,7 @@ fn an_echo_only_server_sits_out_the_chat_points() {
         binary: "srv-floor".into(),
         flags: vec!["--api".into(), "epoll".into()],
         about: String::new(),
+        command: None,
     };
     let floor = [floor];
     let orders = crate::plan::order::plan(&pts, &floor, |v, w| v.serves(w), |s| a.repeats(s), 1);

@@ -330,6 +330,7 @@ mod tests {
             binary: format!("srv-{name}"),
             flags: vec![],
             about: String::new(),
+            command: None,
         }
     }
 

@@ -12,6 +12,10 @@
 //! with a `bench` name), so the bench runs what the suite tests; any other `srv-<name>`
 //! binary of the workspace is picked up as `<name>`. Beside ours, the peers (servers of
 //! someone else's, which the run layer starts and stops) are listed here as [`PeerEntry`]s.
+//! And any program at all joins as `ext:NAME=COMMAND` (an *outside server*, [`EXT`]): the
+//! command line of a server that speaks a ringside protocol, with `{addr}`, `{host}`,
+//! `{port}`, `{workers}`, `{cpus}` and `{proto}` filled in by the run layer
+//! (`run::server`), which starts it as it starts ours.
 //!
 //! It may call the plan layer's `suites`. (Finding what this checkout builds, and building
 //! it, is `run::build`.)
@@ -72,9 +76,48 @@ pub(crate) struct Variant {
     /// Flags after the common ones.
     pub(crate) flags: Vec<String>,
     pub(crate) about: String,
+    /// An outside server's command line, its placeholders unfilled (`ext:NAME=COMMAND`);
+    /// `None` for ours and the peers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) command: Option<String>,
+}
+
+/// How `--servers` names an outside server: `ext:NAME=COMMAND`.
+pub(crate) const EXT: &str = "ext:";
+
+/// The protocols an outside server is checked at and run at: those with wire checks
+/// (`conformance::wire`). It sits out chat points, and echo points with compute, which
+/// its command line cannot be told of.
+pub(crate) const EXT_PROTOS: [&str; 3] = ["echo", "kv", "http"];
+
+/// The outside server of `spec`, `ext:NAME=COMMAND`.
+pub(crate) fn ext_variant(spec: &str) -> Result<Variant> {
+    let rest = spec.strip_prefix(EXT).unwrap_or(spec);
+    let Some((name, command)) = rest.split_once('=') else {
+        bail!(
+            "`{spec}`: an outside server is written ext:NAME=COMMAND, as in 'ext:py=python3 echo.py {{addr}}'"
+        );
+    };
+    let name = label(spec, Some(name.trim()))?;
+    let command = command.trim();
+    if command.is_empty() {
+        bail!("`{spec}`: the command after `=` is empty");
+    }
+    Ok(Variant {
+        binary: format!("{EXT}{name}"),
+        name,
+        flags: Vec::new(),
+        about: format!("outside server: `{command}`"),
+        command: Some(command.to_string()),
+    })
 }
 
 impl Variant {
+    /// Whether it is an outside server (`ext:NAME=COMMAND`).
+    pub(crate) fn is_ext(&self) -> bool {
+        self.command.is_some()
+    }
+
     /// Whether the server, one of ours, serves `workload`: one whose conformance entry lacks
     /// what the workload needs sits it out (srv-floor runs plain echo and idle points only;
     /// srv-go `--model poll` no chat or http; srv-threads' process mode no kv). (A peer serves
@@ -99,6 +142,10 @@ impl Variant {
             _ if workload.compute_us() > 0 => Need::Compute,
             _ => return None,
         };
+        if self.is_ext() {
+            return (!EXT_PROTOS.contains(&workload.proto()) || need == Need::Compute)
+                .then_some(need);
+        }
         // Echo-only is a property of the binary (srv-floor refuses the rest whatever its
         // flags); the other limits belong to the entry's flags (`--model poll`).
         let lacking = known().any(|k| {
@@ -162,6 +209,9 @@ impl Inventory {
 
     /// Why `binary` cannot be built (or, for a peer, run) here, or `None` when it can.
     pub(crate) fn missing(&self, binary: &str) -> Option<String> {
+        if binary.starts_with(EXT) {
+            return None;
+        }
         if let Some(p) = self.peer(binary) {
             return p.missing.clone();
         }
@@ -211,6 +261,9 @@ impl Inventory {
 
     /// Parses one `--servers` entry.
     pub(crate) fn parse(&self, spec: &str) -> Result<Variant> {
+        if spec.starts_with(EXT) {
+            return ext_variant(spec);
+        }
         let mut parts = spec.split('+');
         let base = parts.next().unwrap_or_default();
         let mut v = if let Some(p) = self.peers.iter().find(|p| p.name == base) {
@@ -226,11 +279,12 @@ impl Inventory {
                 binary: format!("srv-{base}"),
                 flags: Vec::new(),
                 about: format!("srv-{base}"),
+                command: None,
             }
         } else {
             bail!(
                 "unknown server `{base}`; the servers are: {} (add runtime flags with +, as in \
-                 fiber+completer)",
+                 fiber+completer; any other program as ext:NAME=COMMAND)",
                 self.names().join(", ")
             );
         };
@@ -264,10 +318,35 @@ impl Inventory {
         Ok(v)
     }
 
+    /// The entries of a `--servers` list: split at commas, except that an outside server's
+    /// command runs on over a comma until what follows is a server name (`reactor`,
+    /// `fiber+completer`) or another `ext:`, so that a command may hold commas.
+    fn entries(&self, list: &str) -> Vec<String> {
+        let names = self.names();
+        let mut out: Vec<String> = Vec::new();
+        for piece in list.split(',') {
+            let base = piece.trim().split('+').next().unwrap_or_default();
+            let starts_entry = piece.trim().starts_with(EXT) || names.iter().any(|n| n == base);
+            match out.last_mut() {
+                Some(last) if last.trim_start().starts_with(EXT) && !starts_entry => {
+                    last.push(',');
+                    last.push_str(piece);
+                }
+                _ => out.push(piece.to_string()),
+            }
+        }
+        out
+    }
+
     /// Parses `--servers`, a comma-separated list, and checks that each can be built here.
     pub(crate) fn select(&self, list: &str) -> Result<Vec<Variant>> {
         let mut out: Vec<Variant> = Vec::new();
-        for spec in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        for spec in self
+            .entries(list)
+            .iter()
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+        {
             let v = self.parse(spec)?;
             if let Some(why) = self.missing(&v.binary) {
                 bail!("server `{spec}` cannot run here: {why}");
@@ -321,6 +400,7 @@ fn known_variant(k: &Known, name: &str) -> Variant {
         binary: k.binary.to_string(),
         flags: k.flags.iter().map(ToString::to_string).collect(),
         about: k.about.to_string(),
+        command: None,
     }
 }
 

@@ -1,7 +1,8 @@
 //! The report layer: showing what a run recorded. It owns `report.md` (`markdown`, one
 //! section per suite, and `search` for the search suite's), the figures (`figures`: which
 //! plots a suite gets) and their drawing (`plots`, and `ranked` for a point's ranked dots), how numbers and marks look (`cells`),
-//! `cargo xtask compare` (`compare`), and, in this file, `cargo xtask report DIR`, which draws
+//! `cargo xtask compare` (`compare`), `report.html` (`html`: report.md's text as a page, with
+//! sortable tables, the plots inline and a figure of each point), and, in this file, `cargo xtask report DIR`, which draws
 //! the plots and writes `report.md` of a run directory again from what the run saved
 //! (`summary.json`, `meta.json`, the histograms), so that a better report can be had for an
 //! old run without measuring again.
@@ -12,6 +13,7 @@
 pub(crate) mod cells;
 pub(crate) mod compare;
 pub(crate) mod figures;
+pub(crate) mod html;
 pub(crate) mod markdown;
 pub(crate) mod plots;
 pub(crate) mod ranked;
@@ -68,7 +70,14 @@ pub(crate) fn run(args: &ReportArgs) -> Result<()> {
         client_cpus: text_of("client_cpus", "0"),
         workers,
     };
-    std::fs::write(dir.join("report.md"), markdown::render(&input)).context("writing report.md")?;
+    write(dir, &input)?;
     println!("Report: {}", dir.join("report.md").display());
     Ok(())
+}
+
+/// Writes `report.md` and `report.html` of the run in `dir` (by `bench` and `report` alike).
+pub(crate) fn write(dir: &std::path::Path, input: &markdown::Input<'_>) -> Result<()> {
+    let text = markdown::render(input);
+    std::fs::write(dir.join("report.md"), &text).context("writing report.md")?;
+    html::write_report(dir, input, &text)
 }

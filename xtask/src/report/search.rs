@@ -128,7 +128,10 @@ pub(crate) fn write(out: &Path, run: &SearchRun, meta: &Meta) -> Result<String> 
     let ok: Vec<&Line> = lines.iter().filter(|l| l.failure.is_none()).collect();
     draw_box_plots(out, run, &ok)?;
     let table = table(run, &lines, &ok, meta.settings["reference"].as_str());
-    fs::write(out.join("report.md"), markdown(run, meta, &table)).context("writing report.md")?;
+    let text = markdown(run, meta, &table);
+    fs::write(out.join("report.md"), &text).context("writing report.md")?;
+    let page = crate::report::html::Page::of_markdown("ringside bench: search", &text, Some(out));
+    crate::report::html::write_page(&out.join("report.html"), &page)?;
     Ok(table)
 }
 

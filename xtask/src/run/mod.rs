@@ -1,5 +1,6 @@
 //! The run layer: carrying out a plan. It owns the processes (`children`, `cpus`, `cgroup`),
-//! building the binaries (`build`), a server's start and stop (`server`), the load point
+//! building the binaries (`build`), a server's start and stop (`server`), an outside
+//! server's wire checks before it is measured (`conform`), the load point
 //! (`point`: a server, loadgen against it, the samples turned into the server's cost by
 //! `cost` and `series`), /proc sampling (`procfs`), loadgen's command line and output
 //! (`loadgen_cli`, `histogram`), the peers behind one trait (`peer`: kv's `redis`, http's
@@ -16,6 +17,7 @@ pub(crate) mod agents;
 pub(crate) mod build;
 pub(crate) mod cgroup;
 pub(crate) mod children;
+pub(crate) mod conform;
 pub(crate) mod cost;
 pub(crate) mod cpus;
 pub(crate) mod histogram;

@@ -119,6 +119,7 @@ pub(crate) trait Peer: Sync {
                 binary: self.program().to_string(),
                 flags: Vec::new(),
                 about: self.about(),
+                command: None,
             },
         }
     }

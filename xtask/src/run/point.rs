@@ -62,8 +62,14 @@ pub(crate) fn run_point(
     let group = accounting
         .server_group()
         .map_err(|e| Failure::Start(format!("cannot make the server's cgroup: {e}")))?;
-    let (mut server, addr) =
-        server::start(point, variant, &bins.server, place, files, group.as_ref())?;
+    let (mut server, addr) = server::start(
+        point.workload,
+        variant,
+        &bins.server,
+        place,
+        files,
+        group.as_ref(),
+    )?;
     let counter = group
         .as_ref()
         .map_or(CpuSource::Tree(server.id()), Group::cpu_source);

@@ -199,3 +199,67 @@ fn the_known_servers_are_the_conformance_lists_bench_entries() {
     let tokio = inv().parse("tokio").unwrap();
     assert_eq!(tokio.flags, ["--flavor", "multi"]);
 }
+
+#[test]
+fn an_outside_server_is_a_name_and_a_command() {
+    let i = inv();
+    let v = i.parse("ext:py=python3 echo.py --addr {addr}").unwrap();
+    assert_eq!(v.name, "py");
+    assert_eq!(v.binary, "ext:py");
+    assert_eq!(v.command.as_deref(), Some("python3 echo.py --addr {addr}"));
+    assert!(v.flags.is_empty() && v.is_ext());
+    assert!(i.missing(&v.binary).is_none());
+    for (bad, why) in [
+        ("ext:py", "ext:NAME=COMMAND"),
+        ("ext:py=", "empty"),
+        ("ext:a/b=cat", "+name takes a label"),
+    ] {
+        let e = i.parse(bad).unwrap_err().to_string();
+        assert!(e.contains(why), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn a_command_keeps_its_commas_up_to_the_next_server() {
+    let i = inv();
+    let v = i
+        .select("threads,ext:a=socat TCP-LISTEN:{port},bind={host},fork EXEC:cat,fiber+completer,ext:b=x,y")
+        .unwrap();
+    let names: Vec<(&str, Option<&str>)> = v
+        .iter()
+        .map(|v| (v.name.as_str(), v.command.as_deref()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("threads", None),
+            (
+                "a",
+                Some("socat TCP-LISTEN:{port},bind={host},fork EXEC:cat")
+            ),
+            ("fiber+completer", None),
+            ("b", Some("x,y")),
+        ]
+    );
+}
+
+#[test]
+fn an_outside_server_sits_out_chat_and_compute() {
+    let v = inv().parse("ext:py=python3 s.py").unwrap();
+    let echo = Workload::Echo {
+        msg_size: 16,
+        compute_us: 0,
+    };
+    assert!(v.serves(echo));
+    assert!(v.serves(Workload::Idle));
+    assert!(v.serves(Workload::Kv {
+        get: true,
+        pipeline: 1,
+        driver: crate::plan::suites::KvDriver::Loadgen,
+    }));
+    assert!(!v.serves(Workload::ChatRoom { room_size: 2 }));
+    assert!(!v.serves(Workload::Echo {
+        msg_size: 16,
+        compute_us: 5,
+    }));
+}

@@ -4,7 +4,7 @@
 //!
 //! Its points are cut to what 16 default servers × 5 repeats can run in about 5 minutes on 2
 //! CPUs, so that `cargo xtask bench` from a clean clone ends within 10, its build included
-//! (README says what the build costs): each point costs about half a second of start, stop
+//! (docs/METHOD.md says what the build costs): each point costs about half a second of start, stop
 //! and settling beyond its windows, so points, not seconds of window, are what a default run
 //! can spend. The closed loop at 10 and 100 connections (`--conns 1,10,100,1000`) and the
 //! second open rate (`--rate 50000`, near the slowest server's saturation) are a command line

@@ -324,24 +324,13 @@ fn how_to_read(out: &mut String, rows: &[Row], servers: usize) {
     let verdicts = super::verdicts_note(repeats, servers);
     let _ = writeln!(
         out,
-        "How to read it: on a small machine one load-generator core costs about as much per \
-         echo as the fastest servers, so closed-loop echoes/s often measure the load \
-         generator (†); the server's CPU per echo at a fixed rate, and its throughput under a \
-         CPU quota, are what this machine measures about the server itself, so they come \
-         first. {over}. {verdicts} *lowest repeat* is the steadiest estimate of a cost on a shared host, where noise only adds CPU time. \
-         **CPU per echo** is the server's CPU time (user + system, its cgroup's counter read at the window's edges: every thread and process it had) over the echoes \
-         it served (less is better); **p99** the time within which 99% of echoes came back; \
-         **memory per conn** the growth of the server's memory, of the kernel's thread stacks \
-         and of TCP socket memory (both ends of the loopback connections) per connection. \
-         ‡ marks a point where something else used more than {DISTURBED_PCT:.0}% of the \
-         server's CPU or the hypervisor stole more than {STEAL_PCT:.0}% of it; § a point where \
-         the CPU quota throttled the server (its latency includes the throttling). The \
-         default run is cut so that sixteen servers fit in about ten minutes on 2 CPUs, build \
-         included: windows of 0.3 s in the closed loop and 0.5 s in the open one (0.4 s and \
-         0.75 s before), so each repeat rests on fewer echoes and the intervals are wider \
-         (p99.99 at 20,000/s on about one echo), and it leaves out the closed loop at 10 and \
-         100 connections and the second open-loop rate, 50,000/s (`--conns 1,10,100,1000` \
-         and `--rate 50000` measure them).\n"
+        "How to read it (the method, and what a run can and cannot conclude: `docs/METHOD.md`): \
+         CPU per echo at a fixed rate comes first, because on a small machine closed-loop \
+         echoes/s often measure the load generator (†). It is the server's CPU (its cgroup's \
+         counter read at the window's edges: every thread and process it had) over the echoes \
+         it served. {over}. {verdicts} *lowest repeat*: noise only adds CPU time. ‡: \
+         something else used over {DISTURBED_PCT:.0}% of the server's CPU, or the hypervisor \
+         stole over {STEAL_PCT:.0}%; §: the CPU quota throttled the server.\n"
     );
 }
 

@@ -385,34 +385,25 @@ pub(crate) fn method(out: &mut String, input: &Input<'_>) {
 }
 
 /// What a column of verdicts says and how far to trust it, for "how to read it" with
-/// `repeats` rounds a point and `servers` servers in the column.
+/// `repeats` rounds a point and `servers` servers in the column (docs/VERDICTS.md has the
+/// method and its figures).
 pub(crate) fn verdicts_note(repeats: usize, servers: usize) -> String {
     let tests = servers.saturating_sub(1);
     let power = if repeats < 3 {
-        format!(
-            "with {repeats} repeats there is too little to test (run `--repeat 5`, the \
-             default, for verdicts)"
-        )
+        format!("with {repeats} repeats there is too little to test: run `--repeat 5`")
     } else {
         format!(
-            "here {tests} comparisons a column over {repeats} rounds; on synthetic runs of the \
-             default run's shape (sixteen servers, five rounds, 2% noise, a 3% drift from \
-             round to round) a column of equal servers speaks falsely in about 2% of runs, \
-             also when one server is three times noisier, and finds a server 10% dearer than \
-             the reference in 96% of runs, one 5% dearer in about a third"
+            "{tests} comparisons over {repeats} rounds; on synthetic runs of the default run's \
+             shape a column of equal servers speaks falsely in about 2% of runs, and a server \
+             10% dearer is found in 96%"
         )
     };
     format!(
-        "*against* a server is its column's verdict against the reference, which is named \
-         before the run (the kernel's floor, redis, nginx, or `--reference`), never picked by \
-         the medians it is then tested against: log cost modelled by server and round (the \
-         rounds of the counterbalanced Williams order are its blocks, so the machine's drift \
-         from round to round comes out), each server with its own variance, and Holm's \
-         step-down over the column, so that a column gives a false verdict in at most 5% of \
-         runs however many servers it holds. A ratio server / reference is shown, with its \
-         simultaneous interval and Holm's adjusted p, only where it finds a difference; \
-         else `~` with the ratio and interval ({power}). A flagged (‡, †) or failed reference \
-         is said to be unusable and its column is not tested."
+        "*against* is each server's verdict against the reference named before the run (the \
+         kernel's floor, redis, nginx, or `--reference`): server and round (the rounds of \
+         the counterbalanced Williams order) modelled, Holm's step-down over the column, a ratio with its simultaneous interval only where it finds \
+         a difference, else `~` ({power}; `docs/VERDICTS.md`). A flagged (‡, †) or failed \
+         reference leaves its column untested."
     )
 }
 

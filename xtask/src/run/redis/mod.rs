@@ -152,6 +152,7 @@ mod tests {
             binary: "srv-threads".into(),
             flags: vec!["--mode".into(), "process".into()],
             about: String::new(),
+            command: None,
         };
         assert!(!inv.serves(&process, kv) && inv.serves(&process, echo));
         let owner = Variant {
@@ -159,6 +160,7 @@ mod tests {
             binary: "srv-fiber".into(),
             flags: vec!["--kv-owner".into()],
             about: String::new(),
+            command: None,
         };
         assert!(inv.serves(&owner, kv) && !inv.serves(&owner, echo));
     }
