@@ -43,7 +43,10 @@
 //! `synchrony` events are single-threaded), so the outbox's tasks, and each worker for
 //! the stop, wait on `service::signal::Signal`, as srv-monoio's do. A reader task and a
 //! writer task share the socket (compio's `into_split`); `chat.rs` says why two, and how
-//! a cut stops the read (compio's `CancelToken`). compio ships no `select!`; the two
+//! a cut stops the read: the writer shuts the socket down, as srv-tokio-uring's does.
+//! compio's `CancelToken` would keep a registration (and the operation's allocation) for
+//! every read submitted under it until the token is cancelled, and in this build it
+//! reaches no read at all (`chat.rs` shows why). compio ships no `select!`; the two
 //! races it needs are `service::race::first`. The outbox, its slow-subscriber rule
 //! (`service::outbox::OutQueue`) and the hub calls (`service::offload::HubCalls`) are
 //! the same as srv-monoio's and srv-tokio-uring's.
