@@ -17,8 +17,12 @@
 //!   features `runtime` and `net`, plus `time` (the accept back-off of
 //!   `launch::accept_failed`) and `fs` (search-compio); its default driver is io_uring,
 //!   and where the kernel refuses io_uring the start fails before READY. The runtime is
-//!   `Runtime::new()`: compio's defaults (1024 ring entries, its queues and event
-//!   interval), as its examples use it.
+//!   compio's defaults (its queues and event interval), as its examples use it, but for
+//!   the ring: `ProactorBuilder::capacity(launch::RING_ENTRIES)`, 16,384 submission
+//!   entries, so a completion queue of 32,768 (the kernel's twice), that of every
+//!   io_uring server here (srv-fiber's completion queue), where compio's default of
+//!   1,024 gives 2,048, which the completions of 3,000 to 10,000 connections a worker
+//!   can overflow.
 //! - **The listeners**: compio's `TcpListener::bind` listens with a backlog of 128 and
 //!   no `SO_REUSEPORT`, so each worker's listener comes from `launch::bind_group` (the
 //!   4096 of every server, `SO_REUSEPORT` one per worker) and is handed to

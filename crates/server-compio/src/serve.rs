@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use compio::driver::ProactorBuilder;
 use compio::net::{TcpListener, TcpStream};
 use compio::runtime::Runtime;
 use launch::workers::{Placement, Workers};
@@ -68,7 +69,9 @@ fn start(
     let service = Arc::clone(service);
     let placement = Placement::one_per_worker(cpus);
     let workers = Workers::start(NAME, items, placement, move |_, (listener, stop)| {
-        let runtime = Runtime::new().context(
+        let mut proactor = ProactorBuilder::new();
+        proactor.capacity(launch::RING_ENTRIES);
+        let runtime = Runtime::builder().with_proactor(proactor).build().context(
             "cannot set up an io_uring (is it disabled by kernel.io_uring_disabled, \
              a seccomp filter, or RLIMIT_MEMLOCK?)",
         )?;

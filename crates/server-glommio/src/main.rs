@@ -9,9 +9,15 @@
 //!
 //! Choices, and why:
 //!
-//! - The executors are made with glommio's defaults (ring depth 128, 10 MiB of I/O
-//!   memory registered with the ring, no spin before parking, a preemption timer of
-//!   100 ms): the settings glommio recommends, none tuned for this benchmark.
+//! - The executors are made with glommio's defaults (10 MiB of I/O memory registered
+//!   with the ring, no spin before parking, a preemption timer of 100 ms), the settings
+//!   glommio recommends, but for the ring depth: `ring_depth(launch::RING_ENTRIES)`,
+//!   16,384 submission entries, so a completion queue of 32,768 (the kernel's twice),
+//!   that of every io_uring server here (srv-fiber's completion queue). glommio's
+//!   default of 128 gives 256, which the polls of thousands of connections an executor
+//!   overflow. glommio has one knob for its three rings (main, latency, and the
+//!   storage poll ring, which sockets do not use) and none for the completion queue
+//!   alone, so all three get that depth.
 //! - glommio's own listener and streams. Its `bind` asks for a backlog of 1024, not
 //!   the 4096 of `launch::bind`: glommio has no way to set it, and handing it a socket
 //!   bound elsewhere needs `FromRawFd` (unsafe, which this crate forbids). The address

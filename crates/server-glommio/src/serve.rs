@@ -102,7 +102,9 @@ fn executor(index: usize, cpus: Option<&CpuList>) -> anyhow::Result<LocalExecuto
         Some(cpus) => glommio::Placement::Fixed(cpus.for_worker(index)),
         None => glommio::Placement::Unbound,
     };
-    let builder = LocalExecutorBuilder::new(placement).name(&format!("{NAME}-{index}"));
+    let builder = LocalExecutorBuilder::new(placement)
+        .name(&format!("{NAME}-{index}"))
+        .ring_depth(launch::RING_ENTRIES as usize);
     // glommio panics on some failures of its rings instead of returning them.
     match std::panic::catch_unwind(AssertUnwindSafe(|| builder.make())) {
         Ok(Ok(ex)) => Ok(ex),

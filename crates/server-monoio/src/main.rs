@@ -21,8 +21,12 @@
 //!   `TcpListener::from_std`, a public monoio call: the same thing, with the backlog
 //!   of 4096 every server has (monoio's default is 1024) and an address already in use
 //!   refused rather than shared.
-//! - **The ring**: 1024 entries (monoio's default), a read in flight per connection.
-//!   The timer is enabled for the accept back-off of `launch::accept_failed`.
+//! - **The ring**: `with_entries(launch::RING_ENTRIES)`, 16,384 submission entries, so a
+//!   completion queue of 32,768 (the kernel's twice): that of every io_uring server here
+//!   (srv-fiber's completion queue), where monoio's default of 1,024 gives 2,048, which
+//!   the completions of 3,000 to 10,000 connections a worker can overflow.
+//!   monoio-benchmark itself asks for `with_entries(32768)`. The timer is enabled for the
+//!   accept back-off of `launch::accept_failed`.
 //!
 //! # Echo, kv and http
 //!

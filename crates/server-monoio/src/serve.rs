@@ -25,10 +25,6 @@ use service::signal::Signal;
 
 use crate::{NAME, chat, echo, exchange};
 
-/// Submission-queue entries per ring: a thousand connections each keep a read in
-/// flight.
-const RING_ENTRIES: u32 = 1024;
-
 /// Threads of the blocking pool per worker, for the hub calls of `--fsync always`
 /// (each a `write(2)` or `pread(2)` of a room file; the sync itself is the commit
 /// thread's): monoio's pool has a fixed size, so it is sized for a few calls of every
@@ -87,7 +83,7 @@ fn start(
     let placement = Placement::one_per_worker(cpus);
     let workers = Workers::start(NAME, items, placement, move |_, (listener, stop)| {
         let mut builder = RuntimeBuilder::<IoUringDriver>::new()
-            .with_entries(RING_ENTRIES)
+            .with_entries(launch::RING_ENTRIES)
             .enable_timer();
         if let Some(pool) = &pool {
             builder = builder.attach_thread_pool(Box::new(pool.clone()));
