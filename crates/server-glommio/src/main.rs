@@ -2,8 +2,8 @@
 //! examples serve sockets: thread-per-core, one `LocalExecutor` per worker thread
 //! (started by `launch::workers`, pinned with `--cpus`, worker i to
 //! `cpus.for_worker(i)`, and built with `Placement::Fixed` on that CPU), each with its
-//! own `glommio::net::TcpListener` on the same address (glommio's `bind` sets
-//! `SO_REUSEPORT` itself, so the kernel spreads the connections), and a task per
+//! own `glommio::net::TcpListener` on the same address through `SO_REUSEPORT` (as
+//! glommio's `bind` does, so the kernel spreads the connections), and a task per
 //! connection on the executor that accepted it, which it never leaves. READY comes only
 //! once every executor listens.
 //!
@@ -18,15 +18,17 @@
 //!   overflow. glommio has one knob for its three rings (main, latency, and the
 //!   storage poll ring, which sockets do not use) and none for the completion queue
 //!   alone, so all three get that depth.
-//! - glommio's own listener and streams. Its `bind` asks for a backlog of 1024, not
-//!   the 4096 of `launch::bind`: glommio has no way to set it, and handing it a socket
-//!   bound elsewhere needs `FromRawFd` (unsafe, which this crate forbids). The address
-//!   is checked and port 0 resolved with `launch::bind` first, so a port in use is
-//!   reported, not shared. glommio's sockets try the system call first and fall back
-//!   to the ring: an accept tries `accept(2)` at once (setting `O_NONBLOCK` on the
-//!   listener around it) and otherwise submits an accept to the ring; a read tries
-//!   `recv(2)` and otherwise waits for readiness with a poll on the ring; a write
-//!   likewise with `send(2)`. That is glommio's design for sockets, kept as is.
+//! - glommio's own listener and streams, with one difference: the listeners are
+//!   `launch::bind_group`'s (the backlog of 4096 every server has, `SO_REUSEPORT` one
+//!   per worker, an address in use refused rather than shared), handed to glommio with
+//!   `FromRawFd`, glommio's way to take a socket bound elsewhere, in the crate's one
+//!   module allowed `unsafe` (`listener.rs`), as srv-may hands may its listener. glommio's
+//!   own `bind` listens with a backlog of 1024 and has no way to set it. glommio's
+//!   sockets try the system call first and fall back to the ring: an accept tries
+//!   `accept(2)` at once (setting `O_NONBLOCK` on the listener around it) and otherwise
+//!   submits an accept to the ring; a read tries `recv(2)` and otherwise waits for
+//!   readiness with a poll on the ring; a write likewise with `send(2)`. That is
+//!   glommio's design for sockets, kept as is.
 //! - Streams are read and written through futures-io's `AsyncRead` and `AsyncWrite`,
 //!   as glommio's examples do; the loops are `service::stream`'s, shared with
 //!   srv-smol, the other futures-io server.
@@ -66,8 +68,9 @@
 //!
 //! `service::stream::exchange`: read, answer every request of the read, one
 //! `write_all`. The kv store is one for the server, shared by every executor.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)] // Only `listener.rs` may use it, and says why.
 
+mod listener;
 mod pool;
 mod serve;
 #[cfg(test)]

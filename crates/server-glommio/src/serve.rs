@@ -1,18 +1,18 @@
 //! Start, accept and stop: a thread per worker (started by `launch::workers`, pinned
 //! with `--cpus`), each running its own glommio executor with its own listener on the
-//! same address (glommio's `TcpListener::bind` sets `SO_REUSEPORT`), so the kernel
-//! spreads the connections and each one lives on one executor for its whole life.
+//! same address (`launch::bind_group`'s `SO_REUSEPORT` group, handed to glommio by
+//! `listener::take`), so the kernel spreads the connections and each one lives on one
+//! executor for its whole life.
 //!
-//! Start: block the stop signals, pin `main` to the `--cpus` list, open the rooms,
-//! resolve the address (`launch::bind` once, which also names a port in use), then
-//! start the workers: each makes its executor and binds its listener inside it, and
-//! READY comes only once every executor listens. Any failure before READY (glommio
-//! cannot make its rings, RLIMIT_MEMLOCK, a CPU that is not there, the port taken
-//! meanwhile) is one line and exit status 2. Stop: on SIGINT or SIGTERM, close the
-//! stop channel (each executor's main future ends, and its tasks are dropped with
-//! it), `fdatasync` every room, print the counters, and return.
+//! Start: block the stop signals, pin `main` to the `--cpus` list, open the rooms, bind
+//! every listener, then start the workers: each makes its executor and takes its listener
+//! into it, and READY comes only once every executor has one. Any failure before READY
+//! (glommio cannot make its rings, RLIMIT_MEMLOCK, a CPU that is not there, the port in
+//! use) is one line and exit status 2. Stop: on SIGINT or SIGTERM, close the stop channel
+//! (each executor's main future ends, and its tasks are dropped with it), `fdatasync`
+//! every room, print the counters, and return.
 
-use std::net::SocketAddr;
+use std::net::TcpListener as StdListener;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,8 +26,8 @@ use launch::{App, CommonArgs, CpuList, Shutdown};
 use service::outbox::one_task::Outbox;
 use service::stream;
 
-use crate::NAME;
 use crate::pool::Pool;
+use crate::{NAME, listener};
 
 /// How long the stop waits for the executors to come down.
 const STOP_GRACE: Duration = Duration::from_secs(4);
@@ -43,9 +43,12 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
         launch::cpus::pin_current_thread_to(cpus)?;
     }
     let service = Arc::new(Service::open(args)?);
-    let addr = resolve(args.addr)?;
+    let listeners = launch::bind_group(args.addr, args.worker_count())?;
+    let addr = listeners[0]
+        .local_addr()
+        .context("reading the bound address")?;
     let (stop, stopped) = async_channel::unbounded::<()>();
-    let workers = start(addr, args, &service, stopped)?;
+    let workers = start(listeners, args.cpus.as_ref(), &service, stopped)?;
     launch::announce_ready(addr)?;
     shutdown.wait();
     drop(stop);
@@ -53,32 +56,21 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     service.finish(NAME)
 }
 
-/// The address every executor binds: `addr` with port 0 resolved, after checking
-/// that nobody holds it (glommio's own bind sets `SO_REUSEPORT`, so it would share
-/// a port with another process that set it too, instead of failing).
-fn resolve(addr: SocketAddr) -> anyhow::Result<SocketAddr> {
-    let probe = launch::bind(addr)?;
-    probe.local_addr().context("reading the bound address")
-}
-
-/// Starts a worker thread per `--workers`, each with its executor (made on the
-/// thread, pinned to its CPU) and its listener; returns once every one listens.
+/// Starts a worker thread per listener, each with its executor (made on the thread,
+/// pinned to its CPU) and its listener taken into it; returns once every one has its.
 fn start(
-    addr: SocketAddr,
-    args: &CommonArgs,
+    listeners: Vec<StdListener>,
+    cpus: Option<&CpuList>,
     service: &Arc<Service>,
     stopped: Receiver<()>,
 ) -> anyhow::Result<Workers<()>> {
-    let cpus = args.cpus.clone();
+    let cpus = cpus.cloned();
     let placement = Placement::one_per_worker(cpus.as_ref());
     let service = Arc::clone(service);
-    let items = vec![(); args.worker_count()];
-    Workers::start(NAME, items, placement, move |index, ()| {
+    Workers::start(NAME, listeners, placement, move |index, listener| {
         let ex = executor(index, cpus.as_ref())?;
-        let listener = ex
-            .run(async { TcpListener::bind(addr) })
-            .map_err(std::io::Error::from)
-            .with_context(|| format!("cannot listen on {addr} (worker {index})"))?;
+        // glommio takes a descriptor only inside its executor (its reactor).
+        let listener = ex.run(async { listener::take(listener) });
         let (service, stopped) = (Arc::clone(&service), stopped.clone());
         Ok(move || {
             ex.run(futures_lite::future::or(
