@@ -35,6 +35,10 @@
 //! - glommio needs io_uring, and memory it may lock (RLIMIT_MEMLOCK of at least
 //!   512 KiB; as root, `CAP_IPC_LOCK` covers the registered buffers). If an executor
 //!   cannot start, the server exits with status 2 and one line saying so.
+//! - Counting: each connection task counts into a `launch::Tally` of its own (and the
+//!   accept loop into another), which it hands to the `service::stream` loop as its
+//!   `stream::Counts`, as srv-tokio's tasks count: a plain load and store per read and
+//!   per write, in a cache line only that task writes, summed once at the stop line.
 //!
 //! # Echo
 //!

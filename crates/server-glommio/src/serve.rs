@@ -22,7 +22,7 @@ use async_channel::Receiver;
 use glommio::net::{TcpListener, TcpStream};
 use glommio::{LocalExecutor, LocalExecutorBuilder};
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, CpuList, Shutdown};
+use launch::{App, CommonArgs, Count, CpuList, Shutdown};
 use service::outbox::one_task::Outbox;
 use service::stream;
 
@@ -112,12 +112,13 @@ fn executor(index: usize, cpus: Option<&CpuList>) -> anyhow::Result<LocalExecuto
 }
 
 /// Accepts connections for as long as the executor runs it, a task each, on this
-/// executor.
+/// executor. The loop and each connection task count into tallies of their own.
 async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
+    let mut tally = service.counters.tally();
     loop {
         match listener.accept().await {
             Ok(stream) => {
-                service.counters.accepted_here();
+                tally.add(Count::Accepted, 1);
                 // Replies are small and each one matters: no Nagle delay.
                 let _ = stream.set_nodelay(true);
                 glommio::spawn_local(connection(stream, Arc::clone(&service))).detach();
@@ -133,17 +134,21 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
 }
 
 async fn connection(mut stream: TcpStream, service: Arc<Service>) {
+    let tally = &mut service.counters.tally();
     let result = match &service.app {
-        App::Echo(config) => stream::echo::serve(&mut stream, config, &service.counters).await,
-        App::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Pool, &service.counters).await,
+        App::Echo(config) => stream::echo::serve(&mut stream, config, tally).await,
+        App::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Pool, tally).await,
         App::Kv(kv) => {
             let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            stream::exchange::serve(&mut stream, &mut conn, &service.counters).await
+            stream::exchange::serve(&mut stream, &mut conn, tally).await
         }
         App::Http(limit) => {
             let mut conn = service::http::Connection::new(*limit);
-            stream::exchange::serve(&mut stream, &mut conn, &service.counters).await
+            stream::exchange::serve(&mut stream, &mut conn, tally).await
         }
     };
-    service.counters.closed_here(result.is_err());
+    if result.is_err() {
+        tally.add(Count::Errors, 1);
+    }
+    tally.add(Count::Closed, 1);
 }

@@ -26,7 +26,7 @@
 use std::io;
 use std::sync::Arc;
 
-use launch::Counters;
+use launch::{Count, Counters, Tally};
 use monoio::io::{
     AsyncWriteRent, AsyncWriteRentExt, CancelHandle, CancelableAsyncReadRent, Canceller,
     OwnedReadHalf, OwnedWriteHalf, Splitable,
@@ -36,8 +36,6 @@ use proto::chat::{LineBuffer, MAX_LINE};
 use proto::echo::READ_BUF;
 use service::offload::{BlockingPool, HubCalls, Job, Op};
 use service::outbox::two_task::{self, Ended, Outbox, handle_lines};
-
-use service::stream::Counts;
 
 /// The rooms every chat connection of the server shares, across all runtimes.
 pub(crate) type Rooms = service::offload::Rooms<Outbox>;
@@ -58,11 +56,13 @@ impl BlockingPool for Pool {
 
 /// Serves one chat connection until the client leaves, a line is too long, the
 /// socket fails, or it is cut off as a slow subscriber; then leaves every room
-/// it joined and waits for its writer to finish.
+/// it joined and waits for its writer to finish. The writer task counts into a tally of
+/// its own.
 pub(crate) async fn serve(
     stream: TcpStream,
     rooms: &Arc<Rooms>,
     counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let (mut reader, writer) = stream.into_split();
     let outbox = Outbox::new(rooms.max_pending);
@@ -72,15 +72,15 @@ pub(crate) async fn serve(
         writer,
         outbox.clone(),
         canceller,
-        counters.clone(),
+        counters.tally(),
     ));
     let mut calls = Calls::new(rooms, &outbox, Pool);
-    let read = read_commands(&mut reader, handle, &mut calls, &outbox, counters).await;
+    let read = read_commands(&mut reader, handle, &mut calls, &outbox, tally).await;
     let left = calls.call(Op::Close, &mut Vec::new()).await;
     outbox.reader_done();
     let wrote = writer.await;
     if outbox.is_cut() {
-        counters.cut();
+        tally.add(Count::Cut, 1);
     }
     read.and(wrote).and(left.map(drop))
 }
@@ -92,7 +92,7 @@ async fn read_commands(
     cancel: CancelHandle,
     calls: &mut Calls,
     outbox: &Outbox,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let mut lines = LineBuffer::new(MAX_LINE);
     let mut buf = Vec::with_capacity(READ_BUF);
@@ -108,11 +108,15 @@ async fn read_commands(
             Ok(n) => n,
             Err(e) => return Err(e),
         };
-        counters.bytes_in(n);
+        tally.add(Count::BytesIn, n as u64);
         // One copy of the few bytes read: the ring needs a buffer it owns, and
         // lines are split in the LineBuffer.
         lines.extend_from_slice(&buf[..n]);
-        if !handle_lines(&mut lines, calls, outbox, &mut out, || counters.line()).await? {
+        if !handle_lines(&mut lines, calls, outbox, &mut out, || {
+            tally.add(Count::Lines, 1)
+        })
+        .await?
+        {
             return Ok(());
         }
     }
@@ -124,14 +128,14 @@ async fn write_out(
     mut stream: OwnedWriteHalf<TcpStream>,
     outbox: Outbox,
     canceller: Canceller,
-    counters: Counters,
+    mut tally: Tally,
 ) -> io::Result<()> {
     let batch = Vec::with_capacity(READ_BUF);
     let write = async |batch| {
         let (result, back) = write_or_cut(&mut stream, &outbox, batch).await?;
         Some((result.map(drop), back))
     };
-    let counted = |n| counters.bytes_out(n);
+    let counted = |n| tally.add(Count::BytesOut, n as u64);
     let Ended::Stopped(result) = two_task::write_out(&outbox, batch, write, counted).await else {
         return Ok(());
     };

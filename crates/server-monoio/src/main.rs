@@ -27,6 +27,10 @@
 //!   the completions of 3,000 to 10,000 connections a worker can overflow.
 //!   monoio-benchmark itself asks for `with_entries(32768)`. The timer is enabled for the
 //!   accept back-off of `launch::accept_failed`.
+//! - **Counting**: each connection task counts into a `launch::Tally` of its own (and
+//!   the accept loop into another), handed down to its loop, as srv-tokio's and
+//!   srv-tokio-uring's tasks do: a plain load and store per read and per write, in a cache
+//!   line only that task writes, summed once at the stop line.
 //!
 //! # Echo, kv and http
 //!
