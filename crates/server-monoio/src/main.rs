@@ -51,7 +51,8 @@
 //! for the stop, wait on `service::signal::Signal`, a permit and a std `Waker` behind
 //! a mutex, free of any runtime. A reader task and a writer task share the socket
 //! through monoio's `into_split`; `chat.rs` says why two, and how a cut stops the read
-//! (monoio's `Canceller`). The outbox, its slow-subscriber rule
+//! (the writer shuts the socket down, as srv-tokio-uring's does, rather than pay
+//! monoio's `Canceller` a registration per read). The outbox, its slow-subscriber rule
 //! (`service::outbox::OutQueue`) and the hub calls (`service::offload::HubCalls`) are
 //! the same as srv-compio's and srv-tokio-uring's.
 //!
