@@ -1,7 +1,8 @@
 //! Chat conformance (docs/PROTOCOL.md "Chat", docs/protocol-notes.md "Chat",
 //! docs/room-log.md): the commands and replies, the seam between replay and live
 //! messages under concurrent senders, durability across kill -9, recovery of torn and
-//! corrupt logs, every `ERR` text, overlong lines and slow subscribers.
+//! corrupt logs, every `ERR` text, overlong lines and slow subscribers, and a long
+//! conversation that leaves the server's memory where it was.
 
 use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
@@ -27,6 +28,7 @@ conformance::conformance_tests!(
     chat_line_too_long needs Chat,
     chat_slow_subscriber needs Chat,
     chat_fsync_off_the_loop needs Chat,
+    chat_pings_leave_memory_flat needs Chat,
 );
 
 /// NICK/OK, PING/PONG, JOIN/JOINED, SAY/ACK, MSG to the other subscribers only,
@@ -846,5 +848,42 @@ fn chat_fsync_off_the_loop(target: &Target) -> Result<()> {
     a.expect_line("the ACK after the sync", "ACK r 1")?;
     a.expect("SAY r next", "ACK r 2")?;
     b.expect("SAY r from b", "ACK r 3")?;
+    Ok(())
+}
+
+/// A connection that sends 100,000 `PING`s one at a time, each after the `PONG` of the
+/// last (so that each is a read of its own on the server), grows the server's memory by
+/// less than 2 MiB between the 10,000th and the 100,000th. Something a server paid per
+/// read and kept until the connection ends (a cancel registration that only a cancel
+/// empties, say: compio keeps one per read submitted under its `CancelToken`) would hold
+/// 90,000 of them, tens of MiB.
+fn chat_pings_leave_memory_flat(target: &Target) -> Result<()> {
+    const WARM: u32 = 10_000;
+    const PINGS: u32 = 100_000;
+    const BOUND: u64 = 2 << 20;
+    let server = target.start(&["--proto", "chat"])?;
+    let mut c = ChatClient::connect(server.addr())?;
+    let mut warm = None;
+    for i in 1..=PINGS {
+        c.expect(&format!("PING {i}"), &format!("PONG {i}"))?;
+        if i == WARM {
+            warm = Some(server.rss()?);
+        }
+    }
+    let warm = warm.context("no reading after the warm-up")?;
+    let end = server.rss()?;
+    let grown = end.saturating_sub(warm);
+    eprintln!(
+        "chat_pings_leave_memory_flat: {} KiB after {WARM} PINGs, {} KiB after {PINGS}",
+        warm >> 10,
+        end >> 10
+    );
+    ensure!(
+        grown < BOUND,
+        "the server grew by {} KiB between the {WARM}th and the {PINGS}th PING of one \
+         connection (bound {} KiB)",
+        grown >> 10,
+        BOUND >> 10
+    );
     Ok(())
 }

@@ -17,26 +17,40 @@
 //! flight; the writer waits on the outbox.
 //!
 //! A cut-off (a live line past `--max-pending`) wakes the writer, which abandons its
-//! write (dropping a compio operation cancels it on the ring), cancels the reader's read
-//! with compio's `CancelToken` (the read runs `with_cancel`), and shuts the socket's
-//! sending side down; the reader then leaves the rooms. compio's `shutdown` is
-//! `SHUT_WR`, so the token is what stops the read, as compio's cancellation API intends.
+//! write (dropping a compio operation cancels it on the ring) and shuts the socket down
+//! both ways (`two_task::shut_down`; compio's own `shutdown` is `SHUT_WR` alone): that
+//! completes the reader's read with end of stream, and the reader leaves the rooms, as
+//! in srv-tokio-uring.
+//!
+//! Why not compio's `CancelToken`, its API for stopping operations from elsewhere (this
+//! server used it until issue 53): read in compio-runtime 0.12.6, a future run
+//! `with_cancel(token)` would register each operation it submits that does not complete
+//! at once, which on io_uring is every one (`Submit::poll` calls `CancelToken::register`),
+//! and the token keeps each registration, a weak reference to the operation in a
+//! `HashSet` that also keeps the operation's allocation alive, until `cancel()` empties
+//! it: a reader under one token for the connection's life would pay a hash insert and
+//! keep an allocation per read. In the built server it paid nothing, and cancelled
+//! nothing: the token reaches `Submit::poll` through the waker (compio's `ExtWaker`),
+//! which compio recognises by comparing the waker's vtable with its own, function pointer
+//! by function pointer, and this build has two copies of `ExtWaker::drop` (one in
+//! compio-runtime, one inlined where `with_cancel` is polled), so the comparison fails,
+//! `get_cancel` finds no token, and no read was ever registered (a debugger counted no
+//! call of `register` over 50 reads, and 100,000 reads grew the server by nothing). A
+//! cut stopped the read only when the client closed. Shutting the socket down stops it
+//! at once and costs nothing per read.
 
 use std::io;
 use std::sync::Arc;
 
 use compio::buf::BufResult;
-use compio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use compio::io::{AsyncRead, AsyncWriteExt};
 use compio::net::TcpStream;
-use compio::runtime::{CancelToken, FutureExt};
-use launch::Counters;
+use launch::{Count, Counters, Tally};
 use proto::chat::{LineBuffer, MAX_LINE};
 use proto::echo::READ_BUF;
 use service::offload::{BlockingPool, HubCalls, Job, Op};
-use service::outbox::two_task::{self, Ended, Outbox, handle_lines};
+use service::outbox::two_task::{self, Ended, Outbox, handle_lines, shut_down};
 use service::race::{First, first};
-
-use service::stream::Counts;
 
 /// The rooms every chat connection of the server shares, across all runtimes.
 pub(crate) type Rooms = service::offload::Rooms<Outbox>;
@@ -57,30 +71,26 @@ impl BlockingPool for Pool {
 
 /// Serves one chat connection until the client leaves, a line is too long, the
 /// socket fails, or it is cut off as a slow subscriber; then leaves every room
-/// it joined and waits for its writer to finish.
+/// it joined and waits for its writer to finish. The writer task counts into a tally of
+/// its own.
 pub(crate) async fn serve(
     stream: TcpStream,
     rooms: &Arc<Rooms>,
     counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let (mut reader, writer) = stream.into_split();
     let outbox = Outbox::new(rooms.max_pending);
-    let cancel = CancelToken::new();
-    let writer = compio::runtime::spawn(write_out(
-        writer,
-        outbox.clone(),
-        cancel.clone(),
-        counters.clone(),
-    ));
+    let writer = compio::runtime::spawn(write_out(writer, outbox.clone(), counters.tally()));
     let mut calls = Calls::new(rooms, &outbox, Pool);
-    let read = read_commands(&mut reader, &cancel, &mut calls, &outbox, counters).await;
+    let read = read_commands(&mut reader, &mut calls, &outbox, tally).await;
     let left = calls.call(Op::Close, &mut Vec::new()).await;
     outbox.reader_done();
     let wrote = writer
         .await
         .unwrap_or_else(|_| Err(io::Error::other("the writer task failed")));
     if outbox.is_cut() {
-        counters.cut();
+        tally.add(Count::Cut, 1);
     }
     read.and(wrote).and(left.map(drop))
 }
@@ -89,30 +99,33 @@ pub(crate) async fn serve(
 /// queued (waiting for room when the client is behind).
 async fn read_commands(
     stream: &mut TcpStream,
-    cancel: &CancelToken,
     calls: &mut Calls,
     outbox: &Outbox,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let mut lines = LineBuffer::new(MAX_LINE);
     let mut buf = Vec::with_capacity(READ_BUF);
     let mut out = Vec::new();
     loop {
         buf.clear();
-        let BufResult(read, back) = stream.read(buf).with_cancel(cancel.clone()).await;
+        let BufResult(read, back) = stream.read(buf).await;
         buf = back;
         let n = match read {
-            // A cut cancelled the read under us.
+            // A cut, or a writer that failed, shut the socket down under us.
             _ if outbox.is_cut() => return Ok(()),
             Ok(0) => return Ok(()),
             Ok(n) => n,
             Err(e) => return Err(e),
         };
-        counters.bytes_in(n);
+        tally.add(Count::BytesIn, n as u64);
         // One copy of the few bytes read: the ring needs a buffer it owns, and
         // lines are split in the LineBuffer.
         lines.extend_from_slice(&buf[..n]);
-        if !handle_lines(&mut lines, calls, outbox, &mut out, || counters.line()).await? {
+        if !handle_lines(&mut lines, calls, outbox, &mut out, || {
+            tally.add(Count::Lines, 1)
+        })
+        .await?
+        {
             return Ok(());
         }
     }
@@ -120,21 +133,16 @@ async fn read_commands(
 
 /// The writer task: writes what the outbox holds, one batch at a time, until
 /// the reader is done and everything is written, the socket fails, or a cut.
-async fn write_out(
-    mut stream: TcpStream,
-    outbox: Outbox,
-    cancel: CancelToken,
-    counters: Counters,
-) -> io::Result<()> {
+async fn write_out(mut stream: TcpStream, outbox: Outbox, mut tally: Tally) -> io::Result<()> {
     let batch = Vec::with_capacity(READ_BUF);
     let write = async |batch| write_or_cut(&mut stream, &outbox, batch).await;
-    let counted = |n| counters.bytes_out(n);
+    let counted = |n| tally.add(Count::BytesOut, n as u64);
     let Ended::Stopped(result) = two_task::write_out(&outbox, batch, write, counted).await else {
         return Ok(());
     };
-    // A cut or a failed write: stop the reader too, and tell the client.
-    cancel.cancel();
-    let _ = stream.shutdown().await;
+    // A cut or a failed write: stop the reader too. Shutting the socket down completes
+    // its read (and an abandoned write) at once, and tells the client.
+    shut_down(&stream);
     result
 }
 

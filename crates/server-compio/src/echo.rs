@@ -8,10 +8,8 @@ use std::io;
 use compio::buf::{BufResult, IntoInner, IoBuf};
 use compio::io::{AsyncRead, AsyncWriteExt};
 use compio::net::TcpStream;
-use launch::Counters;
+use launch::{Count, Tally};
 use service::echo::{EchoConfig, Held};
-
-use service::stream::Counts;
 
 /// Echoes `stream` until the peer closes its side, then sends what is still
 /// held (a trailing partial message) and returns.
@@ -22,7 +20,7 @@ use service::stream::Counts;
 pub(crate) async fn serve(
     stream: &mut TcpStream,
     config: &EchoConfig,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let mut held = Held::new(config);
     let mut buf = held.buffer();
@@ -35,13 +33,13 @@ pub(crate) async fn serve(
         if n == 0 {
             break;
         }
-        counters.bytes_in(n);
+        tally.add(Count::BytesIn, n as u64);
         let ready = held.received(n);
         if ready > 0 {
             let BufResult(written, view) = stream.write_all(buf.slice(..ready)).await;
             buf = view.into_inner();
             written?;
-            counters.bytes_out(ready);
+            tally.add(Count::BytesOut, ready as u64);
         }
         held.written(&mut buf);
     }
@@ -50,7 +48,7 @@ pub(crate) async fn serve(
     if rest > 0 {
         let BufResult(written, _) = stream.write_all(buf.slice(..rest)).await;
         written?;
-        counters.bytes_out(rest);
+        tally.add(Count::BytesOut, rest as u64);
     }
     Ok(())
 }

@@ -17,14 +17,22 @@
 //!   features `runtime` and `net`, plus `time` (the accept back-off of
 //!   `launch::accept_failed`) and `fs` (search-compio); its default driver is io_uring,
 //!   and where the kernel refuses io_uring the start fails before READY. The runtime is
-//!   `Runtime::new()`: compio's defaults (1024 ring entries, its queues and event
-//!   interval), as its examples use it.
+//!   compio's defaults (its queues and event interval), as its examples use it, but for
+//!   the ring: `ProactorBuilder::capacity(launch::RING_ENTRIES)`, 16,384 submission
+//!   entries, so a completion queue of 32,768 (the kernel's twice), that of every
+//!   io_uring server here (srv-fiber's completion queue), where compio's default of
+//!   1,024 gives 2,048, which the completions of 3,000 to 10,000 connections a worker
+//!   can overflow.
 //! - **The listeners**: compio's `TcpListener::bind` listens with a backlog of 128 and
 //!   no `SO_REUSEPORT`, so each worker's listener comes from `launch::bind_group` (the
 //!   4096 of every server, `SO_REUSEPORT` one per worker) and is handed to
 //!   `TcpListener::from_std`, a public compio call.
 //! - **Tasks**: `compio::runtime::spawn` returns a handle that cancels its task when
 //!   dropped; the connection tasks are detached, as compio's examples do.
+//! - **Counting**: each connection task counts into a `launch::Tally` of its own (and
+//!   the accept loop into another), handed down to its loop, as srv-tokio's and
+//!   srv-tokio-uring's tasks do: a plain load and store per read and per write, in a cache
+//!   line only that task writes, summed once at the stop line.
 //!
 //! # Echo, kv and http
 //!
@@ -43,7 +51,10 @@
 //! `synchrony` events are single-threaded), so the outbox's tasks, and each worker for
 //! the stop, wait on `service::signal::Signal`, as srv-monoio's do. A reader task and a
 //! writer task share the socket (compio's `into_split`); `chat.rs` says why two, and how
-//! a cut stops the read (compio's `CancelToken`). compio ships no `select!`; the two
+//! a cut stops the read: the writer shuts the socket down, as srv-tokio-uring's does.
+//! compio's `CancelToken` would keep a registration (and the operation's allocation) for
+//! every read submitted under it until the token is cancelled, and in this build it
+//! reaches no read at all (`chat.rs` shows why). compio ships no `select!`; the two
 //! races it needs are `service::race::first`. The outbox, its slow-subscriber rule
 //! (`service::outbox::OutQueue`) and the hub calls (`service::offload::HubCalls`) are
 //! the same as srv-monoio's and srv-tokio-uring's.

@@ -14,10 +14,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use compio::driver::ProactorBuilder;
 use compio::net::{TcpListener, TcpStream};
 use compio::runtime::Runtime;
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, CpuList, Shutdown};
+use launch::{App, CommonArgs, Count, CpuList, Shutdown};
 use service::outbox::two_task::Outbox;
 use service::race::{First, first};
 use service::signal::Signal;
@@ -68,7 +69,9 @@ fn start(
     let service = Arc::clone(service);
     let placement = Placement::one_per_worker(cpus);
     let workers = Workers::start(NAME, items, placement, move |_, (listener, stop)| {
-        let runtime = Runtime::new().context(
+        let mut proactor = ProactorBuilder::new();
+        proactor.capacity(launch::RING_ENTRIES);
+        let runtime = Runtime::builder().with_proactor(proactor).build().context(
             "cannot set up an io_uring (is it disabled by kernel.io_uring_disabled, \
              a seccomp filter, or RLIMIT_MEMLOCK?)",
         )?;
@@ -102,12 +105,13 @@ impl Running {
 }
 
 /// Accepts connections for as long as the runtime runs it, a task each, on this
-/// worker's runtime.
+/// worker's runtime. The loop and each connection task count into tallies of their own.
 async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
+    let mut tally = service.counters.tally();
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                service.counters.accepted_here();
+                tally.add(Count::Accepted, 1);
                 // Replies are small and each one matters: no Nagle delay.
                 let _ = stream.set_nodelay(true);
                 // A compio task dropped with its handle is cancelled: detached, it
@@ -125,17 +129,21 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
 
 async fn connection(mut stream: TcpStream, service: Arc<Service>) {
     let counters = &service.counters;
+    let tally = &mut counters.tally();
     let result = match &service.app {
-        App::Echo(config) => echo::serve(&mut stream, config, counters).await,
-        App::Chat(rooms) => chat::serve(stream, rooms, counters).await,
+        App::Echo(config) => echo::serve(&mut stream, config, tally).await,
+        App::Chat(rooms) => chat::serve(stream, rooms, counters, tally).await,
         App::Kv(kv) => {
             let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            exchange::serve(&mut stream, &mut conn, counters).await
+            exchange::serve(&mut stream, &mut conn, tally).await
         }
         App::Http(limit) => {
             let mut conn = service::http::Connection::new(*limit);
-            exchange::serve(&mut stream, &mut conn, counters).await
+            exchange::serve(&mut stream, &mut conn, tally).await
         }
     };
-    counters.closed_here(result.is_err());
+    if result.is_err() {
+        tally.add(Count::Errors, 1);
+    }
+    tally.add(Count::Closed, 1);
 }

@@ -2,31 +2,43 @@
 //! examples serve sockets: thread-per-core, one `LocalExecutor` per worker thread
 //! (started by `launch::workers`, pinned with `--cpus`, worker i to
 //! `cpus.for_worker(i)`, and built with `Placement::Fixed` on that CPU), each with its
-//! own `glommio::net::TcpListener` on the same address (glommio's `bind` sets
-//! `SO_REUSEPORT` itself, so the kernel spreads the connections), and a task per
+//! own `glommio::net::TcpListener` on the same address through `SO_REUSEPORT` (as
+//! glommio's `bind` does, so the kernel spreads the connections), and a task per
 //! connection on the executor that accepted it, which it never leaves. READY comes only
 //! once every executor listens.
 //!
 //! Choices, and why:
 //!
-//! - The executors are made with glommio's defaults (ring depth 128, 10 MiB of I/O
-//!   memory registered with the ring, no spin before parking, a preemption timer of
-//!   100 ms): the settings glommio recommends, none tuned for this benchmark.
-//! - glommio's own listener and streams. Its `bind` asks for a backlog of 1024, not
-//!   the 4096 of `launch::bind`: glommio has no way to set it, and handing it a socket
-//!   bound elsewhere needs `FromRawFd` (unsafe, which this crate forbids). The address
-//!   is checked and port 0 resolved with `launch::bind` first, so a port in use is
-//!   reported, not shared. glommio's sockets try the system call first and fall back
-//!   to the ring: an accept tries `accept(2)` at once (setting `O_NONBLOCK` on the
-//!   listener around it) and otherwise submits an accept to the ring; a read tries
-//!   `recv(2)` and otherwise waits for readiness with a poll on the ring; a write
-//!   likewise with `send(2)`. That is glommio's design for sockets, kept as is.
+//! - The executors are made with glommio's defaults (10 MiB of I/O memory registered
+//!   with the ring, no spin before parking, a preemption timer of 100 ms), the settings
+//!   glommio recommends, but for the ring depth: `ring_depth(launch::RING_ENTRIES)`,
+//!   16,384 submission entries, so a completion queue of 32,768 (the kernel's twice),
+//!   that of every io_uring server here (srv-fiber's completion queue). glommio's
+//!   default of 128 gives 256, which the polls of thousands of connections an executor
+//!   overflow. glommio has one knob for its three rings (main, latency, and the
+//!   storage poll ring, which sockets do not use) and none for the completion queue
+//!   alone, so all three get that depth.
+//! - glommio's own listener and streams, with one difference: the listeners are
+//!   `launch::bind_group`'s (the backlog of 4096 every server has, `SO_REUSEPORT` one
+//!   per worker, an address in use refused rather than shared), handed to glommio with
+//!   `FromRawFd`, glommio's way to take a socket bound elsewhere, in the crate's one
+//!   module allowed `unsafe` (`listener.rs`), as srv-may hands may its listener. glommio's
+//!   own `bind` listens with a backlog of 1024 and has no way to set it. glommio's
+//!   sockets try the system call first and fall back to the ring: an accept tries
+//!   `accept(2)` at once (setting `O_NONBLOCK` on the listener around it) and otherwise
+//!   submits an accept to the ring; a read tries `recv(2)` and otherwise waits for
+//!   readiness with a poll on the ring; a write likewise with `send(2)`. That is
+//!   glommio's design for sockets, kept as is.
 //! - Streams are read and written through futures-io's `AsyncRead` and `AsyncWrite`,
 //!   as glommio's examples do; the loops are `service::stream`'s, shared with
 //!   srv-smol, the other futures-io server.
 //! - glommio needs io_uring, and memory it may lock (RLIMIT_MEMLOCK of at least
 //!   512 KiB; as root, `CAP_IPC_LOCK` covers the registered buffers). If an executor
 //!   cannot start, the server exits with status 2 and one line saying so.
+//! - Counting: each connection task counts into a `launch::Tally` of its own (and the
+//!   accept loop into another), which it hands to the `service::stream` loop as its
+//!   `stream::Counts`, as srv-tokio's tasks count: a plain load and store per read and
+//!   per write, in a cache line only that task writes, summed once at the stop line.
 //!
 //! # Echo
 //!
@@ -60,8 +72,9 @@
 //!
 //! `service::stream::exchange`: read, answer every request of the read, one
 //! `write_all`. The kv store is one for the server, shared by every executor.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)] // Only `listener.rs` may use it, and says why.
 
+mod listener;
 mod pool;
 mod serve;
 #[cfg(test)]

@@ -1,18 +1,18 @@
 //! Start, accept and stop: a thread per worker (started by `launch::workers`, pinned
 //! with `--cpus`), each running its own glommio executor with its own listener on the
-//! same address (glommio's `TcpListener::bind` sets `SO_REUSEPORT`), so the kernel
-//! spreads the connections and each one lives on one executor for its whole life.
+//! same address (`launch::bind_group`'s `SO_REUSEPORT` group, handed to glommio by
+//! `listener::take`), so the kernel spreads the connections and each one lives on one
+//! executor for its whole life.
 //!
-//! Start: block the stop signals, pin `main` to the `--cpus` list, open the rooms,
-//! resolve the address (`launch::bind` once, which also names a port in use), then
-//! start the workers: each makes its executor and binds its listener inside it, and
-//! READY comes only once every executor listens. Any failure before READY (glommio
-//! cannot make its rings, RLIMIT_MEMLOCK, a CPU that is not there, the port taken
-//! meanwhile) is one line and exit status 2. Stop: on SIGINT or SIGTERM, close the
-//! stop channel (each executor's main future ends, and its tasks are dropped with
-//! it), `fdatasync` every room, print the counters, and return.
+//! Start: block the stop signals, pin `main` to the `--cpus` list, open the rooms, bind
+//! every listener, then start the workers: each makes its executor and takes its listener
+//! into it, and READY comes only once every executor has one. Any failure before READY
+//! (glommio cannot make its rings, RLIMIT_MEMLOCK, a CPU that is not there, the port in
+//! use) is one line and exit status 2. Stop: on SIGINT or SIGTERM, close the stop channel
+//! (each executor's main future ends, and its tasks are dropped with it), `fdatasync`
+//! every room, print the counters, and return.
 
-use std::net::SocketAddr;
+use std::net::TcpListener as StdListener;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,12 +22,12 @@ use async_channel::Receiver;
 use glommio::net::{TcpListener, TcpStream};
 use glommio::{LocalExecutor, LocalExecutorBuilder};
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, CpuList, Shutdown};
+use launch::{App, CommonArgs, Count, CpuList, Shutdown};
 use service::outbox::one_task::Outbox;
 use service::stream;
 
-use crate::NAME;
 use crate::pool::Pool;
+use crate::{NAME, listener};
 
 /// How long the stop waits for the executors to come down.
 const STOP_GRACE: Duration = Duration::from_secs(4);
@@ -43,9 +43,12 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
         launch::cpus::pin_current_thread_to(cpus)?;
     }
     let service = Arc::new(Service::open(args)?);
-    let addr = resolve(args.addr)?;
+    let listeners = launch::bind_group(args.addr, args.worker_count())?;
+    let addr = listeners[0]
+        .local_addr()
+        .context("reading the bound address")?;
     let (stop, stopped) = async_channel::unbounded::<()>();
-    let workers = start(addr, args, &service, stopped)?;
+    let workers = start(listeners, args.cpus.as_ref(), &service, stopped)?;
     launch::announce_ready(addr)?;
     shutdown.wait();
     drop(stop);
@@ -53,32 +56,21 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     service.finish(NAME)
 }
 
-/// The address every executor binds: `addr` with port 0 resolved, after checking
-/// that nobody holds it (glommio's own bind sets `SO_REUSEPORT`, so it would share
-/// a port with another process that set it too, instead of failing).
-fn resolve(addr: SocketAddr) -> anyhow::Result<SocketAddr> {
-    let probe = launch::bind(addr)?;
-    probe.local_addr().context("reading the bound address")
-}
-
-/// Starts a worker thread per `--workers`, each with its executor (made on the
-/// thread, pinned to its CPU) and its listener; returns once every one listens.
+/// Starts a worker thread per listener, each with its executor (made on the thread,
+/// pinned to its CPU) and its listener taken into it; returns once every one has its.
 fn start(
-    addr: SocketAddr,
-    args: &CommonArgs,
+    listeners: Vec<StdListener>,
+    cpus: Option<&CpuList>,
     service: &Arc<Service>,
     stopped: Receiver<()>,
 ) -> anyhow::Result<Workers<()>> {
-    let cpus = args.cpus.clone();
+    let cpus = cpus.cloned();
     let placement = Placement::one_per_worker(cpus.as_ref());
     let service = Arc::clone(service);
-    let items = vec![(); args.worker_count()];
-    Workers::start(NAME, items, placement, move |index, ()| {
+    Workers::start(NAME, listeners, placement, move |index, listener| {
         let ex = executor(index, cpus.as_ref())?;
-        let listener = ex
-            .run(async { TcpListener::bind(addr) })
-            .map_err(std::io::Error::from)
-            .with_context(|| format!("cannot listen on {addr} (worker {index})"))?;
+        // glommio takes a descriptor only inside its executor (its reactor).
+        let listener = ex.run(async { listener::take(listener) });
         let (service, stopped) = (Arc::clone(&service), stopped.clone());
         Ok(move || {
             ex.run(futures_lite::future::or(
@@ -102,7 +94,9 @@ fn executor(index: usize, cpus: Option<&CpuList>) -> anyhow::Result<LocalExecuto
         Some(cpus) => glommio::Placement::Fixed(cpus.for_worker(index)),
         None => glommio::Placement::Unbound,
     };
-    let builder = LocalExecutorBuilder::new(placement).name(&format!("{NAME}-{index}"));
+    let builder = LocalExecutorBuilder::new(placement)
+        .name(&format!("{NAME}-{index}"))
+        .ring_depth(launch::RING_ENTRIES as usize);
     // glommio panics on some failures of its rings instead of returning them.
     match std::panic::catch_unwind(AssertUnwindSafe(|| builder.make())) {
         Ok(Ok(ex)) => Ok(ex),
@@ -118,12 +112,13 @@ fn executor(index: usize, cpus: Option<&CpuList>) -> anyhow::Result<LocalExecuto
 }
 
 /// Accepts connections for as long as the executor runs it, a task each, on this
-/// executor.
+/// executor. The loop and each connection task count into tallies of their own.
 async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
+    let mut tally = service.counters.tally();
     loop {
         match listener.accept().await {
             Ok(stream) => {
-                service.counters.accepted_here();
+                tally.add(Count::Accepted, 1);
                 // Replies are small and each one matters: no Nagle delay.
                 let _ = stream.set_nodelay(true);
                 glommio::spawn_local(connection(stream, Arc::clone(&service))).detach();
@@ -139,17 +134,21 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
 }
 
 async fn connection(mut stream: TcpStream, service: Arc<Service>) {
+    let tally = &mut service.counters.tally();
     let result = match &service.app {
-        App::Echo(config) => stream::echo::serve(&mut stream, config, &service.counters).await,
-        App::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Pool, &service.counters).await,
+        App::Echo(config) => stream::echo::serve(&mut stream, config, tally).await,
+        App::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Pool, tally).await,
         App::Kv(kv) => {
             let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            stream::exchange::serve(&mut stream, &mut conn, &service.counters).await
+            stream::exchange::serve(&mut stream, &mut conn, tally).await
         }
         App::Http(limit) => {
             let mut conn = service::http::Connection::new(*limit);
-            stream::exchange::serve(&mut stream, &mut conn, &service.counters).await
+            stream::exchange::serve(&mut stream, &mut conn, tally).await
         }
     };
-    service.counters.closed_here(result.is_err());
+    if result.is_err() {
+        tally.add(Count::Errors, 1);
+    }
+    tally.add(Count::Closed, 1);
 }

@@ -23,8 +23,11 @@
 //!   may; may's own `bind` would listen with a backlog of 1024.
 //! - **Echo, kv, http**: one coroutine reads and writes the one socket in turn, as may's
 //!   echo example does (no second descriptor). **Chat**: a reader coroutine and a
-//!   writer coroutine over two handles of the socket (`try_clone`, as may's `split`
-//!   does), joined by the connection's `service::blocking::Outbox`, which waits through
+//!   writer coroutine over the two halves of may's `SplitIo::split` (may's API for
+//!   giving a socket's two directions to two coroutines: two handles, each registered
+//!   with the event loop for its direction only, so a write's readiness does not wake
+//!   the reader nor a read's the writer, where two `try_clone`s would each be woken for
+//!   both), joined by the connection's `service::blocking::Outbox`, which waits through
 //!   may's `Mutex` and `Condvar` (`wakeup`), so a waiting reader or writer parks its
 //!   coroutine. A `SAY` under `--fsync always` parks the same way until the group
 //!   commit's thread (`service::commit`) has synced it.

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use launch::{App, CommonArgs, Count, Counters, Shutdown, Tally};
+use may::io::SplitIo;
 use may::net::TcpStream;
 use server_may::coroutines;
 use service::blocking::{Outbox, read_commands};
@@ -155,11 +156,11 @@ impl Write for Turns<'_> {
     }
 }
 
-/// One chat connection: this coroutine reads and handles commands; a second coroutine,
-/// on a second handle of the socket, writes everything the connection is sent, in order,
-/// into a tally of its own.
+/// One chat connection: this coroutine reads and handles commands on may's read half of
+/// the socket; a second coroutine, on its write half, writes everything the connection is
+/// sent, in order, into a tally of its own.
 fn serve_chat(
-    mut stream: TcpStream,
+    stream: TcpStream,
     hub: &Hub<MayOutbox>,
     max_pending: usize,
     counters: &Counters,
@@ -171,11 +172,14 @@ fn serve_chat(
         // Wakes this connection's reader (its read ends) and writer (its write fails).
         let _ = to_cut.shutdown(std::net::Shutdown::Both);
     });
+    // may's split: two handles of the socket, each registered with the event loop for its
+    // own direction only, so neither coroutine is woken for the other's readiness.
+    let (mut reader, mut out) = stream.split()?;
     let writer = {
-        let (outbox, mut out, mut tally) = (outbox.clone(), stream.try_clone()?, counters.tally());
+        let (outbox, mut tally) = (outbox.clone(), counters.tally());
         coroutines::spawn(move || outbox.drain_into(&mut out, &mut tally))?
     };
-    let result = read_commands(&mut stream, hub, &outbox, tally);
+    let result = read_commands(&mut reader, hub, &outbox, tally);
     outbox.close();
     let written = writer
         .join()

@@ -17,27 +17,25 @@
 //! flight; the writer waits on the outbox.
 //!
 //! A cut-off (a live line past `--max-pending`) wakes the writer, which abandons its
-//! write (dropping the operation, which monoio's `async-cancel` cancels on the ring),
-//! cancels the reader's read with a monoio `Canceller` (the read is a
-//! `cancelable_read`), and shuts the socket's sending side down; the reader then leaves
-//! the rooms. monoio's `shutdown` is `SHUT_WR` only, so the canceller is what stops
-//! the read, as monoio's own cancellation API intends.
+//! write (dropping the operation, which monoio's `async-cancel` cancels on the ring) and
+//! shuts the socket down both ways (`two_task::shut_down`; monoio's own `shutdown` is
+//! `SHUT_WR` alone): that completes the reader's read with end of stream, and the reader
+//! leaves the rooms, as in srv-tokio-uring. monoio's `Canceller` would do it too, but a
+//! `cancelable_read` pays for it on every read (a `HashSet` insert of the operation
+//! when it is submitted and a remove when it completes, `AssociateGuard`), for a cut that
+//! most connections never see.
 
 use std::io;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
-use launch::Counters;
-use monoio::io::{
-    AsyncWriteRent, AsyncWriteRentExt, CancelHandle, CancelableAsyncReadRent, Canceller,
-    OwnedReadHalf, OwnedWriteHalf, Splitable,
-};
+use launch::{Count, Counters, Tally};
+use monoio::io::{AsyncReadRent, AsyncWriteRentExt, OwnedReadHalf, OwnedWriteHalf, Splitable};
 use monoio::net::TcpStream;
 use proto::chat::{LineBuffer, MAX_LINE};
 use proto::echo::READ_BUF;
 use service::offload::{BlockingPool, HubCalls, Job, Op};
-use service::outbox::two_task::{self, Ended, Outbox, handle_lines};
-
-use service::stream::Counts;
+use service::outbox::two_task::{self, Ended, Outbox, handle_lines, shut_down};
 
 /// The rooms every chat connection of the server shares, across all runtimes.
 pub(crate) type Rooms = service::offload::Rooms<Outbox>;
@@ -58,29 +56,26 @@ impl BlockingPool for Pool {
 
 /// Serves one chat connection until the client leaves, a line is too long, the
 /// socket fails, or it is cut off as a slow subscriber; then leaves every room
-/// it joined and waits for its writer to finish.
+/// it joined and waits for its writer to finish. The writer task counts into a tally of
+/// its own.
 pub(crate) async fn serve(
     stream: TcpStream,
     rooms: &Arc<Rooms>,
     counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
+    // The halves share the socket; the writer keeps its descriptor to shut it down.
+    let fd = stream.as_raw_fd();
     let (mut reader, writer) = stream.into_split();
     let outbox = Outbox::new(rooms.max_pending);
-    let canceller = Canceller::new();
-    let handle = canceller.handle();
-    let writer = monoio::spawn(write_out(
-        writer,
-        outbox.clone(),
-        canceller,
-        counters.clone(),
-    ));
+    let writer = monoio::spawn(write_out(writer, fd, outbox.clone(), counters.tally()));
     let mut calls = Calls::new(rooms, &outbox, Pool);
-    let read = read_commands(&mut reader, handle, &mut calls, &outbox, counters).await;
+    let read = read_commands(&mut reader, &mut calls, &outbox, tally).await;
     let left = calls.call(Op::Close, &mut Vec::new()).await;
     outbox.reader_done();
     let wrote = writer.await;
     if outbox.is_cut() {
-        counters.cut();
+        tally.add(Count::Cut, 1);
     }
     read.and(wrote).and(left.map(drop))
 }
@@ -89,30 +84,33 @@ pub(crate) async fn serve(
 /// queued (waiting for room when the client is behind).
 async fn read_commands(
     stream: &mut OwnedReadHalf<TcpStream>,
-    cancel: CancelHandle,
     calls: &mut Calls,
     outbox: &Outbox,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     let mut lines = LineBuffer::new(MAX_LINE);
     let mut buf = Vec::with_capacity(READ_BUF);
     let mut out = Vec::new();
     loop {
         buf.clear();
-        let (read, back) = stream.cancelable_read(buf, cancel.clone()).await;
+        let (read, back) = stream.read(buf).await;
         buf = back;
         let n = match read {
-            // A cut cancelled the read under us.
+            // A cut, or a writer that failed, shut the socket down under us.
             _ if outbox.is_cut() => return Ok(()),
             Ok(0) => return Ok(()),
             Ok(n) => n,
             Err(e) => return Err(e),
         };
-        counters.bytes_in(n);
+        tally.add(Count::BytesIn, n as u64);
         // One copy of the few bytes read: the ring needs a buffer it owns, and
         // lines are split in the LineBuffer.
         lines.extend_from_slice(&buf[..n]);
-        if !handle_lines(&mut lines, calls, outbox, &mut out, || counters.line()).await? {
+        if !handle_lines(&mut lines, calls, outbox, &mut out, || {
+            tally.add(Count::Lines, 1)
+        })
+        .await?
+        {
             return Ok(());
         }
     }
@@ -122,22 +120,23 @@ async fn read_commands(
 /// the reader is done and everything is written, the socket fails, or a cut.
 async fn write_out(
     mut stream: OwnedWriteHalf<TcpStream>,
+    fd: RawFd,
     outbox: Outbox,
-    canceller: Canceller,
-    counters: Counters,
+    mut tally: Tally,
 ) -> io::Result<()> {
     let batch = Vec::with_capacity(READ_BUF);
     let write = async |batch| {
         let (result, back) = write_or_cut(&mut stream, &outbox, batch).await?;
         Some((result.map(drop), back))
     };
-    let counted = |n| counters.bytes_out(n);
+    let counted = |n| tally.add(Count::BytesOut, n as u64);
     let Ended::Stopped(result) = two_task::write_out(&outbox, batch, write, counted).await else {
         return Ok(());
     };
-    // A cut or a failed write: stop the reader too, and tell the client.
-    canceller.cancel();
-    let _ = stream.shutdown().await;
+    // A cut or a failed write: stop the reader too. Shutting the socket down completes
+    // its read (and an abandoned write) at once, and tells the client. `stream`, this
+    // task's half, holds the socket open, so `fd` is still this socket's.
+    shut_down(&fd);
     result
 }
 

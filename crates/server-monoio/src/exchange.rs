@@ -6,13 +6,11 @@
 
 use std::io;
 
-use launch::Counters;
+use launch::{Count, Tally};
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use monoio::net::TcpStream;
 use proto::echo::READ_BUF;
 use service::exchange::{Exchange, Flow};
-
-use service::stream::Counts;
 
 /// Serves `stream` until the peer closes it or a request ends it. No read is
 /// submitted while a write is in flight, so a peer that does not read stops this
@@ -20,7 +18,7 @@ use service::stream::Counts;
 pub(crate) async fn serve(
     stream: &mut TcpStream,
     conn: &mut impl Exchange,
-    counters: &Counters,
+    tally: &mut Tally,
 ) -> io::Result<()> {
     // monoio reads into a `Vec`'s capacity and sets its length to what it read.
     let mut buf = Vec::with_capacity(READ_BUF);
@@ -33,7 +31,7 @@ pub(crate) async fn serve(
         if n == 0 {
             return Ok(());
         }
-        counters.bytes_in(n);
+        tally.add(Count::BytesIn, n as u64);
         conn.feed(&buf[..n]);
         loop {
             let flow = conn.execute(&mut out);
@@ -42,7 +40,7 @@ pub(crate) async fn serve(
                 let (written, back) = stream.write_all(out).await;
                 out = back;
                 written?;
-                counters.bytes_out(len);
+                tally.add(Count::BytesOut, len as u64);
                 out.clear();
             }
             match flow {

@@ -21,8 +21,28 @@
 //!   `TcpListener::from_std`, a public monoio call: the same thing, with the backlog
 //!   of 4096 every server has (monoio's default is 1024) and an address already in use
 //!   refused rather than shared.
-//! - **The ring**: 1024 entries (monoio's default), a read in flight per connection.
-//!   The timer is enabled for the accept back-off of `launch::accept_failed`.
+//! - **Accepting**: one `accept` on the ring at a time, in the runtime's main future, as
+//!   monoio's examples and monoio-benchmark accept. monoio runs every ready task before
+//!   it reaps completions again, and polls the main future once per such pass, so a
+//!   worker admits one new connection per pass of its event loop. Under load from the
+//!   connections it already serves a pass takes milliseconds (a thousand echoes), and a
+//!   burst of new connections waits in the listen backlog meanwhile: at 1,000
+//!   closed-loop connections on one worker, tens to hundreds of the last to connect wait
+//!   past 250 ms for their first echo (the backlog drained by about one connection each
+//!   15 ms on a loaded host), which loadgen counts as `stalled` (issue 44's "370
+//!   errors", all stalls of the warm-up: the server saw no error and lost no byte).
+//!   compio's executor, which runs at most 61 tasks between polls of its ring, showed no
+//!   such stall in the same runs. It is monoio's design, kept as is.
+//! - **The ring**: `with_entries(launch::RING_ENTRIES)`, 16,384 submission entries, so a
+//!   completion queue of 32,768 (the kernel's twice): that of every io_uring server here
+//!   (srv-fiber's completion queue), where monoio's default of 1,024 gives 2,048, which
+//!   the completions of 3,000 to 10,000 connections a worker can overflow.
+//!   monoio-benchmark itself asks for `with_entries(32768)`. The timer is enabled for the
+//!   accept back-off of `launch::accept_failed`.
+//! - **Counting**: each connection task counts into a `launch::Tally` of its own (and
+//!   the accept loop into another), handed down to its loop, as srv-tokio's and
+//!   srv-tokio-uring's tasks do: a plain load and store per read and per write, in a cache
+//!   line only that task writes, summed once at the stop line.
 //!
 //! # Echo, kv and http
 //!
@@ -43,7 +63,8 @@
 //! for the stop, wait on `service::signal::Signal`, a permit and a std `Waker` behind
 //! a mutex, free of any runtime. A reader task and a writer task share the socket
 //! through monoio's `into_split`; `chat.rs` says why two, and how a cut stops the read
-//! (monoio's `Canceller`). The outbox, its slow-subscriber rule
+//! (the writer shuts the socket down, as srv-tokio-uring's does, rather than pay
+//! monoio's `Canceller` a registration per read). The outbox, its slow-subscriber rule
 //! (`service::outbox::OutQueue`) and the hub calls (`service::offload::HubCalls`) are
 //! the same as srv-compio's and srv-tokio-uring's.
 //!

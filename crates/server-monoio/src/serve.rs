@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, CpuList, Shutdown};
+use launch::{App, CommonArgs, Count, CpuList, Shutdown};
 use monoio::blocking::DefaultThreadPool;
 use monoio::net::{TcpListener, TcpStream};
 use monoio::{IoUringDriver, RuntimeBuilder};
@@ -24,10 +24,6 @@ use service::outbox::two_task::Outbox;
 use service::signal::Signal;
 
 use crate::{NAME, chat, echo, exchange};
-
-/// Submission-queue entries per ring: a thousand connections each keep a read in
-/// flight.
-const RING_ENTRIES: u32 = 1024;
 
 /// Threads of the blocking pool per worker, for the hub calls of `--fsync always`
 /// (each a `write(2)` or `pread(2)` of a room file; the sync itself is the commit
@@ -87,7 +83,7 @@ fn start(
     let placement = Placement::one_per_worker(cpus);
     let workers = Workers::start(NAME, items, placement, move |_, (listener, stop)| {
         let mut builder = RuntimeBuilder::<IoUringDriver>::new()
-            .with_entries(RING_ENTRIES)
+            .with_entries(launch::RING_ENTRIES)
             .enable_timer();
         if let Some(pool) = &pool {
             builder = builder.attach_thread_pool(Box::new(pool.clone()));
@@ -126,12 +122,13 @@ impl Running {
 }
 
 /// Accepts connections for as long as the runtime runs it, a task each, on this
-/// worker's runtime.
+/// worker's runtime. The loop and each connection task count into tallies of their own.
 async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
+    let mut tally = service.counters.tally();
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                service.counters.accepted_here();
+                tally.add(Count::Accepted, 1);
                 // Replies are small and each one matters: no Nagle delay.
                 let _ = stream.set_nodelay(true);
                 monoio::spawn(connection(stream, Arc::clone(&service)));
@@ -147,17 +144,21 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
 
 async fn connection(mut stream: TcpStream, service: Arc<Service>) {
     let counters = &service.counters;
+    let tally = &mut counters.tally();
     let result = match &service.app {
-        App::Echo(config) => echo::serve(&mut stream, config, counters).await,
-        App::Chat(rooms) => chat::serve(stream, rooms, counters).await,
+        App::Echo(config) => echo::serve(&mut stream, config, tally).await,
+        App::Chat(rooms) => chat::serve(stream, rooms, counters, tally).await,
         App::Kv(kv) => {
             let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            exchange::serve(&mut stream, &mut conn, counters).await
+            exchange::serve(&mut stream, &mut conn, tally).await
         }
         App::Http(limit) => {
             let mut conn = service::http::Connection::new(*limit);
-            exchange::serve(&mut stream, &mut conn, counters).await
+            exchange::serve(&mut stream, &mut conn, tally).await
         }
     };
-    counters.closed_here(result.is_err());
+    if result.is_err() {
+        tally.add(Count::Errors, 1);
+    }
+    tally.add(Count::Closed, 1);
 }

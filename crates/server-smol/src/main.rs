@@ -21,6 +21,11 @@
 //!   answer to Tokio's `spawn_blocking`. Its threads are started on demand by
 //!   whichever worker needs one, and so with `--cpus` inherit that worker's CPU:
 //!   smol offers no thread-start hook to widen them.
+//! - Counting: each connection task counts into a `launch::Tally` of its own (and the
+//!   accept loop into another), which it hands to the `service::stream` loop as its
+//!   `stream::Counts`, as srv-tokio's tasks count: a plain load and store per read and
+//!   per write, in a cache line only that task writes, summed once at the stop line;
+//!   the tally moves with the task when another thread runs it.
 //!
 //! # Echo
 //!

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, Shutdown};
+use launch::{App, CommonArgs, Count, Shutdown};
 use service::outbox::one_task::Outbox;
 use service::stream;
 use smol::Executor;
@@ -77,12 +77,14 @@ fn start(
     })
 }
 
-/// Accepts connections for as long as the executor runs it, a task each.
+/// Accepts connections for as long as the executor runs it, a task each. The loop and
+/// each connection task count into tallies of their own.
 async fn accept_loop(listener: TcpListener, ex: Weak<Executor<'static>>, service: Arc<Service>) {
+    let mut tally = service.counters.tally();
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                service.counters.accepted_here();
+                tally.add(Count::Accepted, 1);
                 // Replies are small and each one matters: no Nagle delay.
                 let _ = stream.set_nodelay(true);
                 // The executor is gone only once the server stops.
@@ -99,19 +101,21 @@ async fn accept_loop(listener: TcpListener, ex: Weak<Executor<'static>>, service
 }
 
 async fn connection(mut stream: TcpStream, service: Arc<Service>) {
+    let tally = &mut service.counters.tally();
     let result = match &service.app {
-        App::Echo(config) => stream::echo::serve(&mut stream, config, &service.counters).await,
-        App::Chat(rooms) => {
-            stream::chat::serve(&mut stream, rooms, Unblock, &service.counters).await
-        }
+        App::Echo(config) => stream::echo::serve(&mut stream, config, tally).await,
+        App::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Unblock, tally).await,
         App::Kv(kv) => {
             let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            stream::exchange::serve(&mut stream, &mut conn, &service.counters).await
+            stream::exchange::serve(&mut stream, &mut conn, tally).await
         }
         App::Http(limit) => {
             let mut conn = service::http::Connection::new(*limit);
-            stream::exchange::serve(&mut stream, &mut conn, &service.counters).await
+            stream::exchange::serve(&mut stream, &mut conn, tally).await
         }
     };
-    service.counters.closed_here(result.is_err());
+    if result.is_err() {
+        tally.add(Count::Errors, 1);
+    }
+    tally.add(Count::Closed, 1);
 }

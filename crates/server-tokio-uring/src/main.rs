@@ -6,6 +6,12 @@
 //! (two for chat), owned buffers handed to the ring and back (kv and http, `src/exchange.rs`: a
 //! read buffer and a reply buffer per connection, one write per read batch).
 //!
+//! Each ring is made with `tokio_uring::builder().entries(launch::RING_ENTRIES)`:
+//! 16,384 submission entries, so a completion queue of 32,768 (the kernel's twice), that
+//! of every io_uring server here (srv-fiber's completion queue), where tokio-uring's
+//! default of 256 gives 512, which the completions of thousands of connections a worker
+//! overflow.
+//!
 //! tokio-uring 0.5 brings its own io-uring 0.6 (and socket2 0.4), while the
 //! fiber runtime of this workspace uses io-uring 0.7: two versions of the
 //! binding in one build, which is fine since neither crate exposes the other's

@@ -24,10 +24,6 @@ use crate::exchange;
 use crate::outbox::Outbox;
 use crate::{NAME, echo};
 
-/// Submission-queue entries per ring (the completion queue gets twice as many):
-/// a thousand connections each keep a read in flight.
-const RING_ENTRIES: u32 = 1024;
-
 /// How long the stop waits for the workers' runtimes to come down.
 const STOP_GRACE: Duration = Duration::from_secs(4);
 
@@ -72,7 +68,7 @@ fn start(
     let placement = Placement::one_per_worker(cpus);
     let workers = Workers::start(NAME, listeners, placement, move |_, listener| {
         let mut builder = tokio_uring::builder();
-        builder.entries(RING_ENTRIES);
+        builder.entries(launch::RING_ENTRIES);
         let runtime = tokio_uring::Runtime::new(&builder).context(
             "cannot set up an io_uring (is it disabled by kernel.io_uring_disabled, \
              a seccomp filter, or RLIMIT_MEMLOCK?)",

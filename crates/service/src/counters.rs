@@ -32,7 +32,6 @@
 //! assert_eq!(counters.snapshot().bytes_in, 20);
 //! ```
 
-use std::cell::RefCell;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -152,41 +151,6 @@ impl Counters {
             block,
             home: Some(Arc::clone(&self.0)),
         }
-    }
-
-    /// Adds `n` to one count of this thread's own tally, made on its first count. For
-    /// the runtimes whose worker is a thread and whose tasks carry no tally of their own
-    /// (srv-monoio, srv-compio, srv-glommio, srv-smol): a count per worker, with no lock
-    /// and no shared cache line per message, as a tally per task would be.
-    pub fn add_here(&self, which: Count, n: u64) {
-        thread_local! {
-            static HERE: RefCell<Option<Tally>> = const { RefCell::new(None) };
-        }
-        HERE.with(|here| {
-            let mut here = here.borrow_mut();
-            let ours = |t: &Tally| t.home.as_ref().is_some_and(|h| Arc::ptr_eq(h, &self.0));
-            if !here.as_ref().is_some_and(ours) {
-                // A thread that counted for another `Counters` (a test's) gives its
-                // block back to that one.
-                *here = Some(self.tally());
-            }
-            if let Some(tally) = here.as_mut() {
-                tally.add(which, n);
-            }
-        });
-    }
-
-    /// A connection was accepted, counted in this thread's block ([`Counters::add_here`]).
-    pub fn accepted_here(&self) {
-        self.add_here(Count::Accepted, 1);
-    }
-
-    /// A connection ended, with an I/O error if `failed`, counted in this thread's block.
-    pub fn closed_here(&self, failed: bool) {
-        if failed {
-            self.add_here(Count::Errors, 1);
-        }
-        self.add_here(Count::Closed, 1);
     }
 
     /// The sum of every tally, live or dropped, and of what was absorbed.
@@ -359,31 +323,6 @@ mod tests {
             counters.snapshot().bytes_in,
             12,
             "a live tally is read as it counts"
-        );
-    }
-
-    #[test]
-    fn counts_made_here_are_one_block_per_thread_and_summed() {
-        let counters = Counters::default();
-        std::thread::scope(|s| {
-            for _ in 0..4 {
-                s.spawn(|| {
-                    for _ in 0..1000 {
-                        counters.add_here(Count::BytesIn, 2);
-                    }
-                });
-            }
-        });
-        counters.add_here(Count::Accepted, 1);
-        // Another server's counters on this thread take its tally; ours keeps its counts.
-        let other = Counters::default();
-        other.add_here(Count::Accepted, 5);
-        let s = counters.snapshot();
-        assert_eq!((s.bytes_in, s.accepted), (8000, 1));
-        assert_eq!(other.snapshot().accepted, 5);
-        assert!(
-            counters.0.lock().all.len() <= 5,
-            "a block per thread that counted, not per count"
         );
     }
 

@@ -11,9 +11,9 @@
 //! the traits' poll methods, as futures-lite's `AsyncReadExt`/`AsyncWriteExt` write
 //! them, rather than pulling futures-lite in.
 //!
-//! A server counts through [`Counts`], so how it keeps its counters stays its own; the
-//! [`Counters`] themselves count each event in the calling thread's block, which is what the
-//! thread-per-core servers (srv-monoio, -compio, -glommio, -smol) use.
+//! A loop counts through [`Counts`]: a server hands it the connection task's own
+//! [`Tally`], as srv-tokio's tasks and srv-may's coroutines count, or anything else that
+//! counts (the tests' own).
 
 use std::future::poll_fn;
 use std::io;
@@ -21,7 +21,7 @@ use std::pin::Pin;
 
 use futures_io::{AsyncRead, AsyncWrite};
 
-use crate::counters::{Count, Counters};
+use crate::counters::{Count, Tally};
 
 pub mod chat;
 pub mod echo;
@@ -30,32 +30,32 @@ pub mod exchange;
 /// What the loops here count, as the stop line reports it.
 pub trait Counts {
     /// `n` bytes were read from a client.
-    fn bytes_in(&self, n: usize);
+    fn bytes_in(&mut self, n: usize);
     /// `n` bytes were written to a client.
-    fn bytes_out(&self, n: usize);
+    fn bytes_out(&mut self, n: usize);
     /// A chat line was handled.
-    fn line(&self);
+    fn line(&mut self);
     /// A chat connection was cut off as a slow subscriber.
-    fn cut(&self);
+    fn cut(&mut self);
 }
 
-/// Each count in the calling thread's own block ([`Counters::add_here`]): no lock and no
-/// shared cache line per message.
-impl Counts for Counters {
-    fn bytes_in(&self, n: usize) {
-        self.add_here(Count::BytesIn, n as u64);
+/// Each count in the task's own block: a plain load and store, no lock, no thread-local
+/// lookup and no line another task writes.
+impl Counts for Tally {
+    fn bytes_in(&mut self, n: usize) {
+        self.add(Count::BytesIn, n as u64);
     }
 
-    fn bytes_out(&self, n: usize) {
-        self.add_here(Count::BytesOut, n as u64);
+    fn bytes_out(&mut self, n: usize) {
+        self.add(Count::BytesOut, n as u64);
     }
 
-    fn line(&self) {
-        self.add_here(Count::Lines, 1);
+    fn line(&mut self) {
+        self.add(Count::Lines, 1);
     }
 
-    fn cut(&self) {
-        self.add_here(Count::Cut, 1);
+    fn cut(&mut self) {
+        self.add(Count::Cut, 1);
     }
 }
 
@@ -85,7 +85,6 @@ mod tests {
     //! An in-memory duplex stream and a counter for the loops' tests: each poll
     //! completes at once, so a test polls a loop to its end without a runtime.
 
-    use std::cell::Cell;
     use std::future::Future;
     use std::pin::{Pin, pin};
     use std::task::{Context, Poll, Waker};
@@ -135,25 +134,25 @@ mod tests {
 
     /// Counts what the loops report.
     #[derive(Debug, Default)]
-    pub(super) struct Tally {
-        pub(super) bytes_in: Cell<usize>,
-        pub(super) bytes_out: Cell<usize>,
-        pub(super) lines: Cell<usize>,
-        pub(super) cuts: Cell<usize>,
+    pub(super) struct Seen {
+        pub(super) bytes_in: usize,
+        pub(super) bytes_out: usize,
+        pub(super) lines: usize,
+        pub(super) cuts: usize,
     }
 
-    impl Counts for Tally {
-        fn bytes_in(&self, n: usize) {
-            self.bytes_in.set(self.bytes_in.get() + n);
+    impl Counts for Seen {
+        fn bytes_in(&mut self, n: usize) {
+            self.bytes_in += n;
         }
-        fn bytes_out(&self, n: usize) {
-            self.bytes_out.set(self.bytes_out.get() + n);
+        fn bytes_out(&mut self, n: usize) {
+            self.bytes_out += n;
         }
-        fn line(&self) {
-            self.lines.set(self.lines.get() + 1);
+        fn line(&mut self) {
+            self.lines += 1;
         }
-        fn cut(&self) {
-            self.cuts.set(self.cuts.get() + 1);
+        fn cut(&mut self) {
+            self.cuts += 1;
         }
     }
 

@@ -20,7 +20,10 @@
 //! `--max-pending` queued in all), which stops reading the client: backpressure.
 
 use std::io;
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, MutexGuard};
+
+use nix::sys::socket::{Shutdown, shutdown};
 
 use proto::chat::LineBuffer;
 
@@ -229,6 +232,17 @@ pub async fn write_out<N: Notifier>(
     Ended::Stopped(result)
 }
 
+/// Shuts both directions of a connection's socket down: how the writer task stops the
+/// reader once [`write_out`] has [`Ended::Stopped`]. The read the reader keeps in flight
+/// on the ring completes at once with end of stream (and a write still in flight fails),
+/// as `shutdown(2)` wakes every waiter on the socket, so the reader needs no cancel
+/// registration of its own. For runtimes whose `shutdown` is `SHUT_WR` alone (monoio's,
+/// compio's); tokio-uring's takes a [`std::net::Shutdown`]. A socket already shut down or
+/// reset is left as it is.
+pub fn shut_down(socket: &impl AsRawFd) {
+    let _ = shutdown(socket.as_raw_fd(), Shutdown::Both);
+}
+
 impl<N: Notifier> Subscriber for Outbox<N> {
     fn offer(&self, line: &Line) -> bool {
         self.0.shared.offer(line)
@@ -399,5 +413,29 @@ mod tests {
             poll_once(outbox.push_own(&mut b"late".to_vec())),
             Poll::Ready(false)
         );
+    }
+
+    #[test]
+    fn shut_down_ends_a_read_waiting_on_the_socket() {
+        use std::io::Read;
+        use std::net::{TcpListener, TcpStream};
+        use std::time::Duration;
+
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        // Without the shutdown the read would wait for this long and fail.
+        server
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let mut reader = server.try_clone().unwrap();
+        let read = std::thread::spawn(move || reader.read(&mut [0; 8]));
+        shut_down(&server);
+        assert_eq!(read.join().unwrap().unwrap(), 0);
+        // The client sees the end of the stream too.
+        client
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        assert_eq!(client.read(&mut [0; 8]).unwrap(), 0);
     }
 }

@@ -39,7 +39,7 @@ pub async fn serve<S, P>(
     stream: &mut S,
     rooms: &Arc<Rooms>,
     pool: P,
-    count: &impl Counts,
+    count: &mut impl Counts,
 ) -> io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -77,7 +77,7 @@ enum Phase {
 struct Conn<'a, P: BlockingPool, C> {
     calls: &'a mut HubCalls<Outbox, P>,
     outbox: &'a Outbox,
-    count: &'a C,
+    count: &'a mut C,
 }
 
 impl<P: BlockingPool, C: Counts> Conn<'_, P, C> {
@@ -187,7 +187,7 @@ fn next_phase(flow: Flow) -> Phase {
 mod tests {
     use std::future::Future;
 
-    use super::super::tests::{Duplex, Tally, ready};
+    use super::super::tests::{Duplex, Seen, ready};
     use super::*;
     use crate::hub::Hub;
     use crate::log::Fsync;
@@ -214,12 +214,12 @@ mod tests {
             chunk: 9,
             ..Duplex::default()
         };
-        let tally = Tally::default();
-        ready(serve(&mut stream, &rooms, Inline, &tally)).unwrap();
+        let mut seen = Seen::default();
+        ready(serve(&mut stream, &rooms, Inline, &mut seen)).unwrap();
         assert_eq!(stream.output, b"PONG 1\nPONG 2\nPONG 3\n");
-        assert_eq!(tally.lines.get(), 3);
-        assert_eq!(tally.bytes_in.get(), 21);
-        assert_eq!(tally.bytes_out.get(), stream.output.len());
-        assert_eq!(tally.cuts.get(), 0);
+        assert_eq!(seen.lines, 3);
+        assert_eq!(seen.bytes_in, 21);
+        assert_eq!(seen.bytes_out, stream.output.len());
+        assert_eq!(seen.cuts, 0);
     }
 }

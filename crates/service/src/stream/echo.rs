@@ -20,7 +20,7 @@ use crate::echo::{EchoConfig, Held};
 pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     config: &EchoConfig,
-    count: &impl Counts,
+    count: &mut impl Counts,
 ) -> io::Result<()> {
     let mut held = Held::new(config);
     let mut buf = held.buffer();
@@ -43,7 +43,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{Duplex, Tally, ready};
+    use super::super::tests::{Duplex, Seen, ready};
     use super::*;
 
     #[test]
@@ -53,13 +53,13 @@ mod tests {
             chunk: 5,
             ..Duplex::default()
         };
-        let tally = Tally::default();
+        let mut seen = Seen::default();
         let config = EchoConfig {
             compute: None,
             msg_size: std::num::NonZeroUsize::MIN,
         };
-        ready(serve(&mut stream, &config, &tally)).unwrap();
+        ready(serve(&mut stream, &config, &mut seen)).unwrap();
         assert_eq!(stream.output, b"hello, world");
-        assert_eq!((tally.bytes_in.get(), tally.bytes_out.get()), (12, 12));
+        assert_eq!((seen.bytes_in, seen.bytes_out), (12, 12));
     }
 }

@@ -18,7 +18,7 @@ use crate::exchange::{Exchange, Flow};
 pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     stream: &mut S,
     conn: &mut impl Exchange,
-    count: &impl Counts,
+    count: &mut impl Counts,
 ) -> io::Result<()> {
     let mut buf = vec![0u8; READ_BUF];
     let mut out = Vec::new();
@@ -45,7 +45,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{Duplex, Tally, ready};
+    use super::super::tests::{Duplex, Seen, ready};
     use super::*;
 
     #[test]
@@ -57,9 +57,9 @@ mod tests {
         };
         let store = crate::kv::Store::default();
         let mut conn = crate::kv::Served::new(&store, 1 << 20);
-        let tally = Tally::default();
-        ready(serve(&mut stream, &mut conn, &tally)).unwrap();
+        let mut seen = Seen::default();
+        ready(serve(&mut stream, &mut conn, &mut seen)).unwrap();
         assert_eq!(stream.output, b"+PONG\r\n+OK\r\n");
-        assert_eq!(tally.bytes_out.get(), stream.output.len());
+        assert_eq!(seen.bytes_out, stream.output.len());
     }
 }
