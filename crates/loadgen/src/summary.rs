@@ -39,6 +39,9 @@ pub struct Summary {
     pub mode: String,
     /// Open loop: messages per second asked for, in total.
     pub rate: Option<f64>,
+    /// Open loop: `uniform` or `poisson` (`--arrivals`).
+    #[serde(default)]
+    pub arrivals: Option<String>,
     /// Measured messages per connection, for request-count runs.
     pub requests_per_conn: Option<u64>,
     /// Warmup before the window, not recorded.
@@ -77,8 +80,12 @@ pub struct Summary {
     pub client_cpu_utilization: f64,
     /// How busy the `--cpus` were over the window, whatever ran on them (from `/proc/stat`).
     pub client_cpus_busy: Option<f64>,
+    /// Open loop: measured messages the client released more than 1 ms after they were due
+    /// (its worker was busy or not scheduled), and so sent late through its own fault.
+    #[serde(default)]
+    pub sends_late: u64,
     /// The client, not the server, was the bottleneck: a worker or its CPUs were more than
-    /// 90% busy.
+    /// 90% busy, or more than 1% of the measured sends were late (`sends_late`).
     pub client_bound: bool,
     /// `--server-pid`: the server process watched.
     pub server_pid: Option<u32>,
