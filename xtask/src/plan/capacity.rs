@@ -84,6 +84,20 @@ impl std::str::FromStr for Slo {
     }
 }
 
+/// Whether a server sustained the rate `offered` over a window of `window_secs`: it achieved
+/// it within 1%, or, under Poisson arrivals, within three standard deviations of the count of
+/// arrivals the window holds (`3 / sqrt(offered × window)`: 9.5% for 1000 arrivals, 1% from
+/// 90,000), since a window of Poisson arrivals holds that many fewer now and then with
+/// nothing wrong on the server's side.
+pub(crate) fn sustained(offered: f64, achieved: f64, window_secs: f64, poisson: bool) -> bool {
+    let mut tolerance = 0.01;
+    let expected = offered * window_secs;
+    if poisson && expected > 0.0 {
+        tolerance = f64::max(tolerance, 3.0 / expected.sqrt());
+    }
+    achieved >= offered * (1.0 - tolerance)
+}
+
 /// What the search needs of one probe: a run of the server at an offered rate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Probe {
@@ -351,6 +365,17 @@ mod tests {
         );
         let (found, _) = simulate(&s, f64::INFINITY, f64::INFINITY);
         assert_eq!(found, Found::Above { rate: 10_000_000.0 });
+    }
+
+    #[test]
+    fn sustained_allows_the_noise_of_poisson_arrivals_only() {
+        assert!(sustained(10_000.0, 9_950.0, 1.0, false));
+        assert!(!sustained(10_000.0, 9_850.0, 1.0, false));
+        // 10,000 Poisson arrivals: a standard deviation of 1%, three of them allowed.
+        assert!(sustained(10_000.0, 9_750.0, 1.0, true));
+        assert!(!sustained(10_000.0, 9_650.0, 1.0, true));
+        // Many arrivals: back to 1%.
+        assert!(!sustained(1_000_000.0, 985_000.0, 1.0, true));
     }
 
     #[test]

@@ -2,11 +2,13 @@
 //! `meta.json` (`meta`), the summary of each point over its repeats (`summary`:
 //! `summary.csv` and `summary.json`, written as each point ends), each repeat's value by
 //! its round (`rounds`, for the paired view) and the statistics it takes (`stats`; `method`
-//! tests them on synthetic runs).
+//! tests them on synthetic runs), and the capacity suite's findings ranked against each
+//! workload's reference server (`capacity`: `capacity.csv`).
 //!
 //! It may call the plan and run layers (to read what was planned and measured), never the
 //! report layer.
 
+pub(crate) mod capacity;
 pub(crate) mod meta;
 #[cfg(test)]
 mod method;

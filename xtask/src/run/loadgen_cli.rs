@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 
 use crate::plan::placement::CpuList;
-use crate::plan::suites::{Load, Point, Stop, Workload};
+use crate::plan::suites::{Arrivals, Load, Point, Stop, Workload};
 
 /// The output files of one loadgen run.
 #[derive(Debug, Clone)]
@@ -63,6 +63,9 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
     push("--warmup", fmt_secs(point.warmup));
     if let Load::Open { rate } = point.load {
         push("--rate", format!("{rate}"));
+        if point.arrivals == Arrivals::Poisson {
+            push("--arrivals", point.arrivals.name().into());
+        }
     }
     // One worker per client CPU, but never more workers than connections.
     let threads = cpus.len().min(point.conns).max(1);
@@ -247,6 +250,7 @@ mod tests {
             stop: Stop::Duration(4.0),
             warmup: 1.0,
             workers: None,
+            arrivals: crate::plan::suites::Arrivals::Uniform,
         };
         assert_eq!(grace(&point(1000, 0)), 2.0);
         assert!((grace(&point(10_000, 200)) - 4.0).abs() < 1e-9);

@@ -15,9 +15,11 @@
 //! | `http`       | plaintext (pipelined 16) and json at 16, 256, 1024 conns, beside nginx  |
 //! | `scaling`    | workers 1, 2, 4, … up to the server's CPUs: closed, equal load, Fig. 7 |
 //! | `search`     | the io_uring paper's file-content search, programs timed whole         |
+//! | `capacity`   | latency under load: curves, and each server's capacity at an objective |
 //!
 //! It may call nothing else of xtask.
 
+pub(crate) mod capacity;
 mod chat_cpu;
 mod chat_room;
 mod emper_echo;
@@ -52,6 +54,7 @@ pub(crate) enum Suite {
     Kv,
     Http,
     Scaling,
+    Capacity,
 }
 
 impl ValueEnum for Suite {
@@ -94,7 +97,7 @@ struct Defaults {
 const NO_RATE: &str = "not used";
 
 impl Suite {
-    pub(crate) const ALL: [Suite; 9] = [
+    pub(crate) const ALL: [Suite; 10] = [
         Suite::Quick,
         Suite::EmperEcho,
         Suite::ChatCpu,
@@ -104,6 +107,7 @@ impl Suite {
         Suite::Kv,
         Suite::Http,
         Suite::Scaling,
+        Suite::Capacity,
     ];
 
     fn defaults(self) -> &'static Defaults {
@@ -117,6 +121,7 @@ impl Suite {
             Suite::Kv => &kv::DEFAULTS,
             Suite::Http => &http::DEFAULTS,
             Suite::Scaling => &scaling::DEFAULTS,
+            Suite::Capacity => &capacity::DEFAULTS,
         }
     }
 
@@ -191,6 +196,7 @@ impl Suite {
             Suite::Kv => kv::points(&cx),
             Suite::Http => http::points(&cx),
             Suite::Scaling => scaling::points(&cx),
+            Suite::Capacity => capacity::points(&cx),
         }
     }
 }
@@ -236,6 +242,11 @@ impl Sweep<'_> {
             stop,
             warmup: self.warmup_for(conns, self.warmup),
             workers: None,
+            arrivals: self.o.arrivals.unwrap_or(if self.suite == Suite::Capacity {
+                Arrivals::Poisson
+            } else {
+                Arrivals::Uniform
+            }),
         }
     }
 }
@@ -305,6 +316,26 @@ pub(crate) enum Load {
     Open { rate: f64 },
 }
 
+/// How an open-loop point's sends are spaced (loadgen's `--arrivals`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Arrivals {
+    /// Evenly spaced, the connections taking turns.
+    #[default]
+    Uniform,
+    /// Each connection a Poisson process: exponential gaps, bursts included.
+    Poisson,
+}
+
+impl Arrivals {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Arrivals::Uniform => "uniform",
+            Arrivals::Poisson => "poisson",
+        }
+    }
+}
+
 /// When a point's measured window ends.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -334,6 +365,8 @@ pub(crate) struct Point {
     /// The server's workers at this point (`--workers`), or `None` for the run's
     /// (`Placement::workers`): the scaling suite gives each point its own.
     pub(crate) workers: Option<usize>,
+    /// How the open loop's sends are spaced (`--arrivals`; Poisson in the capacity suite).
+    pub(crate) arrivals: Arrivals,
 }
 
 impl Point {
@@ -374,6 +407,8 @@ pub(crate) struct Overrides {
     pub(crate) workers: usize,
     /// The server's CPUs (`--server-cpus`): the scaling suite's worker counts go up to them.
     pub(crate) server_cpus: Option<cpulist::CpuList>,
+    /// How open-loop sends are spaced (`--arrivals`), when given.
+    pub(crate) arrivals: Option<Arrivals>,
 }
 
 /// `1 conn`, `10 conns`.
