@@ -79,7 +79,7 @@ pub(super) fn run(
         })
         .collect();
     eprintln!(
-        "capacity at {slo}: {} searches (server × workload), each about fifteen probes of {} s; results in {}",
+        "capacity at {slo}: {} searches (server × workload), each about fifteen probes of {:.1} s; results in {}",
         pairs.len(),
         plan.points.first().map_or(0.0, |p| p.estimate_secs()),
         out.display()
@@ -190,8 +190,9 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
             let met = self.meets(&row, &point);
             let client_bound = row.ok > 0 && row.client_bound;
             self.say(&format!(
-                "{}  {}",
+                "{}  {}: {}",
                 sweep::point_line(&row),
+                phase_text(phase),
                 if client_bound {
                     "client-bound: the search stops"
                 } else if met {
@@ -281,12 +282,7 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
         };
         row.failure.is_none()
             && row.errors == 0
-            && sustained(
-                rate,
-                achieved,
-                window,
-                point.arrivals == Arrivals::Poisson,
-            )
+            && sustained(rate, achieved, window, point.arrivals == Arrivals::Poisson)
             && latency_of(row, &self.slo.percentile).is_some_and(|l| l <= self.slo.limit_us)
     }
 }
@@ -339,10 +335,15 @@ fn phase_text(phase: Phase) -> String {
 
 /// The line printed when a search ends.
 fn capacity_line(c: &Capacity) -> String {
-    let rate = c.capacity_per_sec.map_or("–".into(), |r| format!("{r:.0}/s"));
+    let rate = c
+        .capacity_per_sec
+        .map_or("–".into(), |r| format!("{r:.0}/s"));
     let what = match c.result.as_str() {
         "capacity" => format!("capacity {rate} (confirmed by {} repeats)", c.repeats),
-        "client-bound" => format!("at least {rate}, client-bound"),
+        "client-bound" if c.capacity_per_sec.unwrap_or(0.0) > 0.0 => {
+            format!("at least {rate}, client-bound")
+        }
+        "client-bound" => "client-bound from the first rate tried: nothing of the server".into(),
         "below" => format!("below {rate}: the least rate tried missed the objective"),
         "above" => format!("above {rate}: the highest rate tried met it"),
         "failed" => format!("failed: {}", c.failure.as_deref().unwrap_or("?")),

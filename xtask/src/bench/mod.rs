@@ -7,8 +7,8 @@
 //!
 //! It may call every layer: plan, run, record and report.
 
-pub(crate) mod exit;
 mod capacity;
+pub(crate) mod exit;
 mod list;
 mod plan;
 mod search;

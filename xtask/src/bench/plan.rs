@@ -295,9 +295,8 @@ fn add_suite_servers(
         }
     }
     // The capacity suite runs kv and http too, beside their references.
-    let joins = |p: Suite| {
-        p == suite || (suite == Suite::Capacity && matches!(p, Suite::Kv | Suite::Http))
-    };
+    let joins =
+        |p: Suite| p == suite || (suite == Suite::Capacity && matches!(p, Suite::Kv | Suite::Http));
     for peer in inv.peers.iter().filter(|p| joins(p.suite)) {
         match &peer.missing {
             None => variants.push(peer.variant.clone()),

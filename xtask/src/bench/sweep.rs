@@ -302,7 +302,7 @@ impl<'a> Sweep<'a> {
         {
             return Ok(kept);
         }
-        let busy_note = self.wait_until_quiet();
+        let busy_note = wait_until_quiet(self.plan);
         let (base, est) = (self.done_ms, self.est_ms[run.point]);
         let bar = &self.bar;
         let mut progress = |secs: f64| {
@@ -328,10 +328,6 @@ impl<'a> Sweep<'a> {
         });
         run_dir::save_outcome(&files, &outcome)?;
         Ok(outcome)
-    }
-
-    fn wait_until_quiet(&self) -> Option<String> {
-        wait_until_quiet(self.plan)
     }
 
     /// The point's last round is done: a row per server that serves it (one that sits it

@@ -386,7 +386,10 @@ mod tests {
         assert_eq!(slo.to_string(), "p99=5ms");
         assert_eq!("p99.9=800us".parse::<Slo>().unwrap().limit_us, 800.0);
         assert_eq!("P50=1.5s".parse::<Slo>().unwrap().limit_us, 1_500_000.0);
-        assert_eq!("p99.9=250µs".parse::<Slo>().unwrap().to_string(), "p99.9=250us");
+        assert_eq!(
+            "p99.9=250µs".parse::<Slo>().unwrap().to_string(),
+            "p99.9=250us"
+        );
     }
 
     #[test]

@@ -80,34 +80,32 @@ impl Capacity {
 /// Sets each line's multiple of its workload's reference server (the reference's own line is
 /// 1), and orders them: workload after workload, the highest capacity first.
 pub(crate) fn rank(lines: &mut [Capacity]) {
-    let refs: Vec<(String, Option<f64>, Option<f64>, Option<f64>)> = lines
+    let refs: Vec<Capacity> = lines
         .iter()
         .filter(|c| c.server == c.reference && c.is_the_servers())
-        .map(|c| {
-            (
-                c.workload.clone(),
-                c.capacity_per_sec,
-                c.achieved_ci_low,
-                c.achieved_ci_high,
-            )
-        })
+        .cloned()
         .collect();
     for c in lines.iter_mut() {
-        let Some((_, Some(r), r_low, r_high)) = refs.iter().find(|r| r.0 == c.workload) else {
+        let Some(r) = refs.iter().find(|r| r.workload == c.workload) else {
             continue;
         };
-        let Some(mine) = c.capacity_per_sec else {
+        let (Some(mine), Some(theirs)) = (c.capacity_per_sec, r.capacity_per_sec) else {
             continue;
         };
-        c.vs_reference = Some(mine / r);
-        // The widest ratio the two intervals allow.
-        if let (Some(lo), Some(hi), Some(rl), Some(rh)) =
-            (c.achieved_ci_low, c.achieved_ci_high, r_low, r_high)
+        let ratio = mine / theirs;
+        c.vs_reference = Some(ratio);
+        // The widest ratio the two achieved intervals allow, widened to hold the ratio of the
+        // capacities themselves (the rates offered, where the achieved ones scatter about).
+        if let (Some(lo), Some(hi), Some(rl), Some(rh)) = (
+            c.achieved_ci_low,
+            c.achieved_ci_high,
+            r.achieved_ci_low,
+            r.achieved_ci_high,
+        ) && rl > 0.0
+            && rh > 0.0
         {
-            if *rl > 0.0 && *rh > 0.0 {
-                c.vs_reference_low = Some(lo / rh);
-                c.vs_reference_high = Some(hi / rl);
-            }
+            c.vs_reference_low = Some((lo / rh).min(ratio));
+            c.vs_reference_high = Some((hi / rl).max(ratio));
         }
     }
     lines.sort_by(|a, b| {
@@ -211,7 +209,9 @@ mod tests {
             lines[2].vs_reference_low.unwrap(),
             lines[2].vs_reference_high.unwrap(),
         );
-        assert!((lo - 9_000.0 / 41_000.0).abs() < 1e-12 && (hi - 11_000.0 / 39_000.0).abs() < 1e-12);
+        assert!(
+            (lo - 9_000.0 / 41_000.0).abs() < 1e-12 && (hi - 11_000.0 / 39_000.0).abs() < 1e-12
+        );
         assert_eq!(lines[0].repeats, 3);
     }
 

@@ -75,6 +75,30 @@ pub(super) fn points(cx: &Sweep<'_>) -> Vec<Point> {
     ]
 }
 
+/// About how many probes a search makes: a sweep of six rates or so, a bisection of five, and
+/// the confirmation's repeats.
+const PROBES: usize = 12;
+
+/// What `--list` says of the suite: `points` are its workloads, `repeats` the confirmation's
+/// probes.
+pub(super) fn list_text(points: &[Point], repeats: usize, servers: usize) -> String {
+    let searches = points.len() * servers.max(1);
+    let secs: f64 = points.iter().map(Point::estimate_secs).sum::<f64>()
+        * (PROBES + repeats) as f64
+        * servers.max(1) as f64;
+    format!(
+        "  {:<11} {} ({} workloads, a search of about {} probes each per server; at most about {:.0} min with the {} default servers, {} searches, fewer where a server does not serve kv or http)\n              --rate: {}",
+        DEFAULTS.name,
+        DEFAULTS.title,
+        points.len(),
+        PROBES + repeats,
+        secs / 60.0,
+        servers,
+        searches,
+        DEFAULTS.rate_meaning
+    )
+}
+
 /// The reference server of a workload (`echo`, `kv`, `http`): each server's capacity is
 /// given as a multiple of its.
 pub(crate) fn reference(workload: &str) -> &'static str {

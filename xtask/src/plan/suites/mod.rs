@@ -162,6 +162,9 @@ impl Suite {
         if self == Suite::Search {
             return search::list_text(repeats);
         }
+        if self == Suite::Capacity {
+            return capacity::list_text(points, repeats, servers);
+        }
         let secs: f64 = points.iter().map(Point::estimate_secs).sum::<f64>()
             * repeats as f64
             * servers.max(1) as f64;

@@ -70,7 +70,10 @@ fn capacity_cell(c: &Capacity) -> String {
     let rate = fmt_rate(c.capacity_per_sec);
     match c.result.as_str() {
         "capacity" => rate,
-        "client-bound" => format!("≥ {rate} † client-bound"),
+        "client-bound" if c.capacity_per_sec.unwrap_or(0.0) > 0.0 => {
+            format!("≥ {rate} † client-bound")
+        }
+        "client-bound" => "† client-bound at every rate tried".into(),
         "below" => format!("< {rate}"),
         "above" => format!("> {rate}"),
         "failed" => format!(
