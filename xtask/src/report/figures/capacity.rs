@@ -1,5 +1,5 @@
 //! The capacity suite's plots: per server and workload, its latency (p50, p99, p99.9, log
-//! scale) against the rate it achieved at each probe, the objective as a line; and per
+//! scale) against the rate it achieved at each rate offered, the objective as a line; and per
 //! workload every server's p99 curve in one figure.
 //!
 //! It may call what `figures` may.
@@ -7,6 +7,7 @@
 use super::{Data, Figure};
 use crate::plan::capacity::Slo;
 use crate::record::row::{Row, servers};
+use crate::record::stats;
 use crate::report::plots::{Bound, Line, Scale};
 
 /// The suite's rows that measured something.
@@ -15,14 +16,23 @@ fn probes<'a>(rows: &'a [Row], series: &'a str) -> impl Iterator<Item = &'a Row>
         .filter(move |r| r.suite == "capacity" && r.series == series && r.ok > 0)
 }
 
-/// One line of `y` against the achieved rate over `rows`, sorted by the rate.
+/// One line of `y` against the achieved rate over `rows`: the probes at one offered rate (a
+/// bisection's and a confirmation's) as one point, the median of each coordinate, so that
+/// the line runs from rate to rate instead of zigzagging through the repeats.
 fn line(name: &str, rows: &[&Row], y: fn(&Row) -> Option<f64>) -> Option<Line> {
-    let mut points: Vec<(f64, f64, bool)> = rows
-        .iter()
-        .filter_map(|r| Some((r.throughput_per_sec?, y(r)?, r.client_bound)))
-        .filter(|p| p.1 > 0.0)
+    let mut offered: Vec<f64> = rows.iter().filter_map(|r| r.rate).collect();
+    offered.sort_by(f64::total_cmp);
+    offered.dedup();
+    let points: Vec<(f64, f64, bool)> = offered
+        .into_iter()
+        .filter_map(|rate| {
+            let at: Vec<&&Row> = rows.iter().filter(|r| r.rate == Some(rate)).collect();
+            let xs: Vec<f64> = at.iter().filter_map(|r| r.throughput_per_sec).collect();
+            let ys: Vec<f64> = at.iter().filter_map(|r| y(r)).collect();
+            let (x, v) = (stats::median(&xs)?, stats::median(&ys)?);
+            (v > 0.0).then_some((x, v, at.iter().any(|r| r.client_bound)))
+        })
         .collect();
-    points.sort_by(|a, b| a.0.total_cmp(&b.0));
     (!points.is_empty()).then(|| Line {
         name: name.to_string(),
         points,
