@@ -302,12 +302,16 @@ pub(crate) fn latency_of(row: &Row, percentile: &str) -> Option<f64> {
 }
 
 /// The point of one probe: the workload's at `rate`, named by its step and rate so that each
-/// probe has files of its own and a resumed search finds them.
+/// probe has files of its own and a resumed search finds them. Its Poisson gaps are drawn
+/// from a seed of its step's: the repeats of a confirmation draw new ones (with one seed for
+/// all, each probe's arrivals would be the same draws, scaled), and every server's nth probe
+/// the same.
 fn probe(template: &Point, rate: f64, step: usize) -> Point {
     Point {
         id: format!("{}-{step:02}-r{rate:.0}", template.id),
         label: format!("{} @ {rate:.0}/s", template.series),
         load: Load::Open { rate },
+        seed: Some(step as u64 + 1),
         ..template.clone()
     }
 }

@@ -250,6 +250,7 @@ impl Sweep<'_> {
             } else {
                 Arrivals::Uniform
             }),
+            seed: None,
         }
     }
 }
@@ -370,6 +371,10 @@ pub(crate) struct Point {
     pub(crate) workers: Option<usize>,
     /// How the open loop's sends are spaced (`--arrivals`; Poisson in the capacity suite).
     pub(crate) arrivals: Arrivals,
+    /// Poisson arrivals: the seed of the gaps (loadgen's `--seed`), or `None` for loadgen's
+    /// own. The capacity suite gives each probe of a search its own, so that its repeats draw
+    /// new gaps while every server's nth probe draws the same.
+    pub(crate) seed: Option<u64>,
 }
 
 impl Point {
