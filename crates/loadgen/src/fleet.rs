@@ -589,6 +589,10 @@ pub fn merge_summaries(runs: &[AgentRun]) -> Option<Summary> {
             .filter_map(|s| s.client_cpus_busy)
             .reduce(f64::max),
         sends_late: sum_u(|s| s.sends_late),
+        send_lag_us: parts
+            .iter()
+            .filter_map(|s| s.send_lag_us)
+            .reduce(|a, b| a.most(&b)),
         client_bound: parts.iter().any(|s| s.client_bound),
         server_pid: None,
         server_cpu_secs: None,

@@ -23,10 +23,6 @@ use crate::worker::{self, Control, Plan, ProgressSlot, Report, Rooms, Up};
 const SPARE_FDS: u64 = 64;
 /// A client thread busier than this is the bottleneck, not the server.
 const CLIENT_BOUND: f64 = 0.9;
-/// An open-loop run is client-bound too when more than this share of its measured messages
-/// missed their send time by the client's fault (`worker::LATE_NS`): the server was offered
-/// less than the rate, and later.
-const LATE_BOUND: f64 = 0.01;
 /// Runs expected to last longer than this print progress.
 const PROGRESS_AFTER: Duration = Duration::from_secs(3);
 
@@ -651,9 +647,8 @@ fn summarize(cfg: &Config, plan: &Plan, o: Outcome) -> Summary {
         client_cpu_utilization: m.utilization,
         client_cpus_busy: m.cpus_busy,
         sends_late: reports.iter().map(|r| r.released_late).sum(),
-        client_bound: m.utilization > CLIENT_BOUND
-            || m.cpus_busy.is_some_and(|b| b > CLIENT_BOUND)
-            || late_share(reports) > LATE_BOUND,
+        send_lag_us: rate.map(|_| Percentiles::of(&merge(reports.iter().map(|r| &r.send_lag)))),
+        client_bound: m.utilization > CLIENT_BOUND || m.cpus_busy.is_some_and(|b| b > CLIENT_BOUND),
         server_pid: cfg.server_pid,
         server_cpu_secs: m.server_secs,
         server_cpu_per_msg_us: m
@@ -663,17 +658,6 @@ fn summarize(cfg: &Config, plan: &Plan, o: Outcome) -> Summary {
         nofile_limit: o.nofile,
         warnings: o.warnings,
         histograms,
-    }
-}
-
-/// Open loop: the share of the measured messages released late (`worker::LATE_NS`).
-fn late_share(reports: &[crate::worker::Report]) -> f64 {
-    let all: u64 = reports.iter().map(|r| r.released_measured).sum();
-    let late: u64 = reports.iter().map(|r| r.released_late).sum();
-    if all == 0 {
-        0.0
-    } else {
-        late as f64 / all as f64
     }
 }
 

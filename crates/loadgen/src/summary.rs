@@ -84,8 +84,13 @@ pub struct Summary {
     /// (its worker was busy or not scheduled), and so sent late through its own fault.
     #[serde(default)]
     pub sends_late: u64,
+    /// Open loop: how long after its due time the client released each measured message,
+    /// its percentiles: the part of the latency that is the client's own delay (for merged
+    /// agents, each percentile the most of any agent's).
+    #[serde(default)]
+    pub send_lag_us: Option<Percentiles>,
     /// The client, not the server, was the bottleneck: a worker or its CPUs were more than
-    /// 90% busy, or more than 1% of the measured sends were late (`sends_late`).
+    /// 90% busy.
     pub client_bound: bool,
     /// `--server-pid`: the server process watched.
     pub server_pid: Option<u32>,

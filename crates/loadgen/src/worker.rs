@@ -46,7 +46,7 @@ use crate::sys;
 const RX_BUF: usize = 64 * 1024;
 /// An open-loop message released this long after it was due missed its send time through
 /// the client's fault: the worker was busy or not scheduled (the timerfd itself wakes it
-/// within tens of microseconds).
+/// within tens of microseconds); `sends_late` counts them.
 pub(crate) const LATE_NS: u64 = 1_000_000;
 /// The token of the worker's timer; connections use their index.
 const TIMER: Token = Token(usize::MAX);
@@ -149,9 +149,9 @@ pub(crate) struct Report {
     pub(crate) wall_ns: u64,
     /// When the last measured reply arrived, nanoseconds after the epoch.
     pub(crate) last_reply_ns: u64,
-    /// Open loop: measured messages released to their connections, and those of them
-    /// released more than [`LATE_NS`] after they were due.
-    pub(crate) released_measured: u64,
+    /// Open loop: how long after its due time each measured message was released, and how
+    /// many of them more than [`LATE_NS`].
+    pub(crate) send_lag: Histogram<u64>,
     pub(crate) released_late: u64,
 }
 
@@ -400,10 +400,10 @@ struct Worker<'p> {
     cursor: Option<Cursor>,
     /// Open-loop connections still being released messages (request-count runs).
     releasing: usize,
-    /// Open loop: measured messages released, and those of them released more than
-    /// [`LATE_NS`] after they were due (the worker was busy or not scheduled: the client, not
-    /// the server, held them back).
-    released_measured: u64,
+    /// Open loop: how long after its due time each measured message was released (the
+    /// worker was busy or not scheduled: the client, not the server, held it back), and how
+    /// many of them more than [`LATE_NS`].
+    send_lag: Histogram<u64>,
     released_late: u64,
     timer: Option<TimerFd>,
     timer_armed: Option<u64>,
@@ -521,7 +521,7 @@ impl<'p> Worker<'p> {
             stopped: false,
             cursor,
             releasing: 0,
-            released_measured: 0,
+            send_lag: new_histogram(),
             released_late: 0,
             timer,
             timer_armed: None,
@@ -906,8 +906,9 @@ impl<'p> Worker<'p> {
             }
             conn.released += 1;
             if due.at_ns >= plan.warm_ns {
-                self.released_measured += 1;
-                self.released_late += u64::from(now - due.at_ns > LATE_NS);
+                let lag = now - due.at_ns;
+                self.send_lag.saturating_record(lag.max(1));
+                self.released_late += u64::from(lag > LATE_NS);
                 conn.released_measured += 1;
                 if plan.requests.is_some_and(|k| conn.released_measured >= k) {
                     conn.released_all = true;
@@ -1226,7 +1227,7 @@ impl<'p> Worker<'p> {
             cpu_ns,
             wall_ns,
             last_reply_ns: self.rec.last_reply_ns,
-            released_measured: self.released_measured,
+            send_lag: self.send_lag,
             released_late: self.released_late,
         }
     }

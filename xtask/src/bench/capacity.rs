@@ -19,7 +19,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::plan::Plan;
 use super::sweep;
-use crate::plan::capacity::{Found, Next, Phase, Probe, Search, Slo, sustained};
+use crate::plan::capacity::{
+    Found, Next, Phase, Probe, Search, Slo, client_explains_miss, loadgen_percentile, sustained,
+};
 use crate::plan::servers::{Inventory, Variant};
 use crate::plan::suites::{Arrivals, Load, Point, Stop, Suite, capacity::reference};
 use crate::record::capacity::{self, Capacity};
@@ -178,7 +180,7 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
                 phase_text(phase)
             ));
             let point = probe(template, rate, step);
-            let Some((row, outcome_failed)) = self.probe(&point, v)? else {
+            let Some((row, lag, outcome_failed)) = self.probe(&point, v)? else {
                 return Ok(None);
             };
             if let Some(why) = outcome_failed {
@@ -188,7 +190,7 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
                 return Ok(Some(c));
             }
             let met = self.meets(&row, &point);
-            let client_bound = row.ok > 0 && row.client_bound;
+            let client_bound = !met && row.ok > 0 && self.client_may_be_why(&row, &lag);
             self.say(&format!(
                 "{}  {}: {}",
                 sweep::point_line(&row),
@@ -221,9 +223,14 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
         Ok(Some(c))
     }
 
-    /// One probe: its kept outcome (resuming) or a new run, saved, and its row; with the
-    /// reason when the server could not run at all. `None` when interrupted.
-    fn probe(&self, point: &Point, v: &Variant) -> Result<Option<(Row, Option<String>)>> {
+    /// One probe: its kept outcome (resuming) or a new run, saved, its row and loadgen's send
+    /// lag (`send_lag_us` of its summary, `Null` where there is none); with the reason when the
+    /// server could not run at all. `None` when interrupted.
+    fn probe(
+        &self,
+        point: &Point,
+        v: &Variant,
+    ) -> Result<Option<(Row, serde_json::Value, Option<String>)>> {
         let files = RunFiles {
             dir: self.out.join(point.suite.name()).join(&v.name),
             stem: point.id.clone(),
@@ -263,13 +270,28 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
             Err(f @ Failure::Start(_)) => Some(f.to_string()),
             _ => None,
         };
+        let lag = std::fs::read_to_string(files.path("loadgen.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .map_or(serde_json::Value::Null, |v| v["send_lag_us"].clone());
         let mut row = summary::aggregate(point, v, &[outcome], self.out, &files.dir);
         row.slo = Some(self.slo.to_string());
         // The curves' x is the rate offered.
         if let Load::Open { rate } = point.load {
             row.x = rate;
         }
-        Ok(Some((row, failed)))
+        Ok(Some((row, lag, failed)))
+    }
+
+    /// Whether the client may be why a probe missed: loadgen's CPU was saturated, or its own
+    /// delay in sending explains the miss (`plan::capacity::client_explains_miss`).
+    fn client_may_be_why(&self, row: &Row, send_lag: &serde_json::Value) -> bool {
+        let slo = self.slo;
+        let lag = send_lag[loadgen_percentile(&slo.percentile)].as_f64();
+        row.client_bound
+            || latency_of(row, &slo.percentile)
+                .zip(lag)
+                .is_some_and(|(l, lag)| client_explains_miss(l, lag, slo.limit_us))
     }
 
     /// Whether the probe sustained its rate and met the objective.

@@ -13,8 +13,11 @@
 //! 3. **confirm**: [`Search::repeats`] more probes at the rate found; every one must meet the
 //!    objective, else the rate steps down by the resolution and is confirmed again.
 //!
-//! A probe the client bounded (its CPU, or its sends late) says nothing about the server: the
-//! search stops there and the capacity is "at least" the highest rate met before it.
+//! A probe that missed where the client may be why (its CPU saturated, or its own delay in
+//! sending explains the miss) says nothing about the server: the search stops there and the
+//! capacity is "at least" the highest rate met before it. A probe that met the objective
+//! stands whatever the client did: latency counts from the due time, so a slow client only
+//! ever makes the server look worse.
 //!
 //! It may call nothing else of xtask.
 
@@ -98,6 +101,31 @@ pub(crate) fn sustained(offered: f64, achieved: f64, window_secs: f64, poisson: 
     achieved >= offered * (1.0 - tolerance)
 }
 
+/// Whether the client, not the server, may have made a probe miss its objective: its
+/// latency percentile, less the client's own delay in sending at the same percentile (how
+/// long after their due time it released messages), meets the limit. In the open loop,
+/// latency counts from the due time, so a client that is slow only ever makes the server look
+/// worse: a probe that met the objective stands whatever the client did, and one that missed
+/// says nothing of the server when the client's delay alone explains the miss.
+/// A probe whose latency met the limit missed for another reason (the rate not sustained,
+/// errors), which this does not explain.
+pub(crate) fn client_explains_miss(latency_us: f64, send_lag_us: f64, limit_us: f64) -> bool {
+    latency_us > limit_us && latency_us - send_lag_us <= limit_us
+}
+
+/// The percentile of loadgen's summary that stands for `percentile` (one of [`PERCENTILES`]):
+/// the same, or the next one up where loadgen reports none (p95: p99), as its JSON names it.
+pub(crate) fn loadgen_percentile(percentile: &str) -> &'static str {
+    match percentile {
+        "p50" => "p50",
+        "p90" => "p90",
+        "p95" | "p99" => "p99",
+        "p99.9" => "p99_9",
+        "p99.99" => "p99_99",
+        _ => "max",
+    }
+}
+
 /// What the search needs of one probe: a run of the server at an offered rate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Probe {
@@ -106,7 +134,9 @@ pub(crate) struct Probe {
     /// The server sustained it (the achieved rate within the tolerance of the offered, no
     /// error) and its latency met the objective.
     pub(crate) met: bool,
-    /// The client, not the server, bounded the probe: it says nothing of the server.
+    /// The client, not the server, may have made the probe miss (its CPU saturated, or its
+    /// own delay in sending explains the miss: [`client_explains_miss`]): it says nothing of
+    /// the server.
     pub(crate) client_bound: bool,
 }
 
@@ -376,6 +406,22 @@ mod tests {
         assert!(!sustained(10_000.0, 9_650.0, 1.0, true));
         // Many arrivals: back to 1%.
         assert!(!sustained(1_000_000.0, 985_000.0, 1.0, true));
+    }
+
+    #[test]
+    fn a_miss_is_the_clients_only_where_its_own_delay_explains_it() {
+        // p99 of 6 ms against 5 ms: the client's 1.5 ms of send delay explains it.
+        assert!(client_explains_miss(6000.0, 1500.0, 5000.0));
+        // 2 ms of it do not explain 9 ms.
+        assert!(!client_explains_miss(9000.0, 2000.0, 5000.0));
+        assert!(!client_explains_miss(9000.0, 0.0, 5000.0));
+        // Latency within the limit: the miss was something else (errors, the rate).
+        assert!(!client_explains_miss(4000.0, 1000.0, 5000.0));
+        assert_eq!(loadgen_percentile("p95"), "p99");
+        assert_eq!(loadgen_percentile("p99.9"), "p99_9");
+        for p in PERCENTILES {
+            assert!(!loadgen_percentile(p).contains('.'), "{p}");
+        }
     }
 
     #[test]
