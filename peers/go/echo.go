@@ -4,7 +4,10 @@ package main
 
 import (
 	"net"
+	"runtime"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // echoServer serves the echo protocol, one goroutine per connection.
@@ -89,9 +92,27 @@ func (e *echoServer) echoMessages(c *net.TCPConn, st *counters) {
 	}
 }
 
-// spin busy-waits for d on the monotonic clock: the model of request
-// processing asks for CPU work, which a sleep would not be.
+// spin busy-waits until its thread has used d more of CPU time, on the
+// thread's own CPU clock (CLOCK_THREAD_CPUTIME_ID), as the Rust servers'
+// service::compute::spin does: the model of request processing asks for CPU
+// work, which a sleep would not be, and time spent preempted or throttled
+// under a CPU quota must not count as work done. The goroutine is locked to
+// its thread meanwhile, so that a preemption cannot move it to another
+// thread's clock. Where the clock cannot be read it spins on the monotonic
+// clock.
 func spin(d time.Duration) {
-	for start := time.Now(); time.Since(start) < d; {
+	if d <= 0 {
+		return
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		for start := time.Now(); time.Since(start) < d; {
+		}
+		return
+	}
+	end := ts.Nano() + d.Nanoseconds()
+	for unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) == nil && ts.Nano() < end {
 	}
 }

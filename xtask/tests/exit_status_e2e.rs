@@ -139,3 +139,36 @@ fn an_unknown_server_is_refused_with_2_before_anything_runs() {
     assert!(stderr.contains("unknown server `nosuch`"), "{stderr}");
     assert!(!out.exists(), "a refused run wrote {}", out.display());
 }
+
+#[test]
+fn bad_capacity_options_are_refused_with_2_and_a_reason() {
+    for (args, says) in [
+        (
+            &["--suite", "capacity", "--slo", "p98=5ms"][..],
+            "`p98` is not a percentile",
+        ),
+        (
+            &["--suite", "capacity", "--slo", "p99=0ms"][..],
+            "not a positive time",
+        ),
+        (&["--slo", "p99=5ms"][..], "add --suite capacity"),
+        (
+            &["--suite", "capacity,quick"][..],
+            "--suite capacity runs alone",
+        ),
+    ] {
+        let out = util::fresh_out("xtask-exit-capacity");
+        let refused = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .arg("bench")
+            .arg("--no-build")
+            .args(args)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!out.exists(), "a refused run wrote {}", out.display());
+    }
+}

@@ -1,6 +1,7 @@
 //! No finished point is lost: a bench killed with SIGKILL in the middle leaves a directory
 //! that `cargo xtask report` renders, and `cargo xtask bench --resume DIR` runs only what is
-//! missing. The runs that ended before the kill keep their outcome files untouched.
+//! missing. The runs that ended before the kill keep their outcome files untouched; a killed
+//! capacity search carries on from its kept probes.
 
 mod util;
 
@@ -53,6 +54,104 @@ fn descendants(pid: u32) -> Vec<u32> {
     out
 }
 
+/// Kills `child` and everything it started.
+fn kill_family(child: &mut std::process::Child) {
+    let family = descendants(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    for pid in family {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+}
+
+/// Runs `xtask bench --resume out` to its end; its exit status.
+fn resume(out: &Path) -> std::process::ExitStatus {
+    let mut done = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["bench", "--no-build", "--resume"])
+        .arg(out)
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        if let Some(s) = done.try_wait().unwrap() {
+            return s;
+        }
+        if started.elapsed() > util::DEADLINE {
+            let _ = done.kill();
+            panic!("--resume ran for more than {:?}", util::DEADLINE);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_killed_capacity_search_resumes_from_its_probes() {
+    let out = util::fresh_out("xtask-resume-capacity");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args([
+            "bench",
+            "--cargo-profile",
+            "dev",
+            "--suite",
+            "capacity",
+            "--points",
+            "echo",
+            "--servers",
+            "threads",
+            "--conns",
+            "4",
+            "--duration",
+            "0.2",
+            "--warmup",
+            "0",
+            "--rate",
+            "200",
+            "--repeat",
+            "2",
+            "--slo",
+            "p99=2s",
+            "--quiet-wait",
+            "0",
+            "--out",
+        ])
+        .arg(&out)
+        .spawn()
+        .expect("running the xtask binary");
+    // Killed once two probes have ended, unless the search is over by then (a client-bound
+    // first probe, on a busy machine, ends it at once).
+    let started = Instant::now();
+    while outcomes(&out).len() < 2 && child.try_wait().unwrap().is_none() {
+        assert!(started.elapsed() < util::DEADLINE, "no probe ended in time");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    kill_family(&mut child);
+    let before = outcomes(&out);
+    assert!(!before.is_empty());
+    assert!(resume(&out).success(), "--resume of the capacity run");
+    let after = outcomes(&out);
+    for (path, text) in &before {
+        assert_eq!(after.get(path), Some(text), "{} ran again", path.display());
+    }
+    // A probe a row, in the order the search made them, and the search's finding.
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(rows.len(), after.len(), "{rows:#?}");
+    for (i, r) in rows.iter().enumerate() {
+        let point = r["point"].as_str().unwrap();
+        assert!(point.starts_with(&format!("echo-{i:02}-r")), "{point}");
+        assert_eq!(r["arrivals"], "poisson", "{r}");
+        assert_eq!(r["slo"], "p99=2s", "{r}");
+    }
+    let capacity = std::fs::read_to_string(out.join("capacity.csv")).unwrap();
+    assert!(
+        capacity
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("threads,echo,p99=2s,")),
+        "{capacity}"
+    );
+}
+
 #[test]
 fn a_killed_run_renders_and_resumes() {
     let out = util::fresh_out("xtask-resume");
@@ -98,12 +197,7 @@ fn a_killed_run_renders_and_resumes() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let family = descendants(child.id());
-    let _ = child.kill();
-    let _ = child.wait();
-    for pid in family {
-        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-    }
+    kill_family(&mut child);
     let before = outcomes(&out);
     assert!(before.len() >= 2 && before.len() < 6, "{before:?}");
 
@@ -137,20 +231,7 @@ fn a_killed_run_renders_and_resumes() {
     );
 
     // The rest runs; what ended before stays as it was.
-    let mut resume = Command::new(env!("CARGO_BIN_EXE_xtask"));
-    resume.args(["bench", "--no-build", "--resume"]).arg(&out);
-    let mut done = resume.spawn().unwrap();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = done.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > util::DEADLINE {
-            let _ = done.kill();
-            panic!("--resume ran for more than {:?}", util::DEADLINE);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = resume(&out);
     assert!(status.success(), "--resume: {status}");
     assert_eq!(orders(&out), order_before);
     assert_eq!(meta(&out, "order_seed"), seed_before);

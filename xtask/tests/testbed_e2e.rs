@@ -125,3 +125,69 @@ fn two_client_hosts_drive_one_server() {
     assert_eq!(meta["settings"]["client_hosts"][1], tb.ssh_host(1));
     drop(tb);
 }
+
+#[test]
+fn the_capacity_suite_runs_from_client_hosts() {
+    let bed = netbed::Testbed::builder().clients(2).sftp(false);
+    if let Err(skip) = bed.probe() {
+        eprintln!("skipped the_capacity_suite_runs_from_client_hosts: {skip}");
+        return;
+    }
+    let tb = bed.build().expect("the network test bed");
+    let out = util::fresh_out("xtask-testbed-capacity");
+    let server_addr = tb.server_addr().to_string();
+    let hosts = format!("{},{}", tb.ssh_host(0), tb.ssh_host(1));
+    let ssh_config = tb.ssh_config().display().to_string();
+    let mut cmd = tb.in_server(env!("CARGO_BIN_EXE_xtask"));
+    cmd.args([
+        "bench",
+        "--cargo-profile",
+        "dev",
+        "--suite",
+        "capacity",
+        "--points",
+        "echo",
+        "--servers",
+        "threads",
+        "--conns",
+        "10",
+        "--duration",
+        "0.3",
+        "--warmup",
+        "0.1",
+        "--rate",
+        "200",
+        "--repeat",
+        "1",
+        "--slo",
+        "p99=1s",
+        "--quiet-wait",
+        "0",
+        "--client-hosts",
+        &hosts,
+        "--ssh-config",
+        &ssh_config,
+        "--server-addr",
+        &server_addr,
+    ]);
+    cmd.arg("--out").arg(&out);
+    let (status, stderr) =
+        util::run_capturing("xtask bench --suite capacity --client-hosts", &mut cmd);
+    assert!(status.success(), "{status}: {stderr}");
+    // The first probe: Poisson arrivals on both hosts, each drawing its own gaps, merged.
+    let dir = out.join("capacity").join("threads");
+    let merged = json(&dir.join("echo-00-r200.loadgen.json"));
+    assert_eq!(merged["arrivals"], "poisson", "{merged}");
+    for agent in ["agent0", "agent1"] {
+        let a = json(&dir.join(format!("echo-00-r200.{agent}.json")));
+        assert_eq!(a["arrivals"], "poisson", "{agent}: {a}");
+        assert!(a["messages"].as_u64().unwrap() > 0, "{agent}: {a}");
+    }
+    let capacity = std::fs::read_to_string(out.join("capacity.csv")).unwrap();
+    let line = capacity
+        .lines()
+        .nth(1)
+        .unwrap_or_else(|| panic!("{capacity}"));
+    assert!(line.starts_with("threads,echo,p99=1s,"), "{capacity}");
+    drop(tb);
+}

@@ -3,6 +3,7 @@
 //! ```text
 //! loadgen echo|chat --addr HOST:PORT --conns N [--msg-size 16] [--depth 1]
 //!         [--requests K | --duration SECS] [--warmup SECS] [--rate MSGS_PER_SEC]
+//!         [--arrivals uniform|poisson] [--seed N]
 //!         [--threads T] [--cpus LIST] [--json FILE] [--hist FILE] [--hgrm FILE]
 //!         [--interval-log FILE]
 //! loadgen chat ... [--profile ingest|room] [--room-size N] [--byte-rate BYTES_PER_SEC]
@@ -17,7 +18,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::account::CpuSource;
-use crate::config::{ChatConfig, ChatProfile, Config, KvConfig, Stop, Workload};
+use crate::config::{Arrivals, ChatConfig, ChatProfile, Config, KvConfig, Stop, Workload};
 use crate::error::Error;
 use crate::http::HttpPath;
 
@@ -59,6 +60,15 @@ pub struct HttpArgs {
     /// The path every request asks for.
     #[arg(long, value_enum, default_value_t = PathArg::Plaintext)]
     pub path: PathArg,
+}
+
+/// `--arrivals`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalsArg {
+    /// Evenly spaced sends, the connections taking turns.
+    Uniform,
+    /// Each connection a Poisson process: exponential gaps.
+    Poisson,
 }
 
 /// `--path`.
@@ -147,6 +157,14 @@ pub struct Common {
     /// counts from when each message was due. Without it, the loop is closed.
     #[arg(long)]
     pub rate: Option<f64>,
+    /// Open loop: how sends are spaced: uniform (evenly, the connections taking turns) or
+    /// poisson (each connection a Poisson process, exponential gaps: how independent users
+    /// arrive, bursts included). Latency counts from the due time either way.
+    #[arg(long, value_enum, default_value = "uniform")]
+    pub arrivals: ArrivalsArg,
+    /// Open loop, poisson: the seed of the gaps; the same seed draws the same schedule.
+    #[arg(long, default_value_t = crate::config::DEFAULT_SEED)]
+    pub seed: u64,
     /// Worker threads; connections are dealt to them round robin.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -281,6 +299,11 @@ impl Cli {
         };
         cfg.warmup = secs("warmup", common.warmup)?;
         cfg.rate = common.rate;
+        cfg.arrivals = match common.arrivals {
+            ArrivalsArg::Uniform => Arrivals::Uniform,
+            ArrivalsArg::Poisson => Arrivals::Poisson,
+        };
+        cfg.seed = common.seed;
         cfg.threads = common.threads;
         if let Some(list) = &common.cpus {
             let cpus: cpulist::CpuList = list

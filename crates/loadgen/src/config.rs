@@ -43,6 +43,30 @@ impl Default for KvConfig {
     }
 }
 
+/// How open-loop messages are spaced in time (see `schedule`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Arrivals {
+    /// Evenly spaced: the connections take turns, one message every `1 / rate`.
+    #[default]
+    Uniform,
+    /// Each connection a Poisson process of `rate / conns`: exponential gaps, drawn from the
+    /// run's seed.
+    Poisson,
+}
+
+impl Arrivals {
+    /// As `--arrivals` and the summary name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arrivals::Uniform => "uniform",
+            Arrivals::Poisson => "poisson",
+        }
+    }
+}
+
+/// The seed of the Poisson gaps when none is given: runs draw the same gaps unless told not to.
+pub const DEFAULT_SEED: u64 = 1;
+
 /// The two chat workloads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChatProfile {
@@ -104,6 +128,10 @@ pub struct Config {
     /// Open loop: messages per second in total, spread evenly over the connections. `None`
     /// is the closed loop.
     pub rate: Option<f64>,
+    /// Open loop: evenly spaced or Poisson arrivals.
+    pub arrivals: Arrivals,
+    /// Open loop, Poisson: the seed of the gaps (connection `c` draws from stream `c` of it).
+    pub seed: u64,
     /// Worker threads; connections are dealt to them round robin.
     pub threads: usize,
     /// CPUs to pin the workers to, worker `i` to `cpus[i % cpus.len()]`. Empty: not pinned.
@@ -146,6 +174,8 @@ impl Config {
             stop: Stop::Duration(Duration::from_secs(10)),
             warmup: Duration::ZERO,
             rate: None,
+            arrivals: Arrivals::Uniform,
+            seed: DEFAULT_SEED,
             threads: 1,
             cpus: Vec::new(),
             connect_timeout: Duration::from_secs(10),

@@ -30,6 +30,9 @@ const PINGS: u64 = 8;
 /// One agent's share of a run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Share {
+    /// The agent's place among them, from 0: its Poisson arrivals draw from its own seed
+    /// (every agent numbers its connections from 0).
+    pub index: usize,
     /// Connections.
     pub conns: usize,
     /// Open-loop messages per second, in proportion to the connections.
@@ -45,27 +48,42 @@ pub fn split(conns: usize, rate: Option<f64>, agents: usize) -> Vec<Share> {
     (0..agents)
         .map(|i| conns / agents + usize::from(i < conns % agents))
         .filter(|&c| c > 0)
-        .map(|c| Share {
+        .enumerate()
+        .map(|(index, c)| Share {
+            index,
             conns: c,
             rate: rate.map(|r| r * c as f64 / conns as f64),
         })
         .collect()
 }
 
-/// `args` (a loadgen command line after its name) with `--conns` and `--rate` set to `share`.
+/// `args` (a loadgen command line after its name) with `--conns` and `--rate` set to `share`,
+/// and `--seed` to the agent's own (the given one, or the default, plus its index), so that
+/// no two agents draw the same Poisson gaps.
 pub fn share_args(args: &[String], share: &Share) -> Vec<String> {
-    let mut out = Vec::with_capacity(args.len() + 4);
+    let mut out = Vec::with_capacity(args.len() + 6);
+    let mut seed = crate::config::DEFAULT_SEED;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--conns" | "--rate" => {
                 it.next();
             }
+            "--seed" => {
+                seed = it.next().and_then(|v| v.parse().ok()).unwrap_or(seed);
+            }
+            _ if a.starts_with("--seed=") => {
+                seed = a["--seed=".len()..].parse().unwrap_or(seed);
+            }
             _ if a.starts_with("--conns=") || a.starts_with("--rate=") => {}
             _ => out.push(a.clone()),
         }
     }
     out.extend(["--conns".to_string(), share.conns.to_string()]);
+    out.extend([
+        "--seed".to_string(),
+        seed.wrapping_add(share.index as u64).to_string(),
+    ]);
     if let Some(r) = share.rate {
         out.extend(["--rate".to_string(), format!("{r}")]);
     }
@@ -585,6 +603,11 @@ pub fn merge_summaries(runs: &[AgentRun]) -> Option<Summary> {
             .iter()
             .filter_map(|s| s.client_cpus_busy)
             .reduce(f64::max),
+        sends_late: sum_u(|s| s.sends_late),
+        send_lag_us: parts
+            .iter()
+            .filter_map(|s| s.send_lag_us)
+            .reduce(|a, b| a.most(&b)),
         client_bound: parts.iter().any(|s| s.client_bound),
         server_accounting: None,
         server_cpu_secs: None,
@@ -634,6 +657,7 @@ mod tests {
         assert_eq!(
             split(10, None, 1),
             [Share {
+                index: 0,
                 conns: 10,
                 rate: None
             }]
@@ -648,6 +672,7 @@ mod tests {
         let out = share_args(
             &base,
             &Share {
+                index: 2,
                 conns: 334,
                 rate: Some(6.5),
             },
@@ -655,8 +680,22 @@ mod tests {
         assert_eq!(
             out,
             [
-                "echo", "--addr", "h:1", "-q", "--conns", "334", "--rate", "6.5"
+                "echo", "--addr", "h:1", "-q", "--conns", "334", "--seed", "3", "--rate", "6.5"
             ]
         );
+        // A seed given is each agent's base: agents never draw the same gaps.
+        let seeded: Vec<String> = ["echo", "--seed", "40", "--arrivals", "poisson"]
+            .map(String::from)
+            .to_vec();
+        let share = |index| Share {
+            index,
+            conns: 1,
+            rate: Some(1.0),
+        };
+        let seeds: Vec<String> = (0..3)
+            .map(|i| share_args(&seeded, &share(i)))
+            .map(|a| a[a.iter().position(|w| w == "--seed").unwrap() + 1].clone())
+            .collect();
+        assert_eq!(seeds, ["40", "41", "42"]);
     }
 }

@@ -71,6 +71,23 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
+    /// Each percentile the larger of the two: a bound on what a merged histogram would give
+    /// where the histograms themselves are not at hand (the count is both's).
+    pub fn most(&self, o: &Percentiles) -> Percentiles {
+        Percentiles {
+            p50: self.p50.max(o.p50),
+            p90: self.p90.max(o.p90),
+            p99: self.p99.max(o.p99),
+            p99_9: self.p99_9.max(o.p99_9),
+            p99_99: self.p99_99.max(o.p99_99),
+            p99_999: self.p99_999.max(o.p99_999),
+            max: self.max.max(o.max),
+            min: self.min.min(o.min),
+            mean: self.mean.max(o.mean),
+            count: self.count + o.count,
+        }
+    }
+
     /// Reads the percentiles off a histogram of nanoseconds; all zero when it is empty.
     pub fn of(h: &Histogram<u64>) -> Percentiles {
         if h.is_empty() {
@@ -231,6 +248,28 @@ fn sub_bucket_count(sigfig: u8) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_most_of_two_sets_of_percentiles_bounds_each() {
+        let (mut a, mut b) = (new_histogram(), new_histogram());
+        for v in 1..=1000u64 {
+            a.record(v * 1000).unwrap();
+            b.record(v * 500 + 200_000).unwrap();
+        }
+        let (pa, pb) = (Percentiles::of(&a), Percentiles::of(&b));
+        let m = pa.most(&pb);
+        assert_eq!(m.p50, pa.p50.max(pb.p50));
+        assert_eq!(m.p99, pa.p99.max(pb.p99));
+        assert_eq!(m.max, pa.max.max(pb.max));
+        assert_eq!(m.min, pa.min.min(pb.min));
+        assert_eq!(m.count, 2000);
+        // No less than what the merged histogram gives.
+        let merged = Percentiles::of(&merge([&a, &b]));
+        assert!(
+            m.p99 >= merged.p99 && m.p50 >= merged.p50,
+            "{m:?} {merged:?}"
+        );
+    }
 
     #[test]
     fn hgrm_has_the_standard_shape() {

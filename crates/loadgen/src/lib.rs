@@ -45,7 +45,9 @@ mod sys;
 mod torn;
 mod worker;
 
-pub use config::{ChatConfig, ChatProfile, Config, KvConfig, Stop, Workload};
+pub use config::{
+    Arrivals, ChatConfig, ChatProfile, Config, DEFAULT_SEED, KvConfig, Stop, Workload,
+};
 pub use error::Error;
 pub use hist::{Histograms, Percentiles};
 pub use http::HttpPath;

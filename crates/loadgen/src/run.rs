@@ -183,7 +183,8 @@ fn plan(cfg: &Config, addr: SocketAddr) -> Plan {
     Plan {
         cfg: cfg.clone(),
         addr,
-        schedule: offered_rate(cfg).map(|rate| Schedule::new(rate, cfg.conns)),
+        schedule: offered_rate(cfg)
+            .map(|rate| Schedule::new(rate, cfg.conns, cfg.arrivals, cfg.seed)),
         warm_ns,
         end_ns: match cfg.stop {
             Stop::Duration(d) => Some(warm_ns + d.as_nanos() as u64),
@@ -660,6 +661,7 @@ fn summarize(cfg: &Config, plan: &Plan, o: Outcome) -> Summary {
         depth: cfg.depth,
         mode: if rate.is_some() { "open" } else { "closed" }.to_owned(),
         rate,
+        arrivals: rate.map(|_| cfg.arrivals.as_str().to_owned()),
         requests_per_conn: plan.requests,
         warmup_secs: cfg.warmup.as_secs_f64(),
         window_secs: m.window_secs,
@@ -686,6 +688,8 @@ fn summarize(cfg: &Config, plan: &Plan, o: Outcome) -> Summary {
         },
         client_cpu_utilization: m.utilization,
         client_cpus_busy: m.cpus_busy,
+        sends_late: reports.iter().map(|r| r.released_late).sum(),
+        send_lag_us: rate.map(|_| Percentiles::of(&merge(reports.iter().map(|r| &r.send_lag)))),
         client_bound: m.utilization > CLIENT_BOUND || m.cpus_busy.is_some_and(|b| b > CLIENT_BOUND),
         server_accounting: cfg.server.as_ref().map(|s| s.accounting().to_owned()),
         server_cpu_secs: m.server.map(|t| t.total_ns as f64 / 1e9),

@@ -40,6 +40,9 @@ pub struct Summary {
     pub mode: String,
     /// Open loop: messages per second asked for, in total.
     pub rate: Option<f64>,
+    /// Open loop: `uniform` or `poisson` (`--arrivals`).
+    #[serde(default)]
+    pub arrivals: Option<String>,
     /// Measured messages per connection, for request-count runs.
     pub requests_per_conn: Option<u64>,
     /// Warmup before the window, not recorded.
@@ -78,6 +81,15 @@ pub struct Summary {
     pub client_cpu_utilization: f64,
     /// How busy the `--cpus` were over the window, whatever ran on them (from `/proc/stat`).
     pub client_cpus_busy: Option<f64>,
+    /// Open loop: measured messages the client released more than 1 ms after they were due
+    /// (its worker was busy or not scheduled), and so sent late through its own fault.
+    #[serde(default)]
+    pub sends_late: u64,
+    /// Open loop: how long after its due time the client released each measured message,
+    /// its percentiles: the part of the latency that is the client's own delay (for merged
+    /// agents, each percentile the most of any agent's).
+    #[serde(default)]
+    pub send_lag_us: Option<Percentiles>,
     /// The client, not the server, was the bottleneck: a worker or its CPUs were more than
     /// 90% busy.
     pub client_bound: bool,

@@ -39,11 +39,15 @@ use crate::error::{Error, Fault, FaultCounts};
 use crate::hist::new_histogram;
 use crate::http::{self, HttpPath};
 use crate::kv;
-use crate::schedule::{Cursor, Schedule};
+use crate::schedule::{Clock, Cursor, Schedule};
 use crate::sys;
 
 /// Reads go into a buffer this large; a read that fills it is followed by another.
 const RX_BUF: usize = 64 * 1024;
+/// An open-loop message released this long after it was due missed its send time through
+/// the client's fault: the worker was busy or not scheduled (the timerfd itself wakes it
+/// within tens of microseconds); `sends_late` counts them.
+pub(crate) const LATE_NS: u64 = 1_000_000;
 /// The token of the worker's timer; connections use their index.
 const TIMER: Token = Token(usize::MAX);
 
@@ -145,6 +149,10 @@ pub(crate) struct Report {
     pub(crate) wall_ns: u64,
     /// When the last measured reply arrived, nanoseconds after the epoch.
     pub(crate) last_reply_ns: u64,
+    /// Open loop: how long after its due time each measured message was released, and how
+    /// many of them more than [`LATE_NS`].
+    pub(crate) send_lag: Histogram<u64>,
+    pub(crate) released_late: u64,
 }
 
 /// One in-flight message.
@@ -345,6 +353,9 @@ struct Conn {
     state: State,
     flight: Flight,
     codec: Codec,
+    /// Open loop: the due times of the messages this connection sends, in order (the cursor
+    /// walks a twin of it to release them).
+    clock: Option<Clock>,
     /// Open loop: messages the schedule has released to this connection.
     released: u64,
     /// Open loop: released messages that are measured.
@@ -389,6 +400,11 @@ struct Worker<'p> {
     cursor: Option<Cursor>,
     /// Open-loop connections still being released messages (request-count runs).
     releasing: usize,
+    /// Open loop: how long after its due time each measured message was released (the
+    /// worker was busy or not scheduled: the client, not the server, held it back), and how
+    /// many of them more than [`LATE_NS`].
+    send_lag: Histogram<u64>,
+    released_late: u64,
     timer: Option<TimerFd>,
     timer_armed: Option<u64>,
     next_tick: u64,
@@ -468,6 +484,7 @@ impl<'p> Worker<'p> {
                 state: State::Dead,
                 flight: Flight::new(cfg.depth),
                 codec: codec(plan, id),
+                clock: plan.schedule.map(|s| s.clock(id)),
                 released: 0,
                 released_measured: 0,
                 released_all: false,
@@ -479,7 +496,7 @@ impl<'p> Worker<'p> {
             .collect();
         let cursor = plan
             .schedule
-            .map(|schedule| Cursor::new(schedule, conn_ids.to_vec()));
+            .map(|schedule| Cursor::new(schedule, conn_ids));
         // Check for stalls often enough to see one soon after it passes the threshold, but not
         // so often that walking the connections costs anything.
         let tick = (cfg.stall.as_nanos() as u64 / 4).clamp(1_000_000, 50_000_000);
@@ -504,6 +521,8 @@ impl<'p> Worker<'p> {
             stopped: false,
             cursor,
             releasing: 0,
+            send_lag: new_histogram(),
+            released_late: 0,
             timer,
             timer_armed: None,
             next_tick: 0,
@@ -887,6 +906,9 @@ impl<'p> Worker<'p> {
             }
             conn.released += 1;
             if due.at_ns >= plan.warm_ns {
+                let lag = now - due.at_ns;
+                self.send_lag.saturating_record(lag.max(1));
+                self.released_late += u64::from(lag > LATE_NS);
                 conn.released_measured += 1;
                 if plan.requests.is_some_and(|k| conn.released_measured >= k) {
                     conn.released_all = true;
@@ -929,10 +951,7 @@ impl<'p> Worker<'p> {
         self.tx.clear();
         for _ in 0..n {
             let seq = conn.flight.sent;
-            let due_ns = match &plan.schedule {
-                Some(s) => s.due_ns(conn.id as usize, seq),
-                None => now,
-            };
+            let due_ns = conn.clock.as_mut().map_or(now, Clock::next_ns);
             let measured = due_ns >= plan.warm_ns && plan.end_ns.is_none_or(|end| due_ns < end);
             conn.measured_sent += u64::from(measured);
             conn.flight.push(Slot {
@@ -1208,6 +1227,8 @@ impl<'p> Worker<'p> {
             cpu_ns,
             wall_ns,
             last_reply_ns: self.rec.last_reply_ns,
+            send_lag: self.send_lag,
+            released_late: self.released_late,
         }
     }
 }

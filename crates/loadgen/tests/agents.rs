@@ -239,6 +239,7 @@ fn nothing_is_sent_before_the_go() {
     let run = share_args(
         &echo_args(server.addr, 50),
         &loadgen::fleet::Share {
+            index: 0,
             conns: 4,
             rate: None,
         },
@@ -335,6 +336,7 @@ fn a_failing_agent_fails_the_run_with_its_words() {
     let good = share_args(
         &echo_args(peer.addr, 10),
         &loadgen::fleet::Share {
+            index: 0,
             conns: 2,
             rate: None,
         },
@@ -342,6 +344,7 @@ fn a_failing_agent_fails_the_run_with_its_words() {
     let bad = share_args(
         &echo_args(closed_port().unwrap(), 10),
         &loadgen::fleet::Share {
+            index: 0,
             conns: 2,
             rate: None,
         },

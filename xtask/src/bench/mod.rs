@@ -7,6 +7,7 @@
 //!
 //! It may call every layer: plan, run, record and report.
 
+mod capacity;
 pub(crate) mod conform;
 pub(crate) mod exit;
 mod list;
@@ -82,7 +83,8 @@ pub(crate) struct BenchArgs {
     /// The suites to run, comma-separated: quick (the default, about 5 minutes of runs with the
     /// sixteen default servers on 2 CPUs, the build aside), emper-echo, chat-cpu, chat-room,
     /// memory, kv, http, scaling (workers 1, 2, 4, … up to --server-cpus), search (the
-    /// file-content search, alone). `--list` describes them.
+    /// file-content search, alone), capacity (latency under load and capacity at --slo,
+    /// alone). `--list` describes them.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "quick")]
     pub(crate) suite: Vec<Suite>,
 
@@ -193,9 +195,22 @@ pub(crate) struct BenchArgs {
     pub(crate) workers: Option<u32>,
 
     /// quick: echoes/s of the open-loop point (default 20000); chat-room: MSG deliveries/s
-    /// (default 5000); scaling: echoes/s per worker at equal load (default 20000).
+    /// (default 5000); scaling: echoes/s per worker at equal load (default 20000); capacity:
+    /// the first rate its search tries (default 1000).
     #[arg(long, value_name = "PER_SEC", value_parser = positive)]
     pub(crate) rate: Option<f64>,
+
+    /// capacity: the latency objective each server's capacity is searched at, a percentile
+    /// (p50, p90, p95, p99, p99.9, p99.99, max) and a time in us, ms or s: `p99=5ms`,
+    /// `p99.9=800us` [default: p99=5ms].
+    #[arg(long, value_name = "PCT=TIME")]
+    pub(crate) slo: Option<crate::plan::capacity::Slo>,
+
+    /// How open-loop sends are spaced: uniform (evenly, the connections taking turns) or
+    /// poisson (each connection a Poisson process: bursts, as independent users make them)
+    /// [default: poisson in capacity, uniform elsewhere]. Latency counts from the due time.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub(crate) arrivals: Option<suites::Arrivals>,
 
     /// The run directory [default: results/<date>-<time>-<commit>].
     #[arg(long, value_name = "DIR")]
@@ -214,6 +229,7 @@ pub(crate) struct BenchArgs {
         "suite", "servers", "reference", "conns", "points", "duration", "warmup", "repeat", "server_cpu_quota",
         "server_cpus_given", "client_cpus_given", "allow_overlap", "workers", "rate", "out",
         "list", "client_hosts", "server_addr", "ssh_config", "client_loadgen", "order_seed",
+        "slo", "arrivals",
     ])]
     pub(crate) resume: Option<PathBuf>,
 
@@ -268,6 +284,7 @@ impl BenchArgs {
             rate: self.rate,
             workers,
             server_cpus: Some(self.server_cpus.clone()),
+            arrivals: self.arrivals,
         }
     }
 
@@ -404,9 +421,35 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     // Before the build: a quota this machine cannot give is a usage error, found at once.
     let quota = args.server_cpu_quota.map(quota).transpose()?;
     children::install_interrupt_handler()?;
+    // The capacity suite chooses its rates as it goes: it has a flow of its own.
+    if args.suites().contains(&Suite::Capacity) {
+        if args.suites().len() > 1 {
+            return Err(anyhow::Error::new(Usage(
+                "--suite capacity runs alone: its probes are chosen as it goes; run the other \
+                 suites apart"
+                    .into(),
+            )));
+        }
+        let slo = args.slo.clone().unwrap_or_else(capacity::default_slo);
+        let mut plan = Plan::new(args, &inv)?;
+        build(&plan, &root, &inv)?;
+        conform::gate(&mut plan)?;
+        return capacity::run(&plan, &root, &inv, &accounting_for(quota), &slo);
+    }
+    if args.slo.is_some() {
+        return Err(anyhow::Error::new(Usage(
+            "--slo is the capacity suite's objective: add --suite capacity".into(),
+        )));
+    }
     let mut plan = Plan::new(args, &inv)?;
     build(&plan, &root, &inv)?;
     conform::gate(&mut plan)?;
+    sweep::run(&plan, &root, &inv, &accounting_for(quota))
+}
+
+/// How the run counts the servers' CPU: a cgroup per server start (with `quota`), or, where no
+/// group can be made, the process tree, said on the terminal.
+fn accounting_for(quota: Option<Quota>) -> Accounting {
     let accounting = Accounting::new(quota);
     if let Accounting::Tree { why } = &accounting {
         eprintln!(
@@ -414,7 +457,7 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
              process trees' /proc/PID/stat instead, exact to a 10 ms tick a process"
         );
     }
-    sweep::run(&plan, &root, &inv, &accounting)
+    accounting
 }
 
 /// The server's CPU quota of `--server-cpu-quota FRACTION`, or a usage error where this

@@ -97,6 +97,8 @@ impl Plan {
                 "rate": args.rate,
                 "server_addr": args.server_addr,
                 "reference": args.reference,
+                "arrivals": args.arrivals.map(|a| a.name()),
+                "slo": args.slo.as_ref().map(ToString::to_string),
             }),
             remote: (!args.client_hosts.is_empty()).then(|| Remote {
                 hosts: args.client_hosts.clone(),
@@ -301,7 +303,10 @@ fn add_suite_servers(
             variants.push(inv.parse(extra)?);
         }
     }
-    for peer in inv.peers.iter().filter(|p| p.suite == suite) {
+    // The capacity suite runs kv and http too, beside their references.
+    let joins =
+        |p: Suite| p == suite || (suite == Suite::Capacity && matches!(p, Suite::Kv | Suite::Http));
+    for peer in inv.peers.iter().filter(|p| joins(p.suite)) {
         match &peer.missing {
             None => variants.push(peer.variant.clone()),
             Some(why) => skipped.push(format!("{}: {why}", peer.name)),

@@ -98,7 +98,7 @@ pub(super) fn run(
 /// The run directory made (or, resuming, found) and its `meta.json` written with the plan's
 /// settings; an empty summary too, so that a run killed at once still leaves a directory the
 /// report renders.
-fn start_record(
+pub(super) fn start_record(
     plan: &Plan,
     root: &Path,
     inv: &Inventory,
@@ -214,20 +214,7 @@ impl<'a> Sweep<'a> {
             out.display()
         );
         let loadgen = inv.binary_path("loadgen", &plan.profile);
-        let agents = match &plan.remote {
-            None => None,
-            Some(r) => {
-                let agents = Agents::new(
-                    r.hosts.clone(),
-                    r.ssh_config.clone(),
-                    r.loadgen.clone(),
-                    &loadgen,
-                    r.cpus.clone(),
-                )?;
-                agents.prepare()?;
-                Some(Arc::new(agents))
-            }
-        };
+        let agents = client_agents(plan, &loadgen)?;
         Ok(Sweep {
             plan,
             inv,
@@ -322,7 +309,7 @@ impl<'a> Sweep<'a> {
         {
             return Ok(kept);
         }
-        let busy_note = self.wait_until_quiet();
+        let busy_note = wait_until_quiet(self.plan);
         let (base, est) = (self.done_ms, self.est_ms[run.point]);
         let bar = &self.bar;
         let mut progress = |secs: f64| {
@@ -348,25 +335,6 @@ impl<'a> Sweep<'a> {
         });
         run_dir::save_outcome(&files, &outcome)?;
         Ok(outcome)
-    }
-
-    /// Waits for the server's and loadgen's CPUs to be quiet (`--quiet-wait`); a note for
-    /// the point when they were not.
-    fn wait_until_quiet(&self) -> Option<String> {
-        let wait = self.plan.quiet_wait;
-        if wait <= 0.0 {
-            return None;
-        }
-        let place = &self.plan.place;
-        let cpus: Vec<usize> = place
-            .server_cpus
-            .as_slice()
-            .iter()
-            .chain(place.client_cpus.as_slice())
-            .copied()
-            .collect();
-        (!machine::wait_until_quiet(&cpus, 0.9, Duration::from_secs_f64(wait)))
-            .then(|| format!("the CPUs were still busy with something else after waiting {wait} s"))
     }
 
     /// The point's last round is done: a row per server that serves it (one that sits it
@@ -403,6 +371,42 @@ impl<'a> Sweep<'a> {
     }
 }
 
+/// The client hosts' agents, started and given loadgen, when the load comes from them
+/// (`--client-hosts`).
+pub(super) fn client_agents(plan: &Plan, loadgen: &Path) -> Result<Option<Arc<Agents>>> {
+    let Some(r) = &plan.remote else {
+        return Ok(None);
+    };
+    let agents = Agents::new(
+        r.hosts.clone(),
+        r.ssh_config.clone(),
+        r.loadgen.clone(),
+        loadgen,
+        r.cpus.clone(),
+    )?;
+    agents.prepare()?;
+    Ok(Some(Arc::new(agents)))
+}
+
+/// Waits for the server's and loadgen's CPUs to be quiet (`--quiet-wait`); a note for the
+/// point when they were not.
+pub(super) fn wait_until_quiet(plan: &Plan) -> Option<String> {
+    let wait = plan.quiet_wait;
+    if wait <= 0.0 {
+        return None;
+    }
+    let place = &plan.place;
+    let cpus: Vec<usize> = place
+        .server_cpus
+        .as_slice()
+        .iter()
+        .chain(place.client_cpus.as_slice())
+        .copied()
+        .collect();
+    (!machine::wait_until_quiet(&cpus, 0.9, Duration::from_secs_f64(wait)))
+        .then(|| format!("the CPUs were still busy with something else after waiting {wait} s"))
+}
+
 /// Whether the sweep goes on after a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Flow {
@@ -425,9 +429,10 @@ fn progress_bar(total_ms: f64) -> ProgressBar {
 }
 
 /// The plots and `report.md` of the run, and the run's tables on the terminal.
-fn report(plan: &Plan, out: &Path, meta: &Meta, rows: &[Row]) -> Result<()> {
+pub(super) fn report(plan: &Plan, out: &Path, meta: &Meta, rows: &[Row]) -> Result<()> {
     let place = &plan.place;
     let plots = figures::draw_plots(out, rows, place.workers)?;
+    let capacity = crate::record::capacity::read(out)?;
     let input = markdown::Input {
         meta,
         rows,
@@ -438,6 +443,7 @@ fn report(plan: &Plan, out: &Path, meta: &Meta, rows: &[Row]) -> Result<()> {
         server_cpus: place.server_cpus.to_string(),
         client_cpus: place.client_cpus.to_string(),
         workers: place.workers,
+        capacity: &capacity,
     };
     crate::report::write(out, &input)?;
 
@@ -467,7 +473,7 @@ fn report(plan: &Plan, out: &Path, meta: &Meta, rows: &[Row]) -> Result<()> {
 }
 
 /// The line printed above the progress bar when a point is done.
-fn point_line(r: &Row) -> String {
+pub(super) fn point_line(r: &Row) -> String {
     if let Some(f) = &r.failure {
         let first = f.lines().next().unwrap_or_default();
         return format!(

@@ -204,6 +204,52 @@ fn bad_options_are_refused_with_the_valid_values() {
     assert!(parse(&["--rate", "0"]).is_err());
     assert!(parse(&["--workers", "0"]).is_err());
     assert!(parse(&["--server-cpu-quota", "0"]).is_err());
+    let e = parse(&["--suite", "capacity", "--slo", "p99=5"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no unit: give us, ms or s"), "{e}");
+    let e = parse(&["--slo", "p97=1ms"]).unwrap_err().to_string();
+    assert!(e.contains("p50, p90, p95, p99, p99.9, p99.99, max"), "{e}");
+    assert!(parse(&["--arrivals", "bursty"]).is_err());
+}
+
+#[test]
+fn capacity_options() {
+    let a = parse(&[
+        "--suite",
+        "capacity",
+        "--slo",
+        "p99.9=800us",
+        "--arrivals",
+        "uniform",
+    ])
+    .unwrap();
+    assert_eq!(
+        a.slo.as_ref().map(ToString::to_string).as_deref(),
+        Some("p99.9=800us")
+    );
+    let points = Suite::Capacity.points(&a.overrides(1));
+    let ids: Vec<&str> = points.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(ids, ["echo", "kv", "http"]);
+    assert!(
+        points
+            .iter()
+            .all(|p| p.arrivals == suites::Arrivals::Uniform)
+    );
+    // Poisson unless told otherwise, in this suite only.
+    let a = parse(&["--suite", "capacity"]).unwrap();
+    assert!(
+        Suite::Capacity
+            .points(&a.overrides(1))
+            .iter()
+            .all(|p| p.arrivals == suites::Arrivals::Poisson)
+    );
+    assert!(
+        Suite::Quick
+            .points(&a.overrides(1))
+            .iter()
+            .all(|p| p.arrivals == suites::Arrivals::Uniform)
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@
 //! It may call nothing else of xtask: the run, record and report layers read the plan, and
 //! the plan knows none of them.
 
+pub(crate) mod capacity;
 pub(crate) mod order;
 pub(crate) mod placement;
 pub(crate) mod servers;

@@ -3,11 +3,13 @@
 //! `summary.csv` and `summary.json`, written as each point ends), each repeat's value by
 //! its round (`rounds`, for the verdicts' model) and the statistics it takes (`stats`: medians and
 //! their intervals; `verdict`: which servers differ from a column's reference, on Student's t
-//! of `student`; `method` tests them on synthetic runs).
+//! of `student`; `method` tests them on synthetic runs), and the capacity suite's findings
+//! ranked against each workload's reference server (`capacity`: `capacity.csv`).
 //!
 //! It may call the plan and run layers (to read what was planned and measured), never the
 //! report layer.
 
+pub(crate) mod capacity;
 pub(crate) mod meta;
 #[cfg(test)]
 mod method;

@@ -31,6 +31,10 @@ pub(crate) struct Row {
     /// `closed` or `open`.
     pub(crate) mode: String,
     pub(crate) rate: Option<f64>,
+    /// Open loop: how the sends were spaced, `uniform` or `poisson`.
+    pub(crate) arrivals: Option<String>,
+    /// The capacity suite: the latency objective its probes were judged by (`p99=5ms`).
+    pub(crate) slo: Option<String>,
     pub(crate) compute_us: u64,
     pub(crate) room_size: Option<usize>,
     /// `4 s` or `2500 req/conn`.
@@ -151,6 +155,8 @@ pub(crate) const CSV_COLUMNS: &[&str] = &[
     "workers",
     "mode",
     "rate",
+    "arrivals",
+    "slo",
     "compute_us",
     "room_size",
     "stop",

@@ -109,6 +109,10 @@ fn identity(point: &Point, server: &Variant) -> Row {
             Load::Open { rate } => Some(rate),
             Load::Closed => None,
         },
+        arrivals: match point.load {
+            Load::Open { .. } => Some(point.arrivals.name().to_string()),
+            Load::Closed => None,
+        },
         compute_us: point.workload.compute_us(),
         room_size: match point.workload {
             Workload::ChatRoom { room_size } => Some(room_size),

@@ -4,11 +4,12 @@
 //! plot of one point, a row per server); each suite
 //! lists its figures in [`of_suite`] (`lists`), and one function, [`draw_figure`], draws any
 //! of them as SVG into `plots/`. A new suite's figure is one more value in its list. The
-//! scaling suite's are in `scaling`.
+//! scaling suite's are in `scaling`, the capacity suite's curves in `capacity`.
 //!
-//! It may call the plan layer's `suites` and `servers`, the run layer's `histogram`, the record
+//! It may call the plan layer's `suites`, `servers` and `capacity`, the run layer's `histogram`, the record
 //! layer's `row` and `stats`, and the report layer's `plots` and `ranked`.
 
+pub(crate) mod capacity;
 mod lists;
 pub(crate) mod scaling;
 

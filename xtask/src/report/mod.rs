@@ -59,6 +59,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<()> {
     let text_of = |k: &str, default: &str| settings[k].as_str().unwrap_or(default).to_string();
     let workers = settings["workers"].as_u64().map_or(1, |w| w as usize);
     let plots = figures::draw_plots(dir, &rows, workers)?;
+    let capacity = crate::record::capacity::read(dir)?;
     let input = markdown::Input {
         meta: &meta,
         rows: &rows,
@@ -69,6 +70,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<()> {
         server_cpus: text_of("server_cpus", "1"),
         client_cpus: text_of("client_cpus", "0"),
         workers,
+        capacity: &capacity,
     };
     write(dir, &input)?;
     println!("Report: {}", dir.join("report.md").display());

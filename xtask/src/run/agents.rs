@@ -391,6 +391,7 @@ mod tests {
     fn an_agent_gets_a_worker_per_cpu_and_never_more_than_connections() {
         let base: Vec<String> = ["echo", "--conns", "100"].map(String::from).to_vec();
         let share = Share {
+            index: 0,
             conns: 50,
             rate: None,
         };
@@ -402,6 +403,8 @@ mod tests {
                 "echo",
                 "--conns",
                 "50",
+                "--seed",
+                "1",
                 "--cpus",
                 &cpus.to_string(),
                 "--threads",
@@ -409,8 +412,12 @@ mod tests {
             ]
         );
         let a = agent_args(&base, &share, None, 16);
-        assert_eq!(a, ["echo", "--conns", "50", "--threads", "16"]);
+        assert_eq!(
+            a,
+            ["echo", "--conns", "50", "--seed", "1", "--threads", "16"]
+        );
         let few = Share {
+            index: 1,
             conns: 2,
             rate: None,
         };

@@ -13,7 +13,7 @@ use loadgen::account::CpuSource;
 use serde::Deserialize;
 
 use crate::plan::placement::CpuList;
-use crate::plan::suites::{Load, Point, Stop, Workload};
+use crate::plan::suites::{Arrivals, Load, Point, Stop, Workload};
 
 /// The output files of one loadgen run.
 #[derive(Debug, Clone)]
@@ -66,6 +66,12 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
     push("--warmup", fmt_secs(point.warmup));
     if let Load::Open { rate } = point.load {
         push("--rate", format!("{rate}"));
+        if point.arrivals == Arrivals::Poisson {
+            push("--arrivals", point.arrivals.name().into());
+            if let Some(seed) = point.seed {
+                push("--seed", seed.to_string());
+            }
+        }
     }
     // One worker per client CPU, but never more workers than connections.
     let threads = cpus.len().min(point.conns).max(1);
@@ -292,9 +298,44 @@ mod tests {
             stop: Stop::Duration(4.0),
             warmup: 1.0,
             workers: None,
+            arrivals: crate::plan::suites::Arrivals::Uniform,
+            seed: None,
         };
         assert_eq!(grace(&point(1000, 0)), 2.0);
         assert!((grace(&point(10_000, 200)) - 4.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn poisson_arrivals_and_their_seed_reach_loadgen() {
+        let point = |arrivals, seed| Point {
+            suite: crate::plan::suites::Suite::Capacity,
+            series: "echo".into(),
+            id: "echo-03-r500".into(),
+            label: "echo @ 500/s".into(),
+            conns: 10,
+            workload: Workload::Echo {
+                msg_size: 16,
+                compute_us: 0,
+            },
+            load: Load::Open { rate: 500.0 },
+            stop: Stop::Duration(1.0),
+            warmup: 0.3,
+            workers: None,
+            arrivals,
+            seed,
+        };
+        let p = Path::new("x");
+        let files = Files {
+            json: p,
+            hist: p,
+            hgrm: p,
+            interval_log: p,
+        };
+        let cpus = CpuList::one(0);
+        let a = args(&point(Arrivals::Poisson, Some(4)), "h:1", &cpus, &files).join(" ");
+        assert!(a.contains("--rate 500 --arrivals poisson --seed 4"), "{a}");
+        let a = args(&point(Arrivals::Uniform, Some(4)), "h:1", &cpus, &files).join(" ");
+        assert!(!a.contains("--arrivals") && !a.contains("--seed"), "{a}");
     }
 
     #[test]

@@ -15,9 +15,11 @@
 //! | `http`       | plaintext (pipelined 16) and json at 16, 256, 1024 conns, beside nginx  |
 //! | `scaling`    | workers 1, 2, 4, … up to the server's CPUs: closed, equal load, Fig. 7 |
 //! | `search`     | the io_uring paper's file-content search, programs timed whole         |
+//! | `capacity`   | latency under load: curves, and each server's capacity at an objective |
 //!
 //! It may call nothing else of xtask.
 
+pub(crate) mod capacity;
 mod chat_cpu;
 mod chat_room;
 mod emper_echo;
@@ -52,6 +54,7 @@ pub(crate) enum Suite {
     Kv,
     Http,
     Scaling,
+    Capacity,
 }
 
 impl ValueEnum for Suite {
@@ -94,7 +97,7 @@ struct Defaults {
 const NO_RATE: &str = "not used";
 
 impl Suite {
-    pub(crate) const ALL: [Suite; 9] = [
+    pub(crate) const ALL: [Suite; 10] = [
         Suite::Quick,
         Suite::EmperEcho,
         Suite::ChatCpu,
@@ -104,6 +107,7 @@ impl Suite {
         Suite::Kv,
         Suite::Http,
         Suite::Scaling,
+        Suite::Capacity,
     ];
 
     fn defaults(self) -> &'static Defaults {
@@ -117,6 +121,7 @@ impl Suite {
             Suite::Kv => &kv::DEFAULTS,
             Suite::Http => &http::DEFAULTS,
             Suite::Scaling => &scaling::DEFAULTS,
+            Suite::Capacity => &capacity::DEFAULTS,
         }
     }
 
@@ -183,6 +188,9 @@ impl Suite {
         if self == Suite::Search {
             return search::list_text(repeats);
         }
+        if self == Suite::Capacity {
+            return capacity::list_text(points, repeats, servers);
+        }
         let secs: f64 = points.iter().map(Point::estimate_secs).sum::<f64>()
             * repeats as f64
             * servers.max(1) as f64;
@@ -217,6 +225,7 @@ impl Suite {
             Suite::Kv => kv::points(&cx),
             Suite::Http => http::points(&cx),
             Suite::Scaling => scaling::points(&cx),
+            Suite::Capacity => capacity::points(&cx),
         }
     }
 }
@@ -262,6 +271,12 @@ impl Sweep<'_> {
             stop,
             warmup: self.warmup_for(conns, self.warmup),
             workers: None,
+            arrivals: self.o.arrivals.unwrap_or(if self.suite == Suite::Capacity {
+                Arrivals::Poisson
+            } else {
+                Arrivals::Uniform
+            }),
+            seed: None,
         }
     }
 }
@@ -331,6 +346,26 @@ pub(crate) enum Load {
     Open { rate: f64 },
 }
 
+/// How an open-loop point's sends are spaced (loadgen's `--arrivals`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum Arrivals {
+    /// Evenly spaced, the connections taking turns.
+    #[default]
+    Uniform,
+    /// Each connection a Poisson process: exponential gaps, bursts included.
+    Poisson,
+}
+
+impl Arrivals {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Arrivals::Uniform => "uniform",
+            Arrivals::Poisson => "poisson",
+        }
+    }
+}
+
 /// When a point's measured window ends.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -360,6 +395,12 @@ pub(crate) struct Point {
     /// The server's workers at this point (`--workers`), or `None` for the run's
     /// (`Placement::workers`): the scaling suite gives each point its own.
     pub(crate) workers: Option<usize>,
+    /// How the open loop's sends are spaced (`--arrivals`; Poisson in the capacity suite).
+    pub(crate) arrivals: Arrivals,
+    /// Poisson arrivals: the seed of the gaps (loadgen's `--seed`), or `None` for loadgen's
+    /// own. The capacity suite gives each probe of a search its own, so that its repeats draw
+    /// new gaps while every server's nth probe draws the same.
+    pub(crate) seed: Option<u64>,
 }
 
 impl Point {
@@ -400,6 +441,8 @@ pub(crate) struct Overrides {
     pub(crate) workers: usize,
     /// The server's CPUs (`--server-cpus`): the scaling suite's worker counts go up to them.
     pub(crate) server_cpus: Option<cpulist::CpuList>,
+    /// How open-loop sends are spaced (`--arrivals`), when given.
+    pub(crate) arrivals: Option<Arrivals>,
 }
 
 /// `1 conn`, `10 conns`.

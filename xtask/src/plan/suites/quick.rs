@@ -119,6 +119,7 @@ mod tests {
             rate: Some(500.0),
             workers: 1,
             server_cpus: None,
+            arrivals: None,
         };
         let p = Suite::Quick.points(&ov);
         assert_eq!(p.len(), 3);

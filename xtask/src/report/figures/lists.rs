@@ -334,6 +334,7 @@ pub(crate) fn of_suite(suite: Suite, rows: &[Row], workers: usize) -> Vec<Figure
         Suite::Http => http(),
         Suite::Memory => memory(),
         Suite::Scaling => scaling::figures(rows),
+        Suite::Capacity => super::capacity::figures(rows),
         // Drawn by the `search` module from its own runs.
         Suite::Search => Vec::new(),
     }

@@ -45,6 +45,7 @@ fn page(dir: &Path, rows: &[Row]) -> String {
         caption: "A plot".into(),
     }];
     let input = Input {
+        capacity: &[],
         meta: &meta,
         rows,
         plots: &plots,

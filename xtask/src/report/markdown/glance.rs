@@ -387,6 +387,7 @@ mod tests {
             server_cpus: "1".into(),
             client_cpus: "0".into(),
             workers: 1,
+            capacity: &[],
         };
         let mut out = String::new();
         at_a_glance(&mut out, &input);

@@ -6,6 +6,7 @@
 //! layer's `cells` and `figures`; a section also the run layer's `series` (chat) or its
 //! suite's peer's name (`kv`, `http`).
 
+mod capacity;
 mod chat;
 mod claims;
 mod emper;
@@ -17,6 +18,8 @@ mod quick;
 mod scaling;
 
 use std::fmt::Write as _;
+
+pub(crate) use capacity::capacity_table;
 
 use crate::plan::servers::Variant;
 use crate::plan::suites::Suite;
@@ -41,6 +44,8 @@ pub(crate) struct Input<'a> {
     pub(crate) server_cpus: String,
     pub(crate) client_cpus: String,
     pub(crate) workers: usize,
+    /// The capacity suite's findings (`capacity.json`), when it ran.
+    pub(crate) capacity: &'a [crate::record::capacity::Capacity],
 }
 
 pub(crate) fn about<'a>(input: &'a Input<'_>, server: &str) -> &'a str {
@@ -98,6 +103,7 @@ fn sections(suite: Suite) -> &'static [Section] {
                 input.meta.settings["reference"].as_str(),
             );
         }],
+        Suite::Capacity => &[|out, rows, input| capacity::section(out, rows, input.capacity)],
     }
 }
 

@@ -1,0 +1,117 @@
+//! The `capacity` section: each server's capacity at the latency objective, ranked as a
+//! multiple of its workload's reference server, then how to read it and how to make the server
+//! the limit; the curves follow as the suite's plots.
+//!
+//! It may call what `markdown` may.
+
+use std::fmt::Write as _;
+
+use crate::record::capacity::Capacity;
+use crate::record::row::Row;
+use crate::report::cells::{fmt_rate, table};
+
+/// The capacity tables, one per workload, the highest capacity first.
+pub(crate) fn capacity_table(lines: &[Capacity]) -> String {
+    let mut out = String::new();
+    let mut workloads: Vec<&str> = lines.iter().map(|c| c.workload.as_str()).collect();
+    workloads.dedup();
+    for w in workloads {
+        let mine: Vec<&Capacity> = lines.iter().filter(|c| c.workload == w).collect();
+        let Some(first) = mine.first() else { continue };
+        let quota = first
+            .cpu_quota
+            .map_or(String::new(), |q| format!(", the server under {q} CPU"));
+        let _ = writeln!(
+            out,
+            "**{w}** at {} ({} arrivals{quota}; × is against {}):\n",
+            first.objective, first.arrivals, first.reference
+        );
+        let rows: Vec<Vec<String>> = mine
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                vec![
+                    (i + 1).to_string(),
+                    c.server.clone(),
+                    capacity_cell(c),
+                    match (c.achieved_ci_low, c.achieved_ci_high) {
+                        (Some(lo), Some(hi)) if c.is_the_servers() => format!(
+                            "[{}, {}] ({} repeats)",
+                            fmt_rate(Some(lo)),
+                            fmt_rate(Some(hi)),
+                            c.repeats
+                        ),
+                        _ => "–".into(),
+                    },
+                    multiple_cell(c),
+                    c.probes.to_string(),
+                ]
+            })
+            .collect();
+        table(
+            &mut out,
+            &[
+                "#",
+                "server",
+                "capacity /s",
+                "achieved over the repeats",
+                "× reference",
+                "probes",
+            ],
+            &rows,
+        );
+        out.push('\n');
+    }
+    out
+}
+
+/// The capacity, or what bounds it when the search could not find it.
+fn capacity_cell(c: &Capacity) -> String {
+    let rate = fmt_rate(c.capacity_per_sec);
+    match c.result.as_str() {
+        "capacity" => rate,
+        "client-bound" if c.capacity_per_sec.unwrap_or(0.0) > 0.0 => {
+            format!("≥ {rate} † client-bound")
+        }
+        "client-bound" => "† client-bound at every rate tried".into(),
+        "below" => format!("< {rate}"),
+        "above" => format!("> {rate}"),
+        "failed" => format!(
+            "failed: {}",
+            c.failure
+                .as_deref()
+                .and_then(|f| f.lines().next())
+                .unwrap_or("?")
+        ),
+        _ => format!("{rate}? not confirmed"),
+    }
+}
+
+fn multiple_cell(c: &Capacity) -> String {
+    match (c.vs_reference, c.vs_reference_low, c.vs_reference_high) {
+        (Some(m), Some(lo), Some(hi)) => format!("{m:.2}× [{lo:.2}, {hi:.2}]"),
+        (Some(m), _, _) => format!("{m:.2}×"),
+        _ => "–".into(),
+    }
+}
+
+/// The section: the ranked tables, then how to read them.
+pub(crate) fn section(out: &mut String, rows: &[Row], lines: &[Capacity]) {
+    if lines.is_empty() {
+        let _ = writeln!(
+            out,
+            "The searches did not end (the run stopped early): the probes below are what was measured; `--resume` completes it.\n"
+        );
+    } else {
+        out.push_str(&capacity_table(lines));
+    }
+    let probes = rows.len();
+    let _ = writeln!(
+        out,
+        "How to read it: a server's capacity is the highest offered rate it sustained (the achieved rate within 1% of the offered, or within three standard deviations of a window's Poisson arrivals, and no error) with its latency percentile within the objective: a sweep of rates a factor 2 apart brackets it, a bisection narrows the bracket to 2%, and `--repeat` probes (3 by default) at the rate found must all meet the objective, else the rate steps down 2% and is confirmed again. Latency counts from each message's due time, so a server that falls behind is charged for the queue it builds. The interval is the achieved rate's over those repeats (their [min, max] for 3, 75% coverage), and × reference its ratio to the reference's, with the widest ratio the two intervals allow. {probes} probes in all, each a fresh server.\n"
+    );
+    let _ = writeln!(
+        out,
+        "**The server, not the client, must be the limit.** Latency counts from each message's due time, so a slow client only ever makes a server look worse: a probe that met the objective stands, and one that missed is client-bound (†) where loadgen's CPU was over 90% busy or its own delay in sending explains the miss (the latency percentile less the same percentile of how late loadgen released the messages meets the limit): it says nothing of the server, the search stops there, and the capacity reads \"≥ N, client-bound\", the highest rate met before it, never the server's own. On a small machine one loadgen core can be slower than a fast server; to make the server the limit, give it less: `--server-cpu-quota 0.5` (half a CPU, named above the table), `--servers NAME+compute-us=100` (100 µs of CPU per echo, spun on the thread's CPU clock, a ceiling near 10,000/s per CPU), or drive the load from other machines with `--client-hosts`.\n"
+    );
+}
