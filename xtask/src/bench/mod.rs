@@ -434,7 +434,7 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
         let mut plan = Plan::new(args, &inv)?;
         build(&plan, &root, &inv)?;
         conform::gate(&mut plan)?;
-        return capacity::run(&plan, &root, &inv, &accounting_for(quota), &slo);
+        return capacity::run(&plan, &root, &inv, &accounting_for(quota)?, &slo);
     }
     if args.slo.is_some() {
         return Err(anyhow::Error::new(Usage(
@@ -444,20 +444,28 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     let mut plan = Plan::new(args, &inv)?;
     build(&plan, &root, &inv)?;
     conform::gate(&mut plan)?;
-    sweep::run(&plan, &root, &inv, &accounting_for(quota))
+    sweep::run(&plan, &root, &inv, &accounting_for(quota)?)
 }
 
 /// How the run counts the servers' CPU: a cgroup per server start (with `quota`), or, where no
-/// group can be made, the process tree, said on the terminal.
-fn accounting_for(quota: Option<Quota>) -> Accounting {
+/// group can be made, the process tree, said on the terminal. A quota needs the groups: without
+/// them it is a usage error, never a run that claims a quota it did not have.
+fn accounting_for(quota: Option<Quota>) -> Result<Accounting> {
+    let capped = quota.as_ref().map(|q| q.fraction);
     let accounting = Accounting::new(quota);
     if let Accounting::Tree { why } = &accounting {
+        if let Some(fraction) = capped {
+            return Err(anyhow::Error::new(Usage(format!(
+                "--server-cpu-quota {fraction}: the quota's cgroup can be made, but not the group \
+                 that counts the server's CPU ({why}); run without --server-cpu-quota"
+            ))));
+        }
         eprintln!(
             "warning: no cgroup can be made here ({why}); the servers' CPU is read from their \
              process trees' /proc/PID/stat instead, exact to a 10 ms tick a process"
         );
     }
-    accounting
+    Ok(accounting)
 }
 
 /// The server's CPU quota of `--server-cpu-quota FRACTION`, or a usage error where this

@@ -1,5 +1,5 @@
-//! Each repeat's value kept by its round, for the paired view of two servers at a point
-//! (`stats::paired`): the per-round ratio needs to know which repeats ran in the same round,
+//! Each repeat's value kept by its round, for the verdicts' model of a point (server plus
+//! round, `record::verdict`): it needs to know which repeats ran in the same round,
 //! which the per-repeat lists (failed repeats left out) no longer say.
 //!
 //! It may call the run layer's `outcome`.

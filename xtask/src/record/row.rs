@@ -139,7 +139,8 @@ pub(crate) struct Row {
     /// ...), for the significance tests between rows; in summary.json only.
     pub(crate) per_repeat: BTreeMap<String, Vec<f64>>,
     /// Each of `record::rounds::PAIRED_METRICS` by round, `null` where the round gave no
-    /// value, for the paired view of two servers (`stats::paired`); in summary.json only.
+    /// value, for the verdicts' model of server plus round (`record::verdict`); in
+    /// summary.json only.
     pub(crate) per_round: BTreeMap<String, Vec<Option<f64>>>,
 }
 
@@ -253,8 +254,16 @@ impl Row {
     /// Something other than the server used its CPUs during the window: another program, or
     /// the hypervisor, which stole more than [`STEAL_PCT`] of their time.
     pub(crate) fn disturbed(&self) -> bool {
+        self.other_loaded() || self.steal_pct.is_some_and(|p| p > STEAL_PCT)
+    }
+
+    /// Another program (or kernel work charged to no task) used more than [`DISTURBED_PCT`]
+    /// of the server's CPUs: what disturbs its CPU figures. Stolen time does not: with the
+    /// hypervisor's steal accounting (`CONFIG_PARAVIRT_TIME_ACCOUNTING`, on every common
+    /// guest kernel) the scheduler's task clock, and so the cgroup's counter, leaves it out;
+    /// it lengthens latency and shortens throughput instead.
+    pub(crate) fn other_loaded(&self) -> bool {
         self.other_load_pct.is_some_and(|p| p > DISTURBED_PCT)
-            || self.steal_pct.is_some_and(|p| p > STEAL_PCT)
     }
 
     /// Its CPU figures are not exact: interpolated from samples of the live threads (a run

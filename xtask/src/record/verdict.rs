@@ -236,13 +236,20 @@ pub(crate) fn family(estimates: &[Option<Estimate>]) -> Vec<Option<Verdict>> {
         .collect()
 }
 
-/// Why `row` cannot be a column's reference, if it cannot: it failed, or it is flagged
-/// (‡ something else used its CPUs, † the load generator was the limit), so a ratio to it
-/// would say more about the machine than about the servers.
-pub(crate) fn unusable(row: &Row) -> Option<&'static str> {
+/// Why `row` cannot be a column's reference on `metric`, if it cannot: it failed, or it is
+/// flagged (‡ something else used its CPUs, † the load generator was the limit), so a ratio
+/// to it would say more about the machine than about the servers. For a CPU metric, ‡ from
+/// the hypervisor's steal alone does not count: the task clock leaves stolen time out
+/// (`Row::other_loaded`).
+pub(crate) fn unusable(row: &Row, metric: &str) -> Option<&'static str> {
+    let disturbed = if metric.starts_with("cpu_") {
+        row.other_loaded()
+    } else {
+        row.disturbed()
+    };
     if row.ok == 0 {
         Some("failed")
-    } else if row.disturbed() {
+    } else if disturbed {
         Some("disturbed by other load (‡)")
     } else if row.client_bound {
         Some("client-bound (†)")
@@ -255,7 +262,7 @@ pub(crate) fn unusable(row: &Row) -> Option<&'static str> {
 /// every row kept its values by round, the two-way model; else Welch's t on the repeats.
 /// Empty where the reference is [`unusable`].
 pub(crate) fn column(reference: &Row, others: &[&Row], metric: &str) -> Vec<Option<Verdict>> {
-    if unusable(reference).is_some() {
+    if unusable(reference, metric).is_some() {
         return vec![None; others.len()];
     }
     let by_round = !reference.rounds_of(metric).is_empty()

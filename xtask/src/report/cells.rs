@@ -161,7 +161,7 @@ impl Column {
         let verdicts = verdict::column(base, &others, metric);
         Column {
             reference: Some(base.server.clone()),
-            unusable: verdict::unusable(base),
+            unusable: verdict::unusable(base, metric),
             verdicts: others
                 .iter()
                 .map(|r| r.server.clone())

@@ -164,28 +164,39 @@ impl std::fmt::Display for Regressed {
 impl std::error::Error for Regressed {}
 
 /// The points of `b` worse than `a`'s by more than `pct` percent in `metric`, with a real
-/// difference by the reports' verdict: `suite / server / point: 1.31× (p=0.008 n=5+5)` each.
+/// difference by the reports' verdict (`suite / server / point: 1.31× [1.20–1.43] (p=0.008)`,
+/// with the row's marks), and the points `a` measured that `b` failed or left out (`B failed`,
+/// `not in B`): a gate cannot pass a build whose server no longer runs.
 pub(crate) fn regressions(a: &[Row], b: &[Row], metric: Metric, pct: f64) -> Vec<String> {
     let (name, _) = metric.of();
     let Some(k) = METRICS.iter().position(|m| *m == name) else {
         return Vec::new();
     };
-    verdicts(a, b)
+    let at = |r: &Row| format!("{} / {} / {}", r.suite, r.server, r.label);
+    let mut out: Vec<String> = verdicts(a, b)
         .into_iter()
         .zip(b)
         .filter_map(|(each, rb)| {
             let v = each?[k]?;
-            (v.differs && metric.worse(v.ratio, pct)).then(|| {
-                format!(
-                    "{} / {} / {}: {}",
-                    rb.suite,
-                    rb.server,
-                    rb.label,
-                    cells::verdict(Some(&v))
-                )
-            })
+            (v.differs && metric.worse(v.ratio, pct))
+                .then(|| format!("{}: {}", at(rb), cells::mark(Some(rb), cells::verdict(Some(&v)))))
         })
-        .collect()
+        .collect();
+    for ra in a.iter().filter(|r| r.ok > 0) {
+        let twin = b
+            .iter()
+            .find(|r| r.suite == ra.suite && r.server == ra.server && r.point == ra.point);
+        match twin {
+            None => out.push(format!("{}: not in B", at(ra))),
+            Some(rb) if rb.ok == 0 => out.push(format!(
+                "{}: B failed ({})",
+                at(rb),
+                rb.failure.as_deref().unwrap_or("no repeat succeeded")
+            )),
+            Some(_) => {}
+        }
+    }
+    out
 }
 
 /// What differs between the machines and commits of two runs, a sentence each, from their
@@ -223,6 +234,14 @@ pub(crate) fn provenance(a: Option<&Meta>, b: Option<&Meta>) -> Vec<String> {
             }
         )
     };
+    let accounting = |m: &Meta| m.accounting.clone().unwrap_or_else(|| "samples of the live threads (a run from before 2026-12)".into());
+    if accounting(a) != accounting(b) {
+        out.push(format!(
+            "**Different CPU accounting**: A's CPU is {}, B's {}; a CPU ratio mixes the two ways of counting with the code.",
+            accounting(a),
+            accounting(b)
+        ));
+    }
     if commit(a) != commit(b) {
         out.push(format!(
             "**Different commits**: A is `{}`, B `{}`.",
@@ -486,6 +505,15 @@ mod tests {
         // Above the threshold by the medians, but the repeats overlap: no verdict, no failure.
         let c = vec![cpu_row("reactor", &[9.0, 14.0, 12.0, 8.0, 15.0])];
         assert!(regressions(&a, &c, Metric::Cpu, 5.0).is_empty());
+        // A point B failed, and one B left out, fail the gate whatever the metric.
+        let mut failed = a.clone();
+        failed[0].ok = 0;
+        failed[0].failure = Some("the server did not start".into());
+        let worse = regressions(&a, &failed, Metric::Cpu, 5.0);
+        assert_eq!(worse.len(), 1, "{worse:?}");
+        assert!(worse[0].contains("B failed (the server did not start)"), "{worse:?}");
+        let worse = regressions(&a, &[], Metric::Throughput, 5.0);
+        assert_eq!(worse, vec!["quick / reactor / 1 conns: not in B".to_string()]);
         // Throughput: lower is worse.
         let slow = vec![row("reactor", &[800.0, 810.0, 790.0, 805.0, 795.0])];
         let fast = vec![row("reactor", &[1000.0, 1010.0, 990.0, 1005.0, 995.0])];

@@ -168,10 +168,7 @@ fn facts(input: &Input<'_>) -> Vec<Fact> {
         },
         Fact {
             name: "accounting",
-            text: s["cpu_accounting"].as_str().map_or_else(
-                || "server CPU: the CPU time of the server's whole process tree over the measured window (/proc), per request".to_string(),
-                str::to_string,
-            ) + &quota.map_or_else(String::new, |q| format!("; under a CPU quota of {q} CPU (cgroup)")),
+            text: crate::report::markdown::accounting_line(m) + &quota.map_or_else(String::new, |q| format!("; under a CPU quota of {q} CPU (cgroup)")),
         },
         Fact {
             name: "mitigations",

@@ -3,13 +3,18 @@
 "use strict";
 (function () {
   // A cell's sort key: its first number, scaled by its unit, so that "1.5 ms" sorts above
-  // "900 µs" and "12.3k" above "950"; "best" is 1×, "~" just after; "–" and "failed" last.
+  // "900 µs" and "12.3k" above "950"; the reference is 1×, a "~" cell its ratio; "–" and
+  // "failed" last.
   var UNITS = { "k": 1e3, "M": 1e6, "ns": 1e-3, "µs": 1, "us": 1, "ms": 1e3, "s": 1e6,
     "B": 1, "KiB": 1024, "MiB": 1048576, "GiB": 1073741824 };
   function key(text) {
     var t = text.trim();
-    if (t === "best") return 1;
-    if (t.charAt(0) === "~") return 1.000001;
+    if (t === "reference" || t === "best") return 1;
+    // "~ (0.93× [0.90–0.97])": no verdict, its ratio after the reference's and the verdicts'.
+    if (t.charAt(0) === "~") {
+      var r = t.match(/\(\s*(-?\d+(?:\.\d+)?)×/);
+      return (r ? parseFloat(r[1]) : 1) + 1e-6;
+    }
     var m = t.match(/-?\d+(?:[.,]\d+)*(?:e-?\d+)?/);
     if (!m) return null;
     var v = parseFloat(m[0].replace(/,/g, ""));

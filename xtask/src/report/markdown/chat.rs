@@ -15,7 +15,7 @@ pub(crate) fn cpu_tables(out: &mut String, rows: &[Row]) {
     let s = "chat-cpu";
     let _ = writeln!(
         out,
-        "Every connection sends chat `SAY` lines at 1 Mbit/s and waits for each `ACK`; the server appends every message to its room log. Mean server CPU (% of one core, sampled every 500 ms as `top` does):\n"
+        "Every connection sends chat `SAY` lines at 1 Mbit/s and waits for each `ACK`; the server appends every message to its room log. Mean server CPU (% of one core over the window, its cgroup's counter read at the window's edges; the coefficient of variation below is over 500 ms samples, as `top` shows them):\n"
     );
     // The load is offered at a fixed byte rate: a server that falls behind it does less work,
     // and its CPU must not be read as efficiency.

@@ -156,15 +156,7 @@ fn header(out: &mut String, input: &Input<'_>) {
         let _ = writeln!(out, "Placement: {topology}; {why}.\n");
     }
 
-    let _ = writeln!(
-        out,
-        "CPU accounting: {}.\n",
-        m.accounting.as_deref().unwrap_or(
-            "not recorded (a run from before each server had its cgroup): the server's CPU \
-             was summed from 500 ms samples of its live threads and interpolated to the \
-             window, which loses what threads and processes that exit used; figures marked ≈"
-        )
-    );
+    let _ = writeln!(out, "CPU accounting: {}.\n", accounting_line(m));
     let quota = m.settings["server_cpu_quota"].as_f64();
     let _ = writeln!(
         out,
@@ -179,6 +171,17 @@ fn header(out: &mut String, input: &Input<'_>) {
             m.settings["cpu_quota_period_us"].as_u64().unwrap_or(0)
         )),
     );
+}
+
+/// How the run counted the servers' CPU, from its `meta.json`; for a run from before it was
+/// recorded, what was done then.
+pub(crate) fn accounting_line(m: &crate::record::meta::Meta) -> String {
+    m.accounting.clone().unwrap_or_else(|| {
+        "not recorded (a run from before each server had its cgroup): the server's CPU was \
+         summed from 500 ms samples of its live threads and interpolated to the window, which \
+         loses what threads and processes that exit used; figures marked ≈"
+            .into()
+    })
 }
 
 /// Each suite's section of the run: its title, its [`sections`], its plots, and every point
