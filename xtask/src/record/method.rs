@@ -87,7 +87,7 @@ fn method(values: &[Vec<Option<f64>>]) -> Vec<Option<Estimate>> {
 }
 
 /// What the method would be with one variance pooled over every server (the textbook
-/// two-way ANOVA with Dunnett-type contrasts, here with Holm): set beside it to show what a
+/// two-way ANOVA with Dunnett-type contrasts, here with Bonferroni): set beside it to show what a
 /// noisy server does to it.
 fn pooled(values: &[Vec<Option<f64>>]) -> Vec<Option<Estimate>> {
     let y: Vec<Vec<f64>> = values

@@ -14,11 +14,14 @@
 //!   servers', its degrees of freedom Satterthwaite's. One variance pooled over every server
 //!   would give more degrees of freedom but lets one noisy server (threads) fake verdicts: the
 //!   tests measure it.
-//! - **The family.** Holm's step-down over the column's p-values (valid whatever their
-//!   dependence: they share the reference). A verdict is Holm's adjusted p below 0.05.
+//! - **The family.** Bonferroni's correction over the column's p-values (valid whatever their
+//!   dependence: they share the reference). A verdict is the adjusted p, `m · p`, below 0.05.
 //! - **The interval.** Each ratio's simultaneous interval is Bonferroni's, the t interval at
 //!   `1 − 0.05/m` for m comparisons in the column, so all of a column's cover their true
-//!   ratios together at least 95% of the time.
+//!   ratios together at least 95% of the time, and a verdict is found exactly where its
+//!   interval leaves 1 out. (Holm's step-down finds a little more where several servers
+//!   differ, but its later steps can find a ratio whose interval reaches 1: a cell that
+//!   contradicts itself.)
 //! - Where the rounds were not kept (runs of old, `compare` across two runs, which share no
 //!   round), the same with one-way residuals: Welch's t.
 
@@ -64,9 +67,9 @@ pub(crate) struct Verdict {
     /// The simultaneous interval of the ratio.
     pub(crate) low: f64,
     pub(crate) high: f64,
-    /// Holm's adjusted p.
+    /// Bonferroni's adjusted p (`m · p`, at most 1).
     pub(crate) p: f64,
-    /// Holm's adjusted p is below [`ALPHA`].
+    /// The adjusted p is below [`ALPHA`]: the interval leaves 1 out.
     pub(crate) differs: bool,
     /// Rounds (or repeats) it rests on.
     pub(crate) n: usize,
@@ -205,31 +208,23 @@ pub(crate) fn welch(a: &[f64], b: &[f64]) -> Option<Estimate> {
     )
 }
 
-/// The comparisons of a column as one family: Holm's adjusted p and verdict, and each
-/// ratio's simultaneous interval (module docs). `None` stays `None` and does not count.
+/// The comparisons of a column as one family: Bonferroni's adjusted p and verdict, and each
+/// ratio's simultaneous interval at the same level, so that a ratio is found exactly where its
+/// interval leaves 1 out (module docs). `None` stays `None` and does not count.
 pub(crate) fn family(estimates: &[Option<Estimate>]) -> Vec<Option<Verdict>> {
     let m = estimates.iter().flatten().count();
-    let p: Vec<Option<f64>> = estimates.iter().map(|e| e.map(|e| e.p())).collect();
-    let mut order: Vec<usize> = (0..p.len()).filter(|&i| p[i].is_some()).collect();
-    order.sort_by(|&a, &b| p[a].unwrap_or(1.0).total_cmp(&p[b].unwrap_or(1.0)));
-    let mut adjusted = vec![1.0; p.len()];
-    let mut running = 0.0f64;
-    for (step, &i) in order.iter().enumerate() {
-        running = running.max(((m - step) as f64 * p[i].unwrap_or(1.0)).min(1.0));
-        adjusted[i] = running;
-    }
     estimates
         .iter()
-        .enumerate()
-        .map(|(i, e)| {
+        .map(|e| {
             let e = e.as_ref()?;
+            let adjusted = (m as f64 * e.p()).min(1.0);
             let half = student::two_sided_critical(ALPHA / m as f64, e.df) * e.var.sqrt();
             Some(Verdict {
                 ratio: e.log_ratio.exp(),
                 low: (e.log_ratio - half).exp(),
                 high: (e.log_ratio + half).exp(),
-                p: adjusted[i],
-                differs: adjusted[i] < ALPHA,
+                p: adjusted,
+                differs: adjusted < ALPHA,
                 n: e.n,
             })
         })
@@ -239,11 +234,11 @@ pub(crate) fn family(estimates: &[Option<Estimate>]) -> Vec<Option<Verdict>> {
 /// Why `row` cannot be a column's reference on `metric`, if it cannot: it failed, or it is
 /// flagged (‡ something else used its CPUs, † the load generator was the limit), so a ratio
 /// to it would say more about the machine than about the servers. For a CPU metric, ‡ from
-/// the hypervisor's steal alone does not count: the task clock leaves stolen time out
-/// (`Row::other_loaded`).
+/// a little of the hypervisor's steal does not count: the task clock leaves stolen time out
+/// (`Row::cpu_disturbed`).
 pub(crate) fn unusable(row: &Row, metric: &str) -> Option<&'static str> {
     let disturbed = if metric.starts_with("cpu_") {
-        row.other_loaded()
+        row.cpu_disturbed()
     } else {
         row.disturbed()
     };

@@ -99,7 +99,7 @@ pub(crate) fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
 }
 
 /// One verdict as a cell: `1.12× [1.05–1.19] (p=0.002)` where the server differs from the
-/// reference (the ratio server / reference, its simultaneous interval, Holm's adjusted p),
+/// reference (the ratio server / reference, its simultaneous interval, the adjusted p),
 /// else `~ (1.01× [0.96–1.06])`; `–` where there is none.
 pub(crate) fn verdict(v: Option<&Verdict>) -> String {
     match v {

@@ -1,7 +1,7 @@
 //! `cargo xtask compare A B`: two result directories side by side, point by point, with the
 //! ratio B / A of each number where it is more than noise: at each point and for each
 //! number, every server's B against its A is one family (`record::verdict::across_runs`:
-//! Welch's t on the log repeats, Holm's step-down over the point), and a ratio is shown with
+//! Welch's t on the log repeats, Bonferroni's correction over the point), and a ratio is shown with
 //! its simultaneous interval only where the family finds it; anything else is `~`. A run
 //! compared with itself is `~` everywhere.
 //!
@@ -172,14 +172,20 @@ pub(crate) fn regressions(a: &[Row], b: &[Row], metric: Metric, pct: f64) -> Vec
     let Some(k) = METRICS.iter().position(|m| *m == name) else {
         return Vec::new();
     };
-    let at = |r: &Row| format!("{} / {} / {}", r.suite, r.server, r.label);
+    let unjudged = disturbed_points(a, b, metric);
     let mut out: Vec<String> = verdicts(a, b)
         .into_iter()
         .zip(b)
+        .filter(|(_, rb)| !unjudged.contains(&at(rb)))
         .filter_map(|(each, rb)| {
             let v = each?[k]?;
-            (v.differs && metric.worse(v.ratio, pct))
-                .then(|| format!("{}: {}", at(rb), cells::mark(Some(rb), cells::verdict(Some(&v)))))
+            (v.differs && metric.worse(v.ratio, pct)).then(|| {
+                format!(
+                    "{}: {}",
+                    at(rb),
+                    cells::mark(Some(rb), cells::verdict(Some(&v)))
+                )
+            })
         })
         .collect();
     for ra in a.iter().filter(|r| r.ok > 0) {
@@ -197,6 +203,31 @@ pub(crate) fn regressions(a: &[Row], b: &[Row], metric: Metric, pct: f64) -> Vec
         }
     }
     out
+}
+
+/// A point's name in the gate's lines: `suite / server / point`.
+fn at(r: &Row) -> String {
+    format!("{} / {} / {}", r.suite, r.server, r.label)
+}
+
+/// The points of `b` that the gate does not judge in `metric`, because the machine disturbed
+/// them in either run: for CPU, other load or much steal (`Row::cpu_disturbed`); for the
+/// time-based metrics, any ‡ (`Row::disturbed`). Two runs are two moments of the machine, and
+/// a disturbed moment reads as a regression that is not the code's.
+fn disturbed_points(a: &[Row], b: &[Row], metric: Metric) -> Vec<String> {
+    let flagged = |r: &Row| match metric {
+        Metric::Cpu => r.cpu_disturbed(),
+        Metric::Throughput | Metric::P99 => r.disturbed(),
+    };
+    b.iter()
+        .filter(|rb| {
+            let ra = a
+                .iter()
+                .find(|r| r.suite == rb.suite && r.server == rb.server && r.point == rb.point);
+            rb.ok > 0 && (flagged(rb) || ra.is_some_and(flagged))
+        })
+        .map(at)
+        .collect()
 }
 
 /// What differs between the machines and commits of two runs, a sentence each, from their
@@ -234,7 +265,11 @@ pub(crate) fn provenance(a: Option<&Meta>, b: Option<&Meta>) -> Vec<String> {
             }
         )
     };
-    let accounting = |m: &Meta| m.accounting.clone().unwrap_or_else(|| "samples of the live threads (a run from before 2026-12)".into());
+    let accounting = |m: &Meta| {
+        m.accounting
+            .clone()
+            .unwrap_or_else(|| "samples of the live threads (a run from before 2026-12)".into())
+    };
     if accounting(a) != accounting(b) {
         out.push(format!(
             "**Different CPU accounting**: A's CPU is {}, B's {}; a CPU ratio mixes the two ways of counting with the code.",
@@ -267,7 +302,7 @@ pub(crate) fn compare(
     }
     let _ = writeln!(
         out,
-        "Each *B/A* cell is the ratio B / A (above 1× B is higher) with its simultaneous interval and Holm's adjusted p where the difference is real, else `~` with the ratio and interval: at each point and for each number, every server's B against its A is one family (Welch's t on the log repeats, Holm's step-down over the point's servers), so a point's column says something false in at most 5% of comparisons of equal runs. Compare runs of 3 repeats or more (5, the default, finds a 10% difference at 2% noise). For throughput higher is better; for latency, CPU and memory lower is better. † marks a client-bound point, ‡ one where something else used the server's CPU (or the hypervisor stole over 2% of it), § one where a CPU quota throttled the server.\n"
+        "Each *B/A* cell is the ratio B / A (above 1× B is higher) with its simultaneous interval and the adjusted p where the difference is real, else `~` with the ratio and interval: at each point and for each number, every server's B against its A is one family (Welch's t on the log repeats, Bonferroni's correction over the point's servers), so a point's column says something false in at most 5% of comparisons of equal runs. Compare runs of 3 repeats or more (5, the default, finds a 10% difference at 2% noise). For throughput higher is better; for latency, CPU and memory lower is better. † marks a client-bound point, ‡ one where something else used the server's CPU (or the hypervisor stole over 2% of it), § one where a CPU quota throttled the server.\n"
     );
     let _ = writeln!(
         out,
@@ -370,8 +405,22 @@ pub(crate) fn run(args: &CompareArgs) -> Result<()> {
         ))
         .into());
     }
+    let unjudged = disturbed_points(&a, &b, args.metric);
+    if !unjudged.is_empty() {
+        println!(
+            "compare: not judged, the machine disturbed them (‡: other load, or the hypervisor's steal): {}",
+            unjudged.join("; ")
+        );
+    }
     let worse = regressions(&a, &b, args.metric, pct);
     let what = format!("{} by more than {pct}%", args.metric.title());
+    let judged = b.iter().filter(|rb| !unjudged.contains(&at(rb))).count();
+    if worse.is_empty() && judged == 0 {
+        return Err(Regressed(format!(
+            "compare: every point of B was disturbed (‡), so none could be judged in {what}: run both again on a quiet machine"
+        ))
+        .into());
+    }
     if worse.is_empty() {
         println!("compare: no point of B is worse than A in {what} with a real difference: pass");
         Ok(())
@@ -505,15 +554,29 @@ mod tests {
         // Above the threshold by the medians, but the repeats overlap: no verdict, no failure.
         let c = vec![cpu_row("reactor", &[9.0, 14.0, 12.0, 8.0, 15.0])];
         assert!(regressions(&a, &c, Metric::Cpu, 5.0).is_empty());
+        // A point the hypervisor stole a third of in B is not judged, however much dearer.
+        let mut stolen = b.clone();
+        stolen[0].steal_pct = Some(35.0);
+        assert!(regressions(&a, &stolen, Metric::Cpu, 5.0).is_empty());
+        assert_eq!(disturbed_points(&a, &stolen, Metric::Cpu).len(), 1);
+        // A little steal leaves the CPU judged (the task clock leaves stolen time out).
+        stolen[0].steal_pct = Some(4.0);
+        assert_eq!(regressions(&a, &stolen, Metric::Cpu, 5.0).len(), 1);
         // A point B failed, and one B left out, fail the gate whatever the metric.
         let mut failed = a.clone();
         failed[0].ok = 0;
         failed[0].failure = Some("the server did not start".into());
         let worse = regressions(&a, &failed, Metric::Cpu, 5.0);
         assert_eq!(worse.len(), 1, "{worse:?}");
-        assert!(worse[0].contains("B failed (the server did not start)"), "{worse:?}");
+        assert!(
+            worse[0].contains("B failed (the server did not start)"),
+            "{worse:?}"
+        );
         let worse = regressions(&a, &[], Metric::Throughput, 5.0);
-        assert_eq!(worse, vec!["quick / reactor / 1 conns: not in B".to_string()]);
+        assert_eq!(
+            worse,
+            vec!["quick / reactor / 1 conns: not in B".to_string()]
+        );
         // Throughput: lower is worse.
         let slow = vec![row("reactor", &[800.0, 810.0, 790.0, 805.0, 795.0])];
         let fast = vec![row("reactor", &[1000.0, 1010.0, 990.0, 1005.0, 995.0])];

@@ -112,7 +112,7 @@ fn cell(values: &[f64]) -> String {
 }
 
 /// The wall times of `others` against `reference`'s, one family (`record::verdict`: log
-/// wall time = program + round, Holm over the family), as cells.
+/// wall time = program + round, Bonferroni over the family), as cells.
 fn ratios(reference: &Line, others: &[&Line]) -> Vec<String> {
     let rounds: Vec<&[Option<f64>]> = others.iter().map(|l| l.by_round.as_slice()).collect();
     verdict::family(&verdict::against_reference(&reference.by_round, &rounds))
@@ -225,8 +225,8 @@ fn table(run: &SearchRun, lines: &[Line], ok: &[&Line], explicit: Option<&str>) 
     let _ = writeln!(
         table,
         "Wall time against **{}**, named in advance (search-fiber unless `--reference` says \
-         otherwise): a ratio with its simultaneous interval and Holm's adjusted p where the \
-         column (log wall time = program + round, each program's own variance, Holm's \
+         otherwise): a ratio with its simultaneous interval and the adjusted p where the \
+         column (log wall time = program + round, each program's own variance, Bonferroni's \
          step-down) finds a difference, else `~`.\n",
         reference.as_deref().unwrap_or("no program")
     );

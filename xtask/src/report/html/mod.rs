@@ -147,7 +147,11 @@ fn facts(input: &Input<'_>) -> Vec<Fact> {
             text: format!(
                 "{}{}",
                 m.commit.as_deref().map_or("?", |c| &c[..c.len().min(12)]),
-                if m.dirty { " with uncommitted changes" } else { "" }
+                if m.dirty {
+                    " with uncommitted changes"
+                } else {
+                    ""
+                }
             ),
         },
         Fact {
@@ -168,7 +172,10 @@ fn facts(input: &Input<'_>) -> Vec<Fact> {
         },
         Fact {
             name: "accounting",
-            text: crate::report::markdown::accounting_line(m) + &quota.map_or_else(String::new, |q| format!("; under a CPU quota of {q} CPU (cgroup)")),
+            text: crate::report::markdown::accounting_line(m)
+                + &quota.map_or_else(String::new, |q| {
+                    format!("; under a CPU quota of {q} CPU (cgroup)")
+                }),
         },
         Fact {
             name: "mitigations",
@@ -180,7 +187,8 @@ fn facts(input: &Input<'_>) -> Vec<Fact> {
                 "{} at the start, {} at the end; steal over the run {}",
                 m.load_average_start.as_deref().unwrap_or("?"),
                 m.load_average_end.as_deref().unwrap_or("?"),
-                m.steal_pct.map_or_else(|| "not read".into(), |s| format!("{s:.1}%"))
+                m.steal_pct
+                    .map_or_else(|| "not read".into(), |s| format!("{s:.1}%"))
             ),
         },
     ];

@@ -113,7 +113,7 @@ fn intro(out: &mut String, rows: &[Row]) {
          user + system time; the multiple in brackets is of redis-server's at the same point: with \
          one run a point (the default) a bare multiple, with `--repeat 3` or more the \
          verdict of the point's column against redis-server (log cost = server + round, \
-         Holm over the column), a ratio with its simultaneous interval where it differs, \
+         Bonferroni over the column), a ratio with its simultaneous interval where it differs, \
          else `~`.\n",
         crate::plan::suites::KV_VALUE_SIZE,
         crate::plan::suites::KV_KEYS,

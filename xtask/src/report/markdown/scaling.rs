@@ -67,7 +67,7 @@ pub(crate) fn section(
         "At equal load per worker (W × the one-worker rate, open loop), server CPU per echo \
          [interval] · p99 from the intended send · the verdict against **{}** at the same \
          workers (named in advance: `--reference`, else the first server; log CPU = server + \
-         round, Holm over the column; a ratio with its simultaneous interval where it \
+         round, Bonferroni over the column; a ratio with its simultaneous interval where it \
          differs, else `~`):\n",
         reference.as_deref().unwrap_or("no server")
     );
