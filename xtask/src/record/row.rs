@@ -118,6 +118,11 @@ pub(crate) struct Row {
     /// Time stolen by the hypervisor from the server's CPUs over the window, percent of the
     /// window (the most of any repeat).
     pub(crate) steal_pct: Option<f64>,
+    /// The same, the median of the repeats: what decides whether the point's CPU figures as a
+    /// whole were disturbed (`Row::cpu_disturbed`), where one stolen repeat of five is only
+    /// one value of the verdicts' model.
+    #[serde(default)]
+    pub(crate) steal_median_pct: Option<f64>,
     /// The server's CPU quota (`--server-cpu-quota`), in CPUs.
     pub(crate) cpu_quota: Option<f64>,
     /// Periods in which the quota throttled the server, over the point (median of repeats).
@@ -264,14 +269,14 @@ impl Row {
 
     /// What disturbs its CPU figures: another program (or kernel work charged to no task)
     /// used more than [`DISTURBED_PCT`] of the server's CPUs, or the hypervisor stole more
-    /// than [`CPU_STEAL_PCT`] of them. A little steal does not: with the hypervisor's steal
+    /// than [`CPU_STEAL_PCT`] of them in the median repeat. A little steal does not: with the hypervisor's steal
     /// accounting (`CONFIG_PARAVIRT_TIME_ACCOUNTING`, on every common guest kernel) the
     /// scheduler's task clock, and so the cgroup's counter, leaves stolen time out. Much steal
     /// does, indirectly: a server descheduled that often comes back to cold caches, and on a
     /// 2-CPU EPYC guest the CPU per echo at one connection doubled at 30–40% steal.
     pub(crate) fn cpu_disturbed(&self) -> bool {
         self.other_load_pct.is_some_and(|p| p > DISTURBED_PCT)
-            || self.steal_pct.is_some_and(|p| p > CPU_STEAL_PCT)
+            || self.steal_median_pct.is_some_and(|p| p > CPU_STEAL_PCT)
     }
 
     /// Its CPU figures are not exact: interpolated from samples of the live threads (a run

@@ -255,6 +255,7 @@ fn memory_and_load(row: &mut Row, ok: &[&Measured]) {
         u + row.kernel_stack_per_conn_bytes.unwrap_or(0.0)
             + row.socket_mem_per_conn_bytes.unwrap_or(0.0)
     });
+    row.steal_median_pct = median_of(ok, |m| m.cost.steal_pct);
     row.steal_pct = ok
         .iter()
         .filter_map(|m| m.cost.steal_pct)

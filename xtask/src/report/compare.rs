@@ -556,11 +556,11 @@ mod tests {
         assert!(regressions(&a, &c, Metric::Cpu, 5.0).is_empty());
         // A point the hypervisor stole a third of in B is not judged, however much dearer.
         let mut stolen = b.clone();
-        stolen[0].steal_pct = Some(35.0);
+        stolen[0].steal_median_pct = Some(35.0);
         assert!(regressions(&a, &stolen, Metric::Cpu, 5.0).is_empty());
         assert_eq!(disturbed_points(&a, &stolen, Metric::Cpu).len(), 1);
         // A little steal leaves the CPU judged (the task clock leaves stolen time out).
-        stolen[0].steal_pct = Some(4.0);
+        stolen[0].steal_median_pct = Some(4.0);
         assert_eq!(regressions(&a, &stolen, Metric::Cpu, 5.0).len(), 1);
         // A point B failed, and one B left out, fail the gate whatever the metric.
         let mut failed = a.clone();
