@@ -1,11 +1,12 @@
 // --model gnet: the same sessions on gnet v2, the event-loop engine Go users
 // pick, set up as its documentation serves a TCP server: an EventHandler
 // embedding gnet.BuiltinEventEngine, gnet.Run with a loop per worker
-// (WithNumEventLoop), a listener per loop (WithReusePort) and, unless
-// --lock-os-thread false, each loop on a locked OS thread (WithLockOSThread).
-// gnet's own examples do not lock; a locked loop whose poll finds nothing
-// yields (runtime.Gosched) and so hands its thread off and back, which the
-// flag lets a run measure against the unlocked form at equal load. OnTraffic takes what gnet read
+// (WithNumEventLoop), a listener per loop (WithReusePort) and its loops
+// unlocked, as gnet's own examples run them (--lock-os-thread true locks each
+// on an OS thread, WithLockOSThread). A locked loop whose poll finds nothing
+// yields (runtime.Gosched) and so hands its thread off and back: at 20,000
+// echoes/s it cost 24.8 µs of CPU per echo against the unlocked loop's 18.1,
+// and in the closed loop 10.5 against 9.9. OnTraffic takes what gnet read
 // (Conn.Next), the session answers, Conn.Write queues it (gnet keeps its own
 // write queue per connection and flushes it on EPOLLOUT), and Conn.Wake
 // brings a connection back to OnTraffic from another goroutine (chat: lines

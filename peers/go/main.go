@@ -60,7 +60,7 @@ const (
   poll: a loop per worker trying every non-blocking socket in turn, echo and kv only: it keeps a CPU
   per worker busy even when no one is connected, by design (the Go article's non-blocking loop);
   gnet: the gnet v2 engine, a loop per worker.
---lock-os-thread true|false: gnet only: run each gnet loop on a locked OS thread (default true).`
+--lock-os-thread true|false: gnet only: run each gnet loop on a locked OS thread (default false, as gnet's own examples run: measured cheaper).`
 )
 
 type protocol int
@@ -312,7 +312,7 @@ func parseArgs(args []string) (config, error) {
 	fs.BoolVar(&cfg.kvOwner, "kv-owner", false, "kv: one goroutine owns the store, connections send it their requests")
 	// A value, not a bool flag: the bench passes `--lock-os-thread false`
 	// (+lock-os-thread=false), which a bool flag would not take.
-	lock := fs.String("lock-os-thread", "true", "gnet: each loop on a locked OS thread, true or false")
+	lock := fs.String("lock-os-thread", "false", "gnet: each loop on a locked OS thread, true or false")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err
