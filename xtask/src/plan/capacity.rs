@@ -101,16 +101,18 @@ pub(crate) fn sustained(offered: f64, achieved: f64, window_secs: f64, poisson: 
     achieved >= offered * (1.0 - tolerance)
 }
 
-/// Whether the client, not the server, may have made a probe miss its objective: its
-/// latency percentile, less the client's own delay in sending at the same percentile (how
-/// long after their due time it released messages), meets the limit. In the open loop,
-/// latency counts from the due time, so a client that is slow only ever makes the server look
-/// worse: a probe that met the objective stands whatever the client did, and one that missed
-/// says nothing of the server when the client's delay alone explains the miss.
+/// Whether the client, not the server, may have made a probe miss its objective: the client's
+/// own delay in sending at the same percentile (how long after their due time it released
+/// messages) is half the limit or more, so that it cannot release messages in time to measure
+/// the objective. In the open loop, latency counts from the due time, so a client that is slow
+/// only ever makes the server look worse: a probe that met the objective stands whatever the
+/// client did. A smaller delay is the host's timer and scheduling jitter, the same at every
+/// rate (about 1–2 ms at p99 on a 2-CPU VM whatever the load): subtracting it whole would call
+/// every close miss the client's and stop every search at its first one.
 /// A probe whose latency met the limit missed for another reason (the rate not sustained,
 /// errors), which this does not explain.
 pub(crate) fn client_explains_miss(latency_us: f64, send_lag_us: f64, limit_us: f64) -> bool {
-    latency_us > limit_us && latency_us - send_lag_us <= limit_us
+    latency_us > limit_us && send_lag_us >= limit_us / 2.0
 }
 
 /// The percentile of loadgen's summary that stands for `percentile` (one of [`PERCENTILES`]):
@@ -410,9 +412,13 @@ mod tests {
 
     #[test]
     fn a_miss_is_the_clients_only_where_its_own_delay_explains_it() {
-        // p99 of 6 ms against 5 ms: the client's 1.5 ms of send delay explains it.
-        assert!(client_explains_miss(6000.0, 1500.0, 5000.0));
-        // 2 ms of it do not explain 9 ms.
+        // The client released messages 3 ms late against a 5 ms objective: it cannot measure
+        // it, whatever the server did.
+        assert!(client_explains_miss(6000.0, 3000.0, 5000.0));
+        assert!(client_explains_miss(9000.0, 2500.0, 5000.0));
+        // 1.5 ms of send delay is the host's jitter, present at every rate: a close miss is
+        // still the server's.
+        assert!(!client_explains_miss(6000.0, 1500.0, 5000.0));
         assert!(!client_explains_miss(9000.0, 2000.0, 5000.0));
         assert!(!client_explains_miss(9000.0, 0.0, 5000.0));
         // Latency within the limit: the miss was something else (errors, the rate).
