@@ -231,6 +231,23 @@ fn secs(name: &str, v: f64) -> Result<Duration, Error> {
         .map_err(|_| Error::Config(format!("--{name} must be a number of seconds, not {v}")))
 }
 
+/// What `--server-cgroup`, `--server-pid` and `--server-cpus` ask to be read of the server at
+/// the window's edges.
+fn server_side(common: &Common, cfg: &mut Config) -> Result<(), Error> {
+    cfg.server = match (&common.server_cgroup, common.server_pid) {
+        (Some(dir), _) => Some(CpuSource::Cgroup(dir.clone())),
+        (None, Some(pid)) => Some(CpuSource::Tree(pid)),
+        (None, None) => None,
+    };
+    if let Some(list) = &common.server_cpus {
+        let cpus: cpulist::CpuList = list
+            .parse()
+            .map_err(|e| Error::Config(format!("--server-cpus: {e}")))?;
+        cfg.server_cpus = cpus.as_slice().to_vec();
+    }
+    Ok(())
+}
+
 impl Cli {
     /// The run and the outputs the command line asks for.
     pub fn config(&self) -> Result<(Config, Outputs), Error> {
@@ -319,17 +336,7 @@ impl Cli {
             cfg.interval = Some(Duration::from_secs(1));
         }
         cfg.progress = !common.quiet;
-        cfg.server = match (&common.server_cgroup, common.server_pid) {
-            (Some(dir), _) => Some(CpuSource::Cgroup(dir.clone())),
-            (None, Some(pid)) => Some(CpuSource::Tree(pid)),
-            (None, None) => None,
-        };
-        if let Some(list) = &common.server_cpus {
-            let cpus: cpulist::CpuList = list
-                .parse()
-                .map_err(|e| Error::Config(format!("--server-cpus: {e}")))?;
-            cfg.server_cpus = cpus.as_slice().to_vec();
-        }
+        server_side(common, &mut cfg)?;
         cfg.validate()?;
         let outputs = Outputs {
             json: common.json.clone(),

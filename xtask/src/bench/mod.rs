@@ -7,12 +7,14 @@
 //!
 //! It may call every layer: plan, run, record and report.
 
+mod accounting;
 mod capacity;
 pub(crate) mod conform;
 pub(crate) mod exit;
 mod list;
 mod plan;
 mod search;
+mod settings;
 mod sweep;
 #[cfg(test)]
 mod tests;
@@ -29,7 +31,6 @@ use crate::plan::placement::{self, CpuList, Placed};
 use crate::plan::servers::Inventory;
 use crate::plan::suites::{self, CorpusSize, Overrides, Suite};
 use crate::plan::topology::Topology;
-use crate::run::cgroup::{Accounting, Quota};
 use crate::run::children;
 
 /// A list of connection counts, `1,10,100`.
@@ -419,7 +420,7 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
         return search::run(&SearchPlan::new(args)?, &root, &inv);
     }
     // Before the build: a quota this machine cannot give is a usage error, found at once.
-    let quota = args.server_cpu_quota.map(quota).transpose()?;
+    let quota = args.server_cpu_quota.map(accounting::quota).transpose()?;
     children::install_interrupt_handler()?;
     // The capacity suite chooses its rates as it goes: it has a flow of its own.
     if args.suites().contains(&Suite::Capacity) {
@@ -434,7 +435,13 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
         let mut plan = Plan::new(args, &inv)?;
         build(&plan, &root, &inv)?;
         conform::gate(&mut plan)?;
-        return capacity::run(&plan, &root, &inv, &accounting_for(quota)?, &slo);
+        return capacity::run(
+            &plan,
+            &root,
+            &inv,
+            &accounting::accounting_for(quota)?,
+            &slo,
+        );
     }
     if args.slo.is_some() {
         return Err(anyhow::Error::new(Usage(
@@ -444,39 +451,7 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     let mut plan = Plan::new(args, &inv)?;
     build(&plan, &root, &inv)?;
     conform::gate(&mut plan)?;
-    sweep::run(&plan, &root, &inv, &accounting_for(quota)?)
-}
-
-/// How the run counts the servers' CPU: a cgroup per server start (with `quota`), or, where no
-/// group can be made, the process tree, said on the terminal. A quota needs the groups: without
-/// them it is a usage error, never a run that claims a quota it did not have.
-fn accounting_for(quota: Option<Quota>) -> Result<Accounting> {
-    let capped = quota.as_ref().map(|q| q.fraction);
-    let accounting = Accounting::new(quota);
-    if let Accounting::Tree { why } = &accounting {
-        if let Some(fraction) = capped {
-            return Err(anyhow::Error::new(Usage(format!(
-                "--server-cpu-quota {fraction}: the quota's cgroup can be made, but not the group \
-                 that counts the server's CPU ({why}); run without --server-cpu-quota"
-            ))));
-        }
-        eprintln!(
-            "warning: no cgroup can be made here ({why}); the servers' CPU is read from their \
-             process trees' /proc/PID/stat instead, exact to a 10 ms tick a process"
-        );
-    }
-    Ok(accounting)
-}
-
-/// The server's CPU quota of `--server-cpu-quota FRACTION`, or a usage error where this
-/// machine cannot give one.
-fn quota(fraction: f64) -> Result<Quota> {
-    Quota::new(fraction).map_err(|why| {
-        anyhow::Error::new(Usage(format!(
-            "--server-cpu-quota {fraction}: {why}; run without --server-cpu-quota, or where \
-             cgroups are writable"
-        )))
-    })
+    sweep::run(&plan, &root, &inv, &accounting::accounting_for(quota)?)
 }
 
 /// Builds the plan's servers and loadgen (or, with `--no-build`, checks that they are

@@ -5,7 +5,7 @@
 //!
 //! It may call every layer.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -122,7 +122,7 @@ pub(super) fn start_record(
         serde_json::json!(super::own_argv())
     };
     let out = out.canonicalize().unwrap_or(out);
-    meta.settings = settings(plan, accounting, argv);
+    meta.settings = super::settings::settings(plan, accounting, argv);
     meta.accounting = Some(accounting.describe());
     let planned = order::plan(
         &plan.points,
@@ -142,32 +142,6 @@ pub(super) fn start_record(
         summary::write_summary(&out, &[])?;
     }
     Ok((out, meta))
-}
-
-/// What `meta.json` keeps of the plan: enough to read the run and to `--resume` it.
-fn settings(plan: &Plan, accounting: &Accounting, argv: serde_json::Value) -> serde_json::Value {
-    let mut settings = serde_json::json!({
-        "suites": plan.suites.iter().map(|s| s.name()).collect::<Vec<_>>(),
-        "servers": plan.servers,
-        "not_run": plan.not_run,
-        "server_cpus": plan.place.server_cpus.to_string(),
-        "client_cpus": plan.place.client_cpus.to_string(),
-        "workers": plan.place.workers,
-        "placement": plan.placed,
-        "client_hosts": plan.client_hosts(),
-        "repeat": plan.suites.iter().map(|&s| (s.name(), plan.repeats(s))).collect::<BTreeMap<_, _>>(),
-        "server_cpu_quota": plan.cpu_quota,
-        "cpu_quota_period_us": accounting.quota().map(|q| q.period_us),
-        "cpu_accounting": accounting.kind(),
-        "cargo_profile": plan.profile,
-        "quiet_wait": plan.quiet_wait,
-        "points": plan.points,
-        "argv": argv,
-    });
-    if let (Some(all), Some(given)) = (settings.as_object_mut(), plan.given.as_object()) {
-        all.extend(given.clone());
-    }
-    settings
 }
 
 /// The sweep under way: the runs' outcomes gathered until each point's last round, then

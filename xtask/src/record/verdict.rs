@@ -325,7 +325,7 @@ mod tests {
     }
 
     #[test]
-    fn holm_adjusts_step_down_and_keeps_the_order() {
+    fn bonferroni_adjusts_each_p_and_its_interval_agrees() {
         let e = |t: f64| Estimate {
             log_ratio: t,
             var: 1.0,
@@ -336,13 +336,18 @@ mod tests {
         let v = family(&[Some(e(2.5)), None, Some(e(3.0)), Some(e(0.5))]);
         assert_eq!(v[1], None);
         let p: Vec<f64> = [0, 2, 3].iter().map(|&i| v[i].unwrap().p).collect();
+        // Three comparisons: each p times 3, at most 1.
         assert!((p[1] - 3.0 * 0.002_699_8).abs() < 1e-5, "{p:?}");
-        assert!((p[0] - 2.0 * 0.012_419_3).abs() < 1e-5, "{p:?}");
-        assert!((p[2] - 0.617_075).abs() < 1e-5, "{p:?}");
+        assert!((p[0] - 3.0 * 0.012_419_3).abs() < 1e-5, "{p:?}");
+        assert_eq!(p[2], 1.0);
         assert!(v[0].unwrap().differs && v[2].unwrap().differs && !v[3].unwrap().differs);
-        // The simultaneous interval is at 1 − 0.05/3: z = 2.394.
+        // The simultaneous interval is at 1 − 0.05/3: z = 2.394; a verdict exactly where it
+        // leaves 1 (log 0) out.
         let i = v[2].unwrap();
         assert!((i.high.ln() - 3.0 - 2.393_98).abs() < 1e-4, "{i:?}");
+        for w in v.iter().flatten() {
+            assert_eq!(w.differs, w.low > 1.0 || w.high < 1.0, "{w:?}");
+        }
     }
 
     #[test]

@@ -1,0 +1,117 @@
+//! The server's side of a point read at its window's edges by this host when the load comes
+//! from client hosts: the agents' go starts the clock (`loadgen::fleet`), the window starts a
+//! warmup later and ends a duration after that.
+
+use std::time::{Duration, Instant};
+
+use loadgen::account::{CpuSource, CpuStates};
+
+use crate::plan::placement::Placement;
+use crate::plan::suites::{Point, Stop};
+use crate::run::cost::WindowCpu;
+
+/// The server's side read at the window's edges on this host when the load comes from
+/// other hosts: the agents' go (given by the fleet as it sends it) starts the clock, the
+/// window starts a warmup later and ends a duration after that (a request-count point's when
+/// the agents are done).
+pub(super) struct Edges<'a> {
+    counter: &'a CpuSource,
+    cpus: &'a [usize],
+    warmup: Duration,
+    duration: Option<Duration>,
+    go: std::sync::Mutex<Option<Instant>>,
+    start: std::sync::Mutex<Option<Reading>>,
+    end: std::sync::Mutex<Option<Reading>>,
+}
+
+/// One reading of the server's side: its CPU counter and its CPUs' states.
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    cpu: loadgen::account::CpuTime,
+    states: Option<CpuStates>,
+}
+
+impl<'a> Edges<'a> {
+    pub(super) fn new(counter: &'a CpuSource, place: &'a Placement, point: &Point) -> Edges<'a> {
+        Edges {
+            counter,
+            cpus: place.server_cpus.as_slice(),
+            warmup: Duration::from_secs_f64(point.warmup.max(0.0)),
+            duration: match point.stop {
+                Stop::Duration(d) => Some(Duration::from_secs_f64(d.max(0.0))),
+                Stop::Requests(_) => None,
+            },
+            go: std::sync::Mutex::new(None),
+            start: std::sync::Mutex::new(None),
+            end: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The agents' go, as the fleet sends it.
+    pub(super) fn go(&self) {
+        *lock(&self.go) = Some(Instant::now());
+    }
+
+    fn read(&self) -> Option<Reading> {
+        Some(Reading {
+            cpu: self.counter.read().ok()?,
+            states: CpuStates::read(self.cpus).ok(),
+        })
+    }
+
+    /// Reads at an edge the clock has passed.
+    pub(super) fn observe(&self) {
+        let Some(go) = *lock(&self.go) else { return };
+        let elapsed = go.elapsed();
+        if elapsed >= self.warmup && lock(&self.start).is_none() {
+            *lock(&self.start) = self.read();
+        }
+        if let Some(d) = self.duration
+            && elapsed >= self.warmup + d
+            && lock(&self.end).is_none()
+        {
+            *lock(&self.end) = self.read();
+        }
+    }
+
+    /// How long until the next edge (the most to sleep before [`Edges::observe`]).
+    pub(super) fn until_next(&self) -> Duration {
+        let Some(go) = *lock(&self.go) else {
+            return Duration::from_millis(5);
+        };
+        let next = if lock(&self.start).is_none() {
+            self.warmup
+        } else {
+            match self.duration {
+                Some(d) if lock(&self.end).is_none() => self.warmup + d,
+                _ => return Duration::MAX,
+            }
+        };
+        next.saturating_sub(go.elapsed())
+    }
+
+    /// The agents are done: the end of a request-count window.
+    pub(super) fn finish(&self) {
+        if lock(&self.end).is_none() && lock(&self.start).is_some() {
+            *lock(&self.end) = self.read();
+        }
+    }
+
+    /// What the server used between the edges, where both were read.
+    pub(super) fn window_cpu(&self) -> Option<WindowCpu> {
+        let (a, b) = ((*lock(&self.start))?, (*lock(&self.end))?);
+        let t = a.cpu.until(b.cpu);
+        Some(WindowCpu {
+            accounting: self.counter.accounting().into(),
+            cpu_s: t.total_ns as f64 / 1e9,
+            user_s: t.user_ns as f64 / 1e9,
+            sys_s: t.system_ns as f64 / 1e9,
+            cpus: a.states.zip(b.states).map(|(a, b)| a.until(b)),
+        })
+    }
+}
+
+/// The value behind `m`, even if a thread panicked holding it.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
