@@ -8,6 +8,7 @@
 //!
 //! It may call the run layer's `procfs` (the samples) and `series` (the arithmetic).
 
+use loadgen::account::{CpuSource, CpuStates, CpuTime};
 use serde::{Deserialize, Serialize};
 
 use crate::run::procfs::Sample;
@@ -23,6 +24,36 @@ pub(crate) struct WindowCpu {
     pub(crate) sys_s: f64,
     /// What the server's CPUs did over the window (`/proc/stat`), where read.
     pub(crate) cpus: Option<loadgen::account::CpuStates>,
+}
+
+/// One reading of the server's side at an edge of its window, where the harness reads it (client
+/// hosts, outside clients; a local loadgen reads its own): its CPU counter and its CPUs' states.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EdgeReading {
+    cpu: Option<CpuTime>,
+    states: Option<CpuStates>,
+}
+
+impl EdgeReading {
+    /// `counter` and the states of `cpus`, now.
+    pub(crate) fn read(counter: &CpuSource, cpus: &[usize]) -> EdgeReading {
+        EdgeReading {
+            cpu: counter.read().ok(),
+            states: CpuStates::read(cpus).ok(),
+        }
+    }
+
+    /// What the server used between this reading and `later`, where both read its counter.
+    pub(crate) fn until(self, later: EdgeReading, counter: &CpuSource) -> Option<WindowCpu> {
+        let t = self.cpu?.until(later.cpu?);
+        Some(WindowCpu {
+            accounting: counter.accounting().into(),
+            cpu_s: t.total_ns as f64 / 1e9,
+            user_s: t.user_ns as f64 / 1e9,
+            sys_s: t.system_ns as f64 / 1e9,
+            cpus: self.states.zip(later.states).map(|(a, b)| a.until(b)),
+        })
+    }
 }
 
 /// The server's cost over the measured window.

@@ -16,13 +16,13 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use loadgen::account::{CpuSource, CpuStates};
+use loadgen::account::CpuSource;
 
 use crate::plan::placement::Placement;
 use crate::plan::suites::Point;
 use crate::run::cgroup::{Accounting, Group};
 use crate::run::children::{self, Proc};
-use crate::run::cost::{WindowCpu, server_cost};
+use crate::run::cost::{EdgeReading, server_cost};
 use crate::run::cpus;
 use crate::run::histogram;
 use crate::run::outcome::{Failure, Measured, RunFiles};
@@ -119,7 +119,7 @@ impl Job<'_> {
         let group = accounting
             .client_group()
             .map_err(|e| io(&format!("making {program}'s cgroup"), &e))?;
-        let read = || Edge::read(counter, place);
+        let read = || EdgeReading::read(counter, place.server_cpus.as_slice());
         let before = read();
         let (proc, stdout) = spawn(program, &args, place, files, group.as_ref())?;
         let limit = Duration::from_secs_f64(60.0 + n as f64 / 5_000.0);
@@ -151,7 +151,7 @@ impl Job<'_> {
             (run.started, run.ended),
             n as f64 / window,
             point.conns,
-            Edge::between(counter, before, after).as_ref(),
+            before.until(after, counter).as_ref(),
         );
         let hist = write_empty_histogram(files)?;
         Ok(Measured {
@@ -173,35 +173,6 @@ impl Job<'_> {
             throttle: None,
             driver_latency_us: Some(said.latency_us),
             driver_avg_min_us: said.avg_min_us,
-        })
-    }
-}
-
-/// The server's side at one edge of an outside client's run: its CPU counter and its CPUs'
-/// states.
-#[derive(Debug, Clone, Copy)]
-struct Edge {
-    cpu: Option<loadgen::account::CpuTime>,
-    states: Option<CpuStates>,
-}
-
-impl Edge {
-    fn read(counter: &CpuSource, place: &Placement) -> Edge {
-        Edge {
-            cpu: counter.read().ok(),
-            states: CpuStates::read(place.server_cpus.as_slice()).ok(),
-        }
-    }
-
-    /// What the server used between two edges, where both were read.
-    fn between(counter: &CpuSource, a: Edge, b: Edge) -> Option<WindowCpu> {
-        let t = a.cpu?.until(b.cpu?);
-        Some(WindowCpu {
-            accounting: counter.accounting().into(),
-            cpu_s: t.total_ns as f64 / 1e9,
-            user_s: t.user_ns as f64 / 1e9,
-            sys_s: t.system_ns as f64 / 1e9,
-            cpus: a.states.zip(b.states).map(|(a, b)| a.until(b)),
         })
     }
 }

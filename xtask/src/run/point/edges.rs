@@ -4,11 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use loadgen::account::{CpuSource, CpuStates};
+use loadgen::account::CpuSource;
 
 use crate::plan::placement::Placement;
 use crate::plan::suites::{Point, Stop};
-use crate::run::cost::WindowCpu;
+use crate::run::cost::{EdgeReading, WindowCpu};
 
 /// The server's side read at the window's edges on this host when the load comes from
 /// other hosts: the agents' go (given by the fleet as it sends it) starts the clock, the
@@ -20,15 +20,8 @@ pub(super) struct Edges<'a> {
     warmup: Duration,
     duration: Option<Duration>,
     go: std::sync::Mutex<Option<Instant>>,
-    start: std::sync::Mutex<Option<Reading>>,
-    end: std::sync::Mutex<Option<Reading>>,
-}
-
-/// One reading of the server's side: its CPU counter and its CPUs' states.
-#[derive(Debug, Clone, Copy)]
-struct Reading {
-    cpu: loadgen::account::CpuTime,
-    states: Option<CpuStates>,
+    start: std::sync::Mutex<Option<EdgeReading>>,
+    end: std::sync::Mutex<Option<EdgeReading>>,
 }
 
 impl<'a> Edges<'a> {
@@ -52,11 +45,8 @@ impl<'a> Edges<'a> {
         *lock(&self.go) = Some(Instant::now());
     }
 
-    fn read(&self) -> Option<Reading> {
-        Some(Reading {
-            cpu: self.counter.read().ok()?,
-            states: CpuStates::read(self.cpus).ok(),
-        })
+    fn read(&self) -> Option<EdgeReading> {
+        Some(EdgeReading::read(self.counter, self.cpus))
     }
 
     /// Reads at an edge the clock has passed.
@@ -100,14 +90,7 @@ impl<'a> Edges<'a> {
     /// What the server used between the edges, where both were read.
     pub(super) fn window_cpu(&self) -> Option<WindowCpu> {
         let (a, b) = ((*lock(&self.start))?, (*lock(&self.end))?);
-        let t = a.cpu.until(b.cpu);
-        Some(WindowCpu {
-            accounting: self.counter.accounting().into(),
-            cpu_s: t.total_ns as f64 / 1e9,
-            user_s: t.user_ns as f64 / 1e9,
-            sys_s: t.system_ns as f64 / 1e9,
-            cpus: a.states.zip(b.states).map(|(a, b)| a.until(b)),
-        })
+        a.until(b, self.counter)
     }
 }
 
