@@ -111,7 +111,9 @@ fn tiny_sweep_of_one_server() {
     let text = String::from_utf8_lossy(&compared.stdout);
     let body: Vec<&str> = text.lines().filter(|l| l.starts_with("| quick")).collect();
     assert_eq!(body.len(), 3, "{text}");
-    assert!(body.iter().all(|l| !l.contains('×')), "{text}");
+    // No verdict anywhere: every B/A cell is `~ (ratio [interval])`, none `ratio [..] (p=…)`.
+    assert!(body.iter().all(|l| !l.contains("(p")), "{text}");
+    assert!(body.iter().all(|l| l.contains("~ (1.00×")), "{text}");
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
     assert!(
