@@ -27,45 +27,57 @@ fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
-#[test]
-fn two_client_hosts_drive_one_server() {
+/// The test bed of two client hosts, or `None` (said, with why) where this machine cannot make
+/// it.
+fn two_client_bed(test: &str) -> Option<netbed::Testbed> {
     let bed = netbed::Testbed::builder().clients(2).sftp(false);
     if let Err(skip) = bed.probe() {
-        eprintln!("skipped two_client_hosts_drive_one_server: {skip}");
-        return;
+        eprintln!("skipped {test}: {skip}");
+        return None;
     }
-    let tb = bed.build().expect("the network test bed");
-    let out = util::fresh_out("xtask-testbed");
-    let server_addr = tb.server_addr().to_string();
+    Some(bed.build().expect("the network test bed"))
+}
+
+/// `xtask bench --cargo-profile dev ARGS` in the server's namespace, driven from both client
+/// hosts, writing into `out`.
+fn bench_from_clients(tb: &netbed::Testbed, args: &[&str], out: &Path) -> std::process::Command {
     let hosts = format!("{},{}", tb.ssh_host(0), tb.ssh_host(1));
     let ssh_config = tb.ssh_config().display().to_string();
+    let server_addr = tb.server_addr().to_string();
     let mut cmd = tb.in_server(env!("CARGO_BIN_EXE_xtask"));
-    cmd.args([
-        "bench",
-        "--cargo-profile",
-        "dev",
-        "--servers",
-        "threads",
-        "--conns",
-        "10",
-        "--duration",
-        "1",
-        "--warmup",
-        "0.2",
-        "--rate",
-        "1000",
-        "--repeat",
-        "1",
-        "--quiet-wait",
-        "0",
-        "--client-hosts",
-        &hosts,
-        "--ssh-config",
-        &ssh_config,
-        "--server-addr",
-        &server_addr,
-    ]);
-    cmd.arg("--out").arg(&out);
+    cmd.args(["bench", "--cargo-profile", "dev"])
+        .args(args)
+        .args(["--quiet-wait", "0", "--client-hosts", &hosts])
+        .args(["--ssh-config", &ssh_config, "--server-addr", &server_addr])
+        .arg("--out")
+        .arg(out);
+    cmd
+}
+
+#[test]
+fn two_client_hosts_drive_one_server() {
+    let Some(tb) = two_client_bed("two_client_hosts_drive_one_server") else {
+        return;
+    };
+    let out = util::fresh_out("xtask-testbed");
+    let mut cmd = bench_from_clients(
+        &tb,
+        &[
+            "--servers",
+            "threads",
+            "--conns",
+            "10",
+            "--duration",
+            "1",
+            "--warmup",
+            "0.2",
+            "--rate",
+            "1000",
+            "--repeat",
+            "1",
+        ],
+        &out,
+    );
     let (status, stderr) = util::run_capturing("xtask bench --client-hosts", &mut cmd);
     assert!(status.success(), "{status}: {stderr}");
     // Each host's copy: its own directory, made by mktemp -d and gone at the end.
@@ -128,49 +140,34 @@ fn two_client_hosts_drive_one_server() {
 
 #[test]
 fn the_capacity_suite_runs_from_client_hosts() {
-    let bed = netbed::Testbed::builder().clients(2).sftp(false);
-    if let Err(skip) = bed.probe() {
-        eprintln!("skipped the_capacity_suite_runs_from_client_hosts: {skip}");
+    let Some(tb) = two_client_bed("the_capacity_suite_runs_from_client_hosts") else {
         return;
-    }
-    let tb = bed.build().expect("the network test bed");
+    };
     let out = util::fresh_out("xtask-testbed-capacity");
-    let server_addr = tb.server_addr().to_string();
-    let hosts = format!("{},{}", tb.ssh_host(0), tb.ssh_host(1));
-    let ssh_config = tb.ssh_config().display().to_string();
-    let mut cmd = tb.in_server(env!("CARGO_BIN_EXE_xtask"));
-    cmd.args([
-        "bench",
-        "--cargo-profile",
-        "dev",
-        "--suite",
-        "capacity",
-        "--points",
-        "echo",
-        "--servers",
-        "threads",
-        "--conns",
-        "10",
-        "--duration",
-        "0.3",
-        "--warmup",
-        "0.1",
-        "--rate",
-        "200",
-        "--repeat",
-        "1",
-        "--slo",
-        "p99=1s",
-        "--quiet-wait",
-        "0",
-        "--client-hosts",
-        &hosts,
-        "--ssh-config",
-        &ssh_config,
-        "--server-addr",
-        &server_addr,
-    ]);
-    cmd.arg("--out").arg(&out);
+    let mut cmd = bench_from_clients(
+        &tb,
+        &[
+            "--suite",
+            "capacity",
+            "--points",
+            "echo",
+            "--servers",
+            "threads",
+            "--conns",
+            "10",
+            "--duration",
+            "0.3",
+            "--warmup",
+            "0.1",
+            "--rate",
+            "200",
+            "--repeat",
+            "1",
+            "--slo",
+            "p99=1s",
+        ],
+        &out,
+    );
     let (status, stderr) =
         util::run_capturing("xtask bench --suite capacity --client-hosts", &mut cmd);
     assert!(status.success(), "{status}: {stderr}");

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use conformance::net::{self, Deadline, is_timeout, read_to_close, shutdown_write};
 use conformance::rng::{self, Rng, pattern};
-use conformance::{IO_TIMEOUT, Limit, SERVERS, Target};
+use conformance::{IO_TIMEOUT, Limit, SERVERS, Server, Target};
 
 conformance::conformance_tests!(
     echo_random_splits,
@@ -40,6 +40,19 @@ fn servers_that_cannot_pause_cut_an_echo_client_that_never_reads() {
     }
 }
 
+/// Two connections to `server`, each served one echo (in process mode, both children exist),
+/// and the server's RSS then: the flood's, the other's, the baseline.
+fn served_pair(server: &Server) -> Result<(TcpStream, TcpStream, u64)> {
+    let mut flood = server.connect()?;
+    let mut other = server.connect()?;
+    for stream in [&mut flood, &mut other] {
+        stream.write_all(b"!")?;
+        let mut b = [0; 1];
+        stream.read_exact(&mut b)?;
+    }
+    Ok((flood, other, server.rss()?))
+}
+
 /// A client that sends a bounded flood and never reads is cut (the flood's write fails)
 /// before the flood ends, the server's RSS grows by less than a bound that a server taking
 /// the whole flood would pass, another client is served throughout, and the cut one's
@@ -53,14 +66,7 @@ fn echo_never_reading_client_is_cut(target: &Target) -> Result<()> {
     let flood_cap = 64 * MIB + wmem + rmem;
 
     let server = target.start(&["--proto", "echo"])?;
-    let mut flood = server.connect()?;
-    let mut other = server.connect()?;
-    for stream in [&mut flood, &mut other] {
-        stream.write_all(b"!")?;
-        let mut b = [0; 1];
-        stream.read_exact(&mut b)?;
-    }
-    let baseline = server.rss()?;
+    let (mut flood, mut other, baseline) = served_pair(&server)?;
 
     let writer = flood.try_clone()?;
     writer.set_write_timeout(Some(STALL))?;
@@ -201,16 +207,7 @@ fn echo_backpressure(target: &Target) -> Result<()> {
     let flood_cap = 64 * MIB + wmem + rmem;
 
     let server = target.start(&["--proto", "echo"])?;
-    let mut flood = server.connect()?;
-    let mut other = server.connect()?;
-    // One echo on each, so both connections are being served (in process mode, both
-    // children exist) before the baseline is taken.
-    for stream in [&mut flood, &mut other] {
-        stream.write_all(b"!")?;
-        let mut b = [0; 1];
-        stream.read_exact(&mut b)?;
-    }
-    let baseline = server.rss()?;
+    let (mut flood, mut other, baseline) = served_pair(&server)?;
 
     let seed = 0xB4C6;
     let writer = flood.try_clone()?;

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
 use conformance::net::{self, Deadline, read_to_close, shutdown_write};
-use conformance::{IO_TIMEOUT, Limit, Need, SERVERS, Target};
+use conformance::{IO_TIMEOUT, Limit, Need, SERVERS, Server, Target};
 use proto::resp::{Reply, encode_request, parse_reply};
 
 conformance::conformance_tests!(
@@ -460,6 +460,24 @@ fn servers_that_cannot_pause_cut_a_kv_client_that_never_reads() {
     }
 }
 
+/// The value the floods GET: a reply five times its request.
+const FLOOD_VALUE: [u8; 100] = [b'v'; 100];
+
+/// Two connections to `server`: the flood's, its receive buffer small, which stores a 100-byte
+/// value under `key`, and another, which PINGs; with the server's RSS then, the baseline.
+fn flood_pair(server: &Server, key: &[u8]) -> Result<(TcpStream, TcpStream, u64)> {
+    let mut flood = server.connect()?;
+    net::set_recv_buffer(&flood, 64 * 1024)?;
+    let mut other = server.connect()?;
+    flood.write_all(&req(&[b"SET", key, &FLOOD_VALUE]))?;
+    let mut ok = [0; 5];
+    flood.read_exact(&mut ok)?;
+    other.write_all(b"PING\r\n")?;
+    let mut pong = [0; 7];
+    other.read_exact(&mut pong)?;
+    Ok((flood, other, server.rss()?))
+}
+
 /// A client that pipelines a bounded flood of GETs of a 100-byte value and never reads is
 /// cut before the flood ends, the server's RSS grows by less than a bound that a server
 /// buffering the replies would pass, and another client is served throughout.
@@ -470,17 +488,8 @@ fn kv_never_reading_client_is_cut(target: &Target, args: &[&str]) -> Result<()> 
     let flood_cap = 32 * MIB + wmem + rmem;
 
     let server = target.start(args)?;
-    let mut flood = server.connect()?;
-    net::set_recv_buffer(&flood, 64 * 1024)?;
-    let mut other = server.connect()?;
-    let value = [b'v'; 100];
-    flood.write_all(&req(&[b"SET", b"cut:k", &value]))?;
-    let mut ok = [0; 5];
-    flood.read_exact(&mut ok)?;
-    other.write_all(b"PING\r\n")?;
+    let (flood, mut other, baseline) = flood_pair(&server, b"cut:k")?;
     let mut pong = [0; 7];
-    other.read_exact(&mut pong)?;
-    let baseline = server.rss()?;
 
     let end = net::flood_with_request(&flood, &req(&[b"GET", b"cut:k"]), flood_cap, STALL);
     net::expect_cut(end).context("a client that never reads")?;
@@ -520,17 +529,8 @@ fn bounded_memory(target: &Target, args: &[&str]) -> Result<()> {
     let flood_cap = 32 * MIB + wmem + rmem;
 
     let server = target.start(args)?;
-    let mut flood = server.connect()?;
-    net::set_recv_buffer(&flood, 64 * 1024)?;
-    let mut other = server.connect()?;
-    let value = [b'v'; 100];
-    flood.write_all(&req(&[b"SET", b"bm:k", &value]))?;
-    let mut ok = [0; 5];
-    flood.read_exact(&mut ok)?;
-    other.write_all(b"PING\r\n")?;
+    let (mut flood, mut other, baseline) = flood_pair(&server, b"bm:k")?;
     let mut pong = [0; 7];
-    other.read_exact(&mut pong)?;
-    let baseline = server.rss()?;
 
     let get = req(&[b"GET", b"bm:k"]);
     let (sent, stalled) = net::flood_with_request(&flood, &get, flood_cap, STALL)?;
@@ -563,7 +563,7 @@ fn bounded_memory(target: &Target, args: &[&str]) -> Result<()> {
     net::set_recv_buffer(&flood, 4 * MIB)?;
     let complete = sent / get.len();
     let mut one = Vec::new();
-    proto::resp::encode_bulk(&mut one, &value);
+    proto::resp::encode_bulk(&mut one, &FLOOD_VALUE);
     let got = read_to_close(&mut flood, (complete + 1) * one.len())?;
     ensure!(
         got.len() == complete * one.len(),

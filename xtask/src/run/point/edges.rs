@@ -45,8 +45,8 @@ impl<'a> Edges<'a> {
         *lock(&self.go) = Some(Instant::now());
     }
 
-    fn read(&self) -> Option<EdgeReading> {
-        Some(EdgeReading::read(self.counter, self.cpus))
+    fn read(&self) -> EdgeReading {
+        EdgeReading::read(self.counter, self.cpus)
     }
 
     /// Reads at an edge the clock has passed.
@@ -54,13 +54,13 @@ impl<'a> Edges<'a> {
         let Some(go) = *lock(&self.go) else { return };
         let elapsed = go.elapsed();
         if elapsed >= self.warmup && lock(&self.start).is_none() {
-            *lock(&self.start) = self.read();
+            *lock(&self.start) = Some(self.read());
         }
         if let Some(d) = self.duration
             && elapsed >= self.warmup + d
             && lock(&self.end).is_none()
         {
-            *lock(&self.end) = self.read();
+            *lock(&self.end) = Some(self.read());
         }
     }
 
@@ -83,7 +83,7 @@ impl<'a> Edges<'a> {
     /// The agents are done: the end of a request-count window.
     pub(super) fn finish(&self) {
         if lock(&self.end).is_none() && lock(&self.start).is_some() {
-            *lock(&self.end) = self.read();
+            *lock(&self.end) = Some(self.read());
         }
     }
 
