@@ -27,7 +27,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use loadgen::account::{CpuSource, ProcStat, parse_proc_stat, process_tree};
+use loadgen::account::{CpuSource, parse_proc_stat, process_tree};
 
 use crate::run::machine::{field, free_ticks, kernel_stack, steal_ticks, tcp_mem_pages};
 
@@ -70,16 +70,11 @@ pub(crate) struct Sample {
     pub(crate) threads: usize,
 }
 
-/// `root` and its descendants with their stat.
-fn tree(root: i32) -> io::Result<Vec<(i32, ProcStat)>> {
-    process_tree(root)
-}
-
 /// The descendants of `root` (not `root` itself), each with its start time, so that a later
 /// kill can check that the pid still names the same process.
 pub(crate) fn descendants(root: u32) -> Vec<(i32, u64)> {
     let root = i32::try_from(root).unwrap_or(i32::MAX);
-    tree(root)
+    process_tree(root)
         .map(|t| {
             t.into_iter()
                 .filter(|(p, _)| *p != root)
@@ -198,7 +193,7 @@ impl Sampler {
     }
 
     fn read(&mut self, t: f64) -> io::Result<Sample> {
-        let procs = tree(self.root)?;
+        let procs = process_tree(self.root)?;
         self.members = procs.iter().map(|(p, st)| (*p, st.starttime)).collect();
         let mut s = Sample {
             t,
