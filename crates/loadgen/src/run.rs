@@ -445,6 +445,12 @@ impl Window<'_> {
 fn measure(cfg: &Config, plan: &Plan, crew: &Crew) -> Watched {
     let epoch = Instant::now();
     let wall_epoch = SystemTime::now();
+    if let (true, Stop::Duration(d)) = (cfg.progress, cfg.stop) {
+        eprintln!(
+            "{}",
+            crate::announce::window_line(wall_epoch + cfg.warmup, d)
+        );
+    }
     for c in &crew.controls {
         // A worker whose receiver is gone has died; the join reports it.
         let _ = c.send(Control::Start(epoch));
