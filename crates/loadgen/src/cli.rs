@@ -169,8 +169,8 @@ pub struct Common {
     /// zero timeout (right where each worker has a CPU of its own, the default there); sleep:
     /// a nanosecond timer to 20 µs before the due time, then spins (the default where
     /// workers share CPUs or are not pinned).
-    #[arg(long, value_parser = ["spin", "sleep"])]
-    pub pacing: Option<String>,
+    #[arg(long, value_name = "spin|sleep", value_parser = str::parse::<crate::Pacing>)]
+    pub pacing: Option<crate::Pacing>,
     /// Worker threads; connections are dealt to them round robin.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -327,12 +327,7 @@ impl Cli {
             ArrivalsArg::Poisson => Arrivals::Poisson,
         };
         cfg.seed = common.seed;
-        cfg.pacing = common
-            .pacing
-            .as_deref()
-            .map(str::parse)
-            .transpose()
-            .map_err(Error::Config)?;
+        cfg.pacing = common.pacing;
         cfg.threads = common.threads;
         if let Some(list) = &common.cpus {
             let cpus: cpulist::CpuList = list

@@ -135,7 +135,7 @@ impl Hiccups {
     }
 
     /// Both together, as of two workers.
-    pub fn add(self, other: Hiccups) -> Hiccups {
+    pub fn and(self, other: Hiccups) -> Hiccups {
         Hiccups {
             count: self.count + other.count,
             lost_ns: self.lost_ns + other.lost_ns,

@@ -696,7 +696,7 @@ fn schedule_check(
         .map(|r| (r.hiccups.lost_ns, r.wall_ns));
     let hiccups = reports
         .iter()
-        .fold(Hiccups::default(), |sum, r| sum.add(r.hiccups));
+        .fold(Hiccups::default(), |sum, r| sum.and(r.hiccups));
     Some(selfcheck::check(CheckInput {
         lag: &lag,
         latency_p99_us: latency.latency.value_at_quantile(0.99) as f64 / 1e3,

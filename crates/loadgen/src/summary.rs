@@ -251,6 +251,30 @@ fn percentiles(f: &mut fmt::Formatter<'_>, p: &Percentiles) -> fmt::Result {
     )
 }
 
+impl Summary {
+    /// The self-check's line of the human summary (open loop).
+    fn schedule_line(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(c) = &self.schedule_check {
+            writeln!(
+                f,
+                "schedule  {} ({} pacing): send lag p50 {:.1} us, p99 {:.1} us (at most {:.0}), gaps off by {:.3}{}",
+                if c.ok { "kept" } else { "NOT KEPT" },
+                self.pacing.as_deref().unwrap_or("?"),
+                c.lag_p50_us,
+                c.lag_p99_us,
+                c.lag_p99_max_us,
+                c.gap_distance.max(c.exponential_distance.unwrap_or(0.0)),
+                match &c.reason {
+                    Some(why) =>
+                        format!(" -- {why}: this latency is the client's as much as the server's"),
+                    None => String::new(),
+                }
+            )?;
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let what = match &self.profile {
@@ -295,23 +319,7 @@ impl fmt::Display for Summary {
             percentiles(f, &self.service_time_us)?;
             writeln!(f)?;
         }
-        if let Some(c) = &self.schedule_check {
-            writeln!(
-                f,
-                "schedule  {} ({} pacing): send lag p50 {:.1} us, p99 {:.1} us (at most {:.0}), gaps off by {:.3}{}",
-                if c.ok { "kept" } else { "NOT KEPT" },
-                self.pacing.as_deref().unwrap_or("?"),
-                c.lag_p50_us,
-                c.lag_p99_us,
-                c.lag_p99_max_us,
-                c.gap_distance.max(c.exponential_distance.unwrap_or(0.0)),
-                match &c.reason {
-                    Some(why) =>
-                        format!(" -- {why}: this latency is the client's as much as the server's"),
-                    None => String::new(),
-                }
-            )?;
-        }
+        self.schedule_line(f)?;
         if let Some(d) = &self.delivery_latency_us {
             writeln!(f, "delivered {} MSG lines, each checked", self.deliveries)?;
             write!(f, "delivery  (us) ")?;

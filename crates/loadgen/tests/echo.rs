@@ -182,7 +182,9 @@ fn messages_held_back_by_depth_are_charged_to_the_server_not_the_clients_lag() {
         cfg.stop = Stop::Duration(Duration::from_secs(1));
         let s = run_bounded(&cfg, LIMIT).expect("run against a stalling peer");
         assert_eq!(s.errors.total, 0, "{:?}", s.errors);
-        let lag = s.send_lag_us.expect("an open-loop run reports its send lag");
+        let lag = s
+            .send_lag_us
+            .expect("an open-loop run reports its send lag");
         let stall_us = stall.as_secs_f64() * 1e6;
         assert!(
             s.latency_us.max >= stall_us * 0.9,
