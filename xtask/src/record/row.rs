@@ -135,6 +135,11 @@ pub(crate) struct Row {
     pub(crate) delivery_p99_us: Option<f64>,
     pub(crate) delivery_p99_9_us: Option<f64>,
     pub(crate) delivery_max_us: Option<f64>,
+    /// Open loop: whether the load generator kept its schedule (sent each message close to
+    /// when it was due); `false` means the point's latency is the client's, not the server's,
+    /// so it is never a verdict. `None` for the closed loop and runs from before the check.
+    #[serde(default)]
+    pub(crate) schedule_ok: Option<bool>,
     /// The latency histogram of all repeats, relative to the run directory.
     pub(crate) hist: Option<String>,
     pub(crate) notes: Vec<String>,
@@ -143,9 +148,9 @@ pub(crate) struct Row {
     /// Each metric's value in each repeat (`throughput_per_sec`, `cpu_us_per_req`, `p99_us`,
     /// ...), for the significance tests between rows; in summary.json only.
     pub(crate) per_repeat: BTreeMap<String, Vec<f64>>,
-    /// Each of `record::rounds::PAIRED_METRICS` by round, `null` where the round gave no
-    /// value, for the verdicts' model of server plus round (`record::verdict`); in
-    /// summary.json only.
+    /// Each of `record::rounds::PAIRED_METRICS` and `TAIL_METRICS` (p99 and p99.9) by round,
+    /// `null` where the round gave no value, for the verdicts' model of server plus round
+    /// (`record::verdict`); in summary.json only.
     pub(crate) per_round: BTreeMap<String, Vec<Option<f64>>>,
 }
 
@@ -288,6 +293,12 @@ impl Row {
     /// The quota held the server back during the point: its latency includes throttling.
     pub(crate) fn throttled(&self) -> bool {
         self.nr_throttled.is_some_and(|n| n > 0.0)
+    }
+
+    /// The load generator did not keep its schedule here: the point's latency is the
+    /// client's, not the server's (`schedule_ok` false).
+    pub(crate) fn schedule_missed(&self) -> bool {
+        self.schedule_ok == Some(false)
     }
 
     /// The values of `metric` in each repeat.
