@@ -231,10 +231,26 @@ pub(crate) fn family(estimates: &[Option<Estimate>]) -> Vec<Option<Verdict>> {
         .collect()
 }
 
-/// Why `row` cannot be a column's reference on `metric`, if it cannot: it failed, or it is
-/// flagged (‡ something else used its CPUs, † the load generator was the limit), so a ratio
-/// to it would say more about the machine than about the servers. For a CPU metric, ‡ from
-/// a little of the hypervisor's steal does not count: the task clock leaves stolen time out
+/// Whether `metric` is a latency (a percentile, the mean, the least or the most, in µs): what
+/// a row whose load generator fell off its schedule does not measure of the server.
+pub(crate) fn is_latency(metric: &str) -> bool {
+    let percentile = metric
+        .strip_prefix('p')
+        .is_some_and(|m| m.starts_with(|c: char| c.is_ascii_digit()));
+    metric.ends_with("_us") && (percentile || matches!(metric, "max_us" | "avg_us" | "min_us"))
+}
+
+/// Whether `row`'s `metric` may be judged at all: it ran, and for a latency, its load
+/// generator kept its schedule (else the latency is the client's: `Row::schedule_missed`).
+fn judged(row: &Row, metric: &str) -> bool {
+    row.ok > 0 && !(is_latency(metric) && row.schedule_missed())
+}
+
+/// Why `row` cannot be a column's reference on `metric`, if it cannot: it failed, its
+/// latency is the load generator's (◊, for a latency column), or it is flagged (‡ something
+/// else used its CPUs, † the load generator was the limit), so a ratio to it would say more
+/// about the machine than about the servers. For a CPU metric, ‡ from a little of the
+/// hypervisor's steal does not count: the task clock leaves stolen time out
 /// (`Row::cpu_disturbed`).
 pub(crate) fn unusable(row: &Row, metric: &str) -> Option<&'static str> {
     let disturbed = if metric.starts_with("cpu_") {
@@ -244,6 +260,8 @@ pub(crate) fn unusable(row: &Row, metric: &str) -> Option<&'static str> {
     };
     if row.ok == 0 {
         Some("failed")
+    } else if !judged(row, metric) {
+        Some("off its schedule (◊: the latency is the load generator's)")
     } else if disturbed {
         Some("disturbed by other load (‡)")
     } else if row.client_bound {
@@ -255,7 +273,9 @@ pub(crate) fn unusable(row: &Row, metric: &str) -> Option<&'static str> {
 
 /// A column's verdicts on `metric`: each of `others` against `reference`, one family. Where
 /// every row kept its values by round, the two-way model; else Welch's t on the repeats.
-/// Empty where the reference is [`unusable`].
+/// Empty where the reference is [`unusable`]. A row that is not [`judged`] (it failed, or its
+/// latency is the client's) has no verdict and takes no part: it is neither in the model's
+/// table nor counted in the family.
 pub(crate) fn column(reference: &Row, others: &[&Row], metric: &str) -> Vec<Option<Verdict>> {
     if unusable(reference, metric).is_some() {
         return vec![None; others.len()];
@@ -263,9 +283,18 @@ pub(crate) fn column(reference: &Row, others: &[&Row], metric: &str) -> Vec<Opti
     let by_round = !reference.rounds_of(metric).is_empty()
         && others
             .iter()
-            .all(|o| !o.rounds_of(metric).is_empty() || o.ok == 0);
+            .all(|o| !o.rounds_of(metric).is_empty() || !judged(o, metric));
     let estimates: Vec<Option<Estimate>> = if by_round {
-        let rounds: Vec<&[Option<f64>]> = others.iter().map(|o| o.rounds_of(metric)).collect();
+        let rounds: Vec<&[Option<f64>]> = others
+            .iter()
+            .map(|o| {
+                if judged(o, metric) {
+                    o.rounds_of(metric)
+                } else {
+                    &[]
+                }
+            })
+            .collect();
         against_reference(reference.rounds_of(metric), &rounds)
     } else {
         others
@@ -273,23 +302,22 @@ pub(crate) fn column(reference: &Row, others: &[&Row], metric: &str) -> Vec<Opti
             .map(|o| welch(reference.repeats_of(metric), o.repeats_of(metric)))
             .collect()
     };
-    // A failed row is no comparison.
     let estimates: Vec<Option<Estimate>> = estimates
         .into_iter()
         .zip(others)
-        .map(|(e, o)| e.filter(|_| o.ok > 0))
+        .map(|(e, o)| e.filter(|_| judged(o, metric)))
         .collect();
     family(&estimates)
 }
 
 /// Two runs' verdicts at one point on `metric`: each server's row of the second run against
 /// its row of the first (`pairs`, first then second), one family. The two runs share no
-/// round, so Welch's t on the repeats.
+/// round, so Welch's t on the repeats. A pair with a row that is not [`judged`] has none.
 pub(crate) fn across_runs(pairs: &[(&Row, &Row)], metric: &str) -> Vec<Option<Verdict>> {
     let estimates: Vec<Option<Estimate>> = pairs
         .iter()
         .map(|(a, b)| {
-            (a.ok > 0 && b.ok > 0)
+            (judged(a, metric) && judged(b, metric))
                 .then(|| welch(a.repeats_of(metric), b.repeats_of(metric)))
                 .flatten()
         })
@@ -382,5 +410,87 @@ mod tests {
         assert_eq!(e[0].unwrap().n, 4);
         assert_eq!(e[1].unwrap().n, 3);
         assert!(close(e[1].unwrap().df, 2.0), "{e:?}");
+    }
+
+    /// A row of `server` whose p99 in each round is `p99`.
+    fn tail(server: &str, p99: &[f64]) -> Row {
+        let mut r = Row {
+            server: server.into(),
+            ok: p99.len(),
+            ..Row::default()
+        };
+        r.per_round
+            .insert("p99_us".into(), p99.iter().copied().map(Some).collect());
+        r.per_repeat.insert("p99_us".into(), p99.to_vec());
+        r
+    }
+
+    #[test]
+    fn latency_off_the_clients_schedule_is_never_a_verdict() {
+        let reference = tail("floor", &[300.0, 420.0, 350.0, 390.0, 310.0]);
+        let twin = tail("twin", &[310.0, 400.0, 360.0, 380.0, 320.0]);
+        let slow = |name: &str| {
+            let p99: Vec<f64> = reference
+                .rounds_of("p99_us")
+                .iter()
+                .flatten()
+                .map(|v| v * 1.5)
+                .collect();
+            tail(name, &p99)
+        };
+        let (a, mut b) = (slow("a"), slow("b"));
+        let v = column(&reference, &[&twin, &a, &b], "p99_us");
+        assert!(
+            !v[0].unwrap().differs && v[1].unwrap().differs && v[2].unwrap().differs,
+            "{v:?}"
+        );
+        // b's load generator fell off its schedule: b has no verdict, and its comparison is
+        // not one of the family's (a's adjusted p is that of a column of two).
+        b.schedule_ok = Some(false);
+        let v = column(&reference, &[&twin, &a, &b], "p99_us");
+        let without = column(&reference, &[&twin, &a], "p99_us");
+        assert_eq!(v[2], None, "{v:?}");
+        assert_eq!(v[..2], without[..], "{v:?}");
+        // Its CPU per request is still the server's, and still judged.
+        b.per_round
+            .insert("cpu_us_per_req".into(), vec![Some(2.0); 5]);
+        let mut r = reference.clone();
+        r.per_round.insert(
+            "cpu_us_per_req".into(),
+            vec![Some(1.0), Some(1.1), Some(0.9), Some(1.0), Some(1.05)],
+        );
+        assert!(column(&r, &[&b], "cpu_us_per_req")[0].is_some_and(|v| v.differs));
+        // Across two runs likewise.
+        assert_eq!(across_runs(&[(&reference, &b)], "p99_us"), vec![None]);
+        assert!(across_runs(&[(&reference, &a)], "p99_us")[0].is_some());
+        // A reference off its schedule leaves its latency column untested.
+        let mut off = reference.clone();
+        off.schedule_ok = Some(false);
+        assert!(unusable(&off, "p99_us").is_some_and(|why| why.contains('◊')));
+        assert_eq!(unusable(&off, "cpu_us_per_req"), None);
+        assert_eq!(column(&off, &[&twin, &a], "p99_9_us"), vec![None, None]);
+    }
+
+    #[test]
+    fn the_latencies_are_the_percentiles_and_the_extremes() {
+        for m in [
+            "p99_us",
+            "p99_9_us",
+            "p50_us",
+            "p99_999_us",
+            "max_us",
+            "avg_us",
+            "min_us",
+        ] {
+            assert!(is_latency(m), "{m}");
+        }
+        for m in [
+            "cpu_us_per_req",
+            "throughput_per_sec",
+            "client_cpu_per_msg_us",
+            "mem_per_conn_bytes",
+        ] {
+            assert!(!is_latency(m), "{m}");
+        }
     }
 }
