@@ -147,11 +147,6 @@ pub(crate) struct Row {
     pub(crate) delivery_p99_us: Option<f64>,
     pub(crate) delivery_p99_9_us: Option<f64>,
     pub(crate) delivery_max_us: Option<f64>,
-    /// Open loop: whether the load generator kept its schedule (sent each message close to
-    /// when it was due); `false` means the point's latency is the client's, not the server's,
-    /// so it is never a verdict. `None` for the closed loop and runs from before the check.
-    #[serde(default)]
-    pub(crate) schedule_ok: Option<bool>,
     /// The latency histogram of all repeats, relative to the run directory.
     pub(crate) hist: Option<String>,
     pub(crate) notes: Vec<String>,
