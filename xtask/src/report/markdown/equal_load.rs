@@ -1,7 +1,7 @@
 //! The first table of "At a glance": CPU per echo at equal load (each open-loop rate) and the
 //! tail at the first rate (p99 and p99.9), each with its interval and its verdict against the
-//! reference named in advance, a family per column (`record::verdict`); and who fell behind
-//! the rate.
+//! reference named in advance, a family per column (`record::verdict`); who fell behind the
+//! rate, and where the load generator did not keep its schedule.
 //!
 //! It may call what `markdown` may.
 
@@ -182,5 +182,27 @@ pub(super) fn behind_the_rate(out: &mut String, rows: &[Row], names: &[String], 
         .collect();
     if !behind.is_empty() {
         let _ = writeln!(out, "Behind the rate (saturated): {}.\n", behind.join("; "));
+    }
+}
+
+/// Where the load generator did not keep its schedule (◊), and why: that latency is the
+/// client's, so the table judges none of it.
+pub(super) fn off_schedule(out: &mut String, rows: &[Row], names: &[String], open: &[PointOf]) {
+    let off: Vec<String> = open
+        .iter()
+        .flat_map(|o| {
+            names.iter().filter_map(|s| {
+                let r = find(rows, "quick", s, &o.0).filter(|r| r.schedule_missed())?;
+                let why = r.schedule_reason.as_deref().unwrap_or("no reason recorded");
+                Some(format!("{s} at {} ({why})", rate_of(o)))
+            })
+        })
+        .collect();
+    if !off.is_empty() {
+        let _ = writeln!(
+            out,
+            "Off schedule (◊: the load generator did not send on time, so the latency is the client's and is not judged): {}.\n",
+            off.join("; ")
+        );
     }
 }

@@ -9,7 +9,9 @@
 use std::fmt::Write as _;
 
 use super::Input;
-use super::equal_load::{PointOf, behind_the_rate, say_references, table_at_equal_load};
+use super::equal_load::{
+    PointOf, behind_the_rate, off_schedule, say_references, table_at_equal_load,
+};
 use crate::plan::suites::Suite;
 use crate::record::row::{DISTURBED_PCT, Row, STEAL_PCT, find, points_of, servers};
 use crate::report::cells::{Column, fmt_bytes, fmt_pct, fmt_rate, fmt_us, mark, table, with_ci};
@@ -45,6 +47,7 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
         if !open.is_empty() {
             table_at_equal_load(out, input, &names, &open, reference);
             behind_the_rate(out, rows, &names, &open);
+            off_schedule(out, rows, &names, &open);
         }
         // 2. Capacity under the quota.
         let quota = rows
@@ -397,7 +400,12 @@ mod tests {
             at("late", &times(1.5)),
         ];
         rows[3].schedule_ok = Some(false);
+        rows[3].schedule_reason = Some("repeat 2 of 5: hiccups".into());
         let t = render(&rows);
+        assert!(
+            t.contains("is not judged): late at 20000/s (repeat 2 of 5: hiccups)."),
+            "{t}"
+        );
         let line = |t: &str, s: &str| t.lines().find(|l| l.starts_with(s)).unwrap().to_string();
         assert!(
             t.contains("| p99 at 20000/s [interval] | against a |"),
