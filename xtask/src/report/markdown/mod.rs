@@ -413,7 +413,7 @@ pub(crate) fn verdicts_note(repeats: usize, servers: usize) -> String {
          kernel's floor, redis, nginx, or `--reference`): server and round (the rounds of \
          the counterbalanced Williams order) modelled, Bonferroni's correction over the column, a ratio with its simultaneous interval only where it finds \
          a difference, else `~` ({power}; `docs/VERDICTS.md`). A flagged (‡, †) or failed \
-         reference leaves its column untested."
+         reference leaves its column untested, and one off its schedule (◊) its latency's."
     )
 }
 
