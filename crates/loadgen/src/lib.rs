@@ -28,6 +28,7 @@
 
 pub mod account;
 pub mod agent;
+pub mod announce;
 mod chat;
 pub mod cli;
 mod config;

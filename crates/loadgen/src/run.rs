@@ -445,6 +445,12 @@ impl Window<'_> {
 fn measure(cfg: &Config, plan: &Plan, crew: &Crew) -> Watched {
     let epoch = Instant::now();
     let wall_epoch = SystemTime::now();
+    if let (true, Stop::Duration(d)) = (cfg.progress, cfg.stop) {
+        eprintln!(
+            "{}",
+            crate::announce::window_line(wall_epoch + cfg.warmup, d)
+        );
+    }
     for c in &crew.controls {
         // A worker whose receiver is gone has died; the join reports it.
         let _ = c.send(Control::Start(epoch));
@@ -507,7 +513,7 @@ struct Progress {
 
 impl Progress {
     fn new(cfg: &Config) -> Progress {
-        Progress {
+        let mut p = Progress {
             show: cfg.progress
                 && match cfg.stop {
                     Stop::Duration(d) => cfg.warmup + d > PROGRESS_AFTER,
@@ -521,6 +527,17 @@ impl Progress {
                 (Some(_), Pacing::Spin, Stop::Duration(d)) => Some((cfg.warmup, cfg.warmup + d)),
                 _ => None,
             },
+        };
+        p.skip_silence();
+        p
+    }
+
+    /// Moves the next line out of the silent window.
+    fn skip_silence(&mut self) {
+        if let Some((start, end)) = self.silent {
+            if self.next >= start && self.next < end {
+                self.next = end;
+            }
         }
     }
 
@@ -549,11 +566,7 @@ impl Progress {
         }
         self.last_count = count;
         self.next += Duration::from_secs(1);
-        if let Some((start, end)) = self.silent {
-            if self.next > start && self.next < end {
-                self.next = end;
-            }
-        }
+        self.skip_silence();
     }
 }
 

@@ -796,18 +796,21 @@ impl<'p> Worker<'p> {
                 Wait::Until(at) => self.busy.woke(at, woke, self.measuring()),
                 Wait::Spin => self.busy.reading(woke, self.measuring()),
             }
-            let last = self.serve_events(woke);
-            if last > woke || self.due_by(woke) {
-                self.busy.worked(woke, last, self.measuring());
+            let served = self.serve_events();
+            if served || self.due_by(woke) {
+                // The turn's work ends with its last write: one more look at the clock.
+                let done = self.now();
+                self.busy.reading(done, self.measuring());
+                self.busy.worked(woke, done, self.measuring());
             }
         }
         Ok(self.report(now))
     }
 
-    /// Serves the events of one poll, releasing what falls due between them; the time of
-    /// the last clock reading (`woke` when there was no event).
-    fn serve_events(&mut self, woke: u64) -> u64 {
-        let mut last = woke;
+    /// Serves the events of one poll, releasing what falls due between them; whether there
+    /// was any.
+    fn serve_events(&mut self) -> bool {
+        let mut served = false;
         // The events are moved out for the length of the pass so that serving them may
         // borrow the worker; the buffer goes back afterwards, so nothing is allocated.
         let events = std::mem::replace(&mut self.events, Events::with_capacity(0));
@@ -828,7 +831,7 @@ impl<'p> Worker<'p> {
             let now = now.unwrap_or_else(|| self.now());
             self.top_up(i, now);
             self.busy.reading(now, self.measuring());
-            last = now;
+            served = true;
             // The schedule is checked between events, so that a batch of replies does not
             // hold back a message that fell due meanwhile.
             if self.due_by(now) {
@@ -836,7 +839,7 @@ impl<'p> Worker<'p> {
             }
         }
         self.events = events;
-        last
+        served
     }
 
     /// Whether the window is open and messages are still sent: the stretch the self-check

@@ -167,3 +167,34 @@ fn an_address_that_does_not_resolve_is_a_usage_error() {
         Err(Error::Resolve { .. })
     ));
 }
+
+#[test]
+fn messages_held_back_by_depth_are_charged_to_the_server_not_the_clients_lag() {
+    // The peer stops for 400 ms after each connection's tenth message; with one message in
+    // flight, what falls due meanwhile waits for that reply: the server's delay. Its latency
+    // counts from the due time; the client's send lag does not grow with it.
+    let stall = Duration::from_millis(400);
+    let peer = Peer::spawn(Misbehave::StallAt(16 * 10, stall)).expect("start the echo peer");
+    for pacing in [loadgen::Pacing::Spin, loadgen::Pacing::Sleep] {
+        let mut cfg = echo_config(peer.addr, 4);
+        cfg.rate = Some(400.0);
+        cfg.pacing = Some(pacing);
+        cfg.stop = Stop::Duration(Duration::from_secs(1));
+        let s = run_bounded(&cfg, LIMIT).expect("run against a stalling peer");
+        assert_eq!(s.errors.total, 0, "{:?}", s.errors);
+        let lag = s.send_lag_us.expect("an open-loop run reports its send lag");
+        let stall_us = stall.as_secs_f64() * 1e6;
+        assert!(
+            s.latency_us.max >= stall_us * 0.9,
+            "the held messages waited out the stall: {:?}",
+            s.latency_us
+        );
+        assert!(
+            lag.max < s.latency_us.max / 4.0,
+            "{pacing:?}: the held messages' wait is not the client's lag: lag {lag:?}, latency {:?}",
+            s.latency_us
+        );
+        assert_eq!(s.pacing.as_deref(), Some(pacing.as_str()));
+        assert!(s.schedule_ok.is_some() && s.schedule_check.is_some());
+    }
+}

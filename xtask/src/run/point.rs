@@ -17,6 +17,7 @@
 //! `outcome`, `procfs`, `children`, `cpus` and `cgroup`.
 
 mod edges;
+mod quiet;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -302,6 +303,12 @@ impl<'a> Watch<'a> {
         );
     }
 
+    /// A sample now, due or not: the edges of a window the harness kept still through.
+    fn sample_at_edge(&mut self) {
+        self.next = Instant::now();
+        self.tick();
+    }
+
     /// Tells the progress and sleeps until the next sample, `most` at most.
     fn pause(&mut self, most: Duration) {
         (self.progress)(self.started.elapsed().as_secs_f64());
@@ -412,6 +419,8 @@ impl<'a> Watch<'a> {
             .map_err(|e| io("starting loadgen", &e))?;
         let mut lg = Proc::adopt(child, &files.path("loadgen.log"))
             .map_err(|e| io("starting loadgen", &e))?;
+        let mut window = None;
+        let mut stilled = false;
         let status = loop {
             self.tick();
             if children::interrupted() {
@@ -432,7 +441,19 @@ impl<'a> Watch<'a> {
                     lg.stderr_tail()
                 )));
             }
-            self.pause(Duration::MAX);
+            window = window.or_else(|| quiet::announced(&lg.stderr_lines()));
+            match quiet::step(unix_now(), window) {
+                quiet::Step::Still { until } if !stilled => {
+                    stilled = true;
+                    self.sample_at_edge();
+                    lg.wait_stderr_end(Duration::from_secs_f64((until - unix_now()).max(0.0)));
+                    self.sample_at_edge();
+                }
+                quiet::Step::Still { .. } => self.pause(Duration::MAX),
+                quiet::Step::Watch { most_s } => {
+                    self.pause(Duration::from_secs_f64(most_s.min(1.0)));
+                }
+            }
         };
         Ok(if status.success() {
             Ok(())
