@@ -7,6 +7,8 @@
 //! It may call the plan layer's `order` and the record layer's `stats`, `student` and
 //! `verdict` (it is tests only).
 
+mod tail;
+
 use rand::{Rng as _, SeedableRng as _};
 use rand_chacha::ChaCha8Rng;
 

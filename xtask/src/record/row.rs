@@ -155,9 +155,9 @@ pub(crate) struct Row {
     /// Each metric's value in each repeat (`throughput_per_sec`, `cpu_us_per_req`, `p99_us`,
     /// ...), for the significance tests between rows; in summary.json only.
     pub(crate) per_repeat: BTreeMap<String, Vec<f64>>,
-    /// Each of `record::rounds::PAIRED_METRICS` by round, `null` where the round gave no
-    /// value, for the verdicts' model of server plus round (`record::verdict`); in
-    /// summary.json only.
+    /// Each of `record::rounds::PAIRED_METRICS` and `TAIL_METRICS` (p99 and p99.9) by round,
+    /// `null` where the round gave no value, for the verdicts' model of server plus round
+    /// (`record::verdict`); in summary.json only.
     pub(crate) per_round: BTreeMap<String, Vec<Option<f64>>>,
 }
 
@@ -305,6 +305,12 @@ impl Row {
     /// The quota held the server back during the point: its latency includes throttling.
     pub(crate) fn throttled(&self) -> bool {
         self.nr_throttled.is_some_and(|n| n > 0.0)
+    }
+
+    /// The load generator did not keep its schedule here: the point's latency is the
+    /// client's, not the server's (`schedule_ok` false).
+    pub(crate) fn schedule_missed(&self) -> bool {
+        self.schedule_ok == Some(false)
     }
 
     /// The values of `metric` in each repeat.

@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 
 use crate::plan::servers::Variant;
 use crate::plan::suites::{Load, Point, Stop, Workload};
+use crate::record::rounds::Tail;
 use crate::record::row::{CSV_COLUMNS, Row, csv_field};
 use crate::record::stats;
 use crate::run::histogram::Percentiles;
@@ -83,7 +84,9 @@ pub(crate) fn aggregate(
         return row;
     }
     throughput(&mut row, &ok);
-    latency(&mut row, &ok, run_dir, dir, &point.id);
+    let tails = latency(&mut row, &ok, run_dir, dir, &point.id);
+    let tails = crate::record::rounds::tails_per_round(outcomes, &tails);
+    row.per_round.extend(tails);
     cost(&mut row, &ok);
     memory_and_load(&mut row, &ok);
     deliveries_and_notes(&mut row, &ok);
@@ -155,10 +158,16 @@ fn throughput(row: &mut Row, ok: &[&Measured]) {
 }
 
 /// The latency percentiles from the repeats' histograms added together (or an outside
-/// client's own), with each one's interval over the repeats.
-fn latency(row: &mut Row, ok: &[&Measured], run_dir: &Path, dir: &Path, id: &str) {
+/// client's own), with each one's interval over the repeats. Returns each repeat's tail (its
+/// p99 and p99.9), for the verdicts' rounds.
+fn latency(row: &mut Row, ok: &[&Measured], run_dir: &Path, dir: &Path, id: &str) -> Vec<Tail> {
     match merge_histograms(ok, run_dir, dir, id) {
         Ok((p, parts, rel)) if p.count > 0 => {
+            let tails = parts
+                .iter()
+                .map(|p| (p.count > 0).then_some([Some(p.p99), Some(p.p99_9)]))
+                .map(|t| t.unwrap_or([None; 2]))
+                .collect();
             let of = |f: fn(&Percentiles) -> f64| -> Vec<f64> {
                 parts.iter().filter(|p| p.count > 0).map(f).collect()
             };
@@ -190,6 +199,7 @@ fn latency(row: &mut Row, ok: &[&Measured], run_dir: &Path, dir: &Path, id: &str
             row.p99_999_us = Some(p.p99_999);
             row.max_us = Some(p.max);
             row.hist = Some(rel);
+            tails
         }
         Ok(_) if ok.iter().any(|m| m.driver_latency_us.is_some()) => {
             // A client without histograms (an outside client) gives its own percentiles: the
@@ -197,11 +207,19 @@ fn latency(row: &mut Row, ok: &[&Measured], run_dir: &Path, dir: &Path, id: &str
             let at = |i: usize| median_of(ok, |m| m.driver_latency_us.map(|l| l[i]));
             (row.p50_us, row.p95_us, row.p99_us, row.max_us) = (at(0), at(1), at(2), at(3));
             driver_avg_min(row, ok);
+            ok.iter()
+                .map(|m| [m.driver_latency_us.map(|l| l[2]), None])
+                .collect()
         }
-        Ok(_) => row.notes.push("no latency was recorded".into()),
-        Err(e) => row
-            .notes
-            .push(format!("latency histogram unreadable: {e:#}")),
+        Ok(_) => {
+            row.notes.push("no latency was recorded".into());
+            Vec::new()
+        }
+        Err(e) => {
+            row.notes
+                .push(format!("latency histogram unreadable: {e:#}"));
+            Vec::new()
+        }
     }
 }
 

@@ -231,10 +231,26 @@ pub(crate) fn family(estimates: &[Option<Estimate>]) -> Vec<Option<Verdict>> {
         .collect()
 }
 
-/// Why `row` cannot be a column's reference on `metric`, if it cannot: it failed, or it is
-/// flagged (‡ something else used its CPUs, † the load generator was the limit), so a ratio
-/// to it would say more about the machine than about the servers. For a CPU metric, ‡ from
-/// a little of the hypervisor's steal does not count: the task clock leaves stolen time out
+/// Whether `metric` is a latency (a percentile, the mean, the least or the most, in µs): what
+/// a row whose load generator fell off its schedule does not measure of the server.
+pub(crate) fn is_latency(metric: &str) -> bool {
+    let percentile = metric
+        .strip_prefix('p')
+        .is_some_and(|m| m.starts_with(|c: char| c.is_ascii_digit()));
+    metric.ends_with("_us") && (percentile || matches!(metric, "max_us" | "avg_us" | "min_us"))
+}
+
+/// Whether `row`'s `metric` may be judged at all: it ran, and for a latency, its load
+/// generator kept its schedule (else the latency is the client's: `Row::schedule_missed`).
+fn judged(row: &Row, metric: &str) -> bool {
+    row.ok > 0 && !(is_latency(metric) && row.schedule_missed())
+}
+
+/// Why `row` cannot be a column's reference on `metric`, if it cannot: it failed, its
+/// latency is the load generator's (◊, for a latency column), or it is flagged (‡ something
+/// else used its CPUs, † the load generator was the limit), so a ratio to it would say more
+/// about the machine than about the servers. For a CPU metric, ‡ from a little of the
+/// hypervisor's steal does not count: the task clock leaves stolen time out
 /// (`Row::cpu_disturbed`).
 pub(crate) fn unusable(row: &Row, metric: &str) -> Option<&'static str> {
     let disturbed = if metric.starts_with("cpu_") {
@@ -244,6 +260,8 @@ pub(crate) fn unusable(row: &Row, metric: &str) -> Option<&'static str> {
     };
     if row.ok == 0 {
         Some("failed")
+    } else if !judged(row, metric) {
+        Some("off its schedule (◊: the latency is the load generator's)")
     } else if disturbed {
         Some("disturbed by other load (‡)")
     } else if row.client_bound {
@@ -255,7 +273,9 @@ pub(crate) fn unusable(row: &Row, metric: &str) -> Option<&'static str> {
 
 /// A column's verdicts on `metric`: each of `others` against `reference`, one family. Where
 /// every row kept its values by round, the two-way model; else Welch's t on the repeats.
-/// Empty where the reference is [`unusable`].
+/// Empty where the reference is [`unusable`]. A row that is not [`judged`] (it failed, or its
+/// latency is the client's) has no verdict and takes no part: it is neither in the model's
+/// table nor counted in the family.
 pub(crate) fn column(reference: &Row, others: &[&Row], metric: &str) -> Vec<Option<Verdict>> {
     if unusable(reference, metric).is_some() {
         return vec![None; others.len()];
@@ -263,9 +283,18 @@ pub(crate) fn column(reference: &Row, others: &[&Row], metric: &str) -> Vec<Opti
     let by_round = !reference.rounds_of(metric).is_empty()
         && others
             .iter()
-            .all(|o| !o.rounds_of(metric).is_empty() || o.ok == 0);
+            .all(|o| !o.rounds_of(metric).is_empty() || !judged(o, metric));
     let estimates: Vec<Option<Estimate>> = if by_round {
-        let rounds: Vec<&[Option<f64>]> = others.iter().map(|o| o.rounds_of(metric)).collect();
+        let rounds: Vec<&[Option<f64>]> = others
+            .iter()
+            .map(|o| {
+                if judged(o, metric) {
+                    o.rounds_of(metric)
+                } else {
+                    &[]
+                }
+            })
+            .collect();
         against_reference(reference.rounds_of(metric), &rounds)
     } else {
         others
@@ -273,23 +302,22 @@ pub(crate) fn column(reference: &Row, others: &[&Row], metric: &str) -> Vec<Opti
             .map(|o| welch(reference.repeats_of(metric), o.repeats_of(metric)))
             .collect()
     };
-    // A failed row is no comparison.
     let estimates: Vec<Option<Estimate>> = estimates
         .into_iter()
         .zip(others)
-        .map(|(e, o)| e.filter(|_| o.ok > 0))
+        .map(|(e, o)| e.filter(|_| judged(o, metric)))
         .collect();
     family(&estimates)
 }
 
 /// Two runs' verdicts at one point on `metric`: each server's row of the second run against
 /// its row of the first (`pairs`, first then second), one family. The two runs share no
-/// round, so Welch's t on the repeats.
+/// round, so Welch's t on the repeats. A pair with a row that is not [`judged`] has none.
 pub(crate) fn across_runs(pairs: &[(&Row, &Row)], metric: &str) -> Vec<Option<Verdict>> {
     let estimates: Vec<Option<Estimate>> = pairs
         .iter()
         .map(|(a, b)| {
-            (a.ok > 0 && b.ok > 0)
+            (judged(a, metric) && judged(b, metric))
                 .then(|| welch(a.repeats_of(metric), b.repeats_of(metric)))
                 .flatten()
         })
@@ -298,89 +326,4 @@ pub(crate) fn across_runs(pairs: &[(&Row, &Row)], metric: &str) -> Vec<Option<Ve
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn close(a: f64, b: f64) -> bool {
-        (a - b).abs() < 1e-9 * b.abs().max(1.0)
-    }
-
-    #[test]
-    fn two_servers_by_round_are_the_paired_t_on_log_ratios() {
-        // Ratios 1.10, 1.12, 1.08, 1.11, 1.09 on a drifting machine.
-        let a = [10.0, 20.0, 15.0, 12.0, 30.0];
-        let ratio = [1.10, 1.12, 1.08, 1.11, 1.09];
-        let b: Vec<f64> = a.iter().zip(ratio).map(|(x, r)| x * r).collect();
-        let some = |x: &[f64]| x.iter().copied().map(Some).collect::<Vec<_>>();
-        let e = against_reference(&some(&a), &[&some(&b)])[0].unwrap();
-        let d: Vec<f64> = ratio.iter().map(|r: &f64| r.ln()).collect();
-        let (m, ss) = mean_ss(&d);
-        assert!(close(e.log_ratio, m), "{e:?}");
-        assert!(close(e.var, ss / 4.0 / 5.0), "{e:?}");
-        assert!(close(e.df, 4.0), "{e:?}");
-        // The drift (a doubling from round to round) does not reach the verdict.
-        let v = family(&[Some(e)])[0].unwrap();
-        assert!(v.differs && v.p < 1e-3, "{v:?}");
-        assert!(v.low < 1.1 && 1.1 < v.high, "{v:?}");
-    }
-
-    #[test]
-    fn bonferroni_adjusts_each_p_and_its_interval_agrees() {
-        let e = |t: f64| Estimate {
-            log_ratio: t,
-            var: 1.0,
-            df: 1e9,
-            n: 5,
-        };
-        // Two-sided normal p of 3, 2.5 and 0.5: 0.0027, 0.0124, 0.617.
-        let v = family(&[Some(e(2.5)), None, Some(e(3.0)), Some(e(0.5))]);
-        assert_eq!(v[1], None);
-        let p: Vec<f64> = [0, 2, 3].iter().map(|&i| v[i].unwrap().p).collect();
-        // Three comparisons: each p times 3, at most 1.
-        assert!((p[1] - 3.0 * 0.002_699_8).abs() < 1e-5, "{p:?}");
-        assert!((p[0] - 3.0 * 0.012_419_3).abs() < 1e-5, "{p:?}");
-        assert_eq!(p[2], 1.0);
-        assert!(v[0].unwrap().differs && v[2].unwrap().differs && !v[3].unwrap().differs);
-        // The simultaneous interval is at 1 − 0.05/3: z = 2.394; a verdict exactly where it
-        // leaves 1 (log 0) out.
-        let i = v[2].unwrap();
-        assert!((i.high.ln() - 3.0 - 2.393_98).abs() < 1e-4, "{i:?}");
-        for w in v.iter().flatten() {
-            assert_eq!(w.differs, w.low > 1.0 || w.high < 1.0, "{w:?}");
-        }
-    }
-
-    #[test]
-    fn welch_and_edge_cases() {
-        // Welch on logs: equal spreads, 5 a side, df 8.
-        let a = [10.0, 10.2, 9.9, 10.1, 10.3];
-        let b: Vec<f64> = a.iter().map(|x| x * 1.5).collect();
-        let e = welch(&a, &b).unwrap();
-        assert!(close(e.log_ratio, 1.5f64.ln()) && close(e.df, 8.0), "{e:?}");
-        assert_eq!(welch(&[1.0], &a), None);
-        // Identical values: no difference, p = 1; a constant ratio with no noise: p = 0.
-        let same = [Some(2.0), Some(2.0), Some(2.0)];
-        let v = family(&against_reference(&same, &[&same]))[0].unwrap();
-        assert!(!v.differs && close(v.p, 1.0), "{v:?}");
-        let twice = [Some(4.0), Some(4.0), Some(4.0)];
-        assert!(
-            family(&against_reference(&same, &[&twice]))[0]
-                .unwrap()
-                .differs
-        );
-        // A server with one round in common with the reference cannot be compared.
-        let one = [None, None, Some(4.0)];
-        assert_eq!(against_reference(&same, &[&one])[0], None);
-    }
-
-    #[test]
-    fn a_server_missing_a_round_is_paired_on_the_rounds_it_has() {
-        let reference = [Some(10.0), Some(10.1), Some(9.9), Some(10.0)];
-        let full = [Some(10.1), Some(10.0), Some(10.0), Some(9.9)];
-        let gap = [Some(11.0), None, Some(10.9), Some(11.1)];
-        let e = against_reference(&reference, &[&full, &gap]);
-        assert_eq!(e[0].unwrap().n, 4);
-        assert_eq!(e[1].unwrap().n, 3);
-        assert!(close(e[1].unwrap().df, 2.0), "{e:?}");
-    }
-}
+mod tests;

@@ -51,9 +51,10 @@ pub(crate) fn fmt_pct(v: Option<f64>) -> String {
 
 /// A cell for a row: `failed`, or the value marked † when the row is client-bound, ‡ when
 /// something else disturbed the server's CPUs (another program, or steal), § when a CPU
-/// quota throttled the server (its latency includes the throttling), and ≈ when its CPU was
-/// interpolated from samples of the live threads rather than read whole at the window's
-/// edges (a run from before each server had its cgroup).
+/// quota throttled the server (its latency includes the throttling), ◊ when the load
+/// generator did not keep its schedule (its latency is the client's, never a verdict), and ≈
+/// when its CPU was interpolated from samples of the live threads rather than read whole at
+/// the window's edges (a run from before each server had its cgroup).
 pub(crate) fn mark(row: Option<&Row>, cell: String) -> String {
     match row {
         None => "–".into(),
@@ -68,6 +69,9 @@ pub(crate) fn mark(row: Option<&Row>, cell: String) -> String {
             }
             if r.throttled() {
                 c.push_str(" §");
+            }
+            if r.schedule_missed() {
+                c.push_str(" ◊");
             }
             if r.cpu_inexact() {
                 c.push_str(" ≈");
@@ -129,6 +133,9 @@ pub(crate) struct Column {
     /// Why the reference's row cannot be tested against, if it cannot.
     pub(crate) unusable: Option<&'static str>,
     verdicts: Vec<(String, Option<Verdict>)>,
+    /// The servers whose value here is the load generator's, not theirs: a latency where the
+    /// client missed its schedule (◊), never judged.
+    clients: Vec<String>,
 }
 
 impl Column {
@@ -151,6 +158,7 @@ impl Column {
                 reference: reference.map(str::to_string),
                 unusable: reference.map(|_| "not measured at this point"),
                 verdicts: Vec::new(),
+                clients: Vec::new(),
             };
         };
         let others: Vec<&Row> = at
@@ -167,6 +175,11 @@ impl Column {
                 .map(|r| r.server.clone())
                 .zip(verdicts)
                 .collect(),
+            clients: others
+                .iter()
+                .filter(|r| verdict::is_latency(metric) && r.schedule_missed())
+                .map(|r| r.server.clone())
+                .collect(),
         }
     }
 
@@ -179,12 +192,15 @@ impl Column {
     }
 
     /// `server`'s cell: `reference` for the reference itself, `not tested` where the
-    /// reference is unusable, else [`verdict`].
+    /// reference is unusable, `the client's ◊` where the value is the load generator's, else
+    /// [`verdict`].
     pub(crate) fn cell(&self, server: &str) -> String {
         if self.reference.as_deref() == Some(server) {
             "reference".into()
         } else if self.unusable.is_some() {
             "not tested".into()
+        } else if self.clients.iter().any(|c| c == server) {
+            "the client's ◊".into()
         } else {
             verdict(self.of(server))
         }
@@ -193,14 +209,14 @@ impl Column {
     /// `server`'s multiple of the reference as a table of one repeat or more shows it beside
     /// a value: ` (1.12× [1.05–1.19] (p=0.002))` where the column could test it, else the bare
     /// multiple of `value` over `reference_value` (` (1.12×)`, one run: no verdict), and
-    /// nothing for the reference itself.
+    /// nothing for the reference itself nor for a value that is the load generator's.
     pub(crate) fn multiple(
         &self,
         server: &str,
         value: Option<f64>,
         reference_value: Option<f64>,
     ) -> String {
-        if self.reference.as_deref() == Some(server) {
+        if self.reference.as_deref() == Some(server) || self.clients.iter().any(|c| c == server) {
             return String::new();
         }
         match self.of(server) {

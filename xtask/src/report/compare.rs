@@ -212,12 +212,14 @@ fn at(r: &Row) -> String {
 
 /// The points of `b` that the gate does not judge in `metric`, because the machine disturbed
 /// them in either run: for CPU, other load or much steal (`Row::cpu_disturbed`); for the
-/// time-based metrics, any ‡ (`Row::disturbed`). Two runs are two moments of the machine, and
+/// time-based metrics, any ‡ (`Row::disturbed`), and for p99 also a load generator that missed
+/// its schedule (◊: the latency is the client's). Two runs are two moments of the machine, and
 /// a disturbed moment reads as a regression that is not the code's.
 fn disturbed_points(a: &[Row], b: &[Row], metric: Metric) -> Vec<String> {
     let flagged = |r: &Row| match metric {
         Metric::Cpu => r.cpu_disturbed(),
-        Metric::Throughput | Metric::P99 => r.disturbed(),
+        Metric::Throughput => r.disturbed(),
+        Metric::P99 => r.disturbed() || r.schedule_missed(),
     };
     b.iter()
         .filter(|rb| {
@@ -408,7 +410,7 @@ pub(crate) fn run(args: &CompareArgs) -> Result<()> {
     let unjudged = disturbed_points(&a, &b, args.metric);
     if !unjudged.is_empty() {
         println!(
-            "compare: not judged, the machine disturbed them (‡: other load, or the hypervisor's steal): {}",
+            "compare: not judged, the machine disturbed them (‡: other load, or the hypervisor's steal; ◊: the load generator missed its schedule): {}",
             unjudged.join("; ")
         );
     }

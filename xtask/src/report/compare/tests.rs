@@ -147,6 +147,20 @@ fn the_gate_fails_a_real_regression_above_the_threshold_only() {
     let fast = vec![row("reactor", &[1000.0, 1010.0, 990.0, 1005.0, 995.0])];
     assert_eq!(regressions(&fast, &slow, Metric::Throughput, 5.0).len(), 1);
     assert!(regressions(&slow, &fast, Metric::Throughput, 5.0).is_empty());
+    // p99 half as long again in every repeat: a regression, unless B's load generator missed
+    // its schedule, when the latency is the client's and is not judged (its CPU still is).
+    let tail = |k: f64| {
+        let mut r = cpu_row("reactor", &[10.0, 10.1, 9.9, 10.05, 9.95]);
+        let p99 = [100.0, 101.0, 99.0, 100.5, 99.5].map(|v| v * k);
+        r.per_repeat.insert("p99_us".into(), p99.to_vec());
+        r
+    };
+    let (a, mut b) = (vec![tail(1.0)], vec![tail(1.5)]);
+    assert_eq!(regressions(&a, &b, Metric::P99, 5.0).len(), 1);
+    b[0].schedule_ok = Some(false);
+    assert!(regressions(&a, &b, Metric::P99, 5.0).is_empty());
+    assert_eq!(disturbed_points(&a, &b, Metric::P99).len(), 1);
+    assert!(disturbed_points(&a, &b, Metric::Cpu).is_empty());
 }
 
 #[test]

@@ -1,13 +1,17 @@
 //! "At a glance": what this machine can measure first. CPU per echo at equal load (each open-loop
-//! rate), with intervals and verdicts against the reference named in advance; then capacity under
-//! the CPU quota when the run had one; then closed-loop echoes/s, marked for what they are on
-//! a machine where one load-generator core may not outrun the server.
+//! rate) and the tail at the first rate, with intervals and verdicts against the reference named
+//! in advance (`equal_load`); then capacity under the CPU quota when the run had one; then
+//! closed-loop echoes/s, marked for what they are on a machine where one load-generator core may
+//! not outrun the server.
 //!
 //! It may call what `markdown` may.
 
 use std::fmt::Write as _;
 
-use super::{Input, about};
+use super::Input;
+use super::equal_load::{
+    PointOf, behind_the_rate, off_schedule, say_references, table_at_equal_load,
+};
 use crate::plan::suites::Suite;
 use crate::record::row::{DISTURBED_PCT, Row, STEAL_PCT, find, points_of, servers};
 use crate::report::cells::{Column, fmt_bytes, fmt_pct, fmt_rate, fmt_us, mark, table, with_ci};
@@ -41,8 +45,9 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
         let reference = reference.as_deref();
         // 1. CPU per echo at equal load: the comparison one client core can always make.
         if !open.is_empty() {
-            cpu_at_equal_load(out, input, &names, &open, reference);
+            table_at_equal_load(out, input, &names, &open, reference);
             behind_the_rate(out, rows, &names, &open);
+            off_schedule(out, rows, &names, &open);
         }
         // 2. Capacity under the quota.
         let quota = rows
@@ -78,111 +83,6 @@ fn left_out_of_the_defaults(out: &mut String, input: &Input<'_>) {
             "Not in the default run (name them in `--servers` to run them): {}.\n",
             left.join("; ")
         );
-    }
-}
-
-/// A point of a series: its id, its label and its x.
-type PointOf = (String, String, f64);
-
-/// The table of CPU per echo at the open-loop rates, against the reference.
-fn cpu_at_equal_load(
-    out: &mut String,
-    input: &Input<'_>,
-    names: &[String],
-    open: &[PointOf],
-    reference: Option<&str>,
-) {
-    let rows = input.rows;
-    let columns: Vec<Column> = open
-        .iter()
-        .map(|o| Column::new(rows, "quick", &o.0, "cpu_us_per_req", reference))
-        .collect();
-    let mut head: Vec<String> = vec!["server".into(), "how it serves connections".into()];
-    for o in open {
-        let rate = o.1.split(" @ ").nth(1).unwrap_or("equal load");
-        head.push(format!("CPU per echo at {rate} [interval]"));
-        head.push(format!("against {}", reference.unwrap_or("the reference")));
-        head.push("lowest repeat".into());
-    }
-    head.push(format!(
-        "p99 at {}",
-        open[0].1.split(" @ ").nth(1).unwrap_or("equal load")
-    ));
-    let mut body = Vec::new();
-    for s in names {
-        let mut cells = vec![format!("**{s}**"), about(input, s).to_string()];
-        for (o, col) in open.iter().zip(&columns) {
-            let r = find(rows, "quick", s, &o.0);
-            cells.push(mark(
-                r,
-                r.map_or_else(String::new, |r| {
-                    with_ci(
-                        r.cpu_us_per_req,
-                        r.cpu_us_per_req_ci_low,
-                        r.cpu_us_per_req_ci_high,
-                        fmt_us,
-                    )
-                }),
-            ));
-            cells.push(r.map_or("–".into(), |_| col.cell(s)));
-            cells.push(fmt_us(r.and_then(|r| r.cpu_us_per_req_min)));
-        }
-        let r = find(rows, "quick", s, &open[0].0);
-        cells.push(mark(
-            r,
-            r.map_or_else(String::new, |r| {
-                with_ci(r.p99_us, r.p99_us_ci_low, r.p99_us_ci_high, fmt_us)
-            }),
-        ));
-        body.push(cells);
-    }
-    let _ = writeln!(
-        out,
-        "**CPU per echo at equal load** (open loop: every server handles the same fixed rate, 16-byte echoes, {} connections):\n",
-        names
-            .first()
-            .and_then(|s| find(rows, "quick", s, &open[0].0))
-            .map_or(0, |r| r.conns)
-    );
-    let head: Vec<&str> = head.iter().map(String::as_str).collect();
-    table(out, &head, &body);
-    say_references(out, &columns);
-}
-
-/// Under a table of verdicts, its reference, or why its columns are not tested.
-fn say_references(out: &mut String, columns: &[Column]) {
-    let mut said: Vec<String> = columns.iter().map(Column::about).collect();
-    said.dedup();
-    let _ = writeln!(
-        out,
-        "Verdicts {} (named before the run, not picked by its medians).\n",
-        said.join("; ")
-    );
-}
-
-/// A server that fell behind the rate did less work: say so rather than let its CPU per
-/// echo stand alone.
-fn behind_the_rate(out: &mut String, rows: &[Row], names: &[String], open: &[PointOf]) {
-    let behind: Vec<String> = open
-        .iter()
-        .flat_map(|o| {
-            names.iter().filter_map(|s| {
-                let r = find(rows, "quick", s, &o.0)?;
-                let (Some(rate), Some(tp)) = (r.rate, r.throughput_per_sec) else {
-                    return None;
-                };
-                (tp < 0.97 * rate).then(|| {
-                    format!(
-                        "{s} completed {} of {}/s",
-                        fmt_rate(Some(tp)),
-                        fmt_rate(Some(rate))
-                    )
-                })
-            })
-        })
-        .collect();
-    if !behind.is_empty() {
-        let _ = writeln!(out, "Behind the rate (saturated): {}.\n", behind.join("; "));
     }
 }
 
@@ -328,9 +228,12 @@ fn how_to_read(out: &mut String, rows: &[Row], servers: usize) {
          CPU per echo at a fixed rate comes first, because on a small machine closed-loop \
          echoes/s often measure the load generator (†). It is the server's CPU (its cgroup's \
          counter read at the window's edges: every thread and process it had) over the echoes \
-         it served. {over}. {verdicts} *lowest repeat*: noise only adds CPU time. ‡: \
-         something else used over {DISTURBED_PCT:.0}% of the server's CPU, or the hypervisor \
-         stole over {STEAL_PCT:.0}%; §: the CPU quota throttled the server.\n"
+         it served. {over}. {verdicts} p99 and p99.9 at the first rate are each round's \
+         percentile, tested as CPU is (a family a column). *lowest repeat*: noise only adds \
+         CPU time. ‡: something else used over {DISTURBED_PCT:.0}% of the server's CPU, or the \
+         hypervisor stole over {STEAL_PCT:.0}%; §: the CPU quota throttled the server; ◊: the \
+         load generator did not keep its schedule, so the latency is the client's and is never \
+         judged.\n"
     );
 }
 
@@ -469,6 +372,71 @@ mod tests {
         assert!(line(&t, "| **a** |").contains("| not tested |"), "{t}");
         assert!(
             t.contains("the reference, **floor-epoll**, is disturbed by other load (‡) here"),
+            "{t}"
+        );
+    }
+
+    /// `r` with a p99 in each round of `p99` (its median and interval as the summary gives).
+    fn with_p99(mut r: Row, p99: &[f64]) -> Row {
+        let i = crate::record::stats::median_interval(p99).unwrap();
+        r.p99_us = crate::record::stats::median(p99);
+        (r.p99_us_ci_low, r.p99_us_ci_high) = (Some(i.low), Some(i.high));
+        r.per_repeat.insert("p99_us".into(), p99.to_vec());
+        r.per_round
+            .insert("p99_us".into(), p99.iter().copied().map(Some).collect());
+        r
+    }
+
+    #[test]
+    fn the_p99_column_carries_verdicts_and_the_clients_latency_none() {
+        let cpu = [10.0, 10.2, 9.9, 10.1, 10.3];
+        let p99 = [300.0, 420.0, 350.0, 390.0, 310.0];
+        let times = |k: f64| p99.iter().map(|v| v * k).collect::<Vec<f64>>();
+        let at = |s: &str, p: &[f64]| with_p99(row(s, "open", "open", &cpu, None), p);
+        let mut rows = vec![
+            at("a", &p99),
+            at("twin", &[310.0, 400.0, 360.0, 380.0, 320.0]),
+            at("slow", &times(1.5)),
+            at("late", &times(1.5)),
+        ];
+        rows[3].schedule_ok = Some(false);
+        rows[3].schedule_reason = Some("repeat 2 of 5: hiccups".into());
+        let t = render(&rows);
+        assert!(
+            t.contains("is not judged): late at 20000/s (repeat 2 of 5: hiccups)."),
+            "{t}"
+        );
+        let line = |t: &str, s: &str| t.lines().find(|l| l.starts_with(s)).unwrap().to_string();
+        assert!(
+            t.contains("| p99 at 20000/s [interval] | against a |"),
+            "{t}"
+        );
+        // The p99 cell, then its verdict: `~` for a's twin, a ratio for a server 1.5× slower.
+        let twin = line(&t, "| **twin** |");
+        assert!(
+            twin.contains("| 360 µs [310 µs–400 µs] | ~ (1.00× [0.95–1.06]) |"),
+            "{twin}"
+        );
+        assert!(
+            line(&t, "| **slow** |")
+                .contains("| 525 µs [450 µs–630 µs] | 1.50× [1.45–1.55] (p<0.001) |"),
+            "{t}"
+        );
+        // The load generator missed its schedule at `late`: its cells are marked, its p99 is
+        // not judged, and its CPU still is.
+        let late = line(&t, "| **late** |");
+        assert!(late.contains(" ◊ | the client's ◊ |"), "{late}");
+        assert!(late.contains("| ~ (1.00×"), "{late}");
+        // With the reference off its schedule, the tail is not tested, and the table says so.
+        rows[0].schedule_ok = Some(false);
+        rows[3].schedule_ok = None;
+        let t = render(&rows);
+        assert!(
+            line(&t, "| **slow** |").ends_with("| not tested | – | not tested |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("The tail's verdicts: the reference, **a**, is off its schedule"),
             "{t}"
         );
     }
