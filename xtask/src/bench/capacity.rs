@@ -38,7 +38,8 @@ pub(super) fn default_slo() -> Slo {
     }
 }
 
-/// No search makes more probes than this (the default search needs about fifteen).
+/// No search makes more probes than this (the default search needs about twenty, with noise
+/// and the client's retries a few more).
 const MAX_PROBES: usize = 60;
 
 /// How one search ended: what it found, or why the server could not run; and its probes.
@@ -86,7 +87,7 @@ pub(super) fn run(
         })
         .collect();
     eprintln!(
-        "capacity at {slo}: {} × {} searches (server × workload, --repeat), each about fifteen probes of {:.1} s; results in {}",
+        "capacity at {slo}: {} × {} searches (server × workload, --repeat), the first about 19 probes of {:.1} s, each after it about 12; results in {}",
         pairs.len(),
         plan.repeats(Suite::Capacity),
         plan.points.first().map_or(0.0, |p| p.estimate_secs()),

@@ -134,3 +134,59 @@ pub(crate) fn section(out: &mut String, rows: &[Row], lines: &[Capacity]) {
         "**The server, not the client, must be the limit.** Latency counts from each message's due time, so a slow client only ever makes a server look worse: a probe is the client's only where loadgen did not keep its schedule (its self-check failed): it says nothing of the server and is run again, up to 3 times in a row; only then does the search stop, and the capacity reads \"≥ N † client-bound\", the highest rate met before it, never the server's own. On a small machine one loadgen core can be slower than a fast server; to make the server the limit, give it less: `--server-cpu-quota 0.5` (half a CPU, named above the table), `--servers NAME+compute-us=100` (100 µs of CPU per echo, spun on the thread's CPU clock, a ceiling near 10,000/s per CPU), or drive the load from other machines with `--client-hosts`.\n"
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::capacity::Found;
+
+    fn line(server: &str, found: &[Found]) -> Capacity {
+        let mut c = Capacity {
+            server: server.into(),
+            workload: "echo".into(),
+            objective: "p99=5ms".into(),
+            arrivals: "poisson".into(),
+            reference: "floor-epoll".into(),
+            ..Capacity::default()
+        };
+        c.set_findings(found);
+        c
+    }
+
+    #[test]
+    fn a_bound_is_never_a_plain_multiple() {
+        let cap = |rate| Found::Capacity { rate };
+        let mut lines = vec![
+            line(
+                "floor-epoll",
+                &[cap(40_000.0), cap(41_000.0), cap(39_000.0)],
+            ),
+            line("tokio", &[cap(20_000.0), cap(20_400.0), cap(19_600.0)]),
+            line(
+                "reactor",
+                &[cap(60_000.0), Found::ClientBound { rate: 48_000.0 }],
+            ),
+            line("fiber", &[Found::Above { rate: 80_000.0 }]),
+            line("threads", &[Found::Unconfirmed { rate: 10_000.0 }]),
+        ];
+        crate::record::capacity::rank(&mut lines);
+        let t = capacity_table(&lines);
+        let row = |s: &str| {
+            t.lines()
+                .find(|l| l.contains(&format!("| {s} ")))
+                .unwrap_or_else(|| panic!("{s}: {t}"))
+                .to_string()
+        };
+        assert!(row("tokio").contains("0.50× [0.48, 0.52]"), "{t}");
+        assert!(row("tokio").contains("(3 searches)"), "{t}");
+        assert!(row("reactor").contains("≥ 1.20× †"), "{t}");
+        assert!(row("fiber").contains("> 2.00×"), "{t}");
+        assert!(row("threads").contains("0.25×? not confirmed"), "{t}");
+        for bound in ["reactor", "fiber", "threads"] {
+            assert!(
+                !row(bound).contains('['),
+                "{bound}: no interval for a bound: {t}"
+            );
+        }
+    }
+}
