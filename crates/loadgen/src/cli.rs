@@ -165,6 +165,12 @@ pub struct Common {
     /// Open loop, poisson: the seed of the gaps; the same seed draws the same schedule.
     #[arg(long, default_value_t = crate::config::DEFAULT_SEED)]
     pub seed: u64,
+    /// Open loop: how a worker waits for its next send. spin: never sleeps, polls with a
+    /// zero timeout (right where each worker has a CPU of its own, the default there); sleep:
+    /// a nanosecond timer to 20 µs before the due time, then spins (the default where
+    /// workers share CPUs or are not pinned).
+    #[arg(long, value_parser = ["spin", "sleep"])]
+    pub pacing: Option<String>,
     /// Worker threads; connections are dealt to them round robin.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -321,6 +327,12 @@ impl Cli {
             ArrivalsArg::Poisson => Arrivals::Poisson,
         };
         cfg.seed = common.seed;
+        cfg.pacing = common
+            .pacing
+            .as_deref()
+            .map(str::parse)
+            .transpose()
+            .map_err(Error::Config)?;
         cfg.threads = common.threads;
         if let Some(list) = &common.cpus {
             let cpus: cpulist::CpuList = list

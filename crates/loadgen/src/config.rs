@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::account::CpuSource;
 use crate::error::Error;
 use crate::http::HttpPath;
+use crate::pacing::Pacing;
 
 /// The traffic each connection generates.
 #[derive(Debug, Clone, PartialEq)]
@@ -132,6 +133,9 @@ pub struct Config {
     pub arrivals: Arrivals,
     /// Open loop, Poisson: the seed of the gaps (connection `c` draws from stream `c` of it).
     pub seed: u64,
+    /// Open loop: how a worker waits for its next send; `None`: spin where every worker has
+    /// a CPU of its own, else sleep (`Pacing::default_for`).
+    pub pacing: Option<Pacing>,
     /// Worker threads; connections are dealt to them round robin.
     pub threads: usize,
     /// CPUs to pin the workers to, worker `i` to `cpus[i % cpus.len()]`. Empty: not pinned.
@@ -176,6 +180,7 @@ impl Config {
             rate: None,
             arrivals: Arrivals::Uniform,
             seed: DEFAULT_SEED,
+            pacing: None,
             threads: 1,
             cpus: Vec::new(),
             connect_timeout: Duration::from_secs(10),

@@ -609,6 +609,24 @@ pub fn merge_summaries(runs: &[AgentRun]) -> Option<Summary> {
             .filter_map(|s| s.send_lag_us)
             .reduce(|a, b| a.most(&b)),
         client_bound: parts.iter().any(|s| s.client_bound),
+        // The fleet kept its schedule where every agent kept its own; the figures shown are
+        // those of the agent with the worst lag.
+        schedule_ok: parts
+            .iter()
+            .filter_map(|s| s.schedule_ok)
+            .reduce(|a, b| a && b),
+        schedule_reason: Some(
+            parts
+                .iter()
+                .filter_map(|s| s.schedule_reason.as_deref())
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
+        .filter(|r| !r.is_empty()),
+        schedule_check: parts
+            .iter()
+            .filter_map(|s| s.schedule_check.clone())
+            .max_by(|a, b| a.lag_p99_us.total_cmp(&b.lag_p99_us)),
         server_accounting: None,
         server_cpu_secs: None,
         server_user_secs: None,

@@ -28,6 +28,7 @@
 
 pub mod account;
 pub mod agent;
+pub mod announce;
 mod chat;
 pub mod cli;
 mod config;
@@ -37,9 +38,11 @@ pub mod fleet;
 pub mod hist;
 mod http;
 mod kv;
+mod pacing;
 pub mod peer;
 mod run;
 mod schedule;
+mod selfcheck;
 mod summary;
 mod sys;
 mod torn;
@@ -51,5 +54,7 @@ pub use config::{
 pub use error::Error;
 pub use hist::{Histograms, Percentiles};
 pub use http::HttpPath;
+pub use pacing::{Hiccups, Pacing};
 pub use run::{run, run_gated};
+pub use selfcheck::ScheduleCheck;
 pub use summary::{Errors, Summary};

@@ -11,10 +11,12 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::account::{CpuSource, CpuStates, CpuTime};
-use crate::config::{ChatProfile, Config, Stop, Workload};
+use crate::config::{Arrivals, ChatProfile, Config, Stop, Workload};
 use crate::error::{Error, Fault};
 use crate::hist::{Histograms, Percentiles, merge};
+use crate::pacing::{Hiccups, Pacing};
 use crate::schedule::Schedule;
+use crate::selfcheck::{self, CheckInput, Gaps, ScheduleCheck};
 use crate::summary::{Errors, Summary};
 use crate::sys;
 use crate::worker::{self, Control, Plan, ProgressSlot, Report, Rooms, Up};
@@ -443,6 +445,12 @@ impl Window<'_> {
 fn measure(cfg: &Config, plan: &Plan, crew: &Crew) -> Watched {
     let epoch = Instant::now();
     let wall_epoch = SystemTime::now();
+    if let (true, Stop::Duration(d)) = (cfg.progress, cfg.stop) {
+        eprintln!(
+            "{}",
+            crate::announce::window_line(wall_epoch + cfg.warmup, d)
+        );
+    }
     for c in &crew.controls {
         // A worker whose receiver is gone has died; the join reports it.
         let _ = c.send(Control::Start(epoch));
@@ -498,11 +506,14 @@ struct Progress {
     warmup: Duration,
     next: Duration,
     last_count: u64,
+    /// Where the workers spin, the measured window: this thread shares their CPU and does
+    /// not wake in it (the window's edges excepted), so no line is told there.
+    silent: Option<(Duration, Duration)>,
 }
 
 impl Progress {
     fn new(cfg: &Config) -> Progress {
-        Progress {
+        let mut p = Progress {
             show: cfg.progress
                 && match cfg.stop {
                     Stop::Duration(d) => cfg.warmup + d > PROGRESS_AFTER,
@@ -512,6 +523,21 @@ impl Progress {
             warmup: cfg.warmup,
             next: Duration::from_secs(1),
             last_count: 0,
+            silent: match (cfg.rate, pacing(cfg), cfg.stop) {
+                (Some(_), Pacing::Spin, Stop::Duration(d)) => Some((cfg.warmup, cfg.warmup + d)),
+                _ => None,
+            },
+        };
+        p.skip_silence();
+        p
+    }
+
+    /// Moves the next line out of the silent window.
+    fn skip_silence(&mut self) {
+        if let Some((start, end)) = self.silent {
+            if self.next >= start && self.next < end {
+                self.next = end;
+            }
         }
     }
 
@@ -540,6 +566,7 @@ impl Progress {
         }
         self.last_count = count;
         self.next += Duration::from_secs(1);
+        self.skip_silence();
     }
 }
 
@@ -577,9 +604,12 @@ struct Measures {
     faults: [u64; Fault::COUNT],
     measured: u64,
     window_secs: f64,
+    /// The workers' CPU time, or where they spin, the time they spent working.
     cpu_ns: u64,
     utilization: f64,
     cpus_busy: Option<f64>,
+    /// What the client's CPUs did over the window.
+    client_cpus: Option<CpuStates>,
     server: Option<CpuTime>,
     server_cpus: Option<CpuStates>,
 }
@@ -602,16 +632,23 @@ fn measures(cfg: &Config, plan: &Plan, o: &Outcome) -> Measures {
                 last.saturating_sub(plan.warm_ns) as f64 / 1e9
             }
         },
-        cpu_ns: reports.iter().map(|r| r.cpu_ns).sum(),
+        cpu_ns: reports.iter().map(|r| worked(cfg, r)).sum(),
         utilization: reports
             .iter()
             .filter(|r| r.wall_ns > 0)
-            .map(|r| r.cpu_ns as f64 / r.wall_ns as f64)
+            .map(|r| worked(cfg, r) as f64 / r.wall_ns as f64)
             .fold(0.0, f64::max),
+        // A spinning worker keeps its CPUs busy whatever its work: their ticks say nothing
+        // of it.
         cpus_busy: match (o.cpu.ticks_start, o.cpu.ticks_end) {
-            (Some(a), Some(b)) => a.busy_since(b),
+            (Some(a), Some(b)) if pacing(cfg) == Pacing::Sleep => a.busy_since(b),
             _ => None,
         },
+        client_cpus: o
+            .cpu
+            .ticks_start
+            .zip(o.cpu.ticks_end)
+            .map(|(a, b)| a.until(b)),
         server: o
             .cpu
             .server_start
@@ -625,6 +662,59 @@ fn measures(cfg: &Config, plan: &Plan, o: &Outcome) -> Measures {
     }
 }
 
+/// The pacing the workers ran with.
+fn pacing(cfg: &Config) -> Pacing {
+    cfg.pacing
+        .unwrap_or(Pacing::default_for(cfg.threads, &cfg.cpus))
+}
+
+/// A worker's work over its window: its CPU time, or where it spins (and its CPU time is all
+/// of its wall time), the time it spent serving events and releasing messages.
+fn worked(cfg: &Config, r: &Report) -> u64 {
+    match (cfg.rate, pacing(cfg)) {
+        (Some(_), Pacing::Spin) => r.work_ns,
+        _ => r.cpu_ns,
+    }
+}
+
+/// The open loop's self-check (`selfcheck`) over the workers' reports.
+fn schedule_check(
+    cfg: &Config,
+    reports: &[Report],
+    latency: &Histograms,
+    m: &Measures,
+) -> Option<ScheduleCheck> {
+    cfg.rate?;
+    let lag = merge(reports.iter().map(|r| &r.send_lag));
+    let mut gaps = Gaps::new();
+    for r in reports {
+        gaps.add(&r.gaps);
+    }
+    let busiest = reports
+        .iter()
+        .max_by_key(|r| r.hiccups.lost_ns)
+        .map(|r| (r.hiccups.lost_ns, r.wall_ns));
+    let hiccups = reports
+        .iter()
+        .fold(Hiccups::default(), |sum, r| sum.add(r.hiccups));
+    Some(selfcheck::check(CheckInput {
+        lag: &lag,
+        latency_p99_us: latency.latency.value_at_quantile(0.99) as f64 / 1e3,
+        gaps: &gaps,
+        poisson: cfg.arrivals == Arrivals::Poisson,
+        // The share of the window lost is the busiest worker's.
+        hiccups: Hiccups {
+            lost_ns: busiest.map_or(0, |b| b.0),
+            ..hiccups
+        },
+        window_ns: busiest.map_or(0, |b| b.1),
+        client_steal_pct: m
+            .client_cpus
+            .filter(|c| c.total_ns > 0)
+            .map(|c| c.steal_ns as f64 / c.total_ns as f64 * 100.0),
+    }))
+}
+
 /// Summarize: the workers' reports and the window's CPU times merged into the
 /// [`Summary`].
 fn summarize(cfg: &Config, plan: &Plan, o: Outcome) -> Summary {
@@ -632,6 +722,7 @@ fn summarize(cfg: &Config, plan: &Plan, o: Outcome) -> Summary {
     let (measured, cpu_ns) = (m.measured, m.cpu_ns);
     let reports = &o.reports;
     let histograms = histograms(cfg, plan, reports, o.wall_epoch);
+    let check = schedule_check(cfg, reports, &histograms, &m);
     let rate = offered_rate(cfg);
     let (workload, profile) = match &cfg.workload {
         Workload::Echo => ("echo", None),
@@ -662,6 +753,7 @@ fn summarize(cfg: &Config, plan: &Plan, o: Outcome) -> Summary {
         mode: if rate.is_some() { "open" } else { "closed" }.to_owned(),
         rate,
         arrivals: rate.map(|_| cfg.arrivals.as_str().to_owned()),
+        pacing: cfg.rate.map(|_| pacing(cfg).as_str().to_owned()),
         requests_per_conn: plan.requests,
         warmup_secs: cfg.warmup.as_secs_f64(),
         window_secs: m.window_secs,
@@ -691,6 +783,9 @@ fn summarize(cfg: &Config, plan: &Plan, o: Outcome) -> Summary {
         sends_late: reports.iter().map(|r| r.released_late).sum(),
         send_lag_us: rate.map(|_| Percentiles::of(&merge(reports.iter().map(|r| &r.send_lag)))),
         client_bound: m.utilization > CLIENT_BOUND || m.cpus_busy.is_some_and(|b| b > CLIENT_BOUND),
+        schedule_ok: check.as_ref().map(|c| c.ok),
+        schedule_reason: check.as_ref().and_then(|c| c.reason.clone()),
+        schedule_check: check,
         server_accounting: cfg.server.as_ref().map(|s| s.accounting().to_owned()),
         server_cpu_secs: m.server.map(|t| t.total_ns as f64 / 1e9),
         server_user_secs: m.server.map(|t| t.user_ns as f64 / 1e9),

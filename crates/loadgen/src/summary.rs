@@ -43,6 +43,9 @@ pub struct Summary {
     /// Open loop: `uniform` or `poisson` (`--arrivals`).
     #[serde(default)]
     pub arrivals: Option<String>,
+    /// Open loop: how the workers waited between sends, `spin` or `sleep` (`--pacing`).
+    #[serde(default)]
+    pub pacing: Option<String>,
     /// Measured messages per connection, for request-count runs.
     pub requests_per_conn: Option<u64>,
     /// Warmup before the window, not recorded.
@@ -73,13 +76,17 @@ pub struct Summary {
     pub deliveries: u64,
     /// Faults by kind.
     pub errors: Errors,
-    /// CPU time of the worker threads over the measured window.
+    /// CPU time of the worker threads over the measured window; where they spin (`pacing`
+    /// `spin`), the time they spent working, since a spinning thread's CPU time is all of
+    /// its wall time.
     pub client_cpu_secs: f64,
     /// `client_cpu_secs` per measured message, in microseconds.
     pub client_cpu_per_msg_us: f64,
-    /// The busiest worker's CPU time over its window, as a fraction of one CPU.
+    /// The busiest worker's CPU time (spinning: its work) over its window, as a fraction of
+    /// one CPU.
     pub client_cpu_utilization: f64,
-    /// How busy the `--cpus` were over the window, whatever ran on them (from `/proc/stat`).
+    /// How busy the `--cpus` were over the window, whatever ran on them (from `/proc/stat`);
+    /// absent where the workers spin.
     pub client_cpus_busy: Option<f64>,
     /// Open loop: measured messages the client released more than 1 ms after they were due
     /// (its worker was busy or not scheduled), and so sent late through its own fault.
@@ -93,6 +100,17 @@ pub struct Summary {
     /// The client, not the server, was the bottleneck: a worker or its CPUs were more than
     /// 90% busy.
     pub client_bound: bool,
+    /// Open loop: whether the client kept its schedule (the self-check: send lag, the
+    /// achieved gaps against the intended, Poisson gaps against the exponential); where it
+    /// did not, the point's latency is the client's as much as the server's.
+    #[serde(default)]
+    pub schedule_ok: Option<bool>,
+    /// Why the schedule was not kept, in words.
+    #[serde(default)]
+    pub schedule_reason: Option<String>,
+    /// The self-check's figures.
+    #[serde(default)]
+    pub schedule_check: Option<crate::selfcheck::ScheduleCheck>,
     /// What the server's CPU was read from (`cgroup v2`, `cgroup v1`, `process tree`), where
     /// it was read.
     #[serde(default)]
@@ -276,6 +294,23 @@ impl fmt::Display for Summary {
             write!(f, "service   (us) ")?;
             percentiles(f, &self.service_time_us)?;
             writeln!(f)?;
+        }
+        if let Some(c) = &self.schedule_check {
+            writeln!(
+                f,
+                "schedule  {} ({} pacing): send lag p50 {:.1} us, p99 {:.1} us (at most {:.0}), gaps off by {:.3}{}",
+                if c.ok { "kept" } else { "NOT KEPT" },
+                self.pacing.as_deref().unwrap_or("?"),
+                c.lag_p50_us,
+                c.lag_p99_us,
+                c.lag_p99_max_us,
+                c.gap_distance.max(c.exponential_distance.unwrap_or(0.0)),
+                match &c.reason {
+                    Some(why) =>
+                        format!(" -- {why}: this latency is the client's as much as the server's"),
+                    None => String::new(),
+                }
+            )?;
         }
         if let Some(d) = &self.delivery_latency_us {
             writeln!(f, "delivered {} MSG lines, each checked", self.deliveries)?;

@@ -17,6 +17,20 @@ pub(crate) fn thread_cpu_ns() -> u64 {
         .unwrap_or(0)
 }
 
+/// `CLOCK_MONOTONIC` now, in nanoseconds: the clock `Instant` reads and the worker's
+/// `timerfd` is armed on.
+pub(crate) fn monotonic_ns() -> u64 {
+    clock_gettime(ClockId::CLOCK_MONOTONIC)
+        .map(|t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+        .unwrap_or(0)
+}
+
+/// Sets the calling thread's timer slack to 1 ns, so that the kernel does not defer its
+/// wake-ups by the default 50 µs to batch them with others'.
+pub(crate) fn exact_timers() -> io::Result<()> {
+    nix::sys::prctl::set_timerslack(1).map_err(io::Error::from)
+}
+
 /// The calling thread's CPU affinity.
 pub(crate) fn affinity() -> io::Result<CpuSet> {
     sched_getaffinity(Pid::from_raw(0)).map_err(io::Error::from)

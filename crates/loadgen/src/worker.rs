@@ -10,8 +10,14 @@
 //! - a read that returns less than the buffer ends the reading of that connection (see
 //!   [`Worker::read`]), so a reply costs one `read`, not a second one that says `EAGAIN`;
 //! - buffers are the worker's and reused: nothing is allocated per message;
-//! - the open-loop schedule is one cursor per worker (see `schedule`), woken on time by a
-//!   `timerfd`, since `epoll_wait` alone only sleeps in whole milliseconds.
+//! - the open-loop schedule is one cursor per worker (see `schedule`), paced as `pacing`
+//!   says: a worker with a CPU of its own spins (polls with a zero timeout, checking the
+//!   schedule between events), one that shares its CPU sleeps on an absolute `timerfd` to
+//!   shortly before the due time, since `epoll_wait` alone only sleeps in whole milliseconds;
+//! - a message's send lag is taken at its write, and one held back by `--depth` (its
+//!   connection had no room) is charged only the lag of its release;
+//! - histograms are made before the window: the interval histograms come from a pool, so
+//!   nothing is allocated or cloned on the hot path.
 //!
 //! Everything a server does wrong is a [`Fault`] counted against the connection, which is then
 //! closed; the loop ends on time whatever the server does.
@@ -39,7 +45,9 @@ use crate::error::{Error, Fault, FaultCounts};
 use crate::hist::new_histogram;
 use crate::http::{self, HttpPath};
 use crate::kv;
+use crate::pacing::{self, Busy, Pacing, Wait};
 use crate::schedule::{Clock, Cursor, Schedule};
+use crate::selfcheck::Gaps;
 use crate::sys;
 
 /// Reads go into a buffer this large; a read that fills it is followed by another.
@@ -153,6 +161,11 @@ pub(crate) struct Report {
     /// many of them more than [`LATE_NS`].
     pub(crate) send_lag: Histogram<u64>,
     pub(crate) released_late: u64,
+    /// Open loop: the intended and achieved gaps of the measured sends.
+    pub(crate) gaps: Gaps,
+    /// The time this worker spent working over its window, and its hiccups.
+    pub(crate) work_ns: u64,
+    pub(crate) hiccups: pacing::Hiccups,
 }
 
 /// One in-flight message.
@@ -223,6 +236,8 @@ pub(crate) struct Recorder {
     /// The histogram of the current interval, when interval histograms are kept.
     interval: Option<Histogram<u64>>,
     intervals: Vec<Histogram<u64>>,
+    /// Empty histograms made before the run, taken as each interval starts.
+    spare: Vec<Histogram<u64>>,
     /// Deliveries to room members, from the stamp in the text.
     delivery: Option<Histogram<u64>>,
     deliveries: u64,
@@ -242,7 +257,10 @@ impl Recorder {
             latency: new_histogram(),
             service: new_histogram(),
             interval: plan.cfg.interval.is_some().then(new_histogram),
-            intervals: Vec::new(),
+            intervals: Vec::with_capacity(intervals_expected(plan)),
+            spare: (0..intervals_expected(plan))
+                .map(|_| new_histogram())
+                .collect(),
             delivery: plan.rooms.is_some().then(new_histogram),
             deliveries: 0,
             warm_ns: plan.warm_ns,
@@ -281,6 +299,29 @@ impl Recorder {
         self.measured += 1;
         self.last_reply_ns = self.now;
     }
+
+    /// Closes the current interval and starts the next in a spare histogram (a new one only
+    /// when a run outlasts the spares it was given, a request-count run).
+    fn roll_interval(&mut self) {
+        let Some(cur) = &mut self.interval else {
+            return;
+        };
+        let next = self.spare.pop().unwrap_or_else(new_histogram);
+        self.intervals.push(std::mem::replace(cur, next));
+    }
+}
+
+/// The interval histograms a run will fill: its warmup and window over `--interval`, and two
+/// for the edges; a request-count run, whose length is not known, a few.
+fn intervals_expected(plan: &Plan) -> usize {
+    let Some(len) = plan.cfg.interval else {
+        return 0;
+    };
+    let secs = match plan.end_ns {
+        Some(end) => end as f64 / 1e9,
+        None => 8.0 * len.as_secs_f64(),
+    };
+    (secs / len.as_secs_f64().max(1e-3)).ceil() as usize + 2
 }
 
 /// The state of one connection.
@@ -362,6 +403,9 @@ struct Conn {
     released_measured: u64,
     /// Open loop: whether the schedule has nothing more for this connection.
     released_all: bool,
+    /// Open loop: released messages not yet written because the connection had `depth` in
+    /// flight; their lag was taken at their release.
+    held: u64,
     /// Measured messages sent (request-count runs stop at the count).
     measured_sent: u64,
     /// Bytes a short write left behind; written when the socket is writable again.
@@ -405,8 +449,15 @@ struct Worker<'p> {
     /// many of them more than [`LATE_NS`].
     send_lag: Histogram<u64>,
     released_late: u64,
+    /// Open loop: the gaps of the measured sends, for the self-check.
+    gaps: Gaps,
+    pacing: Pacing,
+    busy: Busy,
     timer: Option<TimerFd>,
     timer_armed: Option<u64>,
+    /// `CLOCK_MONOTONIC` at the run's epoch, in nanoseconds: the timer is armed in absolute
+    /// time.
+    mono_epoch_ns: u64,
     next_tick: u64,
     tick: u64,
     /// When waiting for the last replies (and deliveries) ends, once sending is over.
@@ -457,6 +508,7 @@ impl<'p> Worker<'p> {
             })?;
         }
         let cfg = &plan.cfg;
+        sys::exact_timers().map_err(|e| Error::io("setting the timer slack", e))?;
         let poll = Poll::new().map_err(|e| Error::io("creating an epoll instance", e))?;
         let timer = match plan.schedule {
             Some(_) => {
@@ -488,6 +540,7 @@ impl<'p> Worker<'p> {
                 released: 0,
                 released_measured: 0,
                 released_all: false,
+                held: 0,
                 measured_sent: 0,
                 pending: Vec::new(),
                 idle_since: 0,
@@ -523,8 +576,14 @@ impl<'p> Worker<'p> {
             releasing: 0,
             send_lag: new_histogram(),
             released_late: 0,
+            gaps: Gaps::new(),
+            pacing: cfg
+                .pacing
+                .unwrap_or(Pacing::default_for(cfg.threads, &cfg.cpus)),
+            busy: Busy::default(),
             timer,
             timer_armed: None,
+            mono_epoch_ns: 0,
             next_tick: 0,
             tick,
             drain_deadline: None,
@@ -697,6 +756,7 @@ impl<'p> Worker<'p> {
     /// The measured run, from the start signal to the end of the grace period.
     fn measure(mut self, epoch: Instant) -> Result<Report, Error> {
         self.epoch = epoch;
+        self.mono_epoch_ns = sys::monotonic_ns().saturating_sub(self.now());
         let plan = self.plan;
         if plan.schedule.is_none() {
             // The closed loop starts with every connection sending its first messages.
@@ -713,40 +773,86 @@ impl<'p> Worker<'p> {
         // been given up for want of replies (request-count runs).
         loop {
             now = self.now();
+            self.busy.reading(now, self.measuring());
             self.housekeeping(now);
             if self.finished(now) {
                 break;
             }
-            let timeout = self.arm(now)?;
-            if let Err(e) = self.poll.poll(&mut self.events, Some(timeout)) {
+            let wait = self.arm(now)?;
+            if let Wait::Until(_) = wait {
+                self.busy.sleeping();
+            }
+            if let Err(e) = self
+                .poll
+                .poll(&mut self.events, Some(wait.poll_timeout(now)))
+            {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
                 return Err(Error::io("waiting for events", e));
             }
-            // The events are moved out for the length of the pass so that serving them may
-            // borrow the worker; the buffer goes back afterwards, so nothing is allocated.
-            let events = std::mem::replace(&mut self.events, Events::with_capacity(0));
-            for ev in events.iter() {
-                let i = ev.token().0;
-                if ev.token() == TIMER || i >= self.conns.len() {
-                    continue;
-                }
-                let mut now = None;
-                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                    now = self.read(i);
-                }
-                if ev.is_writable() && !self.conns[i].pending.is_empty() {
-                    self.flush(i);
-                }
-                // The replies just read were stamped microseconds ago; sending right after
-                // them needs no second clock read.
-                let now = now.unwrap_or_else(|| self.now());
-                self.top_up(i, now);
+            let woke = self.now();
+            match wait {
+                Wait::Until(at) => self.busy.woke(at, woke, self.measuring()),
+                Wait::Spin => self.busy.reading(woke, self.measuring()),
             }
-            self.events = events;
+            let served = self.serve_events();
+            if served || self.due_by(woke) {
+                // The turn's work ends with its last write: one more look at the clock.
+                let done = self.now();
+                self.busy.reading(done, self.measuring());
+                self.busy.worked(woke, done, self.measuring());
+            }
         }
         Ok(self.report(now))
+    }
+
+    /// Serves the events of one poll, releasing what falls due between them; whether there
+    /// was any.
+    fn serve_events(&mut self) -> bool {
+        let mut served = false;
+        // The events are moved out for the length of the pass so that serving them may
+        // borrow the worker; the buffer goes back afterwards, so nothing is allocated.
+        let events = std::mem::replace(&mut self.events, Events::with_capacity(0));
+        for ev in events.iter() {
+            let i = ev.token().0;
+            if ev.token() == TIMER || i >= self.conns.len() {
+                continue;
+            }
+            let mut now = None;
+            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                now = self.read(i);
+            }
+            if ev.is_writable() && !self.conns[i].pending.is_empty() {
+                self.flush(i);
+            }
+            // The replies just read were stamped microseconds ago; sending right after
+            // them needs no second clock read.
+            let now = now.unwrap_or_else(|| self.now());
+            self.top_up(i, now);
+            self.busy.reading(now, self.measuring());
+            served = true;
+            // The schedule is checked between events, so that a batch of replies does not
+            // hold back a message that fell due meanwhile.
+            if self.due_by(now) {
+                self.release(now);
+            }
+        }
+        self.events = events;
+        served
+    }
+
+    /// Whether the window is open and messages are still sent: the stretch the self-check
+    /// judges.
+    fn measuring(&self) -> bool {
+        self.window.is_some() && !self.stopped
+    }
+
+    /// Whether an open-loop message is due by `now`.
+    fn due_by(&self, now: u64) -> bool {
+        !self.stopped
+            && self.releasing > 0
+            && self.cursor.as_ref().is_some_and(|c| c.peek().at_ns <= now)
     }
 
     /// Phase changes, the open-loop schedule, the stall check and the interval roll.
@@ -774,12 +880,11 @@ impl<'p> Worker<'p> {
             self.check_idle(now);
             self.next_tick = now + self.tick;
         }
-        if let (Some(len), Some(cur)) = (plan.cfg.interval, &mut self.rec.interval) {
+        if let (Some(len), true) = (plan.cfg.interval, self.rec.interval.is_some()) {
             let len = len.as_nanos() as u64;
             // Bounded by the number of intervals the run has lasted.
             while now >= plan.warm_ns + (self.rec.intervals.len() as u64 + 1) * len {
-                self.rec.intervals.push(cur.clone());
-                cur.reset();
+                self.rec.roll_interval();
             }
         }
         plan.progress[self.index]
@@ -847,8 +952,9 @@ impl<'p> Worker<'p> {
         rooms.drained.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Sets the timer for the next due message and returns how long `poll` may sleep.
-    fn arm(&mut self, now: u64) -> Result<Duration, Error> {
+    /// How the worker waits for its next turn: the pacing's plan for the next due message
+    /// and the worker's other deadlines, with the timer armed for it to the nanosecond.
+    fn arm(&mut self, now: u64) -> Result<Wait, Error> {
         let plan = self.plan;
         let mut deadline = self.next_tick;
         if self.window.is_none() {
@@ -862,25 +968,29 @@ impl<'p> Worker<'p> {
         if let Some(drain) = self.drain_deadline {
             deadline = deadline.min(drain);
         }
-        if let (Some(cursor), Some(timer)) = (&self.cursor, &self.timer) {
-            let due = cursor.peek().at_ns;
-            if !self.stopped && self.releasing > 0 && due < deadline {
-                if self.timer_armed != Some(due) {
-                    let wait = Duration::from_nanos(due.saturating_sub(now).max(1));
-                    timer
-                        .set(
-                            Expiration::OneShot(TimeSpec::from_duration(wait)),
-                            TimerSetTimeFlags::empty(),
-                        )
-                        .map_err(|e| Error::io("arming the timerfd", e))?;
-                    self.timer_armed = Some(due);
-                }
-                // The timer wakes the worker on time; `poll` rounds its own timeout up to a
-                // whole millisecond, so it is only the fallback.
-                deadline = due;
+        let Some(timer) = &self.timer else {
+            // The closed loop waits only for events and its housekeeping.
+            return Ok(Wait::Until(deadline.max(now + 1)));
+        };
+        let due = self
+            .cursor
+            .as_ref()
+            .filter(|_| !self.stopped && self.releasing > 0)
+            .map(|c| c.peek().at_ns);
+        let wait = pacing::plan(self.pacing, now, due, deadline);
+        if let Wait::Until(at) = wait {
+            if self.timer_armed != Some(at) {
+                let abs = Duration::from_nanos(self.mono_epoch_ns + at);
+                timer
+                    .set(
+                        Expiration::OneShot(TimeSpec::from_duration(abs)),
+                        TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+                    )
+                    .map_err(|e| Error::io("arming the timerfd", e))?;
+                self.timer_armed = Some(at);
             }
         }
-        Ok(Duration::from_nanos(deadline.saturating_sub(now)))
+        Ok(wait)
     }
 
     /// Releases the open-loop messages due by `now` to their connections.
@@ -905,10 +1015,17 @@ impl<'p> Worker<'p> {
                 continue;
             }
             conn.released += 1;
+            // No room in flight: the message waits for a reply, which is the server's delay,
+            // not the client's. Its lag is what it had at its release.
+            let held = conn.released - conn.flight.sent > conn.flight.room();
+            if held {
+                conn.held += 1;
+            }
             if due.at_ns >= plan.warm_ns {
-                let lag = now - due.at_ns;
-                self.send_lag.saturating_record(lag.max(1));
-                self.released_late += u64::from(lag > LATE_NS);
+                if held {
+                    self.note_lag(due.at_ns, now);
+                }
+                let conn = &mut self.conns[due.local];
                 conn.released_measured += 1;
                 if plan.requests.is_some_and(|k| conn.released_measured >= k) {
                     conn.released_all = true;
@@ -918,6 +1035,13 @@ impl<'p> Worker<'p> {
             self.top_up(due.local, now);
         }
         self.cursor = Some(cursor);
+    }
+
+    /// Records the lag of a measured message due at `due_ns` that the client let go at `at`.
+    fn note_lag(&mut self, due_ns: u64, at: u64) {
+        let lag = at.saturating_sub(due_ns);
+        self.send_lag.saturating_record(lag.max(1));
+        self.released_late += u64::from(lag > LATE_NS);
     }
 
     /// Sends what connection `i` may send now: up to `depth` in flight, and in the open loop
@@ -948,6 +1072,15 @@ impl<'p> Worker<'p> {
         if conn.flight.owed() == 0 {
             conn.idle_since = now;
         }
+        // The open loop stamps the write itself: its lag is the client's delay up to the
+        // write, not up to the loop's last look at the clock.
+        let write_ns = match plan.schedule {
+            Some(_) => self.epoch.elapsed().as_nanos() as u64,
+            None => now,
+        };
+        // The first `held` of these waited for room; their lag was taken at their release.
+        let mut held = conn.held.min(n);
+        conn.held -= held;
         self.tx.clear();
         for _ in 0..n {
             let seq = conn.flight.sent;
@@ -956,9 +1089,17 @@ impl<'p> Worker<'p> {
             conn.measured_sent += u64::from(measured);
             conn.flight.push(Slot {
                 due_ns,
-                sent_ns: now,
+                sent_ns: write_ns,
                 measured,
             });
+            let was_held = held > 0;
+            held -= u64::from(was_held);
+            if plan.schedule.is_some() && measured && !was_held {
+                let lag = write_ns.saturating_sub(due_ns);
+                self.send_lag.saturating_record(lag.max(1));
+                self.released_late += u64::from(lag > LATE_NS);
+                self.gaps.sent(due_ns, write_ns);
+            }
             match &conn.codec {
                 Codec::Echo { .. } => {
                     let at = self.tx.len();
@@ -1229,6 +1370,9 @@ impl<'p> Worker<'p> {
             last_reply_ns: self.rec.last_reply_ns,
             send_lag: self.send_lag,
             released_late: self.released_late,
+            gaps: self.gaps,
+            work_ns: self.busy.work_ns,
+            hiccups: self.busy.hiccups,
         }
     }
 }

@@ -13,7 +13,6 @@
 //! It may call every layer.
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -425,6 +424,7 @@ fn spinner() -> ProgressBar {
         ProgressStyle::with_template("{elapsed_precise} {spinner} {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
-    bar.enable_steady_tick(Duration::from_millis(500));
+    // No ticker thread: it would redraw on loadgen's CPU while loadgen measures
+    // (`run::point` keeps the harness still there); the bar moves as the sweep tells it.
     bar
 }

@@ -76,8 +76,8 @@ pub(super) fn run(
 ) -> Result<()> {
     let (out, mut meta) = start_record(plan, root, inv, accounting)?;
     let steal_start = machine::machine_steal_ticks();
-    // The harness samples /proc and waits; it does that beside loadgen, never on the
-    // server's CPUs.
+    // The harness samples /proc and waits beside loadgen, never on the server's CPUs; it
+    // keeps still there while loadgen measures (`run::point`).
     cpus::pin_current_thread(&plan.place.client_cpus)?;
     let runs = schedule(&meta.orders, &plan.servers);
     if runs.is_empty() {
@@ -398,7 +398,8 @@ fn progress_bar(total_ms: f64) -> ProgressBar {
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> "),
     );
-    bar.enable_steady_tick(Duration::from_millis(500));
+    // No ticker thread: it would redraw on loadgen's CPU while loadgen measures
+    // (`run::point` keeps the harness still there); the bar moves as the sweep tells it.
     bar
 }
 

@@ -76,6 +76,18 @@ pub(crate) struct Row {
     pub(crate) errors: u64,
     pub(crate) client_bound: bool,
     pub(crate) client_cpu_per_msg_us: Option<f64>,
+    /// Open loop: how late the client wrote its messages against their due times, p50 and
+    /// p99 in µs (median of the repeats; each repeat's in `per_repeat`).
+    pub(crate) send_lag_p50_us: Option<f64>,
+    pub(crate) send_lag_p99_us: Option<f64>,
+    /// Open loop: whether the client kept its schedule in every repeat (loadgen's
+    /// self-check). Where it did not, the latency is the client's as much as the server's:
+    /// it is marked, and it is never a verdict nor a capacity.
+    pub(crate) schedule_ok: Option<bool>,
+    /// Why not, from the first repeat that did not keep it.
+    pub(crate) schedule_reason: Option<String>,
+    /// Open loop: how the client paced its sends, `spin` or `sleep`.
+    pub(crate) pacing: Option<String>,
     pub(crate) cpu_mean_pct: Option<f64>,
     pub(crate) cpu_cv: Option<f64>,
     pub(crate) user_us_per_req: Option<f64>,
@@ -199,6 +211,11 @@ pub(crate) const CSV_COLUMNS: &[&str] = &[
     "errors",
     "client_bound",
     "client_cpu_per_msg_us",
+    "send_lag_p50_us",
+    "send_lag_p99_us",
+    "schedule_ok",
+    "schedule_reason",
+    "pacing",
     "cpu_mean_pct",
     "cpu_cv",
     "user_us_per_req",

@@ -224,6 +224,7 @@ fn cost(row: &mut Row, ok: &[&Measured]) {
     row.errors = ok.iter().map(|m| m.errors).sum();
     row.client_bound = ok.iter().any(|m| m.client_bound);
     row.client_cpu_per_msg_us = median_of(ok, |m| Some(m.client_cpu_per_msg_us));
+    schedule(row, ok);
     row.cpu_mean_pct = median_of(ok, |m| m.cost.cpu_mean_pct);
     row.cpu_cv = median_of(ok, |m| m.cost.cpu_cv);
     row.user_us_per_req = median_of(ok, |m| m.cost.user_us_per_req);
@@ -237,6 +238,32 @@ fn cost(row: &mut Row, ok: &[&Measured]) {
     row.invol_cs_per_req = median_of(ok, |m| m.cost.invol_cs_per_req);
     row.vol_cs_per_sec = median_of(ok, |m| m.cost.vol_cs_per_sec);
     row.invol_cs_per_sec = median_of(ok, |m| m.cost.invol_cs_per_sec);
+}
+
+/// The client's own schedule: its send lag and whether every repeat kept it.
+fn schedule(row: &mut Row, ok: &[&Measured]) {
+    row.send_lag_p50_us = median_of(ok, |m| m.send_lag_us.map(|l| l[0]));
+    row.send_lag_p99_us = median_of(ok, |m| m.send_lag_us.map(|l| l[1]));
+    let p99: Vec<f64> = ok
+        .iter()
+        .filter_map(|m| m.send_lag_us.map(|l| l[1]))
+        .collect();
+    if !p99.is_empty() {
+        row.per_repeat.insert("send_lag_p99_us".into(), p99);
+    }
+    row.schedule_ok = ok
+        .iter()
+        .filter_map(|m| m.schedule_ok)
+        .reduce(|a, b| a && b);
+    row.schedule_reason = ok
+        .iter()
+        .enumerate()
+        .find(|(_, m)| m.schedule_ok == Some(false))
+        .map(|(i, m)| {
+            let why = m.schedule_reason.as_deref().unwrap_or("not kept");
+            format!("repeat {} of {}: {why}", i + 1, ok.len())
+        });
+    row.pacing = ok.iter().find_map(|m| m.pacing.clone());
 }
 
 /// Memory per connection, the peak, the throttling, the processes, the load beside.

@@ -15,7 +15,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -78,6 +78,15 @@ fn signal_all(sig: Signal) {
 #[derive(Debug, Default)]
 pub(crate) struct Tail {
     lines: VecDeque<String>,
+    /// The stream has ended (the child closed it or exited).
+    closed: bool,
+}
+
+/// A child's stream as it is followed: its tail, and a wake-up for whoever waits for its end.
+#[derive(Debug, Default)]
+pub(crate) struct Followed {
+    tail: Mutex<Tail>,
+    ended: Condvar,
 }
 
 const TAIL_LINES: usize = 12;
@@ -104,7 +113,7 @@ impl Tail {
 fn follow(
     stream: impl Read + Send + 'static,
     mut log: File,
-    tail: Arc<Mutex<Tail>>,
+    followed: Arc<Followed>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("child-output".into())
@@ -114,11 +123,19 @@ fn follow(
             while matches!(reader.read_until(b'\n', &mut line), Ok(n) if n > 0) {
                 let _ = log.write_all(&line);
                 let text = String::from_utf8_lossy(&line).trim_end().to_string();
-                tail.lock()
+                followed
+                    .tail
+                    .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .push(text);
                 line.clear();
             }
+            followed
+                .tail
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .closed = true;
+            followed.ended.notify_all();
         })
 }
 
@@ -128,7 +145,7 @@ pub(crate) struct Proc {
     child: Child,
     stdout: Option<std::process::ChildStdout>,
     stderr_pipe: Option<std::process::ChildStderr>,
-    stderr: Arc<Mutex<Tail>>,
+    stderr: Arc<Followed>,
     readers: Vec<JoinHandle<()>>,
     status: Option<ExitStatus>,
     /// Descendants seen while it ran, with their start times: killed at the stop even if the
@@ -145,7 +162,7 @@ impl Proc {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(pgid);
-        let stderr = Arc::new(Mutex::new(Tail::default()));
+        let stderr = Arc::new(Followed::default());
         let mut proc = Proc {
             stdout: child.stdout.take(),
             stderr_pipe: child.stderr.take(),
@@ -189,6 +206,32 @@ impl Proc {
         self.status
     }
 
+    /// The lines of its stderr it still keeps, as they are now, the child running or not.
+    pub(crate) fn stderr_lines(&self) -> Vec<String> {
+        let tail = self
+            .stderr
+            .tail
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        tail.lines.iter().cloned().collect()
+    }
+
+    /// Waits up to `most` for the child's stderr to end (it exited, or was killed); whether
+    /// it has. The waiting thread does not wake before then.
+    pub(crate) fn wait_stderr_end(&self, most: Duration) -> bool {
+        let tail = self
+            .stderr
+            .tail
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let (tail, _) = self
+            .stderr
+            .ended
+            .wait_timeout_while(tail, most, |t| !t.closed)
+            .unwrap_or_else(PoisonError::into_inner);
+        tail.closed
+    }
+
     /// The last lines of its stderr, once the child has exited and its stderr is drained.
     pub(crate) fn stderr_tail(&mut self) -> String {
         if self.status.is_some() {
@@ -197,6 +240,7 @@ impl Proc {
             }
         }
         self.stderr
+            .tail
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .text()
@@ -206,6 +250,7 @@ impl Proc {
     pub(crate) fn last_stderr_line(&mut self) -> Option<String> {
         let _ = self.stderr_tail();
         self.stderr
+            .tail
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .last()

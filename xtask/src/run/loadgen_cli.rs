@@ -166,6 +166,17 @@ pub(crate) struct Summary {
     /// `--server-cpus`: what those CPUs did over the window.
     #[serde(default)]
     pub(crate) server_cpus: Option<loadgen::account::CpuStates>,
+    /// Open loop: how late the client wrote its messages against their due times.
+    #[serde(default)]
+    pub(crate) send_lag_us: Option<LgPercentiles>,
+    /// Open loop: whether the client kept its schedule (loadgen's self-check), and why not.
+    #[serde(default)]
+    pub(crate) schedule_ok: Option<bool>,
+    #[serde(default)]
+    pub(crate) schedule_reason: Option<String>,
+    /// Open loop: `spin` or `sleep`.
+    #[serde(default)]
+    pub(crate) pacing: Option<String>,
 }
 
 impl Summary {

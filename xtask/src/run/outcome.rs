@@ -58,6 +58,17 @@ pub(crate) struct Measured {
     pub(crate) delivery_latency_us: Option<[f64; 4]>,
     pub(crate) client_cpu_per_msg_us: f64,
     pub(crate) client_bound: bool,
+    /// Open loop: the client's send lag p50 and p99, in µs.
+    #[serde(default)]
+    pub(crate) send_lag_us: Option<[f64; 2]>,
+    /// Open loop: whether the client kept its schedule (its self-check), and why not.
+    #[serde(default)]
+    pub(crate) schedule_ok: Option<bool>,
+    #[serde(default)]
+    pub(crate) schedule_reason: Option<String>,
+    /// Open loop: how the client paced its sends, `spin` or `sleep`.
+    #[serde(default)]
+    pub(crate) pacing: Option<String>,
     pub(crate) window_secs: f64,
     /// Whether the window's start came from loadgen's interval log (else it is estimated
     /// from when loadgen exited).

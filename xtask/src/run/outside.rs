@@ -164,6 +164,11 @@ impl Job<'_> {
             // The client is one thread (kv's is): near a whole CPU, it is what was
             // measured.
             client_bound: client_cpu.is_some_and(|c| c / window > 0.9),
+            // An outside client keeps no schedule of its own to check.
+            send_lag_us: None,
+            schedule_ok: None,
+            schedule_reason: None,
+            pacing: None,
             window_secs: window,
             window_exact: true,
             cost,

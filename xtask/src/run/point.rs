@@ -17,6 +17,7 @@
 //! `outcome`, `procfs`, `children`, `cpus` and `cgroup`.
 
 mod edges;
+mod quiet;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -241,6 +242,10 @@ fn measured(
             .map(|d| [d.p50, d.p99, d.p99_9, d.max]),
         client_cpu_per_msg_us: summary.client_cpu_per_msg_us,
         client_bound: summary.client_bound,
+        send_lag_us: summary.send_lag_us.map(|l| [l.p50, l.p99]),
+        schedule_ok: summary.schedule_ok,
+        schedule_reason: summary.schedule_reason.clone(),
+        pacing: summary.pacing.clone(),
         window_secs,
         window_exact: logged_start.is_some(),
         cost,
@@ -296,6 +301,12 @@ impl<'a> Watch<'a> {
             self.server,
             &mut self.next,
         );
+    }
+
+    /// A sample now, due or not: the edges of a window the harness kept still through.
+    fn sample_at_edge(&mut self) {
+        self.next = Instant::now();
+        self.tick();
     }
 
     /// Tells the progress and sleeps until the next sample, `most` at most.
@@ -408,6 +419,8 @@ impl<'a> Watch<'a> {
             .map_err(|e| io("starting loadgen", &e))?;
         let mut lg = Proc::adopt(child, &files.path("loadgen.log"))
             .map_err(|e| io("starting loadgen", &e))?;
+        let mut window = None;
+        let mut stilled = false;
         let status = loop {
             self.tick();
             if children::interrupted() {
@@ -428,7 +441,19 @@ impl<'a> Watch<'a> {
                     lg.stderr_tail()
                 )));
             }
-            self.pause(Duration::MAX);
+            window = window.or_else(|| quiet::announced(&lg.stderr_lines()));
+            match quiet::step(unix_now(), window) {
+                quiet::Step::Still { until } if !stilled => {
+                    stilled = true;
+                    self.sample_at_edge();
+                    lg.wait_stderr_end(Duration::from_secs_f64((until - unix_now()).max(0.0)));
+                    self.sample_at_edge();
+                }
+                quiet::Step::Still { .. } => self.pause(Duration::MAX),
+                quiet::Step::Watch { most_s } => {
+                    self.pause(Duration::from_secs_f64(most_s.min(1.0)));
+                }
+            }
         };
         Ok(if status.success() {
             Ok(())
