@@ -236,17 +236,22 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
                 }));
             }
             let met = self.meets(&row, &point);
-            let schedule_ok = schedule_kept(&row, met);
+            let schedule_ok = schedule_kept(&row);
             self.say(&format!(
                 "{}  {}: {}",
                 sweep::point_line(&row),
                 phase_text(phase, attempt),
                 if !schedule_ok {
-                    "the client did not keep its schedule: tried again"
+                    format!(
+                        "the client did not keep its schedule ({}): tried again",
+                        row.schedule_reason
+                            .as_deref()
+                            .unwrap_or("its self-check failed")
+                    )
                 } else if met {
-                    "met"
+                    "met".into()
                 } else {
-                    "missed"
+                    "missed".into()
                 }
             ));
             self.rows.push(row);
@@ -335,13 +340,11 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
     }
 }
 
-/// Whether loadgen kept its schedule on a probe, so that the probe measured the server.
-/// Until loadgen's own self-check (`schedule_ok`) reaches the row, its `client_bound` (its
-/// CPU over 90% busy) stands for a failed one where the probe missed: a probe that met the
-/// objective stands whatever the client did, since latency counts from the due time and a
-/// late client only makes the server look worse.
-fn schedule_kept(row: &Row, met: bool) -> bool {
-    met || !row.client_bound || row.ok == 0
+/// Whether loadgen kept its schedule on a probe (its self-check, `schedule_ok` of the row),
+/// so that the probe measured the server; a probe without a self-check (no message sent)
+/// has none to fail.
+fn schedule_kept(row: &Row) -> bool {
+    row.schedule_ok != Some(false)
 }
 
 /// The latency `percentile` (one of `plan::capacity::PERCENTILES`) of a row, in µs.
