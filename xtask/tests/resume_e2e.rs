@@ -132,13 +132,22 @@ fn a_killed_capacity_search_resumes_from_its_probes() {
     for (path, text) in &before {
         assert_eq!(after.get(path), Some(text), "{} ran again", path.display());
     }
-    // A probe a row, in the order the search made them, and the search's finding.
+    // A probe a row, in the order the searches made them (`--repeat 2`: two searches, each
+    // numbering its probes from 0), and the finding.
     let rows: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(rows.len(), after.len(), "{rows:#?}");
-    for (i, r) in rows.iter().enumerate() {
+    let (mut search, mut step) = (1, 0);
+    for r in &rows {
         let point = r["point"].as_str().unwrap();
-        assert!(point.starts_with(&format!("echo-{i:02}-r")), "{point}");
+        if step > 0 && point.starts_with(&format!("echo-s{}-00-r", search + 1)) {
+            (search, step) = (search + 1, 0);
+        }
+        assert!(
+            point.starts_with(&format!("echo-s{search}-{step:02}-r")),
+            "{point}"
+        );
+        step += 1;
         assert_eq!(r["arrivals"], "poisson", "{r}");
         assert_eq!(r["slo"], "p99=2s", "{r}");
     }

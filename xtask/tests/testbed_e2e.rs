@@ -173,10 +173,10 @@ fn the_capacity_suite_runs_from_client_hosts() {
     assert!(status.success(), "{status}: {stderr}");
     // The first probe: Poisson arrivals on both hosts, each drawing its own gaps, merged.
     let dir = out.join("capacity").join("threads");
-    let merged = json(&dir.join("echo-00-r200.loadgen.json"));
+    let merged = json(&dir.join("echo-s1-00-r200.loadgen.json"));
     assert_eq!(merged["arrivals"], "poisson", "{merged}");
     for agent in ["agent0", "agent1"] {
-        let a = json(&dir.join(format!("echo-00-r200.{agent}.json")));
+        let a = json(&dir.join(format!("echo-s1-00-r200.{agent}.json")));
         assert_eq!(a["arrivals"], "poisson", "{agent}: {a}");
         assert!(a["messages"].as_u64().unwrap() > 0, "{agent}: {a}");
     }

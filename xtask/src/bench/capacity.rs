@@ -1,9 +1,10 @@
 //! `cargo xtask bench --suite capacity`, which runs alone, from the [`Plan`]: for each
-//! workload of the suite and each server that serves it, the search of `plan::capacity` (a
-//! sweep of rates, a bisection, repeats at the rate found), each probe a run of the point at
-//! one rate (`run::point`), judged against the objective and recorded as it ends (a row of
-//! `summary.csv` per probe); then `capacity.csv`, ranked against each workload's reference
-//! server, and the report with the latency-vs-throughput curves.
+//! workload of the suite and each server that serves it, `--repeat` searches of
+//! `plan::capacity` (a sweep of rates, a bisection, the bracket's upper end tried again, the
+//! rate found confirmed), each probe a run of the point at one rate (`run::point`), judged
+//! against the objective and recorded as it ends (a row of `summary.csv` per probe); then
+//! `capacity.csv` (the searches' capacities: their median and interval), ranked against each
+//! workload's reference server, and the report with the latency-vs-throughput curves.
 //!
 //! `--resume` walks each search again: a probe whose outcome the run kept is not run again,
 //! and since the search asks for the same rates given the same outcomes, it carries on at the
@@ -18,9 +19,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::plan::Plan;
 use super::sweep;
-use crate::plan::capacity::{
-    Found, Next, Phase, Probe, Search, Slo, client_explains_miss, loadgen_percentile, sustained,
-};
+use crate::plan::capacity::{Attempt, Found, Next, Phase, Probe, Search, Slo, sustained};
 use crate::plan::servers::{Inventory, Variant};
 use crate::plan::suites::{Arrivals, Load, Point, Stop, Suite, capacity::reference};
 use crate::record::capacity::{self, Capacity};
@@ -38,8 +37,15 @@ pub(super) fn default_slo() -> Slo {
     }
 }
 
-/// No search makes more probes than this (the default search needs about fifteen).
+/// No search makes more probes than this (the default search needs about twenty, with noise
+/// and the client's retries a few more).
 const MAX_PROBES: usize = 60;
+
+/// How one search ended: what it found, or why the server could not run; and its probes.
+struct Ended {
+    found: Result<Found, String>,
+    probes: usize,
+}
 
 /// Runs the capacity suite (`bench::run` hands over to it).
 pub(super) fn run(
@@ -80,14 +86,15 @@ pub(super) fn run(
         })
         .collect();
     eprintln!(
-        "capacity at {slo}: {} searches (server × workload), each about fifteen probes of {:.1} s; results in {}",
+        "capacity at {slo}: {} × {} searches (server × workload, --repeat), the first about 19 probes of {:.1} s, each after it about 12; results in {}",
         pairs.len(),
+        plan.repeats(Suite::Capacity),
         plan.points.first().map_or(0.0, |p| p.estimate_secs()),
         out.display()
     );
     let mut found = Vec::new();
     for (i, (template, v)) in pairs.iter().enumerate() {
-        let Some(c) = cx.search(template, v, (i + 1, pairs.len()))? else {
+        let Some(c) = cx.capacity(template, v, (i + 1, pairs.len()))? else {
             break;
         };
         let line = capacity_line(&c);
@@ -133,22 +140,15 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
         }
     }
 
-    /// The search of `v`'s capacity at `template`'s workload, the `n`th of `of`; `None` when
-    /// it was interrupted.
-    fn search(
+    /// `v`'s capacity at `template`'s workload, the `n`th of `of`: `--repeat` searches, the
+    /// first from the workload's first rate, each after it from the capacity the one before
+    /// found (`Search::again`); `None` when interrupted.
+    fn capacity(
         &mut self,
         template: &Point,
         v: &Variant,
         (n, of): (usize, usize),
     ) -> Result<Option<Capacity>> {
-        let search = Search {
-            start: match template.load {
-                Load::Open { rate } => rate,
-                Load::Closed => Search::default().start,
-            },
-            repeats: self.plan.repeats(Suite::Capacity),
-            ..Search::default()
-        };
         let mut c = Capacity {
             server: v.name.clone(),
             workload: template.series.clone(),
@@ -158,78 +158,125 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
             reference: reference(&template.series).to_string(),
             ..Capacity::default()
         };
-        let mut probes: Vec<Probe> = Vec::new();
-        let mut achieved: Vec<f64> = Vec::new();
-        for step in 0..MAX_PROBES {
-            let (rate, phase) = match search.next(&probes) {
-                Next::Done(found) => {
-                    c.probes = probes.len();
-                    (c.result, c.capacity_per_sec) = describe(found);
-                    if matches!(found, Found::Capacity { .. }) {
-                        c.set_achieved(&achieved);
-                    }
+        let first = Search {
+            start: match template.load {
+                Load::Open { rate } => rate,
+                Load::Closed => Search::default().start,
+            },
+            ..Search::default()
+        };
+        let mut search = first;
+        let mut found = Vec::new();
+        let searches = self.plan.repeats(Suite::Capacity);
+        for k in 0..searches {
+            let Some(end) = self.search(&search, template, v, k, (n, of))? else {
+                return Ok(None);
+            };
+            c.probes += end.probes;
+            match end.found {
+                Err(why) => {
+                    c.searches = k + 1;
+                    c.result = "failed".into();
+                    c.failure = Some(why);
                     return Ok(Some(c));
                 }
-                Next::Try { rate, phase } => (rate, phase),
+                Ok(f) => {
+                    search = match f {
+                        Found::Capacity { rate } => first.again(rate),
+                        _ => first,
+                    };
+                    found.push(f);
+                }
+            }
+        }
+        c.set_findings(&found);
+        Ok(Some(c))
+    }
+
+    /// The `k`th search (from 0) of `v`'s capacity at `template`'s workload; `None` when it
+    /// was interrupted.
+    fn search(
+        &mut self,
+        search: &Search,
+        template: &Point,
+        v: &Variant,
+        k: usize,
+        (n, of): (usize, usize),
+    ) -> Result<Option<Ended>> {
+        let mut probes: Vec<Probe> = Vec::new();
+        for step in 0..MAX_PROBES {
+            let (rate, phase, attempt) = match search.next(&probes) {
+                Next::Done(found) => {
+                    return Ok(Some(Ended {
+                        found: Ok(found),
+                        probes: probes.len(),
+                    }));
+                }
+                Next::Try {
+                    rate,
+                    phase,
+                    attempt,
+                } => (rate, phase, attempt),
             };
             self.bar.set_message(format!(
-                "[{n}/{of}] {} · {} @ {rate:.0}/s · {}",
+                "[{n}/{of}] {} · {} · search {} @ {rate:.0}/s · {}",
                 v.name,
                 template.series,
-                phase_text(phase)
+                k + 1,
+                phase_text(phase, attempt)
             ));
-            let point = probe(template, rate, step);
-            let Some((row, lag, outcome_failed)) = self.probe(&point, v)? else {
+            let point = probe(template, rate, k, step);
+            let Some((row, outcome_failed)) = self.probe(&point, v)? else {
                 return Ok(None);
             };
             if let Some(why) = outcome_failed {
-                c.probes = probes.len() + 1;
-                c.result = "failed".into();
-                c.failure = Some(why);
-                return Ok(Some(c));
+                return Ok(Some(Ended {
+                    found: Err(why),
+                    probes: probes.len() + 1,
+                }));
             }
             let met = self.meets(&row, &point);
-            let client_bound = !met && row.ok > 0 && self.client_may_be_why(&row, &lag);
+            let schedule_ok = schedule_kept(&row);
             self.say(&format!(
                 "{}  {}: {}",
                 sweep::point_line(&row),
-                phase_text(phase),
-                if client_bound {
-                    "client-bound: the search stops"
+                phase_text(phase, attempt),
+                if !schedule_ok {
+                    format!(
+                        "the client did not keep its schedule ({}): tried again",
+                        row.schedule_reason
+                            .as_deref()
+                            .unwrap_or("its self-check failed")
+                    )
                 } else if met {
-                    "met"
+                    "met".into()
                 } else {
-                    "missed"
+                    "missed".into()
                 }
             ));
-            if let Phase::Confirm { .. } = phase {
-                if met {
-                    achieved.extend(row.throughput_per_sec);
-                } else {
-                    achieved.clear();
-                }
-            }
             self.rows.push(row);
             summary::write_summary(self.out, &self.rows)?;
             probes.push(Probe {
                 rate,
                 met,
-                client_bound,
+                schedule_ok,
             });
         }
-        c.probes = probes.len();
-        c.result = "unconfirmed".into();
-        Ok(Some(c))
+        Ok(Some(Ended {
+            found: Ok(Found::Unconfirmed {
+                rate: probes
+                    .iter()
+                    .filter(|p| p.met)
+                    .map(|p| p.rate)
+                    .fold(0.0, f64::max),
+            }),
+            probes: probes.len(),
+        }))
     }
 
-    /// One probe: its kept outcome (resuming) or a new run, saved, its row and loadgen's send
-    /// lag (`send_lag_us` of its summary, `Null` where there is none); with the reason when the
-    /// server could not run at all. `None` when interrupted.
-    fn probe(
-        &self,
-        point: &Point,
-        v: &Variant,
-    ) -> Result<Option<(Row, serde_json::Value, Option<String>)>> {
+    /// One probe: its kept outcome (resuming) or a new run, saved, and its row; with the
+    /// reason when the server could not run at all. `None` when interrupted.
+    fn probe(&self, point: &Point, v: &Variant) -> Result<Option<(Row, Option<String>)>> {
         let files = RunFiles {
             dir: self.out.join(point.suite.name()).join(&v.name),
             stem: point.id.clone(),
@@ -269,28 +316,13 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
             Err(f @ Failure::Start(_)) => Some(f.to_string()),
             _ => None,
         };
-        let lag = std::fs::read_to_string(files.path("loadgen.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .map_or(serde_json::Value::Null, |v| v["send_lag_us"].clone());
         let mut row = summary::aggregate(point, v, &[outcome], self.out, &files.dir);
         row.slo = Some(self.slo.to_string());
         // The curves' x is the rate offered.
         if let Load::Open { rate } = point.load {
             row.x = rate;
         }
-        Ok(Some((row, lag, failed)))
-    }
-
-    /// Whether the client may be why a probe missed: loadgen's CPU was saturated, or its own
-    /// delay in sending explains the miss (`plan::capacity::client_explains_miss`).
-    fn client_may_be_why(&self, row: &Row, send_lag: &serde_json::Value) -> bool {
-        let slo = self.slo;
-        let lag = send_lag[loadgen_percentile(&slo.percentile)].as_f64();
-        row.client_bound
-            || latency_of(row, &slo.percentile)
-                .zip(lag)
-                .is_some_and(|(l, lag)| client_explains_miss(l, lag, slo.limit_us))
+        Ok(Some((row, failed)))
     }
 
     /// Whether the probe sustained its rate and met the objective.
@@ -308,6 +340,13 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
     }
 }
 
+/// Whether loadgen kept its schedule on a probe (its self-check, `schedule_ok` of the row),
+/// so that the probe measured the server; a probe without a self-check (no message sent)
+/// has none to fail.
+fn schedule_kept(row: &Row) -> bool {
+    row.schedule_ok != Some(false)
+}
+
 /// The latency `percentile` (one of `plan::capacity::PERCENTILES`) of a row, in µs.
 pub(crate) fn latency_of(row: &Row, percentile: &str) -> Option<f64> {
     match percentile {
@@ -322,39 +361,33 @@ pub(crate) fn latency_of(row: &Row, percentile: &str) -> Option<f64> {
     }
 }
 
-/// The point of one probe: the workload's at `rate`, named by its step and rate so that each
-/// probe has files of its own and a resumed search finds them. Its Poisson gaps are drawn
-/// from a seed of its step's: the repeats of a confirmation draw new ones (with one seed for
-/// all, each probe's arrivals would be the same draws, scaled), and every server's nth probe
-/// the same.
-fn probe(template: &Point, rate: f64, step: usize) -> Point {
+/// The point of one probe: the workload's at `rate`, named by its search (`k`, from 0), step
+/// and rate so that each probe has files of its own and a resumed search finds them. Its
+/// Poisson gaps are drawn from a seed of its search's and step's: a trial's repeats and each
+/// search draw new ones (with one seed for all, each probe's arrivals would be the same
+/// draws, scaled), and every server's nth probe of its kth search the same.
+fn probe(template: &Point, rate: f64, k: usize, step: usize) -> Point {
     Point {
-        id: format!("{}-{step:02}-r{rate:.0}", template.id),
+        id: format!("{}-s{}-{step:02}-r{rate:.0}", template.id, k + 1),
         label: format!("{} @ {rate:.0}/s", template.series),
         load: Load::Open { rate },
-        seed: Some(step as u64 + 1),
+        seed: Some((k * MAX_PROBES + step) as u64 + 1),
         ..template.clone()
     }
 }
 
-/// What capacity.csv says of a finding: its result and rate.
-fn describe(found: Found) -> (String, Option<f64>) {
-    let what = match found {
-        Found::Capacity { .. } => "capacity",
-        Found::ClientBound { .. } => "client-bound",
-        Found::Below { .. } => "below",
-        Found::Above { .. } => "above",
-        Found::Unconfirmed { .. } => "unconfirmed",
-    };
-    (what.to_string(), Some(found.rate()))
-}
-
 /// Where a search stands, for the progress line.
-fn phase_text(phase: Phase) -> String {
-    match phase {
+fn phase_text(phase: Phase, attempt: Attempt) -> String {
+    let phase = match phase {
         Phase::Sweep => "sweep".into(),
         Phase::Bisect { lo, hi } => format!("bracket [{lo:.0}, {hi:.0}]/s"),
+        Phase::Retest { lo, hi } => format!("bracket [{lo:.0}, {hi:.0}]/s, its upper end again"),
         Phase::Confirm { rate } => format!("confirming {rate:.0}/s"),
+    };
+    match attempt {
+        Attempt::First => phase,
+        Attempt::AfterMiss => format!("{phase}, again after a miss"),
+        Attempt::AfterClient => format!("{phase}, again: the client's"),
     }
 }
 
@@ -364,11 +397,18 @@ fn capacity_line(c: &Capacity) -> String {
         .capacity_per_sec
         .map_or("–".into(), |r| format!("{r:.0}/s"));
     let what = match c.result.as_str() {
-        "capacity" => format!("capacity {rate} (confirmed by {} repeats)", c.repeats),
+        "capacity" => match (c.capacity_ci_low, c.capacity_ci_high) {
+            (Some(lo), Some(hi)) if c.searches > 1 => format!(
+                "capacity {rate} [{lo:.0}, {hi:.0}] (median of {} searches)",
+                c.searches
+            ),
+            _ => format!("capacity {rate} (one search)"),
+        },
         "client-bound" if c.capacity_per_sec.unwrap_or(0.0) > 0.0 => {
             format!("at least {rate}, client-bound")
         }
         "client-bound" => "client-bound from the first rate tried: nothing of the server".into(),
+        "unconfirmed" => format!("{rate}? not confirmed"),
         "below" => format!("below {rate}: the least rate tried missed the objective"),
         "above" => format!("above {rate}: the highest rate tried met it"),
         "failed" => format!("failed: {}", c.failure.as_deref().unwrap_or("?")),

@@ -127,7 +127,9 @@ pub(crate) struct BenchArgs {
 
     /// Runs of each point, in rounds over the servers (every server once a round, in a
     /// counterbalanced order: a Williams design, `plan::order`) so that a drift of the
-    /// machine spreads over all of them [default: quick 5, search 15, the other suites 1].
+    /// machine spreads over all of them [default: quick 5, search 15, capacity 3, the other
+    /// suites 1]. In capacity, the searches of each server's capacity: the capacity is their
+    /// median and its interval theirs (3: [min, max], 75% coverage).
     /// The summary gives medians with an interval, latency from the runs' histograms added
     /// together, and the report each server's verdict against the reference (`--reference`),
     /// a column one family holding its false verdicts to 5% (docs/VERDICTS.md). The default

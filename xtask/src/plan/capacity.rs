@@ -3,21 +3,27 @@
 //! same probes it always asks for the same next rate, so that `--resume` walks a stopped
 //! search again from its saved probes and carries on where it stopped.
 //!
-//! The search, per server and workload:
+//! A rate is judged by a **trial**, not a probe: a probe that meets the objective decides it,
+//! one that misses is run again, and the rate counts as missed only when [`MISSES`] (2) of up
+//! to three probes missed. A window of noise on the host (a scheduler hiccup, a neighbour)
+//! makes a probe miss now and then; alone it never lowers the bracket. The search, per server
+//! and workload, trial by trial:
 //!
 //! 1. **sweep**: from [`Search::start`], rates a factor [`Search::factor`] apart, up while the
-//!    probes meet the objective and down while none has; the first miss above a hit (or the
+//!    trials meet the objective and down while none has; the first miss above a hit (or the
 //!    first hit below a miss) brackets the capacity;
 //! 2. **bisect**: the bracket halved until it is narrower than [`Search::resolution`] of its
 //!    lower end;
-//! 3. **confirm**: [`Search::repeats`] more probes at the rate found; every one must meet the
-//!    objective, else the rate steps down by the resolution and is confirmed again.
+//! 3. **retest**: the bracket's upper end tried again; should it meet the objective this time,
+//!    the bracket moves up (to the next miss above it, or the sweep carries on upwards);
+//! 4. **confirm**: [`Search::confirmations`] more trials at the rate found; every one must meet
+//!    the objective, else the rate steps down by the resolution and is confirmed again.
 //!
-//! A probe that missed where the client may be why (its CPU saturated, or its own delay in
-//! sending explains the miss) says nothing about the server: the search stops there and the
-//! capacity is "at least" the highest rate met before it. A probe that met the objective
-//! stands whatever the client did: latency counts from the due time, so a slow client only
-//! ever makes the server look worse.
+//! A probe whose schedule the load generator did not keep (its self-check failed) is the
+//! client's, met or missed: it says nothing of the server and is run again, up to
+//! [`CLIENT_RETRIES`] times in a row; only then does the search end, client-bound, at least at
+//! the highest rate met. The capacity's interval comes from several searches
+//! (`record::capacity`), not from one.
 //!
 //! It may call nothing else of xtask.
 
@@ -101,33 +107,6 @@ pub(crate) fn sustained(offered: f64, achieved: f64, window_secs: f64, poisson: 
     achieved >= offered * (1.0 - tolerance)
 }
 
-/// Whether the client, not the server, may have made a probe miss its objective: the client's
-/// own delay in sending at the same percentile (how long after their due time it released
-/// messages) is half the limit or more, so that it cannot release messages in time to measure
-/// the objective. In the open loop, latency counts from the due time, so a client that is slow
-/// only ever makes the server look worse: a probe that met the objective stands whatever the
-/// client did. A smaller delay is the host's timer and scheduling jitter, the same at every
-/// rate (about 1–2 ms at p99 on a 2-CPU VM whatever the load): subtracting it whole would call
-/// every close miss the client's and stop every search at its first one.
-/// A probe whose latency met the limit missed for another reason (the rate not sustained,
-/// errors), which this does not explain.
-pub(crate) fn client_explains_miss(latency_us: f64, send_lag_us: f64, limit_us: f64) -> bool {
-    latency_us > limit_us && send_lag_us >= limit_us / 2.0
-}
-
-/// The percentile of loadgen's summary that stands for `percentile` (one of [`PERCENTILES`]):
-/// the same, or the next one up where loadgen reports none (p95: p99), as its JSON names it.
-pub(crate) fn loadgen_percentile(percentile: &str) -> &'static str {
-    match percentile {
-        "p50" => "p50",
-        "p90" => "p90",
-        "p95" | "p99" => "p99",
-        "p99.9" => "p99_9",
-        "p99.99" => "p99_99",
-        _ => "max",
-    }
-}
-
 /// What the search needs of one probe: a run of the server at an offered rate.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Probe {
@@ -136,10 +115,10 @@ pub(crate) struct Probe {
     /// The server sustained it (the achieved rate within the tolerance of the offered, no
     /// error) and its latency met the objective.
     pub(crate) met: bool,
-    /// The client, not the server, may have made the probe miss (its CPU saturated, or its
-    /// own delay in sending explains the miss: [`client_explains_miss`]): it says nothing of
-    /// the server.
-    pub(crate) client_bound: bool,
+    /// The load generator kept its schedule (its self-check passed), so the probe measured
+    /// the server. One that did not is the client's, met or missed: it says nothing of the
+    /// server and is run again (up to [`CLIENT_RETRIES`] times in a row).
+    pub(crate) schedule_ok: bool,
 }
 
 /// How the search goes: where it starts, how coarse and how fine.
@@ -151,8 +130,11 @@ pub(crate) struct Search {
     pub(crate) factor: f64,
     /// The bisection stops when the bracket is narrower than this share of its lower end.
     pub(crate) resolution: f64,
-    /// Probes at the rate found that must all meet the objective.
-    pub(crate) repeats: usize,
+    /// Trials at the rate found, after its bracket's upper end missed again, that must all
+    /// meet the objective.
+    pub(crate) confirmations: usize,
+    /// How many of a trial's probes must miss for its rate to count as missed ([`MISSES`]).
+    pub(crate) misses: usize,
     /// No rate below this or above this is tried.
     pub(crate) min_rate: f64,
     pub(crate) max_rate: f64,
@@ -164,7 +146,8 @@ impl Default for Search {
             start: 1000.0,
             factor: 2.0,
             resolution: 0.02,
-            repeats: 3,
+            confirmations: 2,
+            misses: MISSES,
             min_rate: 10.0,
             max_rate: 10_000_000.0,
         }
@@ -175,15 +158,41 @@ impl Default for Search {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Phase {
     Sweep,
-    Bisect { lo: f64, hi: f64 },
-    Confirm { rate: f64 },
+    Bisect {
+        lo: f64,
+        hi: f64,
+    },
+    /// The bracket is narrow: its upper end, a miss, is tried once more before the lower end
+    /// is confirmed. Should it meet the objective this time, the bracket moves up.
+    Retest {
+        lo: f64,
+        hi: f64,
+    },
+    Confirm {
+        rate: f64,
+    },
+}
+
+/// Why a rate is probed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Attempt {
+    /// A new trial of the rate.
+    First,
+    /// Its last probe missed: a miss counts once [`MISSES`] probes of the trial missed.
+    AfterMiss,
+    /// The client did not keep its schedule on the last probe: it is run again.
+    AfterClient,
 }
 
 /// What to do next.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Next {
     /// Probe this rate.
-    Try { rate: f64, phase: Phase },
+    Try {
+        rate: f64,
+        phase: Phase,
+        attempt: Attempt,
+    },
     /// The search is over.
     Done(Found),
 }
@@ -194,8 +203,8 @@ pub(crate) enum Next {
 pub(crate) enum Found {
     /// The highest rate that met the objective, confirmed.
     Capacity { rate: f64 },
-    /// The client bounded a probe: the server met the objective at `rate` at least (0 when
-    /// no probe met it before).
+    /// The client did not keep its schedule at a rate, [`CLIENT_RETRIES`] retries running:
+    /// the server met the objective at `rate` at least (0 when no rate met it before).
     ClientBound { rate: f64 },
     /// Not even the least rate met the objective.
     Below { rate: f64 },
@@ -206,6 +215,17 @@ pub(crate) enum Found {
 }
 
 impl Found {
+    /// What `capacity.csv`'s `result` calls it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Found::Capacity { .. } => "capacity",
+            Found::ClientBound { .. } => "client-bound",
+            Found::Below { .. } => "below",
+            Found::Above { .. } => "above",
+            Found::Unconfirmed { .. } => "unconfirmed",
+        }
+    }
+
     /// The rate the finding is about.
     pub(crate) fn rate(self) -> f64 {
         match self {
@@ -218,248 +238,238 @@ impl Found {
     }
 }
 
+/// How many of a trial's probes must miss for the rate to count as missed: a trial is a vote
+/// of up to `2 × MISSES - 1` probes, decided as soon as the hits outnumber the misses or the
+/// misses reach this. One miss alone, the host's noise as often as the server, never lowers
+/// the bracket.
+pub(crate) const MISSES: usize = 2;
+
+/// How many times in a row a probe whose schedule the client did not keep is run again
+/// before the search ends, client-bound.
+pub(crate) const CLIENT_RETRIES: usize = 3;
+
 /// How many times a failed confirmation may step the rate down before the search gives up.
 const STEP_DOWNS: usize = 5;
 
+/// A search replayed up to now: the rate to try, its phase, the trials decided so far and the
+/// one under way.
+#[derive(Debug)]
+struct State {
+    phase: Phase,
+    rate: f64,
+    /// The rates whose trials met, and missed, in the order they were decided.
+    met: Vec<f64>,
+    missed: Vec<f64>,
+    /// The trial under way at `rate`: its hits and misses, and the client's failures in a row.
+    hits: usize,
+    misses: usize,
+    client_failures: usize,
+    /// Trials met at the rate being confirmed, and step-downs so far.
+    confirmed: usize,
+    step_downs: usize,
+}
+
+impl State {
+    fn highest_met(&self) -> Option<f64> {
+        self.met.iter().copied().reduce(f64::max)
+    }
+
+    /// The bracket's upper end: the least rate missed above `lo` (above every rate, without
+    /// one).
+    fn lowest_missed_above(&self, lo: Option<f64>) -> Option<f64> {
+        let lo = lo.unwrap_or(f64::NEG_INFINITY);
+        self.missed
+            .iter()
+            .copied()
+            .filter(|&m| m > lo)
+            .reduce(f64::min)
+    }
+
+    fn attempt(&self) -> Attempt {
+        if self.client_failures > 0 {
+            Attempt::AfterClient
+        } else if self.misses > 0 {
+            Attempt::AfterMiss
+        } else {
+            Attempt::First
+        }
+    }
+}
+
+/// The sweep's factor in a search run again from a capacity found: close steps, since the
+/// knee is near.
+pub(crate) const AGAIN_FACTOR: f64 = 1.1;
+
 impl Search {
+    /// `self` run again from the capacity `found` by an earlier search: its sweep starts
+    /// there, in steps of [`AGAIN_FACTOR`], so that it brackets the knee in a few probes (12
+    /// or so against about 19 from afar) yet finds it afresh, up or down.
+    pub(crate) fn again(&self, found: f64) -> Search {
+        Search {
+            start: found,
+            factor: AGAIN_FACTOR,
+            ..*self
+        }
+    }
+
     /// The rate as probes are run and named: whole messages per second.
     fn round(&self, r: f64) -> f64 {
         r.clamp(self.min_rate, self.max_rate).round().max(1.0)
     }
 
     /// The next step after `probes`, the probes of this search so far in the order they ran.
+    /// They are replayed: each moves the state as it did when it ran, so the same probes
+    /// always lead to the same next step.
     pub(crate) fn next(&self, probes: &[Probe]) -> Next {
-        let mut phase = Phase::Sweep;
-        let mut highest_met: Option<f64> = None;
-        let mut lowest_missed: Option<f64> = None;
-        let mut confirmed = 0;
-        let mut step_downs = 0;
-        let mut rate = self.round(self.start);
-        // Replays the probes: each moves the state as it did when it ran.
+        let mut st = State {
+            phase: Phase::Sweep,
+            rate: self.round(self.start),
+            met: Vec::new(),
+            missed: Vec::new(),
+            hits: 0,
+            misses: 0,
+            client_failures: 0,
+            confirmed: 0,
+            step_downs: 0,
+        };
         for p in probes {
-            if p.client_bound {
-                return Next::Done(Found::ClientBound {
-                    rate: highest_met.unwrap_or(0.0),
-                });
+            if !p.schedule_ok {
+                st.client_failures += 1;
+                if st.client_failures > CLIENT_RETRIES {
+                    return Next::Done(Found::ClientBound {
+                        rate: st.highest_met().unwrap_or(0.0),
+                    });
+                }
+                continue;
             }
+            st.client_failures = 0;
             if p.met {
-                highest_met = Some(highest_met.map_or(p.rate, |h| h.max(p.rate)));
+                st.hits += 1;
             } else {
-                lowest_missed = Some(lowest_missed.map_or(p.rate, |l| l.min(p.rate)));
+                st.misses += 1;
             }
-            match phase {
-                Phase::Sweep => match (highest_met, lowest_missed) {
-                    (Some(lo), Some(hi)) if lo < hi => phase = Phase::Bisect { lo, hi },
-                    (Some(_), None) => {
-                        let up = self.round(p.rate * self.factor);
-                        if up <= p.rate {
-                            return Next::Done(Found::Above { rate: p.rate });
-                        }
-                        rate = up;
-                    }
-                    _ => {
-                        let down = self.round(p.rate / self.factor);
-                        if down >= p.rate {
-                            return Next::Done(Found::Below { rate: p.rate });
-                        }
-                        rate = down;
-                    }
-                },
-                Phase::Bisect { lo, hi } => {
-                    phase = if p.met {
-                        Phase::Bisect { lo: p.rate, hi }
-                    } else {
-                        Phase::Bisect { lo, hi: p.rate }
-                    };
-                }
-                Phase::Confirm { rate: c } => {
-                    if p.met {
-                        confirmed += 1;
-                        if confirmed >= self.repeats {
-                            return Next::Done(Found::Capacity { rate: c });
-                        }
-                    } else {
-                        step_downs += 1;
-                        confirmed = 0;
-                        let down = self.round(c * (1.0 - self.resolution));
-                        if step_downs > STEP_DOWNS || down >= c {
-                            return Next::Done(Found::Unconfirmed { rate: c });
-                        }
-                        phase = Phase::Confirm { rate: down };
-                    }
-                }
-            }
-            if let Phase::Bisect { lo, hi } = phase {
-                let mid = self.round((lo + hi) / 2.0);
-                if (hi - lo) <= self.resolution * lo || mid <= lo || mid >= hi {
-                    phase = Phase::Confirm { rate: lo };
-                } else {
-                    rate = mid;
-                }
-            }
-            if let Phase::Confirm { rate: c } = phase {
-                if self.repeats == 0 {
-                    return Next::Done(Found::Capacity { rate: c });
-                }
-                rate = c;
+            let met = if st.misses >= self.misses.max(1) {
+                false
+            } else if st.hits > st.misses {
+                true
+            } else {
+                continue;
+            };
+            (st.hits, st.misses) = (0, 0);
+            if let Some(found) = self.decided(&mut st, met) {
+                return Next::Done(found);
             }
         }
-        Next::Try { rate, phase }
+        Next::Try {
+            rate: st.rate,
+            phase: st.phase,
+            attempt: st.attempt(),
+        }
+    }
+
+    /// Moves the search on from a trial decided at `st.rate`; what it found when it ends.
+    fn decided(&self, st: &mut State, met: bool) -> Option<Found> {
+        let r = st.rate;
+        if met {
+            st.met.push(r);
+        } else {
+            st.missed.push(r);
+        }
+        match st.phase {
+            Phase::Sweep => self.sweep(st),
+            Phase::Bisect { lo, hi } => {
+                st.phase = if met {
+                    Phase::Bisect { lo: r, hi }
+                } else {
+                    Phase::Bisect { lo, hi: r }
+                };
+                self.narrow(st)
+            }
+            // The upper end missed again: the bracket holds.
+            Phase::Retest { lo, .. } if !met => self.confirm(st, lo),
+            // It met this time: the first miss was noise, and the bracket moves up.
+            Phase::Retest { .. } => match st.lowest_missed_above(Some(r)) {
+                Some(hi) => {
+                    st.phase = Phase::Bisect { lo: r, hi };
+                    self.narrow(st)
+                }
+                None => {
+                    st.phase = Phase::Sweep;
+                    self.sweep(st)
+                }
+            },
+            Phase::Confirm { rate: c } if met => {
+                st.confirmed += 1;
+                (st.confirmed >= self.confirmations).then_some(Found::Capacity { rate: c })
+            }
+            Phase::Confirm { rate: c } => {
+                st.step_downs += 1;
+                let down = self.round(c * (1.0 - self.resolution));
+                if st.step_downs > STEP_DOWNS || down >= c {
+                    return Some(Found::Unconfirmed { rate: c });
+                }
+                self.confirm(st, down)
+            }
+        }
+    }
+
+    /// The sweep: up by [`Search::factor`] from the highest rate met while none missed above
+    /// it, down from the least missed while none met; a miss above a hit brackets the knee.
+    fn sweep(&self, st: &mut State) -> Option<Found> {
+        let lo = st.highest_met();
+        match (lo, st.lowest_missed_above(lo)) {
+            (Some(lo), Some(hi)) => {
+                st.phase = Phase::Bisect { lo, hi };
+                self.narrow(st)
+            }
+            (Some(lo), None) => {
+                let up = self.round(lo * self.factor);
+                if up <= lo {
+                    return Some(Found::Above { rate: lo });
+                }
+                st.rate = up;
+                None
+            }
+            (None, least) => {
+                let least = least.unwrap_or(st.rate);
+                let down = self.round(least / self.factor);
+                if down >= least {
+                    return Some(Found::Below { rate: least });
+                }
+                st.rate = down;
+                None
+            }
+        }
+    }
+
+    /// The bisection: the bracket halved until narrower than [`Search::resolution`]; then its
+    /// upper end tried again (unless it has missed twice already), then its lower end
+    /// confirmed.
+    fn narrow(&self, st: &mut State) -> Option<Found> {
+        let Phase::Bisect { lo, hi } = st.phase else {
+            return None;
+        };
+        let mid = self.round((lo + hi) / 2.0);
+        if (hi - lo) > self.resolution * lo && mid > lo && mid < hi {
+            st.rate = mid;
+            return None;
+        }
+        if st.missed.iter().filter(|&&m| m == hi).count() >= 2 {
+            return self.confirm(st, lo);
+        }
+        st.phase = Phase::Retest { lo, hi };
+        st.rate = hi;
+        None
+    }
+
+    /// Starts confirming `rate`.
+    fn confirm(&self, st: &mut State, rate: f64) -> Option<Found> {
+        st.phase = Phase::Confirm { rate };
+        st.confirmed = 0;
+        st.rate = rate;
+        (self.confirmations == 0).then_some(Found::Capacity { rate })
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Runs a search against a simulated server that meets the objective up to `knee` and
-    /// misses it above, its client bound above `client_limit`; returns what it found and the
-    /// probes it made.
-    fn simulate(s: &Search, knee: f64, client_limit: f64) -> (Found, Vec<Probe>) {
-        let mut probes = Vec::new();
-        // Bounded: a search of these settings needs a few dozen probes.
-        for _ in 0..200 {
-            match s.next(&probes) {
-                Next::Done(f) => return (f, probes),
-                Next::Try { rate, .. } => probes.push(Probe {
-                    rate,
-                    met: rate <= knee,
-                    client_bound: rate > client_limit,
-                }),
-            }
-        }
-        panic!("the search did not end: {probes:?}");
-    }
-
-    #[test]
-    fn the_search_finds_a_latency_jump_within_the_resolution() {
-        let s = Search::default();
-        for knee in [37.0, 999.0, 1000.0, 4_321.0, 5_000.0, 47_000.0, 123_456.0] {
-            let (found, probes) = simulate(&s, knee, f64::INFINITY);
-            let Found::Capacity { rate } = found else {
-                panic!("knee {knee}: {found:?}");
-            };
-            assert!(rate <= knee, "knee {knee}: found {rate}, above it");
-            assert!(
-                rate >= knee * (1.0 - s.resolution) - 1.0,
-                "knee {knee}: found {rate}, more than the resolution below it"
-            );
-            // The last probes are the confirmation's, all at the rate found.
-            let tail = &probes[probes.len() - s.repeats..];
-            assert!(tail.iter().all(|p| p.rate == rate && p.met), "{tail:?}");
-            assert!(probes.len() < 40, "knee {knee}: {} probes", probes.len());
-        }
-    }
-
-    #[test]
-    fn a_confirmation_that_misses_steps_down() {
-        let s = Search::default();
-        // Meets up to 5000, but the first probe at 4960 and above after the bracket misses:
-        // a server whose knee is noisy.
-        let mut probes: Vec<Probe> = Vec::new();
-        let mut missed_once = false;
-        for _ in 0..100 {
-            match s.next(&probes) {
-                Next::Done(f) => {
-                    let Found::Capacity { rate } = f else {
-                        panic!("{f:?}")
-                    };
-                    assert!(rate < 5000.0 && rate > 4700.0, "{rate}");
-                    assert!(missed_once);
-                    return;
-                }
-                Next::Try { rate, phase } => {
-                    let noisy = matches!(phase, Phase::Confirm { .. }) && !missed_once;
-                    missed_once |= noisy;
-                    probes.push(Probe {
-                        rate,
-                        met: rate <= 5000.0 && !noisy,
-                        client_bound: false,
-                    });
-                }
-            }
-        }
-        panic!("no end");
-    }
-
-    #[test]
-    fn a_client_bound_probe_ends_the_search_at_least_at_the_last_rate_met() {
-        let (found, _) = simulate(&Search::default(), 100_000.0, 20_000.0);
-        assert_eq!(found, Found::ClientBound { rate: 16_000.0 });
-    }
-
-    #[test]
-    fn the_edges_of_the_range_are_said() {
-        let s = Search::default();
-        assert_eq!(
-            simulate(&s, 1.0, f64::INFINITY).0,
-            Found::Below { rate: 10.0 }
-        );
-        let (found, _) = simulate(&s, f64::INFINITY, f64::INFINITY);
-        assert_eq!(found, Found::Above { rate: 10_000_000.0 });
-    }
-
-    #[test]
-    fn sustained_allows_the_noise_of_poisson_arrivals_only() {
-        assert!(sustained(10_000.0, 9_950.0, 1.0, false));
-        assert!(!sustained(10_000.0, 9_850.0, 1.0, false));
-        // 10,000 Poisson arrivals: a standard deviation of 1%, three of them allowed.
-        assert!(sustained(10_000.0, 9_750.0, 1.0, true));
-        assert!(!sustained(10_000.0, 9_650.0, 1.0, true));
-        // Many arrivals: back to 1%.
-        assert!(!sustained(1_000_000.0, 985_000.0, 1.0, true));
-    }
-
-    #[test]
-    fn a_miss_is_the_clients_only_where_its_own_delay_explains_it() {
-        // The client released messages 3 ms late against a 5 ms objective: it cannot measure
-        // it, whatever the server did.
-        assert!(client_explains_miss(6000.0, 3000.0, 5000.0));
-        assert!(client_explains_miss(9000.0, 2500.0, 5000.0));
-        // 1.5 ms of send delay is the host's jitter, present at every rate: a close miss is
-        // still the server's.
-        assert!(!client_explains_miss(6000.0, 1500.0, 5000.0));
-        assert!(!client_explains_miss(9000.0, 2000.0, 5000.0));
-        assert!(!client_explains_miss(9000.0, 0.0, 5000.0));
-        // Latency within the limit: the miss was something else (errors, the rate).
-        assert!(!client_explains_miss(4000.0, 1000.0, 5000.0));
-        assert_eq!(loadgen_percentile("p95"), "p99");
-        assert_eq!(loadgen_percentile("p99.9"), "p99_9");
-        for p in PERCENTILES {
-            assert!(!loadgen_percentile(p).contains('.'), "{p}");
-        }
-    }
-
-    #[test]
-    fn objectives_parse() {
-        let slo: Slo = "p99=5ms".parse().unwrap();
-        assert_eq!(slo.percentile, "p99");
-        assert_eq!(slo.limit_us, 5000.0);
-        assert_eq!(slo.to_string(), "p99=5ms");
-        assert_eq!("p99.9=800us".parse::<Slo>().unwrap().limit_us, 800.0);
-        assert_eq!("P50=1.5s".parse::<Slo>().unwrap().limit_us, 1_500_000.0);
-        assert_eq!(
-            "p99.9=250µs".parse::<Slo>().unwrap().to_string(),
-            "p99.9=250us"
-        );
-    }
-
-    #[test]
-    fn bad_objectives_are_refused_with_a_reason() {
-        for (bad, says) in [
-            ("p99", "PERCENTILE=TIME"),
-            ("p98=5ms", "not a percentile"),
-            ("latency=5ms", "not a percentile"),
-            ("p99=5", "no unit"),
-            ("p99=5min", "not a unit"),
-            ("p99=0ms", "not a positive time"),
-            ("p99=-3ms", "not a positive time"),
-            ("p99=ms", "not a positive time"),
-            ("p99=1.2.3ms", "not a positive time"),
-        ] {
-            let e = bad.parse::<Slo>().expect_err(bad);
-            assert!(e.contains(says), "{bad}: {e}");
-            assert!(!e.contains('\n'), "one line: {e}");
-        }
-    }
-}
+mod tests;

@@ -1,7 +1,9 @@
 //! What the capacity suite found, per server and workload: `capacity.csv` (for people and
 //! scripts) and `capacity.json` (what the report reads back), and the ranking the report leads
 //! with, each server's capacity as a multiple of its workload's reference server's, with an
-//! interval from the confirmation repeats of both.
+//! interval from the repeated searches of both. A result that is only a bound (`client-bound`,
+//! `above`, `below`, `unconfirmed`) keeps its kind beside its multiple, so that no table shows
+//! it as a plain one.
 //!
 //! It may call the plan layer's `capacity` and the record layer's `stats`.
 
@@ -10,6 +12,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::plan::capacity::Found;
 use crate::record::stats;
 
 /// One server's capacity at one workload: a line of `capacity.csv`.
@@ -21,30 +24,32 @@ pub(crate) struct Capacity {
     pub(crate) workload: String,
     /// The latency objective, `p99=5ms`.
     pub(crate) objective: String,
-    /// `capacity` (found and confirmed), `client-bound` (at least `capacity_per_sec`: the
-    /// client bounded a probe above it), `below` (not even the least rate met the objective),
-    /// `above` (the highest rate tried met it), `unconfirmed` (the repeats kept missing), or
+    /// `capacity` (every search found and confirmed one), or what the searches that did not
+    /// find one found: `client-bound` (at least `capacity_per_sec`: the client could not keep
+    /// its schedule above it), `unconfirmed` (the confirmations kept missing), `below` (not
+    /// even the least rate met the objective), `above` (the highest rate tried met it); or
     /// `failed` (the server did not run).
     pub(crate) result: String,
-    /// The highest offered rate that met the objective (confirmed when `result` is
-    /// `capacity`), per second.
+    /// With `capacity`, the median of the searches' capacities, per second; otherwise the
+    /// bound (the least of the searches' rates, the greatest for `below`).
     pub(crate) capacity_per_sec: Option<f64>,
-    /// The rate the server achieved over the confirmation repeats: their median and
-    /// distribution-free interval (`ci_level` its coverage: 75% for 3 repeats).
-    pub(crate) achieved_per_sec: Option<f64>,
-    pub(crate) achieved_ci_low: Option<f64>,
-    pub(crate) achieved_ci_high: Option<f64>,
+    /// The distribution-free interval of that median over the searches (`ci_level` its
+    /// coverage: [min, max] and 75% for 3 searches, 50% for 2): where the capacity lands
+    /// when it is measured again, not the spread of one search's probes.
+    pub(crate) capacity_ci_low: Option<f64>,
+    pub(crate) capacity_ci_high: Option<f64>,
     pub(crate) ci_level: Option<f64>,
-    /// Confirmation repeats at the rate found.
-    pub(crate) repeats: usize,
-    /// Probes the search made in all.
+    /// The searches run (`--repeat`), and the rate each found, in order.
+    pub(crate) searches: usize,
+    pub(crate) capacities: Vec<f64>,
+    /// Probes the searches made in all.
     pub(crate) probes: usize,
     /// The server's CPU quota, in CPUs (`--server-cpu-quota`).
     pub(crate) cpu_quota: Option<f64>,
     /// How the sends were spaced.
     pub(crate) arrivals: String,
-    /// The workload's reference server, and this capacity as a multiple of its, with the
-    /// interval of the two achieved intervals' ratio.
+    /// The workload's reference server, and this capacity (or bound) as a multiple of its
+    /// capacity, with the widest ratio of the two intervals (capacities only).
     pub(crate) reference: String,
     pub(crate) vs_reference: Option<f64>,
     pub(crate) vs_reference_low: Option<f64>,
@@ -54,20 +59,34 @@ pub(crate) struct Capacity {
 }
 
 impl Capacity {
-    /// Sets the median and interval of the achieved rates of the confirmation repeats.
-    pub(crate) fn set_achieved(&mut self, achieved: &[f64]) {
-        self.repeats = achieved.len();
-        self.achieved_per_sec = stats::median(achieved);
-        match stats::median_interval(achieved) {
-            Some(i) => {
-                self.achieved_ci_low = Some(i.low);
-                self.achieved_ci_high = Some(i.high);
-                self.ci_level = Some(i.level);
-            }
-            None => {
-                self.achieved_ci_low = self.achieved_per_sec;
-                self.achieved_ci_high = self.achieved_per_sec;
-            }
+    /// Sets what the searches found: with a capacity from every one, their median and its
+    /// interval; otherwise the bound that the searches without one set (a client-bound one
+    /// first, then an unconfirmed, a below and an above one), at its most cautious rate.
+    pub(crate) fn set_findings(&mut self, found: &[Found]) {
+        let rates: Vec<f64> = found.iter().map(|f| f.rate()).collect();
+        self.searches = found.len();
+        self.capacities = rates.clone();
+        let rank = |f: &Found| match f {
+            Found::ClientBound { .. } => 0,
+            Found::Unconfirmed { .. } => 1,
+            Found::Below { .. } => 2,
+            Found::Above { .. } => 3,
+            Found::Capacity { .. } => 4,
+        };
+        let Some(worst) = found.iter().min_by_key(|f| rank(f)) else {
+            return;
+        };
+        self.result = worst.name().to_string();
+        if let Found::Capacity { .. } = worst {
+            self.capacity_per_sec = stats::median(&rates);
+            let i = stats::median_interval(&rates);
+            self.capacity_ci_low = i.map_or(self.capacity_per_sec, |i| Some(i.low));
+            self.capacity_ci_high = i.map_or(self.capacity_per_sec, |i| Some(i.high));
+            self.ci_level = i.map(|i| i.level);
+        } else if let Found::Below { .. } = worst {
+            self.capacity_per_sec = rates.iter().copied().reduce(f64::max);
+        } else {
+            self.capacity_per_sec = rates.iter().copied().reduce(f64::min);
         }
     }
 
@@ -94,13 +113,16 @@ pub(crate) fn rank(lines: &mut [Capacity]) {
         };
         let ratio = mine / theirs;
         c.vs_reference = Some(ratio);
-        // The widest ratio the two achieved intervals allow, widened to hold the ratio of the
-        // capacities themselves (the rates offered, where the achieved ones scatter about).
+        // A bound's multiple is a bound too (its kind in `result`): no interval.
+        if !c.is_the_servers() {
+            continue;
+        }
+        // The widest ratio the two intervals allow, widened to hold the ratio of the medians.
         if let (Some(lo), Some(hi), Some(rl), Some(rh)) = (
-            c.achieved_ci_low,
-            c.achieved_ci_high,
-            r.achieved_ci_low,
-            r.achieved_ci_high,
+            c.capacity_ci_low,
+            c.capacity_ci_high,
+            r.capacity_ci_low,
+            r.capacity_ci_high,
         ) && rl > 0.0
             && rh > 0.0
         {
@@ -134,11 +156,11 @@ const COLUMNS: &[&str] = &[
     "objective",
     "result",
     "capacity_per_sec",
-    "achieved_per_sec",
-    "achieved_ci_low",
-    "achieved_ci_high",
+    "capacity_ci_low",
+    "capacity_ci_high",
     "ci_level",
-    "repeats",
+    "searches",
+    "capacities",
     "probes",
     "cpu_quota",
     "arrivals",
@@ -157,7 +179,15 @@ pub(crate) fn write(dir: &Path, lines: &[Capacity]) -> Result<()> {
         let v = serde_json::to_value(c)?;
         let fields: Vec<String> = COLUMNS
             .iter()
-            .map(|k| crate::record::row::csv_field(&v[*k]))
+            .map(|k| match &v[*k] {
+                // The searches' capacities, one field: `52000;51000;53040`.
+                serde_json::Value::Array(a) => a
+                    .iter()
+                    .map(|x| x.as_f64().map_or(String::new(), |f| format!("{f:.0}")))
+                    .collect::<Vec<_>>()
+                    .join(";"),
+                x => crate::record::row::csv_field(x),
+            })
             .collect();
         csv.push_str(&fields.join(","));
         csv.push('\n');
@@ -180,25 +210,27 @@ pub(crate) fn read(dir: &Path) -> Result<Vec<Capacity>> {
 mod tests {
     use super::*;
 
-    fn line(server: &str, rate: f64, achieved: &[f64]) -> Capacity {
+    fn line(server: &str, capacities: &[f64]) -> Capacity {
         let mut c = Capacity {
             server: server.into(),
             workload: "echo".into(),
-            result: "capacity".into(),
             reference: "floor-epoll".into(),
-            capacity_per_sec: Some(rate),
             ..Capacity::default()
         };
-        c.set_achieved(achieved);
+        let found: Vec<Found> = capacities
+            .iter()
+            .map(|&rate| Found::Capacity { rate })
+            .collect();
+        c.set_findings(&found);
         c
     }
 
     #[test]
     fn capacities_are_ranked_as_multiples_of_the_reference() {
         let mut lines = vec![
-            line("tokio", 20_000.0, &[19_900.0, 20_000.0, 20_100.0]),
-            line("floor-epoll", 40_000.0, &[39_000.0, 40_000.0, 41_000.0]),
-            line("threads", 10_000.0, &[9_000.0, 10_000.0, 11_000.0]),
+            line("tokio", &[19_900.0, 20_000.0, 20_100.0]),
+            line("floor-epoll", &[39_000.0, 40_000.0, 41_000.0]),
+            line("threads", &[9_000.0, 10_000.0, 11_000.0]),
         ];
         rank(&mut lines);
         let order: Vec<&str> = lines.iter().map(|c| c.server.as_str()).collect();
@@ -212,14 +244,56 @@ mod tests {
         assert!(
             (lo - 9_000.0 / 41_000.0).abs() < 1e-12 && (hi - 11_000.0 / 39_000.0).abs() < 1e-12
         );
-        assert_eq!(lines[0].repeats, 3);
+        assert_eq!(lines[0].searches, 3);
+        assert_eq!(lines[0].ci_level, Some(0.75));
+    }
+
+    #[test]
+    fn the_capacity_and_its_interval_come_from_the_searches() {
+        let c = line("tokio", &[52_000.0, 48_000.0, 50_960.0]);
+        assert_eq!(c.result, "capacity");
+        assert_eq!(c.capacity_per_sec, Some(50_960.0));
+        assert_eq!(
+            (c.capacity_ci_low, c.capacity_ci_high),
+            (Some(48_000.0), Some(52_000.0))
+        );
+        // One search: no interval to speak of, the capacity its own bounds.
+        let one = line("tokio", &[50_000.0]);
+        assert_eq!(one.capacity_ci_low, Some(50_000.0));
+        assert_eq!(one.ci_level, None);
+    }
+
+    #[test]
+    fn a_search_without_a_capacity_makes_the_line_a_bound() {
+        let mut c = line("tokio", &[]);
+        c.set_findings(&[
+            Found::Capacity { rate: 50_000.0 },
+            Found::ClientBound { rate: 40_000.0 },
+            Found::Unconfirmed { rate: 45_000.0 },
+        ]);
+        assert_eq!(c.result, "client-bound");
+        assert_eq!(c.capacity_per_sec, Some(40_000.0));
+        assert_eq!(c.capacity_ci_low, None);
+        assert_eq!(c.capacities, [50_000.0, 40_000.0, 45_000.0]);
+        c.set_findings(&[Found::Below { rate: 10.0 }, Found::Below { rate: 20.0 }]);
+        assert_eq!(
+            (c.result.as_str(), c.capacity_per_sec),
+            ("below", Some(20.0))
+        );
+        // A bound's multiple has no interval: it is not the server's capacity.
+        let mut lines = vec![line("floor-epoll", &[40_000.0, 40_000.0]), c.clone()];
+        lines[1].set_findings(&[Found::ClientBound { rate: 60_000.0 }]);
+        rank(&mut lines);
+        let bound = lines.iter().find(|l| l.server == "tokio").unwrap();
+        assert_eq!(bound.vs_reference, Some(1.5));
+        assert_eq!(bound.vs_reference_low, None);
     }
 
     #[test]
     fn without_a_confirmed_reference_there_is_no_multiple() {
-        let mut r = line("floor-epoll", 5_000.0, &[5_000.0]);
+        let mut r = line("floor-epoll", &[5_000.0]);
         r.result = "client-bound".into();
-        let mut lines = vec![r, line("tokio", 4_000.0, &[4_000.0])];
+        let mut lines = vec![r, line("tokio", &[4_000.0])];
         rank(&mut lines);
         assert!(lines.iter().all(|c| c.vs_reference.is_none()));
     }
@@ -227,14 +301,17 @@ mod tests {
     #[test]
     fn what_is_written_reads_back() {
         let dir = tempfile::tempdir().unwrap();
-        let mut lines = vec![line("tokio", 20_000.0, &[19_900.0, 20_100.0])];
+        let mut lines = vec![line("tokio", &[19_900.0, 20_100.0])];
         rank(&mut lines);
         write(dir.path(), &lines).unwrap();
         assert_eq!(read(dir.path()).unwrap(), lines);
         let csv = std::fs::read_to_string(dir.path().join("capacity.csv")).unwrap();
         let mut rows = csv.lines();
         assert_eq!(rows.next().unwrap().split(',').count(), COLUMNS.len());
-        assert!(rows.next().unwrap().starts_with("tokio,echo,"));
+        let row = rows.next().unwrap();
+        assert!(row.starts_with("tokio,echo,"), "{row}");
+        assert!(row.contains(",19900;20100,"), "{row}");
+        assert_eq!(row.split(',').count(), COLUMNS.len(), "{row}");
         assert!(read(&dir.path().join("none")).unwrap().is_empty());
     }
 }

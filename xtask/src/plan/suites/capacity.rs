@@ -14,12 +14,13 @@ use super::{
 pub(super) const DEFAULTS: Defaults = Defaults {
     name: "capacity",
     title: "Latency under load: latency-vs-throughput curves and capacity at an objective",
-    help: "Latency under load: each server's latency against its achieved rate under Poisson arrivals, from light load to past the knee, and its capacity at a latency objective (--slo, default p99=5ms), searched and confirmed by --repeat probes (default 3); echo, and kv and http where the server serves them; runs alone",
-    // Short probes: a search makes about fifteen of them per server and workload.
+    help: "Latency under load: each server's latency against its achieved rate under Poisson arrivals, from light load to past the knee, and its capacity at a latency objective (--slo, default p99=5ms): a search whose misses count only when 2 of 3 probes miss, its bracket's upper end tried again, run --repeat times (default 3), the capacity their median with its interval; echo, and kv and http where the server serves them; runs alone",
+    // Short probes: a search makes about twenty of them per server and workload, the ones
+    // after it about twelve.
     duration: 1.0,
     warmup: 0.3,
     conns: &[100],
-    // The probes at the rate found that must all meet the objective.
+    // The searches of each capacity: their median and its interval ([min, max], 75%).
     repeats: 3,
     rate_meaning: "the first rate the search tries (default 1000/s)",
     extra_servers: &[],
@@ -75,23 +76,29 @@ pub(super) fn points(cx: &Sweep<'_>) -> Vec<Point> {
     ]
 }
 
-/// About how many probes a search makes: a sweep of six rates or so, a bisection of five, and
-/// the confirmation's repeats.
-const PROBES: usize = 12;
+/// About how many probes a search makes: from afar a sweep of six rates or so, a bisection of
+/// five, a miss probed twice, the upper end tried again and the confirmation (about 19); run
+/// again from the capacity found, about 12.
+const FIRST_PROBES: usize = 19;
+const AGAIN_PROBES: usize = 12;
 
-/// What `--list` says of the suite: `points` are its workloads, `repeats` the confirmation's
-/// probes.
+/// What `--list` says of the suite: `points` are its workloads, `repeats` the searches of each
+/// capacity.
 pub(super) fn list_text(points: &[Point], repeats: usize, servers: usize) -> String {
     let searches = points.len() * servers.max(1);
+    let probes = FIRST_PROBES + AGAIN_PROBES * repeats.saturating_sub(1);
     let secs: f64 = points.iter().map(Point::estimate_secs).sum::<f64>()
-        * (PROBES + repeats) as f64
+        * probes as f64
         * servers.max(1) as f64;
     format!(
-        "  {:<11} {} ({} workloads, a search of about {} probes each per server; at most about {:.0} min with the {} default servers, {} searches, fewer where a server does not serve kv or http)\n              --rate: {}",
+        "  {:<11} {} ({} workloads; per server and workload --repeat {} searches, the first of about {} probes, each after it about {}: {} probes, at most about {:.0} min with the {} default servers, {} capacities, fewer where a server does not serve kv or http; a miss counts when 2 of 3 probes miss, the bracket's upper end is tried again, the capacity is the searches' median with its interval)\n              --rate: {}",
         DEFAULTS.name,
         DEFAULTS.title,
         points.len(),
-        PROBES + repeats,
+        repeats,
+        FIRST_PROBES,
+        AGAIN_PROBES,
+        probes,
         secs / 60.0,
         servers,
         searches,

@@ -34,15 +34,7 @@ pub(crate) fn capacity_table(lines: &[Capacity]) -> String {
                     (i + 1).to_string(),
                     c.server.clone(),
                     capacity_cell(c),
-                    match (c.achieved_ci_low, c.achieved_ci_high) {
-                        (Some(lo), Some(hi)) if c.is_the_servers() => format!(
-                            "[{}, {}] ({} repeats)",
-                            fmt_rate(Some(lo)),
-                            fmt_rate(Some(hi)),
-                            c.repeats
-                        ),
-                        _ => "–".into(),
-                    },
+                    interval_cell(c),
                     multiple_cell(c),
                     c.probes.to_string(),
                 ]
@@ -54,7 +46,7 @@ pub(crate) fn capacity_table(lines: &[Capacity]) -> String {
                 "#",
                 "server",
                 "capacity /s",
-                "achieved over the repeats",
+                "interval over the searches",
                 "× reference",
                 "probes",
             ],
@@ -87,10 +79,37 @@ fn capacity_cell(c: &Capacity) -> String {
     }
 }
 
+/// The interval of the searches' median capacity, with how many there were; none for a
+/// bound.
+fn interval_cell(c: &Capacity) -> String {
+    match (c.capacity_ci_low, c.capacity_ci_high) {
+        (Some(lo), Some(hi)) if c.is_the_servers() && c.searches > 1 => format!(
+            "[{}, {}] ({} searches)",
+            fmt_rate(Some(lo)),
+            fmt_rate(Some(hi)),
+            c.searches
+        ),
+        _ if c.is_the_servers() => "– (one search)".into(),
+        _ => "–".into(),
+    }
+}
+
+/// The multiple of the reference's capacity: plain, with its interval, only for a capacity;
+/// a bound's multiple carries the bound's sign (≥, >, <) or a `?` where it was not
+/// confirmed.
 fn multiple_cell(c: &Capacity) -> String {
-    match (c.vs_reference, c.vs_reference_low, c.vs_reference_high) {
-        (Some(m), Some(lo), Some(hi)) => format!("{m:.2}× [{lo:.2}, {hi:.2}]"),
-        (Some(m), _, _) => format!("{m:.2}×"),
+    let Some(m) = c.vs_reference else {
+        return "–".into();
+    };
+    match c.result.as_str() {
+        "capacity" => match (c.vs_reference_low, c.vs_reference_high) {
+            (Some(lo), Some(hi)) => format!("{m:.2}× [{lo:.2}, {hi:.2}]"),
+            _ => format!("{m:.2}×"),
+        },
+        "client-bound" if m > 0.0 => format!("≥ {m:.2}× †"),
+        "above" => format!("> {m:.2}×"),
+        "below" => format!("< {m:.2}×"),
+        "unconfirmed" => format!("{m:.2}×? not confirmed"),
         _ => "–".into(),
     }
 }
@@ -108,10 +127,66 @@ pub(crate) fn section(out: &mut String, rows: &[Row], lines: &[Capacity]) {
     let probes = rows.len();
     let _ = writeln!(
         out,
-        "How to read it: a server's capacity is the highest offered rate it sustained (the achieved rate within 1% of the offered, or within three standard deviations of a window's Poisson arrivals, and no error) with its latency percentile within the objective: a sweep of rates a factor 2 apart brackets it, a bisection narrows the bracket to 2%, and `--repeat` probes (3 by default) at the rate found must all meet the objective, else the rate steps down 2% and is confirmed again. Latency counts from each message's due time, so a server that falls behind is charged for the queue it builds. The interval is the achieved rate's over those repeats (their [min, max] for 3, 75% coverage), and × reference its ratio to the reference's, with the widest ratio the two intervals allow. {probes} probes in all, each a fresh server.\n"
+        "How to read it: a server's capacity is the highest offered rate it sustained (the achieved rate within 1% of the offered, or within three standard deviations of a window's Poisson arrivals, and no error) with its latency percentile within the objective. A rate is judged by a trial: a probe that misses is run again, and the rate counts as missed only when two of up to three probes miss, so that one noisy window never lowers the bracket. A sweep of rates a factor 2 apart brackets the capacity, a bisection narrows the bracket to 2%, its upper end is tried again (should it meet this time, the bracket moves up), and 2 more trials at the rate found must meet the objective, else the rate steps down 2% and is confirmed again. Latency counts from each message's due time, so a server that falls behind is charged for the queue it builds. `--repeat` searches (3 by default) are run, each from the capacity the one before found: the capacity is their median and the interval the median's over them ([min, max] for 3, 75% coverage), where the capacity lands when measured again; × reference is its ratio to the reference's, with the widest ratio the two intervals allow. A bound is never a plain multiple: ≥ (client-bound), > (above the highest rate tried), < (below the least) or ? (not confirmed) stays beside it. {probes} probes in all, each a fresh server.\n"
     );
     let _ = writeln!(
         out,
-        "**The server, not the client, must be the limit.** Latency counts from each message's due time, so a slow client only ever makes a server look worse: a probe that met the objective stands, and one that missed is client-bound (†) where loadgen's CPU was over 90% busy or its own delay in sending was half the limit or more at the same percentile (it could not release messages in time to measure the objective): it says nothing of the server, the search stops there, and the capacity reads \"≥ N, client-bound\", the highest rate met before it, never the server's own. On a small machine one loadgen core can be slower than a fast server; to make the server the limit, give it less: `--server-cpu-quota 0.5` (half a CPU, named above the table), `--servers NAME+compute-us=100` (100 µs of CPU per echo, spun on the thread's CPU clock, a ceiling near 10,000/s per CPU), or drive the load from other machines with `--client-hosts`.\n"
+        "**The server, not the client, must be the limit.** Latency counts from each message's due time, so a slow client only ever makes a server look worse: a probe is the client's only where loadgen did not keep its schedule (its self-check failed): it says nothing of the server and is run again, up to 3 times in a row; only then does the search stop, and the capacity reads \"≥ N † client-bound\", the highest rate met before it, never the server's own. On a small machine one loadgen core can be slower than a fast server; to make the server the limit, give it less: `--server-cpu-quota 0.5` (half a CPU, named above the table), `--servers NAME+compute-us=100` (100 µs of CPU per echo, spun on the thread's CPU clock, a ceiling near 10,000/s per CPU), or drive the load from other machines with `--client-hosts`.\n"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::capacity::Found;
+
+    fn line(server: &str, found: &[Found]) -> Capacity {
+        let mut c = Capacity {
+            server: server.into(),
+            workload: "echo".into(),
+            objective: "p99=5ms".into(),
+            arrivals: "poisson".into(),
+            reference: "floor-epoll".into(),
+            ..Capacity::default()
+        };
+        c.set_findings(found);
+        c
+    }
+
+    #[test]
+    fn a_bound_is_never_a_plain_multiple() {
+        let cap = |rate| Found::Capacity { rate };
+        let mut lines = vec![
+            line(
+                "floor-epoll",
+                &[cap(40_000.0), cap(41_000.0), cap(39_000.0)],
+            ),
+            line("tokio", &[cap(20_000.0), cap(20_400.0), cap(19_600.0)]),
+            line(
+                "reactor",
+                &[cap(60_000.0), Found::ClientBound { rate: 48_000.0 }],
+            ),
+            line("fiber", &[Found::Above { rate: 80_000.0 }]),
+            line("threads", &[Found::Unconfirmed { rate: 10_000.0 }]),
+        ];
+        crate::record::capacity::rank(&mut lines);
+        let t = capacity_table(&lines);
+        let row = |s: &str| {
+            t.lines()
+                .find(|l| l.contains(&format!("| {s} ")))
+                .unwrap_or_else(|| panic!("{s}: {t}"))
+                .to_string()
+        };
+        assert!(row("tokio").contains("0.50× [0.48, 0.52]"), "{t}");
+        assert!(row("tokio").contains("(3 searches)"), "{t}");
+        assert!(row("reactor").contains("≥ 1.20× †"), "{t}");
+        assert!(row("fiber").contains("> 2.00×"), "{t}");
+        assert!(row("threads").contains("0.25×? not confirmed"), "{t}");
+        for bound in ["reactor", "fiber", "threads"] {
+            assert!(
+                !row(bound).contains('['),
+                "{bound}: no interval for a bound: {t}"
+            );
+        }
+    }
 }
