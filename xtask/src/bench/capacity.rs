@@ -18,7 +18,7 @@ use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::plan::Plan;
-use super::sweep;
+use super::{resolution, sweep};
 use crate::plan::capacity::{Attempt, Found, Next, Phase, Probe, Search, Slo, sustained};
 use crate::plan::servers::{Inventory, Variant};
 use crate::plan::suites::{Arrivals, Load, Point, Stop, Suite, capacity::reference};
@@ -92,6 +92,9 @@ pub(super) fn run(
         plan.points.first().map_or(0.0, |p| p.estimate_secs()),
         out.display()
     );
+    for template in plan.points.iter().filter(|p| p.series == "echo") {
+        cx.resolve(template, inv)?;
+    }
     let mut found = Vec::new();
     for (i, (template, v)) in pairs.iter().enumerate() {
         let Some(c) = cx.capacity(template, v, (i + 1, pairs.len()))? else {
@@ -323,6 +326,54 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
             row.x = rate;
         }
         Ok(Some((row, failed)))
+    }
+
+    /// The machine's resolution at `template`'s first rate (`bench::resolution`), printed and
+    /// kept as a row; an objective below it is refused. Without the floor server built it is
+    /// said and skipped.
+    fn resolve(&mut self, template: &Point, inv: &Inventory) -> Result<()> {
+        let floor = inv.parse(resolution::FLOOR)?;
+        let bins = (self.bins)(&floor);
+        if !bins.server.is_file() {
+            self.say(&format!(
+                "resolution: not measured ({} is not built; add {} to --servers)",
+                bins.server.display(),
+                resolution::FLOOR
+            ));
+            return Ok(());
+        }
+        let point = Point {
+            id: format!("{}-resolution", template.id),
+            label: format!("{} resolution", template.series),
+            ..template.clone()
+        };
+        let Some((row, failed)) = self.probe(&point, &floor)? else {
+            return Ok(());
+        };
+        let (Load::Open { rate }, Some(value_us)) =
+            (point.load, latency_of(&row, &self.slo.percentile))
+        else {
+            self.say(&format!(
+                "resolution: not measured ({})",
+                failed
+                    .as_deref()
+                    .unwrap_or("the floor's probe gave no latency")
+            ));
+            return Ok(());
+        };
+        let r = resolution::Resolution {
+            rate,
+            percentile: self.slo.percentile.clone(),
+            value_us,
+            schedule_ok: schedule_kept(&row),
+        };
+        self.say(&r.line());
+        self.rows.push(row);
+        summary::write_summary(self.out, &self.rows)?;
+        match r.refusal(self.slo) {
+            Some(why) => Err(anyhow::Error::new(crate::plan::Usage(why))),
+            None => Ok(()),
+        }
     }
 
     /// Whether the probe sustained its rate and met the objective.

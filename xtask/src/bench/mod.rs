@@ -13,6 +13,7 @@ pub(crate) mod conform;
 pub(crate) mod exit;
 mod list;
 mod plan;
+mod resolution;
 mod search;
 mod settings;
 mod sweep;

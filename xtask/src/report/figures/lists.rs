@@ -326,7 +326,10 @@ fn memory() -> Vec<Figure> {
 /// gap.
 pub(crate) fn of_suite(suite: Suite, rows: &[Row], workers: usize) -> Vec<Figure> {
     match suite {
-        Suite::Quick => quick(),
+        Suite::Quick => quick()
+            .into_iter()
+            .map(|f| with_resolution(f, rows))
+            .collect(),
         Suite::EmperEcho => emper_echo(workers),
         Suite::ChatCpu => chat_cpu(),
         Suite::ChatRoom => chat_room(),
@@ -337,5 +340,71 @@ pub(crate) fn of_suite(suite: Suite, rows: &[Row], workers: usize) -> Vec<Figure
         Suite::Capacity => super::capacity::figures(rows),
         // Drawn by the `search` module from its own runs.
         Suite::Search => Vec::new(),
+    }
+}
+
+/// The open loop's latency spectrum with the run's resolution across it: the floor server's
+/// p99 at the point drawn (the last of the series), the least latency the machine and its
+/// client show there.
+fn with_resolution(figure: Figure, rows: &[Row]) -> Figure {
+    if figure.name != "latency-open" {
+        return figure;
+    }
+    let floor = super::points_of(rows, "quick", "open")
+        .last()
+        .and_then(|p| crate::record::row::find(rows, "quick", "floor-epoll", &p.0))
+        .and_then(|r| r.p99_us);
+    match floor {
+        Some(p99) => figure.bound(Bound {
+            y: p99,
+            label: format!("resolution: floor-epoll's p99, {p99:.0} µs"),
+        }),
+        None => figure,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open_row(server: &str, point: &str, p99: f64) -> Row {
+        Row {
+            suite: "quick".into(),
+            series: "open".into(),
+            server: server.into(),
+            point: point.into(),
+            label: format!("1000 conns @ {point}"),
+            x: 1000.0,
+            p99_us: Some(p99),
+            ..Row::default()
+        }
+    }
+
+    #[test]
+    fn the_open_spectrum_draws_the_floors_p99_at_its_point_as_the_resolution() {
+        let rows = vec![
+            open_row("floor-epoll", "r1000", 150.0),
+            open_row("reactor", "r20000", 400.0),
+            open_row("floor-epoll", "r20000", 310.0),
+        ];
+        let figures: Vec<Figure> = quick()
+            .into_iter()
+            .map(|f| with_resolution(f, &rows))
+            .collect();
+        let open = figures.iter().find(|f| f.name == "latency-open").unwrap();
+        assert_eq!(open.bounds.len(), 1);
+        assert_eq!(open.bounds[0].y, 310.0);
+        assert!(open.bounds[0].label.contains("floor-epoll"));
+        assert!(
+            figures
+                .iter()
+                .filter(|f| f.name != "latency-open")
+                .all(|f| f.bounds.is_empty())
+        );
+        let without: Vec<Figure> = quick()
+            .into_iter()
+            .map(|f| with_resolution(f, &rows[1..2]))
+            .collect();
+        assert!(without.iter().all(|f| f.bounds.is_empty()));
     }
 }

@@ -206,3 +206,74 @@ pub(super) fn off_schedule(out: &mut String, rows: &[Row], names: &[String], ope
         );
     }
 }
+
+/// The server whose latency is the run's resolution: one thread on epoll, nothing else.
+const FLOOR: &str = "floor-epoll";
+
+/// The smallest latency the run can tell apart at each open-loop rate: the floor server's
+/// p99 there (the kernel and the client alone), and how late the client itself sent.
+pub(super) fn resolution(out: &mut String, rows: &[Row], names: &[String], open: &[PointOf]) {
+    for o in open {
+        let lags: Vec<f64> = names
+            .iter()
+            .filter_map(|s| find(rows, "quick", s, &o.0)?.send_lag_p99_us)
+            .collect();
+        let floor = find(rows, "quick", FLOOR, &o.0).and_then(|r| r.p99_us);
+        let mut said = Vec::new();
+        if let Some(p99) = floor {
+            said.push(format!(
+                "{}'s p99 is {}, the least latency this machine and its client show at this load (no runtime, the kernel alone): a p99 near it says little of a runtime",
+                FLOOR,
+                fmt_us(Some(p99))
+            ));
+        }
+        if let (Some(lo), Some(hi)) = (
+            lags.iter().copied().reduce(f64::min),
+            lags.iter().copied().reduce(f64::max),
+        ) {
+            said.push(format!(
+                "the client's own send lag p99 was {}–{} across the servers",
+                fmt_us(Some(lo)),
+                fmt_us(Some(hi))
+            ));
+        }
+        if !said.is_empty() {
+            let _ = writeln!(out, "Resolution at {}: {}.\n", rate_of(o), said.join("; "));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_resolution_names_the_floors_p99_and_the_clients_lag_at_each_rate() {
+        let row = |server: &str, p99: f64, lag: f64| Row {
+            suite: "quick".into(),
+            server: server.into(),
+            point: "open-r20000".into(),
+            p99_us: Some(p99),
+            send_lag_p99_us: Some(lag),
+            ..Row::default()
+        };
+        let rows = vec![row("floor-epoll", 310.0, 12.0), row("fiber", 420.0, 40.0)];
+        let names = vec!["floor-epoll".to_string(), "fiber".to_string()];
+        let open = vec![(
+            "open-r20000".to_string(),
+            "1000 conns @ 20000/s".to_string(),
+            1000.0,
+        )];
+        let mut out = String::new();
+        resolution(&mut out, &rows, &names, &open);
+        assert!(
+            out.starts_with("Resolution at 20000/s: floor-epoll's p99 is 310"),
+            "{out}"
+        );
+        assert!(out.contains("send lag p99 was 12"), "{out}");
+        assert!(out.contains("–40"), "{out}");
+        let mut none = String::new();
+        resolution(&mut none, &rows, &names, &[]);
+        assert!(none.is_empty());
+    }
+}

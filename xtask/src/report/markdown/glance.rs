@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use super::Input;
 use super::equal_load::{
-    PointOf, behind_the_rate, off_schedule, say_references, table_at_equal_load,
+    PointOf, behind_the_rate, off_schedule, resolution, say_references, table_at_equal_load,
 };
 use crate::plan::suites::Suite;
 use crate::record::row::{DISTURBED_PCT, Row, STEAL_PCT, find, points_of, servers};
@@ -48,6 +48,7 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
             table_at_equal_load(out, input, &names, &open, reference);
             behind_the_rate(out, rows, &names, &open);
             off_schedule(out, rows, &names, &open);
+            resolution(out, rows, &names, &open);
         }
         // 2. Capacity under the quota.
         let quota = rows
