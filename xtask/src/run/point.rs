@@ -18,28 +18,26 @@
 
 mod edges;
 mod quiet;
+mod watch;
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use crate::plan::placement::Placement;
 use crate::plan::servers::Variant;
-use crate::plan::suites::{Load, Point, Stop};
+use crate::plan::suites::{Point, Stop};
 use loadgen::account::CpuSource;
 
-use crate::run::agents::{Agents, PointFiles};
 use crate::run::cgroup::{Accounting, Group, Throttle};
 use crate::run::children::{self, Proc};
 use crate::run::cost::{WindowCpu, server_cost};
-use crate::run::cpus;
 use crate::run::loadgen_cli;
 use crate::run::outcome::{Binaries, Failure, Measured, RunFiles};
 use crate::run::outside;
-use crate::run::procfs::{Sample, Sampler};
+use crate::run::procfs::Sample;
 use crate::run::server::{self, STOP_GRACE};
 use edges::Edges;
+use watch::Watch;
 
 /// The CPU sampling period, as the C-versus-Go paper sampled with top.
 pub(crate) const SAMPLE_PERIOD: Duration = Duration::from_millis(500);
@@ -106,6 +104,7 @@ pub(crate) fn run_point(
     let mut args = loadgen_cli::args(point, &addr, &place.client_cpus, &lg_files);
     args.extend(loadgen_cli::server_side(&counter, &place.server_cpus));
     let mut watch = Watch::start(&mut server, place, group.as_ref(), progress)?;
+    watch.keeps_still = quiet::keeps_still(point);
     let (lg_result, remote_cpu) = match bins.agents.as_deref() {
         Some(agents) => {
             let edges = Edges::new(&counter, place, point);
@@ -256,228 +255,6 @@ fn measured(
         driver_latency_us: None,
         driver_avg_min_us: None,
     })
-}
-
-/// The server watched while the load runs: sampled every [`SAMPLE_PERIOD`], its death
-/// and an interruption caught, the progress told.
-struct Watch<'a> {
-    server: &'a mut Proc,
-    sampler: Sampler,
-    samples: Vec<Sample>,
-    next: Instant,
-    started: Instant,
-    progress: &'a mut dyn FnMut(f64),
-}
-
-impl<'a> Watch<'a> {
-    /// Starts watching with a first sample, the baseline (none: the server is gone).
-    fn start(
-        server: &'a mut Proc,
-        place: &Placement,
-        group: Option<&Group>,
-        progress: &'a mut dyn FnMut(f64),
-    ) -> Result<Watch<'a>, Failure> {
-        let mut sampler = Sampler::new(server.id())
-            .watching(place.server_cpus.as_slice())
-            .counting(group.map(Group::cpu_source));
-        let baseline = sampler
-            .sample()
-            .map_err(|_| Failure::Start(server.stderr_tail()))?;
-        Ok(Watch {
-            server,
-            sampler,
-            samples: vec![baseline],
-            next: Instant::now(),
-            started: Instant::now(),
-            progress,
-        })
-    }
-
-    /// A sample if one is due, and the progress told.
-    fn tick(&mut self) {
-        sample_now(
-            &mut self.sampler,
-            &mut self.samples,
-            self.server,
-            &mut self.next,
-        );
-    }
-
-    /// A sample now, due or not: the edges of a window the harness kept still through.
-    fn sample_at_edge(&mut self) {
-        self.next = Instant::now();
-        self.tick();
-    }
-
-    /// Tells the progress and sleeps until the next sample, `most` at most.
-    fn pause(&mut self, most: Duration) {
-        (self.progress)(self.started.elapsed().as_secs_f64());
-        std::thread::sleep(
-            most.min(Duration::from_millis(50))
-                .min(self.next.saturating_duration_since(Instant::now())),
-        );
-    }
-
-    /// The server's failure if it died.
-    fn died(&mut self) -> Option<Failure> {
-        let status = self.server.try_wait()?;
-        Some(Failure::Died(children::last_words(status, self.server)))
-    }
-
-    /// The samples, with one more taken now that the load is over.
-    fn last_sample(mut self) -> Vec<Sample> {
-        if let Ok(s) = self.sampler.sample() {
-            self.samples.push(s);
-        }
-        self.samples
-    }
-
-    /// The load from other hosts: the same command line, split among the agents, while
-    /// this thread samples the server. Loadgen's own failure is the inner error.
-    fn remote(
-        &mut self,
-        agents: &Agents,
-        point: &Point,
-        args: &[String],
-        lg_files: &loadgen_cli::Files<'_>,
-        files: &RunFiles,
-        edges: &Edges<'_>,
-    ) -> Result<Result<(), String>, Failure> {
-        let mut local_only = vec![
-            "--json",
-            "--hist",
-            "--hgrm",
-            "--interval-log",
-            "--cpus",
-            "--threads",
-        ];
-        local_only.extend(loadgen_cli::SERVER_SIDE_FLAGS);
-        let remote = loadgen_cli::without(args, &local_only);
-        let agent_files = PointFiles {
-            json: lg_files.json,
-            hist: lg_files.hist,
-            hgrm: lg_files.hgrm,
-            interval_log: lg_files.interval_log,
-            dir: &files.dir,
-            stem: &files.stem,
-        };
-        let rate = match point.load {
-            Load::Open { rate } => Some(rate),
-            Load::Closed => None,
-        };
-        let limit = deadline(point);
-        let done = std::thread::scope(|scope| {
-            let job = scope.spawn(|| {
-                agents
-                    .run(
-                        &remote,
-                        point.conns,
-                        rate,
-                        point.warmup,
-                        limit,
-                        &agent_files,
-                        &|| edges.go(),
-                    )
-                    .map(drop)
-            });
-            while !job.is_finished() {
-                self.tick();
-                edges.observe();
-                if let Some(died) = self.died() {
-                    return Err(died);
-                }
-                self.pause(edges.until_next());
-            }
-            edges.finish();
-            Ok(job
-                .join()
-                .unwrap_or_else(|_| Err("the agents' thread panicked".into())))
-        })?;
-        if children::interrupted() {
-            return Err(Failure::Interrupted);
-        }
-        Ok(done)
-    }
-
-    /// The load from a loadgen on this host's client CPUs, stopped past `limit`.
-    /// Loadgen's own failure is the inner error.
-    fn local(
-        &mut self,
-        loadgen: &Path,
-        args: &[String],
-        place: &Placement,
-        files: &RunFiles,
-        limit: Duration,
-    ) -> Result<Result<(), String>, Failure> {
-        let mut cmd = Command::new(loadgen);
-        cmd.args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let child = cpus::spawn_on(&place.client_cpus, || cmd.spawn())
-            .map_err(|e| io("starting loadgen", &e))?;
-        let mut lg = Proc::adopt(child, &files.path("loadgen.log"))
-            .map_err(|e| io("starting loadgen", &e))?;
-        let mut window = None;
-        let mut stilled = false;
-        let status = loop {
-            self.tick();
-            if children::interrupted() {
-                return Err(Failure::Interrupted);
-            }
-            if let Some(status) = lg.try_wait() {
-                break status;
-            }
-            if let Some(died) = self.died() {
-                lg.stop(Duration::from_secs(1));
-                return Err(died);
-            }
-            if self.started.elapsed() > limit {
-                lg.stop(Duration::from_secs(1));
-                return Err(Failure::Timeout(format!(
-                    "loadgen ran past {:.0} s; its last words: {}",
-                    limit.as_secs_f64(),
-                    lg.stderr_tail()
-                )));
-            }
-            window = window.or_else(|| quiet::announced(&lg.stderr_lines()));
-            match quiet::step(unix_now(), window) {
-                quiet::Step::Still { until } if !stilled => {
-                    stilled = true;
-                    self.sample_at_edge();
-                    lg.wait_stderr_end(Duration::from_secs_f64((until - unix_now()).max(0.0)));
-                    self.sample_at_edge();
-                }
-                quiet::Step::Still { .. } => self.pause(Duration::MAX),
-                quiet::Step::Watch { most_s } => {
-                    self.pause(Duration::from_secs_f64(most_s.min(1.0)));
-                }
-            }
-        };
-        Ok(if status.success() {
-            Ok(())
-        } else {
-            Err(format!("{status}: {}", lg.stderr_tail()))
-        })
-    }
-}
-
-/// Takes a sample of the server when one is due (every [`SAMPLE_PERIOD`]).
-fn sample_now(
-    sampler: &mut Sampler,
-    samples: &mut Vec<Sample>,
-    server: &mut Proc,
-    next: &mut Instant,
-) {
-    let now = Instant::now();
-    if now >= *next {
-        if let Ok(s) = sampler.sample() {
-            samples.push(s);
-            server.remember(sampler.members());
-        }
-        *next = (*next + SAMPLE_PERIOD).max(now);
-    }
 }
 
 /// How long loadgen may take before it is given up: its own timeouts plus a margin.

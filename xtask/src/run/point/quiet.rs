@@ -6,12 +6,21 @@
 //! takes no sample, draws no progress and waits for nothing but loadgen's end, and it samples
 //! the server at both edges instead.
 
+use crate::plan::suites::{Point, Suite};
+
 /// How long before the window the harness takes its last sample and goes still: past the
 /// longest pause between two of its looks (50 ms).
 pub(crate) const BEFORE_S: f64 = 0.25;
 
 /// How long after the window it wakes: loadgen has read the window's edges by then.
 pub(crate) const AFTER_S: f64 = 0.05;
+
+/// Whether the harness keeps still through `point`'s window: every point's but the chat-cpu
+/// suite's, whose subject is the server's CPU over time (the C-versus-Go paper's coefficient
+/// of variation, from 500 ms samples in the window), not its latency.
+pub(crate) fn keeps_still(point: &Point) -> bool {
+    point.suite != Suite::ChatCpu
+}
 
 /// What the harness does at a moment of a point.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -80,6 +89,21 @@ mod tests {
             }
         }
         assert_eq!(still, 1, "one wait covers the whole window");
+    }
+
+    #[test]
+    fn every_suite_keeps_still_but_chat_cpu_whose_subject_is_cpu_over_time() {
+        let o = crate::plan::suites::Overrides::default();
+        for suite in [
+            Suite::Quick,
+            Suite::EmperEcho,
+            Suite::ChatRoom,
+            Suite::Memory,
+        ] {
+            assert!(suite.points(&o).iter().all(keeps_still), "{suite:?}");
+        }
+        let chat = Suite::ChatCpu.points(&o);
+        assert!(!chat.is_empty() && !chat.iter().any(keeps_still));
     }
 
     #[test]
