@@ -144,6 +144,29 @@ impl Hiccups {
     }
 }
 
+/// A connection's released messages that could not be written at once because it had
+/// `--depth` in flight: they wait for the server's reply, not for the client, so their lag
+/// is taken at their release, and the connection's next writes take them first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Held(u64);
+
+impl Held {
+    /// A message was released while `unsent` released messages (itself included) were not
+    /// yet written and the connection had `room` free slots: whether it is held.
+    pub(crate) fn release(&mut self, unsent: u64, room: u64) -> bool {
+        let held = unsent > room;
+        self.0 += u64::from(held);
+        held
+    }
+
+    /// `n` messages go out in one write: how many of them, from the first, were held.
+    pub(crate) fn write(&mut self, n: u64) -> u64 {
+        let held = self.0.min(n);
+        self.0 -= held;
+        held
+    }
+}
+
 /// The worker's own clock of its work and hiccups over the measured window.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Busy {
@@ -265,6 +288,28 @@ mod tests {
         assert_eq!(Pacing::default_for(1, &[]), Pacing::Sleep);
         assert_eq!("spin".parse(), Ok(Pacing::Spin));
         assert!("fast".parse::<Pacing>().is_err());
+    }
+
+    #[test]
+    fn only_messages_that_found_the_flight_full_are_held_and_they_go_out_first() {
+        let mut h = Held::default();
+        // Depth 1, the slot free: released and written at once; its lag is the write's.
+        assert!(!h.release(1, 1));
+        assert_eq!(h.write(1), 0);
+        // The slot taken: the next two wait for replies.
+        assert!(h.release(1, 0));
+        assert!(h.release(2, 0));
+        // A reply frees the slot: the first held goes out, then the second.
+        assert_eq!(h.write(1), 1);
+        assert_eq!(h.write(1), 1);
+        assert_eq!(h, Held::default());
+        // Depth 4 with two in flight: two of three released fit, the third is held; the
+        // write after a reply takes the held one and a new one, of which one was held.
+        assert!(!h.release(1, 2));
+        assert!(!h.release(2, 2));
+        assert!(h.release(3, 2));
+        assert_eq!(h.write(2), 1);
+        assert_eq!(h.write(2), 0);
     }
 
     #[test]

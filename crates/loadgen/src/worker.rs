@@ -45,7 +45,7 @@ use crate::error::{Error, Fault, FaultCounts};
 use crate::hist::new_histogram;
 use crate::http::{self, HttpPath};
 use crate::kv;
-use crate::pacing::{self, Busy, Pacing, Wait};
+use crate::pacing::{self, Busy, Held, Pacing, Wait};
 use crate::schedule::{Clock, Cursor, Schedule};
 use crate::selfcheck::Gaps;
 use crate::sys;
@@ -405,7 +405,7 @@ struct Conn {
     released_all: bool,
     /// Open loop: released messages not yet written because the connection had `depth` in
     /// flight; their lag was taken at their release.
-    held: u64,
+    held: Held,
     /// Measured messages sent (request-count runs stop at the count).
     measured_sent: u64,
     /// Bytes a short write left behind; written when the socket is writable again.
@@ -540,7 +540,7 @@ impl<'p> Worker<'p> {
                 released: 0,
                 released_measured: 0,
                 released_all: false,
-                held: 0,
+                held: Held::default(),
                 measured_sent: 0,
                 pending: Vec::new(),
                 idle_since: 0,
@@ -1017,10 +1017,9 @@ impl<'p> Worker<'p> {
             conn.released += 1;
             // No room in flight: the message waits for a reply, which is the server's delay,
             // not the client's. Its lag is what it had at its release.
-            let held = conn.released - conn.flight.sent > conn.flight.room();
-            if held {
-                conn.held += 1;
-            }
+            let held = conn
+                .held
+                .release(conn.released - conn.flight.sent, conn.flight.room());
             if due.at_ns >= plan.warm_ns {
                 if held {
                     self.note_lag(due.at_ns, now);
@@ -1079,8 +1078,7 @@ impl<'p> Worker<'p> {
             None => now,
         };
         // The first `held` of these waited for room; their lag was taken at their release.
-        let mut held = conn.held.min(n);
-        conn.held -= held;
+        let mut held = conn.held.write(n);
         self.tx.clear();
         for _ in 0..n {
             let seq = conn.flight.sent;
