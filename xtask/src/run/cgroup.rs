@@ -16,11 +16,17 @@
 //! turns the quota into latency spikes rather than a slower CPU. The throttling that remains
 //! is counted (`nr_throttled`, throttled time in `cpu.stat`) and reported per point.
 //!
+//! Every child joins its group between fork and exec ([`Group::join_on_exec`], `join.rs`), so
+//! that what it forks at its start is counted too.
+//!
 //! It may call nothing else of xtask.
+
+mod join;
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
@@ -362,18 +368,17 @@ impl Group {
         })
     }
 
-    /// Checks that a process can be moved into the group (where delegation lets a user make
-    /// groups but not move processes between them, it cannot), with a short-lived `sleep`.
+    /// Checks that a process can join the group (where delegation lets a user make groups
+    /// but not move processes between them, it cannot), with a short-lived `sleep`.
     fn holds_a_process(self) -> io::Result<()> {
-        let mut child = std::process::Command::new("sleep")
-            .arg("5")
-            .stdin(std::process::Stdio::null())
-            .spawn()?;
-        let moved = self.add(child.id());
+        let mut cmd = Command::new("sleep");
+        cmd.arg("5").stdin(std::process::Stdio::null());
+        self.join_on_exec(&mut cmd)?;
+        let mut child = cmd.spawn()?;
         let _ = child.kill();
         let _ = child.wait();
         drop(self);
-        moved
+        Ok(())
     }
 
     /// This group and `capped` (the quota's, in the same or another hierarchy) as one.
@@ -384,12 +389,12 @@ impl Group {
         self
     }
 
-    /// Moves process `pid` (all its threads; children it forks later follow it) into the
-    /// group, in every hierarchy.
-    pub(crate) fn add(&self, pid: u32) -> io::Result<()> {
-        for dir in &self.dirs {
-            fs::write(dir.join("cgroup.procs"), pid.to_string())?;
-        }
+    /// Has the child that `cmd` starts join the group, in every hierarchy, between fork and
+    /// exec: it is in the group before it runs anything of its own, so every process it ever
+    /// forks (a master's workers, forked at once) is born inside. A child that cannot join fails
+    /// to spawn, with the error of its write into `cgroup.procs`.
+    pub(crate) fn join_on_exec(&self, cmd: &mut Command) -> io::Result<()> {
+        join::on_exec(cmd, join::procs_files(&self.dirs)?);
         Ok(())
     }
 
@@ -439,6 +444,17 @@ impl Drop for Group {
                 eprintln!("warning: could not remove the cgroup {}", dir.display());
             }
         }
+    }
+}
+
+/// What a failed spawn says after the program's name: where the child was to join `group`,
+/// the error (only an errno crosses back from the child) may be its write into the group's
+/// `cgroup.procs` rather than its exec.
+pub(crate) fn or_joining(group: Option<&Group>) -> &'static str {
+    if group.is_some() {
+        " (or join its cgroup)"
+    } else {
+        ""
     }
 }
 

@@ -20,7 +20,7 @@ use loadgen::account::CpuSource;
 
 use crate::plan::placement::Placement;
 use crate::plan::suites::Point;
-use crate::run::cgroup::{Accounting, Group};
+use crate::run::cgroup::{self, Accounting, Group};
 use crate::run::children::{self, Proc};
 use crate::run::cost::{EdgeReading, server_cost};
 use crate::run::cpus;
@@ -187,8 +187,8 @@ fn io(what: &str, e: &dyn std::fmt::Display) -> Failure {
     Failure::Loadgen(format!("{what}: {e}"))
 }
 
-/// Starts `program` on the client CPUs; its stdout is read whole on a thread, so that it
-/// never blocks on a full pipe, and comes on the receiver.
+/// Starts `program` on the client CPUs, in `group` from its first instruction; its stdout is
+/// read whole on a thread, so that it never blocks on a full pipe, and comes on the receiver.
 fn spawn(
     program: &str,
     args: &[String],
@@ -202,16 +202,13 @@ fn spawn(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let starting = format!("starting {program}");
+    if let Some(g) = group {
+        g.join_on_exec(&mut cmd)
+            .map_err(|e| io(&format!("putting {program} in its cgroup"), &e))?;
+    }
+    let starting = format!("starting {program}{}", cgroup::or_joining(group));
     let mut child =
         cpus::spawn_on(&place.client_cpus, || cmd.spawn()).map_err(|e| io(&starting, &e))?;
-    if let Some(g) = group
-        && let Err(e) = g.add(child.id())
-    {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(io(&format!("moving {program} into its cgroup"), &e));
-    }
     let stdout = child.stdout.take();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crate::plan::placement::CpuList;
 use crate::plan::servers::{PeerEntry, Variant};
 use crate::plan::suites::Suite;
-use crate::run::cgroup::Group;
+use crate::run::cgroup::{self, Group};
 use crate::run::children::{self, Proc};
 use crate::run::cpus;
 use crate::run::outcome::Failure;
@@ -165,17 +165,14 @@ pub(crate) fn spawn(
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0);
-    let mut child = cpus::spawn_on(cpus, || cmd.spawn())
-        .map_err(|e| Failure::Start(format!("cannot run {program}: {e:#} ({install})")))?;
-    if let Some(g) = group
-        && let Err(e) = g.add(child.id())
-    {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(Failure::Start(format!(
-            "cannot move {program} into its cgroup: {e}"
-        )));
+    // In its group from its first instruction: a peer may fork its workers as it starts.
+    if let Some(g) = group {
+        g.join_on_exec(cmd)
+            .map_err(|e| Failure::Start(format!("cannot put {program} in its cgroup: {e}")))?;
     }
+    let joining = cgroup::or_joining(group);
+    let child = cpus::spawn_on(cpus, || cmd.spawn())
+        .map_err(|e| Failure::Start(format!("cannot run {program}{joining}: {e:#} ({install})")))?;
     Proc::adopt(child, log).map_err(|e| Failure::Start(format!("{e:#}")))
 }
 

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use crate::plan::placement::Placement;
 use crate::plan::servers::Variant;
 use crate::plan::suites::Workload;
-use crate::run::cgroup::Group;
+use crate::run::cgroup::{self, Group};
 use crate::run::children::{self, Proc};
 use crate::run::cpus;
 use crate::run::outcome::{Failure, RunFiles};
@@ -155,7 +155,8 @@ fn our_command(workload: Workload, variant: &Variant, bin: &Path, place: &Placem
     cmd
 }
 
-/// Starts a server's command, pinned to the server CPUs, and into its cgroup at once.
+/// Starts a server's command, pinned to the server CPUs and in its cgroup from its first
+/// instruction (it joins between fork and exec), so that every process it forks is counted.
 fn spawn(
     mut cmd: Command,
     bin: &Path,
@@ -166,20 +167,14 @@ fn spawn(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let mut child = cpus::spawn_on(&place.server_cpus, || cmd.spawn())
-        .map_err(|e| Failure::Start(format!("cannot run {}: {e:#}", what(&cmd, bin))))?;
-    // Into its cgroup at once: before READY the server has only started its workers, and
-    // threads and forked children made later follow the process.
-    if let Some(g) = group
-        && let Err(e) = g.add(child.id())
-    {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(Failure::Start(format!(
-            "cannot move the server into its cgroup: {e}"
-        )));
+    if let Some(g) = group {
+        g.join_on_exec(&mut cmd)
+            .map_err(|e| Failure::Start(format!("cannot put the server in its cgroup: {e}")))?;
     }
-    Ok(child)
+    cpus::spawn_on(&place.server_cpus, || cmd.spawn()).map_err(|e| {
+        let joining = cgroup::or_joining(group);
+        Failure::Start(format!("cannot run {}{joining}: {e:#}", what(&cmd, bin)))
+    })
 }
 
 /// What `cmd` runs, for an error: the binary, or an outside server's command line.

@@ -1,6 +1,11 @@
-//! The cgroup accounting's tests: the controllers found, a quota that throttles, and every
+//! The cgroup accounting's tests: the controllers found, a quota that throttles, every
 //! thread and process that burned CPU in a group counted, by the group and by the
-//! process-tree fallback.
+//! process-tree fallback, and a child that forks at its start in its group whole.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
 
 use super::*;
 
@@ -38,11 +43,10 @@ fn a_busy_process_in_a_quota_group_is_throttled() {
     };
     let group = quota.cap(None).unwrap();
     // A shell that spins for a bounded time; killed below whatever happens.
-    let mut child = std::process::Command::new("sh")
-        .args(["-c", "i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done"])
-        .spawn()
-        .unwrap();
-    group.add(child.id()).unwrap();
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done"]);
+    group.join_on_exec(&mut cmd).unwrap();
+    let mut child = cmd.spawn().unwrap();
     let before = group.stat();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let mut after = before;
@@ -56,6 +60,21 @@ fn a_busy_process_in_a_quota_group_is_throttled() {
     assert!(t.nr_periods > 0, "{t:?}");
     assert!(t.nr_throttled > 0, "{t:?}");
     drop(group);
+}
+
+/// A fresh counting group, or `None` (the test skipped, saying why) where none can be made.
+fn counting_group() -> Option<Group> {
+    let accounting = Accounting::new(None);
+    if let Accounting::Tree { why } = &accounting {
+        // On a benchmark host, where the figures must be exact, a skip is a failure.
+        assert!(
+            std::env::var_os("RINGSIDE_REQUIRE_CGROUPS").is_none(),
+            "RINGSIDE_REQUIRE_CGROUPS is set, but no cgroup can be made here: {why}"
+        );
+        eprintln!("skipped: cgroups are not writable here: {why}");
+        return None;
+    }
+    Some(accounting.server_group().unwrap().unwrap())
 }
 
 /// What the burning workload (this test binary run again, see [`burn_workload`]) does,
@@ -176,19 +195,10 @@ fn burn_workload() {
 /// Runs a burner of `kind` in a fresh group: its CPU as the group counts it, as its process
 /// tree counts it, and as its own clocks say. `None` where no group can be made here.
 fn measure_burner(kind: &str) -> Option<(u64, u64, u64)> {
-    let accounting = Accounting::new(None);
-    if let Accounting::Tree { why } = &accounting {
-        // On a benchmark host, where the figures must be exact, a skip is a failure.
-        assert!(
-            std::env::var_os("RINGSIDE_REQUIRE_CGROUPS").is_none(),
-            "RINGSIDE_REQUIRE_CGROUPS is set, but no cgroup can be made here: {why}"
-        );
-        eprintln!("skipped: cgroups are not writable here: {why}");
-        return None;
-    }
-    let group = accounting.server_group().unwrap().unwrap();
-    let mut child = burner(kind).spawn().unwrap();
-    group.add(child.id()).unwrap();
+    let group = counting_group()?;
+    let mut cmd = burner(kind);
+    group.join_on_exec(&mut cmd).unwrap();
+    let mut child = cmd.spawn().unwrap();
     let counter = group.cpu_source();
     let tree = loadgen::account::CpuSource::Tree(child.id());
     let (cg0, tree0) = (counter.read().unwrap(), tree.read().unwrap());
@@ -239,4 +249,114 @@ fn threads_that_exit_are_counted_whole() {
 #[test]
 fn processes_forked_and_reaped_are_counted_whole() {
     assert_counted("procs", 1 + BURNERS as u64);
+}
+
+/// A shell started in `group` (joining it between fork and exec) as the leader of a process
+/// group of its own, which is killed whole when this is dropped, whatever the test did.
+struct Shell(Child);
+
+impl Shell {
+    fn start(group: &Group, script: &str) -> Shell {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .process_group(0);
+        group.join_on_exec(&mut cmd).unwrap();
+        Shell(cmd.spawn().unwrap())
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// The first line it prints, waited for up to 30 s.
+    fn line(&mut self) -> String {
+        let out = self.0.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(out).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        rx.recv_timeout(Duration::from_secs(30))
+            .expect("the shell said nothing within 30 s")
+    }
+}
+
+impl Drop for Shell {
+    fn drop(&mut self) {
+        let pgid = nix::unistd::Pid::from_raw(-(self.0.id() as i32));
+        let _ = nix::sys::signal::kill(pgid, nix::sys::signal::Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
+/// The processes in each directory of `group`, sorted.
+fn members(group: &Group) -> Vec<Vec<i32>> {
+    group
+        .dirs
+        .iter()
+        .map(|dir| {
+            let text = fs::read_to_string(dir.join("cgroup.procs")).unwrap();
+            let mut pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            pids.sort_unstable();
+            pids.dedup();
+            pids
+        })
+        .collect()
+}
+
+/// The shape of a server that forks its workers as it starts, a master and its workers:
+/// joined before exec, its whole tree is in the group, and nothing else is.
+#[test]
+fn a_child_that_forks_at_its_start_is_in_its_group_whole() {
+    let Some(group) = counting_group() else {
+        return;
+    };
+    let mut shell = Shell::start(&group, "sleep 30 & sleep 30 & echo forked; wait");
+    assert_eq!(shell.line().trim(), "forked");
+    let mut tree: Vec<i32> = loadgen::account::process_tree(shell.pid() as i32)
+        .unwrap()
+        .into_iter()
+        .map(|(pid, _)| pid)
+        .collect();
+    tree.sort_unstable();
+    assert_eq!(tree.len(), 3, "the shell and its two sleeps: {tree:?}");
+    for (dir, pids) in group.dirs.iter().zip(members(&group)) {
+        assert_eq!(pids, tree, "{}", dir.display());
+    }
+    drop(shell);
+    drop(group);
+}
+
+/// A grandchild that spins as soon as it is forked is counted: the group's counter holds at
+/// least what the shell's process tree (its reaped child included) says it used.
+#[test]
+fn a_grandchild_forked_at_the_start_is_counted() {
+    let Some(group) = counting_group() else {
+        return;
+    };
+    let counter = group.cpu_source();
+    let start = counter.read().unwrap();
+    let mut shell = Shell::start(
+        &group,
+        "(i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done) & wait; echo spun; read x",
+    );
+    assert_eq!(shell.line().trim(), "spun");
+    let tree = loadgen::account::CpuSource::Tree(shell.pid())
+        .read()
+        .unwrap()
+        .total_ns;
+    let counted = start.until(counter.read().unwrap()).total_ns;
+    eprintln!("the group counted {counted} ns, the process tree {tree}");
+    // The spin is a few hundred thousand turns of the shell's loop: far more than a tick.
+    assert!(tree >= 30_000_000, "the spin used only {tree} ns");
+    // Ticks of 10 ms: the tree's reading may be a tick short or long a process.
+    assert!(
+        counted as f64 >= tree as f64 - 2.0 * 10_000_000.0,
+        "the group counted {counted} ns of the tree's {tree}"
+    );
+    drop(shell);
+    drop(group);
 }
