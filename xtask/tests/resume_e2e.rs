@@ -138,7 +138,10 @@ fn a_killed_capacity_search_resumes_from_its_probes() {
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(rows.len(), after.len(), "{rows:#?}");
     let (mut search, mut step) = (1, 0);
-    for r in &rows {
+    // First the machine's resolution: floor-epoll probed at the first rate.
+    assert_eq!(rows[0]["point"], "echo-resolution", "{:#}", rows[0]);
+    assert_eq!(rows[0]["server"], "floor-epoll", "{:#}", rows[0]);
+    for r in &rows[1..] {
         let point = r["point"].as_str().unwrap();
         if step > 0 && point.starts_with(&format!("echo-s{}-00-r", search + 1)) {
             (search, step) = (search + 1, 0);
