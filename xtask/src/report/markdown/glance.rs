@@ -232,7 +232,8 @@ fn how_to_read(out: &mut String, rows: &[Row], servers: usize) {
          it served. {over}. {verdicts} p99 and p99.9 at the first rate are each round's \
          percentile, tested as CPU is (a family a column). *lowest repeat*: noise only adds \
          CPU time. ‡: something else used over {DISTURBED_PCT:.0}% of the server's CPU, or the \
-         hypervisor stole over {STEAL_PCT:.0}%; §: the CPU quota throttled the server; ◊: the \
+         hypervisor stole over {STEAL_PCT:.0}% of it in the median repeat (a ‡ point is judged \
+         in no column); §: the CPU quota throttled the server; ◊: the \
          load generator did not keep its schedule, so the latency is the client's and is never \
          judged.\n"
     );
