@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::record::row::Row;
+use crate::record::row::{DISTURBED_PCT, Row, STEAL_PCT};
 use crate::record::verdict::{self, Verdict};
 
 pub(crate) fn fmt_rate(v: Option<f64>) -> String {
@@ -78,6 +78,40 @@ pub(crate) fn mark(row: Option<&Row>, cell: String) -> String {
             }
             c
         }
+    }
+}
+
+/// The legend of the marks [`mark`] drew on `rows` (a table's), each with its threshold and
+/// what it keeps out of the verdicts (`verdict::blocked`), one meaning a mark: `Marks: ‡ …`,
+/// or nothing where the table has none.
+pub(crate) fn legend<'a>(rows: impl IntoIterator<Item = &'a Row>) -> String {
+    let rows: Vec<&Row> = rows.into_iter().filter(|r| r.ok > 0).collect();
+    let any = |f: fn(&Row) -> bool| rows.iter().any(|r| f(r));
+    let mut said = Vec::new();
+    if any(|r| r.client_bound) {
+        said.push("† client-bound (loadgen's CPUs over 90% busy): its throughput is the load generator's and is not judged".to_string());
+    }
+    if any(Row::disturbed) {
+        said.push(format!(
+            "‡ disturbed (other load over {DISTURBED_PCT:.0}% of a CPU of the server's, interrupts left out, or the hypervisor's steal over {STEAL_PCT:.0}% in the median repeat): judged in no column"
+        ));
+    }
+    if any(Row::throttled) {
+        said.push("§ the CPU quota throttled the server: its latency includes it".to_string());
+    }
+    if any(Row::schedule_missed) {
+        said.push("◊ the load generator missed its schedule: the latency is the client's and is not judged".to_string());
+    }
+    if any(Row::cpu_inexact) {
+        said.push(
+            "≈ CPU interpolated from samples of the live threads (a run from before cgroups)"
+                .to_string(),
+        );
+    }
+    if said.is_empty() {
+        String::new()
+    } else {
+        format!("Marks: {}.\n\n", said.join("; "))
     }
 }
 
@@ -325,6 +359,15 @@ mod tests {
         let once = vec![row("redis", &[10.0]), row("a", &[20.0])];
         let col = Column::new(&once, "kv", "p", "cpu_us_per_req", Some("redis"));
         assert_eq!(col.multiple("a", Some(20.0), Some(10.0)), " (2.00×)");
+        // A disturbed server is not in the family: its cell says so, and the legend why.
+        let mut marked = rows.clone();
+        marked[1].other_load_pct = Some(40.0);
+        let col = Column::new(&marked, "kv", "p", "cpu_us_per_req", Some("redis"));
+        assert_eq!(col.cell("a"), "not judged ‡");
+        assert!(col.multiple("a", Some(20.1), Some(10.0)) == " (2.01×, not judged ‡)");
+        assert!(col.cell("b").starts_with("~ (1.0"));
+        assert!(legend(&marked).starts_with("Marks: ‡ disturbed (other load over 10% of a CPU"));
+        assert_eq!(legend(&rows), "");
         // No redis in the run: nothing to set beside.
         let col = Column::new(&once[1..], "kv", "p", "cpu_us_per_req", Some("redis"));
         assert_eq!(col.multiple("a", Some(20.0), None), "");
