@@ -43,8 +43,9 @@ enum Task {
     #[command(after_help = bench::exit::HELP)]
     Bench(Box<bench::BenchArgs>),
     /// Show two result directories side by side, with ratios; with --fail-above, a gate for a
-    /// runtime's CI (exit 1 when a point of B is really worse than A's by more than PCT).
-    #[command(after_help = report::compare::HELP)]
+    /// runtime's CI (exit 1 when a point of B is worse than A's by more than PCT with 95%
+    /// confidence, 3 when it could not judge a point).
+    #[command(after_help = report::compare::help())]
     Compare(report::compare::CompareArgs),
     /// Put a server's command line through the wire checks of its protocols (echo, kv,
     /// http): what `--servers 'ext:NAME=COMMAND'` does before it measures an outside server.
@@ -89,10 +90,14 @@ fn main() -> ExitCode {
             eprintln!("cargo xtask: {e}");
             ExitCode::FAILURE
         }
-        // The gate of `compare --fail-above`: what regressed, as the last line.
-        Err(e) if e.downcast_ref::<report::compare::Regressed>().is_some() => {
+        // The gate of `compare --fail-above`: failed (1) or inconclusive (3), the points as
+        // the last line.
+        Err(e) if e.downcast_ref::<report::compare::GateEnd>().is_some() => {
             eprintln!("cargo xtask: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(
+                e.downcast_ref::<report::compare::GateEnd>()
+                    .map_or(1, |end| end.status),
+            )
         }
         Err(e) if run::children::interrupted() => {
             eprintln!("cargo xtask: interrupted: {e:#}");

@@ -3,7 +3,8 @@
 //! fifty-line Python echo server of docs/examples, and refuses one that answers wrongly,
 //! naming the check; then a tiny sweep of srv-threads beside the Python server and the wrong
 //! one measures the first two side by side and leaves the third out, the check named in the
-//! report. Without python3 the Python half says so and skips.
+//! report, and exits 1 naming it last (a server named in --servers that was not measured). Without
+//! python3 the Python half says so and skips.
 
 mod util;
 
@@ -71,7 +72,20 @@ fn outside_servers_are_checked_then_measured_beside_ours() {
         "--quiet-wait",
         "0",
     ]);
-    util::run_command("cargo xtask bench with outside servers", &mut cmd, &out);
+    cmd.arg("--out").arg(&out);
+    let (status, stderr) = util::run_capturing("cargo xtask bench with outside servers", &mut cmd);
+    if py {
+        // `upper`, named in --servers, was refused: everything else is written, and the run
+        // exits 1 naming it last.
+        assert_eq!(status.code(), Some(1), "{stderr}");
+        let last = stderr.trim_end().lines().last().unwrap_or_default();
+        assert!(
+            last.contains("1 named in --servers not measured (upper: refused, not measured"),
+            "{last}"
+        );
+    } else {
+        assert!(status.success(), "{stderr}");
+    }
 
     // Our own server passes the wire checks of every protocol they have.
     let threads = Path::new(env!("CARGO_BIN_EXE_xtask")).with_file_name("srv-threads");

@@ -25,7 +25,8 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// Puts each outside server of `plan` through the wire checks of each protocol of its points,
-/// and leaves out of the plan (into `not_run`) each one that fails.
+/// and leaves out of the plan (into `not_run`, and `refused`: named in `--servers`, so the
+/// run will exit 1) each one that fails.
 pub(super) fn gate(plan: &mut Plan) -> Result<()> {
     let outside: Vec<_> = plan
         .servers
@@ -68,8 +69,9 @@ pub(super) fn gate(plan: &mut Plan) -> Result<()> {
             None => eprintln!("{}: passed ({})", v.name, protos.join(", ")),
             Some(why) => {
                 eprintln!("{}: refused, not measured: {why}", v.name);
-                plan.not_run
-                    .push(format!("{}: refused, not measured: it {why}", v.name));
+                let line = format!("{}: refused, not measured: it {why}", v.name);
+                plan.not_run.push(line.clone());
+                plan.refused.push(line);
                 plan.servers.retain(|s| s.name != v.name);
             }
         }

@@ -41,6 +41,10 @@ pub(super) struct Plan {
     pub(super) servers: Vec<Variant>,
     /// What does not run, and why.
     pub(super) not_run: Vec<String>,
+    /// The servers named in `--servers` that were refused before the sweep (an outside server
+    /// that failed its conformance checks), each with why: in `not_run` too, and the run
+    /// exits 1 (`exit::all_ran`).
+    pub(super) refused: Vec<String>,
     /// The CPUs, workers and address of the server and loadgen.
     pub(super) place: Placement,
     /// How the CPUs were split, when the topology split them.
@@ -109,6 +113,7 @@ impl Plan {
             suites,
             servers,
             not_run,
+            refused: Vec::new(),
             placed: args.placed,
             out: args.out,
             resuming: args.resuming,

@@ -86,6 +86,7 @@ pub(super) fn run(plan: &SearchPlan, root: &Path, inv: &Inventory) -> Result<()>
     Err(anyhow::Error::new(super::exit::PointsFailed {
         failed: failed.len(),
         of: programs.len(),
+        refused: Vec::new(),
         report: out.join("report.md"),
         section: "the table's last column",
     }))

@@ -444,7 +444,7 @@ pub(super) fn report(plan: &Plan, out: &Path, meta: &Meta, rows: &[Row]) -> Resu
     if meta.interrupted {
         bail!("stopped before the end; the report has what was measured");
     }
-    super::exit::all_ran(rows, out)
+    super::exit::all_ran(rows, &plan.refused, out)
 }
 
 /// The line printed above the progress bar when a point is done.

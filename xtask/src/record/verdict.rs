@@ -240,42 +240,48 @@ pub(crate) fn is_latency(metric: &str) -> bool {
     metric.ends_with("_us") && (percentile || matches!(metric, "max_us" | "avg_us" | "min_us"))
 }
 
-/// Whether `row`'s `metric` may be judged at all: it ran, and for a latency, its load
-/// generator kept its schedule (else the latency is the client's: `Row::schedule_missed`).
-fn judged(row: &Row, metric: &str) -> bool {
-    row.ok > 0 && !(is_latency(metric) && row.schedule_missed())
-}
-
-/// Why `row` cannot be a column's reference on `metric`, if it cannot: it failed, its
-/// latency is the load generator's (◊, for a latency column), or it is flagged (‡ something
-/// else used its CPUs, † the load generator was the limit), so a ratio to it would say more
-/// about the machine than about the servers. For a CPU metric, ‡ from a little of the
-/// hypervisor's steal does not count: the task clock leaves stolen time out
-/// (`Row::cpu_disturbed`).
-pub(crate) fn unusable(row: &Row, metric: &str) -> Option<&'static str> {
-    let disturbed = if metric.starts_with("cpu_") {
-        row.cpu_disturbed()
-    } else {
-        row.disturbed()
-    };
+/// Why `row`'s `metric` is judged in no column and by no gate, if it is not: the one rule,
+/// and each of its reasons is the mark the tables draw. It failed; its latency is the load
+/// generator's (◊, a latency metric only: its CPU is still the server's); something else took
+/// its CPUs (‡, `Row::disturbed`, every metric); or the load generator was the limit (†, its
+/// throughput is the client's). A reference blocked so leaves its column untested; any other
+/// row blocked so has no verdict and is not in the family.
+pub(crate) fn blocked(row: &Row, metric: &str) -> Option<&'static str> {
     if row.ok == 0 {
         Some("failed")
-    } else if !judged(row, metric) {
+    } else if is_latency(metric) && row.schedule_missed() {
         Some("off its schedule (◊: the latency is the load generator's)")
-    } else if disturbed {
+    } else if row.disturbed() {
         Some("disturbed by other load (‡)")
-    } else if row.client_bound {
-        Some("client-bound (†)")
+    } else if row.client_bound && metric.starts_with("throughput") {
+        Some("client-bound (†: the throughput is the load generator's)")
     } else {
         None
     }
 }
 
+/// The mark of [`blocked`]'s reason, for a cell: `◊`, `‡`, `†` or `failed`.
+pub(crate) fn blocked_mark(why: &str) -> &'static str {
+    ["◊", "‡", "†"]
+        .into_iter()
+        .find(|m| why.contains(m))
+        .unwrap_or("failed")
+}
+
+fn judged(row: &Row, metric: &str) -> bool {
+    blocked(row, metric).is_none()
+}
+
+/// Why `row` cannot be a column's reference on `metric`, if it cannot: [`blocked`].
+pub(crate) fn unusable(row: &Row, metric: &str) -> Option<&'static str> {
+    blocked(row, metric)
+}
+
 /// A column's verdicts on `metric`: each of `others` against `reference`, one family. Where
 /// every row kept its values by round, the two-way model; else Welch's t on the repeats.
-/// Empty where the reference is [`unusable`]. A row that is not [`judged`] (it failed, or its
-/// latency is the client's) has no verdict and takes no part: it is neither in the model's
-/// table nor counted in the family.
+/// Empty where the reference is [`unusable`]. A row that is [`blocked`] (failed, ◊ for a
+/// latency, ‡, † for throughput) has no verdict and takes no part: it is neither in the
+/// model's table nor counted in the family.
 pub(crate) fn column(reference: &Row, others: &[&Row], metric: &str) -> Vec<Option<Verdict>> {
     if unusable(reference, metric).is_some() {
         return vec![None; others.len()];

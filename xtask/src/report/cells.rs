@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::record::row::Row;
+use crate::record::row::{DISTURBED_PCT, Row, STEAL_PCT};
 use crate::record::verdict::{self, Verdict};
 
 pub(crate) fn fmt_rate(v: Option<f64>) -> String {
@@ -81,6 +81,40 @@ pub(crate) fn mark(row: Option<&Row>, cell: String) -> String {
     }
 }
 
+/// The legend of the marks [`mark`] drew on `rows` (a table's), each with its threshold and
+/// what it keeps out of the verdicts (`verdict::blocked`), one meaning a mark: `Marks: ‡ …`,
+/// or nothing where the table has none.
+pub(crate) fn legend<'a>(rows: impl IntoIterator<Item = &'a Row>) -> String {
+    let rows: Vec<&Row> = rows.into_iter().filter(|r| r.ok > 0).collect();
+    let any = |f: fn(&Row) -> bool| rows.iter().any(|r| f(r));
+    let mut said = Vec::new();
+    if any(|r| r.client_bound) {
+        said.push("† client-bound (loadgen's CPUs over 90% busy): its throughput is the load generator's and is not judged".to_string());
+    }
+    if any(Row::disturbed) {
+        said.push(format!(
+            "‡ disturbed (other load over {DISTURBED_PCT:.0}% of a CPU of the server's, interrupts left out, or the hypervisor's steal over {STEAL_PCT:.0}% in the median repeat): judged in no column"
+        ));
+    }
+    if any(Row::throttled) {
+        said.push("§ the CPU quota throttled the server: its latency includes it".to_string());
+    }
+    if any(Row::schedule_missed) {
+        said.push("◊ the load generator missed its schedule: the latency is the client's and is not judged".to_string());
+    }
+    if any(Row::cpu_inexact) {
+        said.push(
+            "≈ CPU interpolated from samples of the live threads (a run from before cgroups)"
+                .to_string(),
+        );
+    }
+    if said.is_empty() {
+        String::new()
+    } else {
+        format!("Marks: {}.\n\n", said.join("; "))
+    }
+}
+
 /// ` (1.23×)`, `a` as a multiple of `b`, or nothing without both figures.
 pub(crate) fn times(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
@@ -133,9 +167,11 @@ pub(crate) struct Column {
     /// Why the reference's row cannot be tested against, if it cannot.
     pub(crate) unusable: Option<&'static str>,
     verdicts: Vec<(String, Option<Verdict>)>,
-    /// The servers whose value here is the load generator's, not theirs: a latency where the
-    /// client missed its schedule (◊), never judged.
-    clients: Vec<String>,
+    /// The servers the column does not judge, and the mark that says why
+    /// (`verdict::blocked`): ◊ (a latency that is the load generator's), ‡ (something else
+    /// took the server's CPUs), † (a throughput that is the load generator's), `failed`. They
+    /// are not in the family.
+    blocked: Vec<(String, &'static str)>,
 }
 
 impl Column {
@@ -158,7 +194,7 @@ impl Column {
                 reference: reference.map(str::to_string),
                 unusable: reference.map(|_| "not measured at this point"),
                 verdicts: Vec::new(),
-                clients: Vec::new(),
+                blocked: Vec::new(),
             };
         };
         let others: Vec<&Row> = at
@@ -175,10 +211,12 @@ impl Column {
                 .map(|r| r.server.clone())
                 .zip(verdicts)
                 .collect(),
-            clients: others
+            blocked: others
                 .iter()
-                .filter(|r| verdict::is_latency(metric) && r.schedule_missed())
-                .map(|r| r.server.clone())
+                .filter_map(|r| {
+                    let why = verdict::blocked(r, metric)?;
+                    Some((r.server.clone(), verdict::blocked_mark(why)))
+                })
                 .collect(),
         }
     }
@@ -191,23 +229,35 @@ impl Column {
             .and_then(|(_, v)| v.as_ref())
     }
 
+    /// The mark of `server`'s row where the column does not judge it.
+    fn blocked_mark(&self, server: &str) -> Option<&'static str> {
+        self.blocked
+            .iter()
+            .find(|(s, _)| s == server)
+            .map(|(_, m)| *m)
+    }
+
     /// `server`'s cell: `reference` for the reference itself, `not tested` where the
-    /// reference is unusable, `the client's ◊` where the value is the load generator's, else
-    /// [`verdict`].
+    /// reference is unusable, `the client's ◊` where the value is the load generator's,
+    /// `not judged ‡` (or †) where something else took its CPUs (or the load generator was the
+    /// limit of its throughput), `failed`, else [`verdict`].
     pub(crate) fn cell(&self, server: &str) -> String {
         if self.reference.as_deref() == Some(server) {
-            "reference".into()
+            return "reference".into();
         } else if self.unusable.is_some() {
-            "not tested".into()
-        } else if self.clients.iter().any(|c| c == server) {
-            "the client's ◊".into()
-        } else {
-            verdict(self.of(server))
+            return "not tested".into();
+        }
+        match self.blocked_mark(server) {
+            Some("◊") => "the client's ◊".into(),
+            Some("failed") => "failed".into(),
+            Some(m) => format!("not judged {m}"),
+            None => verdict(self.of(server)),
         }
     }
 
     /// `server`'s multiple of the reference as a table of one repeat or more shows it beside
-    /// a value: ` (1.12× [1.05–1.19] (p=0.002))` where the column could test it, else the bare
+    /// a value: ` (1.12× [1.05–1.19] (p=0.002))` where the column could test it,
+    /// ` (1.12×, not judged ‡)` where the column does not judge the row, else the bare
     /// multiple of `value` over `reference_value` (` (1.12×)`, one run: no verdict), and
     /// nothing for the reference itself nor for a value that is the load generator's.
     pub(crate) fn multiple(
@@ -216,11 +266,15 @@ impl Column {
         value: Option<f64>,
         reference_value: Option<f64>,
     ) -> String {
-        if self.reference.as_deref() == Some(server) || self.clients.iter().any(|c| c == server) {
+        if self.reference.as_deref() == Some(server) || self.blocked_mark(server) == Some("◊") {
             return String::new();
         }
-        match self.of(server) {
-            Some(v) if self.unusable.is_none() => format!(" ({})", verdict(Some(v))),
+        match (self.of(server), self.blocked_mark(server)) {
+            (Some(v), _) if self.unusable.is_none() => format!(" ({})", verdict(Some(v))),
+            (_, Some(m)) if m != "failed" => match (value, reference_value) {
+                (Some(a), Some(b)) if b > 0.0 => format!(" ({:.2}×, not judged {m})", a / b),
+                _ => String::new(),
+            },
             _ => times(value, reference_value),
         }
     }
@@ -305,6 +359,15 @@ mod tests {
         let once = vec![row("redis", &[10.0]), row("a", &[20.0])];
         let col = Column::new(&once, "kv", "p", "cpu_us_per_req", Some("redis"));
         assert_eq!(col.multiple("a", Some(20.0), Some(10.0)), " (2.00×)");
+        // A disturbed server is not in the family: its cell says so, and the legend why.
+        let mut marked = rows.clone();
+        marked[1].other_load_pct = Some(40.0);
+        let col = Column::new(&marked, "kv", "p", "cpu_us_per_req", Some("redis"));
+        assert_eq!(col.cell("a"), "not judged ‡");
+        assert!(col.multiple("a", Some(20.1), Some(10.0)) == " (2.01×, not judged ‡)");
+        assert!(col.cell("b").starts_with("~ (1.0"));
+        assert!(legend(&marked).starts_with("Marks: ‡ disturbed (other load over 10% of a CPU"));
+        assert_eq!(legend(&rows), "");
         // No redis in the run: nothing to set beside.
         let col = Column::new(&once[1..], "kv", "p", "cpu_us_per_req", Some("redis"));
         assert_eq!(col.multiple("a", Some(20.0), None), "");

@@ -5,11 +5,10 @@
 //! its simultaneous interval only where the family finds it; anything else is `~`. A run
 //! compared with itself is `~` everywhere.
 //!
-//! With `--fail-above PCT` it is a gate for a runtime's CI: it exits 1 when a point of B is
-//! worse than A's by more than PCT in one metric (`--metric`: CPU per request, throughput or
-//! p99) and the point's family of verdicts (the same as the table's) finds the difference real, its last
-//! line naming each such point; else 0. The header says when the two runs were made on
-//! different machines or commits (from their `meta.json`).
+//! With `--fail-above PCT` it is a gate for a runtime's CI (`gate`): one rule, `gate::RULE`,
+//! three ends (0 pass, 1 fail, 3 inconclusive), the decisions written as JSON by `--json FILE`.
+//! The header says when the two runs were made on different machines or commits (from their
+//! `meta.json`), and what the gate set each change against.
 //!
 //! It may call the record layer (the two summaries and metas, the verdicts) and the report layer's `cells`
 //! and `html`.
@@ -27,17 +26,22 @@ use crate::record::verdict::{self, Verdict};
 use crate::record::{run_dir, summary};
 use crate::report::{cells, html};
 
-/// The exit statuses, for `cargo xtask compare --help`.
+/// The exit statuses, for `cargo xtask compare --help` (`gate::RULE` follows them).
 pub(crate) const HELP: &str = "Exit status:
-  0    compared (and, with --fail-above, no point of B really worse than A's by more than PCT)
-  1    --fail-above: a point of B is worse than A's by more than PCT in --metric, and the
-       reports' significance test finds the difference real; the last line names each one;
+  0    compared (and, with --fail-above, every point both runs share was judged and none
+       failed)
+  1    --fail-above: the gate failed (the rule below); the last line names each point;
        or a run directory could not be read
   2    refused (bad options, runs that share no point)
+  3    --fail-above: inconclusive: nothing failed, but a point both runs share could not
+       be judged (the last line names each, with why): not a pass
 
 In a runtime's CI: run the same bench on main and on the change (same machine, same
---servers and --repeat), then
-  cargo xtask compare results/main results/pr --fail-above 5% --metric cpu";
+--servers and --repeat, 3 or more, with the suite's reference, floor-epoll, in both as
+the control), then
+  cargo xtask compare results/main results/pr --fail-above 5% --metric cpu --json gate.json
+
+The rule: ";
 
 /// The metrics `compare` sets side by side, as summary.json names them.
 const METRICS: [&str; 4] = [
@@ -89,14 +93,23 @@ pub(crate) struct CompareArgs {
     /// extension .html.
     #[arg(long, value_name = "FILE")]
     pub(crate) out: Option<PathBuf>,
-    /// Exit 1 when a point of B is worse than A's by more than PCT percent in `--metric`
-    /// (`5` or `5%`) and the reports' significance test finds the difference real; the last
-    /// line names each such point. 0 otherwise.
+    /// Gate on `--metric` (`5` or `5%`): exit 1 when a point of B is worse than A's by more
+    /// than PCT percent with 95% confidence (the whole of its interval beyond 1 + PCT), 3 when
+    /// a point both share could not be judged, else 0 (the rule: after the exit statuses).
     #[arg(long, value_name = "PCT", value_parser = parse_pct)]
     pub(crate) fail_above: Option<f64>,
     /// The metric `--fail-above` gates on.
     #[arg(long, value_enum, default_value_t = Metric::Cpu)]
     pub(crate) metric: Metric,
+    /// The server unchanged between the runs that the gate sets every other's change
+    /// against (the ratio of ratios); default the suite's own reference (floor-epoll, redis,
+    /// nginx) where both runs carry it; `none` for none.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) control: Option<String>,
+    /// Write the gate's decisions (each point's status, ratio, interval, p, control, and
+    /// why it was not judged) and its end to FILE as JSON.
+    #[arg(long, value_name = "FILE", requires = "fail_above")]
+    pub(crate) json: Option<PathBuf>,
 }
 
 /// What `--fail-above` gates on.
@@ -150,87 +163,21 @@ fn parse_pct(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-/// The end of a compare whose gate found a regression: `main` exits 1 with this as the last
-/// line.
+/// The end of a compare whose gate did not pass: `main` exits with `status` (1 failed, 3
+/// inconclusive) and this as the last line.
 #[derive(Debug)]
-pub(crate) struct Regressed(pub(crate) String);
+pub(crate) struct GateEnd {
+    pub(crate) status: u8,
+    pub(crate) line: String,
+}
 
-impl std::fmt::Display for Regressed {
+impl std::fmt::Display for GateEnd {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.line)
     }
 }
 
-impl std::error::Error for Regressed {}
-
-/// The points of `b` worse than `a`'s by more than `pct` percent in `metric`, with a real
-/// difference by the reports' verdict (`suite / server / point: 1.31× [1.20–1.43] (p=0.008)`,
-/// with the row's marks), and the points `a` measured that `b` failed or left out (`B failed`,
-/// `not in B`): a gate cannot pass a build whose server no longer runs.
-pub(crate) fn regressions(a: &[Row], b: &[Row], metric: Metric, pct: f64) -> Vec<String> {
-    let (name, _) = metric.of();
-    let Some(k) = METRICS.iter().position(|m| *m == name) else {
-        return Vec::new();
-    };
-    let unjudged = disturbed_points(a, b, metric);
-    let mut out: Vec<String> = verdicts(a, b)
-        .into_iter()
-        .zip(b)
-        .filter(|(_, rb)| !unjudged.contains(&at(rb)))
-        .filter_map(|(each, rb)| {
-            let v = each?[k]?;
-            (v.differs && metric.worse(v.ratio, pct)).then(|| {
-                format!(
-                    "{}: {}",
-                    at(rb),
-                    cells::mark(Some(rb), cells::verdict(Some(&v)))
-                )
-            })
-        })
-        .collect();
-    for ra in a.iter().filter(|r| r.ok > 0) {
-        let twin = b
-            .iter()
-            .find(|r| r.suite == ra.suite && r.server == ra.server && r.point == ra.point);
-        match twin {
-            None => out.push(format!("{}: not in B", at(ra))),
-            Some(rb) if rb.ok == 0 => out.push(format!(
-                "{}: B failed ({})",
-                at(rb),
-                rb.failure.as_deref().unwrap_or("no repeat succeeded")
-            )),
-            Some(_) => {}
-        }
-    }
-    out
-}
-
-/// A point's name in the gate's lines: `suite / server / point`.
-fn at(r: &Row) -> String {
-    format!("{} / {} / {}", r.suite, r.server, r.label)
-}
-
-/// The points of `b` that the gate does not judge in `metric`, because the machine disturbed
-/// them in either run: for CPU, other load or much steal (`Row::cpu_disturbed`); for the
-/// time-based metrics, any ‡ (`Row::disturbed`), and for p99 also a load generator that missed
-/// its schedule (◊: the latency is the client's). Two runs are two moments of the machine, and
-/// a disturbed moment reads as a regression that is not the code's.
-fn disturbed_points(a: &[Row], b: &[Row], metric: Metric) -> Vec<String> {
-    let flagged = |r: &Row| match metric {
-        Metric::Cpu => r.cpu_disturbed(),
-        Metric::Throughput => r.disturbed(),
-        Metric::P99 => r.disturbed() || r.schedule_missed(),
-    };
-    b.iter()
-        .filter(|rb| {
-            let ra = a
-                .iter()
-                .find(|r| r.suite == rb.suite && r.server == rb.server && r.point == rb.point);
-            rb.ok > 0 && (flagged(rb) || ra.is_some_and(flagged))
-        })
-        .map(at)
-        .collect()
-}
+impl std::error::Error for GateEnd {}
 
 /// What differs between the machines and commits of two runs, a sentence each, from their
 /// `meta.json` (nothing where either has none).
@@ -289,6 +236,10 @@ pub(crate) fn provenance(a: Option<&Meta>, b: Option<&Meta>) -> Vec<String> {
     out
 }
 
+/// What the comparison's marks mean, under its table: one meaning each, the same test that
+/// keeps a pair out of its family (`verdict::blocked`).
+const MARKS: &str = "† client-bound (loadgen's CPUs over 90% busy: its throughput is the client's, not judged); ‡ disturbed (something else used over 10% of a CPU of the server's, or the hypervisor stole over 10% of them in the median repeat: not judged on any number); § a CPU quota throttled the server; ◊ the load generator missed its schedule (its latency is the client's, not judged).";
+
 /// The comparison table of two runs' rows, as Markdown.
 pub(crate) fn compare(
     a: &[Row],
@@ -304,7 +255,8 @@ pub(crate) fn compare(
     }
     let _ = writeln!(
         out,
-        "Each *B/A* cell is the ratio B / A (above 1× B is higher) with its simultaneous interval and the adjusted p where the difference is real, else `~` with the ratio and interval: at each point and for each number, every server's B against its A is one family (Welch's t on the log repeats, Bonferroni's correction over the point's servers), so a point's column says something false in at most 5% of comparisons of equal runs. Compare runs of 3 repeats or more (5, the default, finds a 10% difference at 2% noise). For throughput higher is better; for latency, CPU and memory lower is better. † marks a client-bound point, ‡ one where something else used the server's CPU (or the hypervisor stole over 2% of it), § one where a CPU quota throttled the server.\n"
+        "Each *B/A* cell is the ratio B / A (above 1× B is higher) with its simultaneous interval and the adjusted p where the difference is real, else `~` with the ratio and interval: at each point and for each number, every server's B against its A is one family (Welch's t on the log repeats, Bonferroni's correction over the point's servers), so a point's column says something false in at most 5% of comparisons of equal runs. The table's families are its points, uncontrolled; the gate (`--fail-above`) is one family of every point it judges, each change set against the control's where there is one, so its interval can be wider than the table's. Compare runs of 3 repeats or more (5, the default, finds a 10% difference at 2% noise). For throughput higher is better; for latency, CPU and memory lower is better. A cell's `–` is a pair with no verdict: {}\n",
+        MARKS
     );
     let _ = writeln!(
         out,
@@ -375,6 +327,11 @@ pub(crate) fn compare(
     out
 }
 
+/// `compare --help`'s text after the options: the exit statuses and the gate's rule.
+pub(crate) fn help() -> String {
+    format!("{HELP}{}", gate::RULE)
+}
+
 /// Runs `cargo xtask compare`.
 pub(crate) fn run(args: &CompareArgs) -> Result<()> {
     let a = summary::read_summary(&args.a)?;
@@ -383,8 +340,26 @@ pub(crate) fn run(args: &CompareArgs) -> Result<()> {
         run_dir::read_meta(&args.a).ok(),
         run_dir::read_meta(&args.b).ok(),
     );
-    let notes = provenance(meta_a.as_ref(), meta_b.as_ref());
+    let mut notes = provenance(meta_a.as_ref(), meta_b.as_ref());
     let (a_name, b_name) = (args.a.display().to_string(), args.b.display().to_string());
+    let gate = match args.fail_above {
+        Some(pct) => {
+            let matched = b.iter().any(|rb| {
+                a.iter()
+                    .any(|r| r.suite == rb.suite && r.server == rb.server && r.point == rb.point)
+            });
+            if !matched {
+                return Err(Usage(format!(
+                    "--fail-above: {b_name} and {a_name} share no point (same suite, server and point) to compare"
+                ))
+                .into());
+            }
+            let g = gate::judge(&a, &b, args.metric, pct, args.control.as_deref());
+            notes.extend(g.notes());
+            Some(g)
+        }
+        None => None,
+    };
     let text = compare(&a, &b, &a_name, &b_name, &notes);
     print!("{text}");
     if let Some(path) = &args.out {
@@ -394,47 +369,66 @@ pub(crate) fn run(args: &CompareArgs) -> Result<()> {
         html::write_page(&page, &html::Page::comparison(&a_name, &b_name, &text))?;
         println!("Page: {}", page.display());
     }
-    let Some(pct) = args.fail_above else {
+    let Some(gate) = gate else {
         return Ok(());
     };
-    let matched = b.iter().any(|rb| {
-        a.iter()
-            .any(|r| r.suite == rb.suite && r.server == rb.server && r.point == rb.point)
-    });
-    if !matched {
-        return Err(Usage(format!(
-            "--fail-above: {b_name} and {a_name} share no point (same suite, server and point) to compare"
-        ))
-        .into());
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&gate)?;
+        std::fs::write(path, json + "\n")
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
     }
-    let unjudged = disturbed_points(&a, &b, args.metric);
-    if !unjudged.is_empty() {
-        println!(
-            "compare: not judged, the machine disturbed them (‡: other load, or the hypervisor's steal; ◊: the load generator missed its schedule): {}",
-            unjudged.join("; ")
-        );
-    }
-    let worse = regressions(&a, &b, args.metric, pct);
-    let what = format!("{} by more than {pct}%", args.metric.title());
-    let judged = b.iter().filter(|rb| !unjudged.contains(&at(rb))).count();
-    if worse.is_empty() && judged == 0 {
-        return Err(Regressed(format!(
-            "compare: every point of B was disturbed (‡), so none could be judged in {what}: run both again on a quiet machine"
-        ))
-        .into());
-    }
-    if worse.is_empty() {
-        println!("compare: no point of B is worse than A in {what} with a real difference: pass");
-        Ok(())
-    } else {
-        Err(Regressed(format!(
-            "compare: {} point(s) of B worse than A in {what}: {}",
-            worse.len(),
-            worse.join("; ")
-        ))
-        .into())
-    }
+    end(&gate, args.metric)
 }
+
+/// The gate's last lines: the points it could not judge, the control's change, and its end
+/// (`GateEnd` where it did not pass).
+fn end(gate: &gate::Gate, metric: Metric) -> Result<()> {
+    use gate::{Outcome, Status};
+    let lines = |s: Status| gate.with(s).map(gate::line).collect::<Vec<_>>();
+    let what = format!("{} by more than {}%", metric.title(), gate.fail_above_pct);
+    for c in lines(Status::Control) {
+        println!("compare: the control's change (the machine's, taken out of the others'): {c}");
+    }
+    let unjudged = lines(Status::Unjudged);
+    if !unjudged.is_empty() {
+        println!("compare: not judged: {}", unjudged.join("; "));
+    }
+    let line = match gate.outcome {
+        Outcome::Pass => {
+            println!(
+                "compare: pass: no point of B is worse than A in {what} with 95% confidence ({} judged, one family)",
+                gate.family
+            );
+            return Ok(());
+        }
+        Outcome::Fail => {
+            let failed = lines(Status::Fail);
+            format!(
+                "compare: fail: {} point(s) of B worse than A in {what}, or lost: {}",
+                failed.len(),
+                failed.join("; ")
+            )
+        }
+        Outcome::Inconclusive => format!(
+            "compare: inconclusive (exit {}): {} point(s) judged, {} could not be: {}",
+            gate::INCONCLUSIVE,
+            gate.family,
+            unjudged.len(),
+            if unjudged.is_empty() {
+                "nothing to judge".to_string()
+            } else {
+                unjudged.join("; ")
+            }
+        ),
+    };
+    Err(GateEnd {
+        status: gate.exit_status,
+        line,
+    }
+    .into())
+}
+
+mod gate;
 
 #[cfg(test)]
 mod tests;

@@ -1,7 +1,7 @@
 //! The report layer: showing what a run recorded. It owns `report.md` (`markdown`, one
 //! section per suite, and `search` for the search suite's), the figures (`figures`: which
 //! plots a suite gets) and their drawing (`plots`, and `ranked` for a point's ranked dots), how numbers and marks look (`cells`),
-//! `cargo xtask compare` (`compare`), `report.html` (`html`: report.md's text as a page, with
+//! `cargo xtask compare` (`compare`), every verdict as `verdicts.csv`/`.json` (`verdicts`), `report.html` (`html`: report.md's text as a page, with
 //! sortable tables, the plots inline and a figure of each point), and, in this file, `cargo xtask report DIR`, which draws
 //! the plots and writes `report.md` of a run directory again from what the run saved
 //! (`summary.json`, `meta.json`, the histograms), so that a better report can be had for an
@@ -18,6 +18,7 @@ pub(crate) mod markdown;
 pub(crate) mod plots;
 pub(crate) mod ranked;
 pub(crate) mod search;
+pub(crate) mod verdicts;
 
 use std::path::PathBuf;
 
@@ -77,9 +78,11 @@ pub(crate) fn run(args: &ReportArgs) -> Result<()> {
     Ok(())
 }
 
-/// Writes `report.md` and `report.html` of the run in `dir` (by `bench` and `report` alike).
+/// Writes `report.md`, `verdicts.csv` and `.json`, and `report.html` of the run in `dir` (by
+/// `bench` and `report` alike).
 pub(crate) fn write(dir: &std::path::Path, input: &markdown::Input<'_>) -> Result<()> {
     let text = markdown::render(input);
     std::fs::write(dir.join("report.md"), &text).context("writing report.md")?;
+    verdicts::write(dir, input.rows, input.meta.settings["reference"].as_str())?;
     html::write_report(dir, input, &text)
 }

@@ -1,5 +1,5 @@
-//! `cargo xtask compare`'s tests: the verdicts of two runs, a point as one family, the gate
-//! and its header.
+//! `cargo xtask compare`'s tests: the verdicts of two runs, a point as one family, and the
+//! header (the gate's are in `gate/tests.rs`).
 
 use super::*;
 
@@ -90,77 +90,6 @@ fn a_run_compared_with_itself_is_all_tildes() {
         t.contains("| quick | fiber | 1 conns | 2.0k | 2.0k | ~ (1.00× [0.9"),
         "{t}"
     );
-}
-
-fn cpu_row(server: &str, cpu: &[f64]) -> Row {
-    let mut r = row(server, &[1000.0; 5]);
-    r.cpu_us_per_req = Some(crate::record::stats::median(cpu).unwrap_or(0.0));
-    r.per_repeat.insert("cpu_us_per_req".into(), cpu.to_vec());
-    r
-}
-
-#[test]
-fn the_gate_fails_a_real_regression_above_the_threshold_only() {
-    let a = vec![cpu_row("reactor", &[10.0, 10.1, 9.9, 10.05, 9.95])];
-    // 20% dearer in every repeat: real, and above 5%.
-    let b = vec![cpu_row("reactor", &[12.0, 12.1, 11.9, 12.05, 11.95])];
-    let worse = regressions(&a, &b, Metric::Cpu, 5.0);
-    assert_eq!(worse.len(), 1, "{worse:?}");
-    assert!(
-        worse[0].starts_with("quick / reactor / 1 conns: 1.20× [1.19–1.21] (p<0.001)"),
-        "{worse:?}"
-    );
-    // Real but below the threshold.
-    assert!(regressions(&a, &b, Metric::Cpu, 25.0).is_empty());
-    // Cheaper is no regression, however real.
-    assert!(regressions(&b, &a, Metric::Cpu, 5.0).is_empty());
-    // The same run: nothing.
-    assert!(regressions(&a, &a, Metric::Cpu, 0.0).is_empty());
-    // Above the threshold by the medians, but the repeats overlap: no verdict, no failure.
-    let c = vec![cpu_row("reactor", &[9.0, 14.0, 12.0, 8.0, 15.0])];
-    assert!(regressions(&a, &c, Metric::Cpu, 5.0).is_empty());
-    // A point the hypervisor stole a third of in B is not judged, however much dearer.
-    let mut stolen = b.clone();
-    stolen[0].steal_median_pct = Some(35.0);
-    assert!(regressions(&a, &stolen, Metric::Cpu, 5.0).is_empty());
-    assert_eq!(disturbed_points(&a, &stolen, Metric::Cpu).len(), 1);
-    // A little steal leaves the CPU judged (the task clock leaves stolen time out).
-    stolen[0].steal_median_pct = Some(4.0);
-    assert_eq!(regressions(&a, &stolen, Metric::Cpu, 5.0).len(), 1);
-    // A point B failed, and one B left out, fail the gate whatever the metric.
-    let mut failed = a.clone();
-    failed[0].ok = 0;
-    failed[0].failure = Some("the server did not start".into());
-    let worse = regressions(&a, &failed, Metric::Cpu, 5.0);
-    assert_eq!(worse.len(), 1, "{worse:?}");
-    assert!(
-        worse[0].contains("B failed (the server did not start)"),
-        "{worse:?}"
-    );
-    let worse = regressions(&a, &[], Metric::Throughput, 5.0);
-    assert_eq!(
-        worse,
-        vec!["quick / reactor / 1 conns: not in B".to_string()]
-    );
-    // Throughput: lower is worse.
-    let slow = vec![row("reactor", &[800.0, 810.0, 790.0, 805.0, 795.0])];
-    let fast = vec![row("reactor", &[1000.0, 1010.0, 990.0, 1005.0, 995.0])];
-    assert_eq!(regressions(&fast, &slow, Metric::Throughput, 5.0).len(), 1);
-    assert!(regressions(&slow, &fast, Metric::Throughput, 5.0).is_empty());
-    // p99 half as long again in every repeat: a regression, unless B's load generator missed
-    // its schedule, when the latency is the client's and is not judged (its CPU still is).
-    let tail = |k: f64| {
-        let mut r = cpu_row("reactor", &[10.0, 10.1, 9.9, 10.05, 9.95]);
-        let p99 = [100.0, 101.0, 99.0, 100.5, 99.5].map(|v| v * k);
-        r.per_repeat.insert("p99_us".into(), p99.to_vec());
-        r
-    };
-    let (a, mut b) = (vec![tail(1.0)], vec![tail(1.5)]);
-    assert_eq!(regressions(&a, &b, Metric::P99, 5.0).len(), 1);
-    b[0].schedule_ok = Some(false);
-    assert!(regressions(&a, &b, Metric::P99, 5.0).is_empty());
-    assert_eq!(disturbed_points(&a, &b, Metric::P99).len(), 1);
-    assert!(disturbed_points(&a, &b, Metric::Cpu).is_empty());
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use super::{Input, about};
 use crate::record::row::{Row, find};
-use crate::report::cells::{Column, fmt_rate, fmt_us, mark, table, with_ci};
+use crate::report::cells::{Column, fmt_rate, fmt_us, legend, mark, table, with_ci};
 
 /// A point of a series: its id, its label and its x.
 pub(super) type PointOf = (String, String, f64);
@@ -91,6 +91,8 @@ pub(super) fn table_at_equal_load(
     );
     let head: Vec<&str> = head.iter().map(String::as_str).collect();
     table(out, &head, &body);
+    let shown = |r: &&Row| r.suite == "quick" && open.iter().any(|o| o.0 == r.point);
+    out.push_str(&legend(rows.iter().filter(shown)));
     say_references(out, &cpu);
     say_tail_references(out, &cpu, &tails);
 }

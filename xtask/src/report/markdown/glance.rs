@@ -14,7 +14,9 @@ use super::equal_load::{
 };
 use crate::plan::suites::Suite;
 use crate::record::row::{DISTURBED_PCT, Row, STEAL_PCT, find, points_of, servers};
-use crate::report::cells::{Column, fmt_bytes, fmt_pct, fmt_rate, fmt_us, mark, table, with_ci};
+use crate::report::cells::{
+    Column, fmt_bytes, fmt_pct, fmt_rate, fmt_us, legend, mark, table, with_ci,
+};
 
 /// The servers of the quick rows, in the order they ran.
 fn quick_servers(rows: &[Row]) -> Vec<String> {
@@ -143,6 +145,10 @@ fn capacity_under_quota(
     );
     let head: Vec<&str> = head.iter().map(String::as_str).collect();
     table(out, &head, &body);
+    let marked = rows
+        .iter()
+        .filter(|r| picked.iter().any(|p| r.point == p.0));
+    out.push_str(&legend(marked.filter(|r| r.suite == "quick")));
     say_references(out, &columns);
 }
 
@@ -197,6 +203,8 @@ fn closed_loop(out: &mut String, rows: &[Row], names: &[String], first: &PointOf
     );
     let head: Vec<&str> = head.iter().map(String::as_str).collect();
     table(out, &head, &body);
+    let shown = |r: &&Row| r.suite == "quick" && (r.point == first.0 || r.point == last.0);
+    out.push_str(&legend(rows.iter().filter(shown)));
 }
 
 /// How to read the tables: the intervals, the tests' power, the marks.
@@ -232,7 +240,8 @@ fn how_to_read(out: &mut String, rows: &[Row], servers: usize) {
          it served. {over}. {verdicts} p99 and p99.9 at the first rate are each round's \
          percentile, tested as CPU is (a family a column). *lowest repeat*: noise only adds \
          CPU time. ‡: something else used over {DISTURBED_PCT:.0}% of the server's CPU, or the \
-         hypervisor stole over {STEAL_PCT:.0}%; §: the CPU quota throttled the server; ◊: the \
+         hypervisor stole over {STEAL_PCT:.0}% of it in the median repeat (a ‡ point is judged \
+         in no column); §: the CPU quota throttled the server; ◊: the \
          load generator did not keep its schedule, so the latency is the client's and is never \
          judged.\n"
     );
