@@ -776,7 +776,8 @@ fn summarize(cfg: &Config, plan: &Plan, o: Outcome) -> Summary {
         connections_opened: reports.iter().map(|r| r.opened).sum(),
         idle_conns: cfg.idle_conns,
         idle_connected: o.up.idle_connected,
-        idle_held: reports.iter().map(|r| r.idle_held).sum(),
+        // Closed with the reports, when the summary is made: after every worker's end.
+        idle_held: reports.iter().map(|r| r.idle.len()).sum(),
         key_dist: kv.map(|k| k.key_dist.to_string()),
         warmup_secs: cfg.warmup.as_secs_f64(),
         window_secs: m.window_secs,

@@ -177,8 +177,9 @@ pub(crate) struct Report {
     pub(crate) hiccups: pacing::Hiccups,
     /// Connections opened, the first ones and those that replaced a closed one.
     pub(crate) opened: u64,
-    /// Idle connections still open at the end.
-    pub(crate) idle_held: usize,
+    /// Idle connections still open at the end, handed to the main thread, which closes
+    /// them once every worker is done: they are held through every worker's window.
+    pub(crate) idle: Vec<TcpStream>,
 }
 
 /// One in-flight message.
@@ -715,10 +716,13 @@ impl<'p> Worker<'p> {
         let base = self.conns.len();
         for (j, idle) in self.idle.iter_mut().enumerate() {
             let opened = TcpStream::connect(self.plan.addr).and_then(|mut s| {
-                // Readable only: a byte or a close from the server is all there is to see.
-                self.poll
-                    .registry()
-                    .register(&mut s, Token(base + j), Interest::READABLE)?;
+                // Writable tells the connect's end (once: the poll is edge-triggered); then a
+                // byte or a close from the server is all there is to see.
+                self.poll.registry().register(
+                    &mut s,
+                    Token(base + j),
+                    Interest::READABLE | Interest::WRITABLE,
+                )?;
                 Ok(s)
             });
             match opened {
@@ -871,6 +875,8 @@ impl<'p> Worker<'p> {
     /// The measured run, from the start signal to the end of the grace period.
     fn measure(mut self, epoch: Instant) -> Result<Report, Error> {
         self.epoch = epoch;
+        // The faults of connecting went up in `Connected`; the report counts the run's.
+        self.faults = [0; Fault::COUNT];
         self.mono_epoch_ns = sys::monotonic_ns().saturating_sub(self.now());
         let plan = self.plan;
         if plan.schedule.is_none() {
@@ -1599,7 +1605,11 @@ impl<'p> Worker<'p> {
             work_ns: self.busy.work_ns,
             hiccups: self.busy.hiccups,
             opened: self.opened,
-            idle_held: self.idle.iter().filter(|c| c.stream.is_some()).count(),
+            idle: self
+                .idle
+                .iter_mut()
+                .filter_map(|c| c.stream.take())
+                .collect(),
         }
     }
 }
