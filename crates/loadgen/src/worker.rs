@@ -443,6 +443,28 @@ struct IdleConn {
 }
 
 impl Conn {
+    /// Connection `id`, not yet connected.
+    fn new(plan: &Plan, id: usize) -> Conn {
+        Conn {
+            id: id as u32,
+            stream: None,
+            state: State::Dead,
+            flight: Flight::new(plan.cfg.depth),
+            codec: codec(plan, id),
+            clock: plan.schedule.map(|s| s.clock(id)),
+            released: 0,
+            released_measured: 0,
+            released_all: false,
+            held: Held::default(),
+            measured_sent: 0,
+            pending: Vec::new(),
+            up: false,
+            on_socket: 0,
+            idle_since: 0,
+            stalled: false,
+        }
+    }
+
     /// How many more messages may be written now: up to `depth` in flight, and no more on
     /// this socket than `per_socket` (`--requests-per-conn`); none while it connects.
     fn room(&self, per_socket: Option<u64>) -> u64 {
@@ -570,27 +592,7 @@ impl<'p> Worker<'p> {
             }
             None => None,
         };
-        let conns = conn_ids
-            .iter()
-            .map(|&id| Conn {
-                id: id as u32,
-                stream: None,
-                state: State::Dead,
-                flight: Flight::new(cfg.depth),
-                codec: codec(plan, id),
-                clock: plan.schedule.map(|s| s.clock(id)),
-                released: 0,
-                released_measured: 0,
-                released_all: false,
-                held: Held::default(),
-                measured_sent: 0,
-                pending: Vec::new(),
-                up: false,
-                on_socket: 0,
-                idle_since: 0,
-                stalled: false,
-            })
-            .collect();
+        let conns = conn_ids.iter().map(|&id| Conn::new(plan, id)).collect();
         // The idle connections are dealt round robin, as the active ones are.
         let idle_share =
             cfg.idle_conns / cfg.threads + usize::from(index < cfg.idle_conns % cfg.threads);
@@ -1371,33 +1373,7 @@ impl<'p> Worker<'p> {
                         self.kill(i, fault);
                         return arrived;
                     }
-                    if let (Some(k), State::Active) = (plan.requests, conn.state) {
-                        let all_sent = match plan.schedule {
-                            Some(_) => conn.released_all && conn.flight.sent == conn.released,
-                            None => conn.measured_sent >= k,
-                        };
-                        if all_sent && conn.flight.owed() == 0 {
-                            conn.state = State::Done;
-                            self.active -= 1;
-                            // A room member stays to receive the others' messages.
-                            if plan.rooms.is_none() {
-                                if let Some(mut s) = conn.stream.take() {
-                                    // Deregistering can only fail for a socket epoll no
-                                    // longer holds; dropping it closes it either way.
-                                    let _ = self.poll.registry().deregister(&mut s);
-                                }
-                                return arrived;
-                            }
-                        }
-                    }
-                    let spent = plan
-                        .cfg
-                        .requests_per_conn
-                        .is_some_and(|r| conn.on_socket >= r);
-                    if spent && conn.state == State::Active && conn.flight.owed() == 0 {
-                        if !self.stopped {
-                            self.recycle(i, now);
-                        }
+                    if self.answered_all(i, now) {
                         return arrived;
                     }
                     // A short read took everything the socket held: TCP hands over all
@@ -1416,6 +1392,45 @@ impl<'p> Worker<'p> {
                 }
             }
         }
+    }
+
+    /// After replies on connection `i`: whether its socket is through, and reading it must
+    /// stop. Done (a request-count run's last reply; closed, but for a room member), or
+    /// `--requests-per-conn` spent (closed, and replaced while there is more to send).
+    fn answered_all(&mut self, i: usize, now: u64) -> bool {
+        let plan = self.plan;
+        let conn = &mut self.conns[i];
+        if conn.state != State::Active || conn.flight.owed() > 0 {
+            return false;
+        }
+        if let Some(k) = plan.requests {
+            let all_sent = match plan.schedule {
+                Some(_) => conn.released_all && conn.flight.sent == conn.released,
+                None => conn.measured_sent >= k,
+            };
+            if all_sent {
+                conn.state = State::Done;
+                self.active -= 1;
+                // A room member stays to receive the others' messages.
+                if plan.rooms.is_some() {
+                    return false;
+                }
+                if let Some(mut s) = conn.stream.take() {
+                    // Deregistering can only fail for a socket epoll no longer holds;
+                    // dropping it closes it either way.
+                    let _ = self.poll.registry().deregister(&mut s);
+                }
+                return true;
+            }
+        }
+        let spent = plan
+            .cfg
+            .requests_per_conn
+            .is_some_and(|r| conn.on_socket >= r);
+        if spent && !self.stopped {
+            self.recycle(i, now);
+        }
+        spent
     }
 
     /// Counts stalls, and gives up connections that have owed replies for too long.
