@@ -58,7 +58,8 @@ pub struct Summary {
     /// opened a fresh one; absent where connections last the run.
     #[serde(default)]
     pub reconnect_after: Option<u64>,
-    /// Connections opened over the run, the first ones and every replacement.
+    /// Connections opened over the run: the first ones, the idle ones and every
+    /// replacement.
     #[serde(default)]
     pub connections_opened: u64,
     /// `--idle-conns`: connections held open and silent beside the active ones.
@@ -283,7 +284,7 @@ impl Summary {
         if let Some(r) = self.reconnect_after {
             writeln!(
                 f,
-                "churn     a fresh connection every {r} request(s): {} connections opened",
+                "churn     a fresh connection every {r} request(s): {} connections opened (idle ones included)",
                 self.connections_opened
             )?;
         }
@@ -341,19 +342,20 @@ impl fmt::Display for Summary {
             (Some(r), _) => format!("open loop at {r} msg/s, depth {}", self.depth),
             (None, _) => format!("closed loop, depth {}", self.depth),
         };
-        let size = match &self.msg_sizes {
-            Some(mix) => format!("{mix} (mean {})", self.msg_size),
-            None => self.msg_size.to_string(),
+        let sized = |what: &str| match &self.msg_sizes {
+            Some(mix) => format!("{what}s of sizes {mix} (mean {} bytes)", self.msg_size),
+            None => format!("{}-byte {what}s", self.msg_size),
         };
         let sizes = match (self.get_ratio, self.keys) {
             (Some(g), Some(k)) => format!(
-                "{size}-byte values, {:.0}% GET over {k} {} keys",
+                "{}, {:.0}% GET over {k} {} keys",
+                sized("value"),
                 g * 100.0,
                 self.key_dist.as_deref().unwrap_or("uniform")
             ),
             _ => match &self.path {
-                Some(path) => format!("GET {path} ({size}-byte requests)"),
-                None => format!("{size}-byte messages"),
+                Some(path) => format!("GET {path} ({})", sized("request")),
+                None => sized("message"),
             },
         };
         writeln!(
