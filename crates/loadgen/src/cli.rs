@@ -1,13 +1,15 @@
 //! The command line, as scripts and the xtask rely on it:
 //!
 //! ```text
-//! loadgen echo|chat --addr HOST:PORT --conns N [--msg-size 16] [--depth 1]
+//! loadgen echo|chat --addr HOST:PORT --conns N [--msg-size 16|SIZE:WEIGHT,...] [--depth 1]
 //!         [--requests K | --duration SECS] [--warmup SECS] [--rate MSGS_PER_SEC]
-//!         [--arrivals uniform|poisson] [--seed N]
+//!         [--arrivals uniform|poisson|onoff:ON_MS:OFF_MS|pareto:SHAPE] [--seed N]
+//!         [--requests-per-conn R] [--idle-conns N]
 //!         [--threads T] [--cpus LIST] [--json FILE] [--hist FILE] [--hgrm FILE]
 //!         [--interval-log FILE]
 //! loadgen chat ... [--profile ingest|room] [--room-size N] [--byte-rate BYTES_PER_SEC]
-//! loadgen kv ... [--get-ratio 0.9] [--keys 100000] [--value-size 32]
+//! loadgen kv ... [--get-ratio 0.9 | --ratio SET:GET] [--keys 100000]
+//!         [--key-dist uniform|zipf:S] [--value-size 32|SIZE:WEIGHT,...]
 //! loadgen http ... [--path /plaintext|/json]     (--pipeline N is --depth N)
 //! loadgen agent          (runs from a controller, on stdin and stdout: `loadgen::agent`)
 //! ```
@@ -19,6 +21,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::account::CpuSource;
 use crate::config::{Arrivals, ChatConfig, ChatProfile, Config, KvConfig, Stop, Workload};
+use crate::dist::{KeyDist, Sizes};
 use crate::error::Error;
 use crate::http::HttpPath;
 
@@ -62,15 +65,6 @@ pub struct HttpArgs {
     pub path: PathArg,
 }
 
-/// `--arrivals`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ArrivalsArg {
-    /// Evenly spaced sends, the connections taking turns.
-    Uniform,
-    /// Each connection a Poisson process: exponential gaps.
-    Poisson,
-}
-
 /// `--path`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PathArg {
@@ -88,16 +82,25 @@ pub struct KvArgs {
     /// Options every workload has (--msg-size excepted: kv has --value-size).
     #[command(flatten)]
     pub common: Common,
-    /// The share of requests that are GETs, 0 to 1 (1: GET only, 0: SET only).
-    #[arg(long, default_value_t = 0.9)]
-    pub get_ratio: f64,
+    /// The share of requests that are GETs, 0 to 1 (1: GET only, 0: SET only)
+    /// [default: 0.9].
+    #[arg(long)]
+    pub get_ratio: Option<f64>,
+    /// The mix as memtier's --ratio gives it, SET:GET: 1:10 is 10 GETs to a SET (instead of
+    /// --get-ratio).
+    #[arg(long, value_name = "SET:GET")]
+    pub ratio: Option<String>,
     /// Keys key:000000000000 up to key:<KEYS - 1>, as redis-benchmark -r makes them.
     #[arg(long, default_value_t = 100_000)]
     pub keys: u64,
+    /// How each request's key is drawn: uniform, or zipf:S (Zipf's law of exponent S, the
+    /// first key the hottest; YCSB's is 0.99).
+    #[arg(long, value_name = "uniform|zipf:S", default_value = "uniform")]
+    pub key_dist: String,
     /// Bytes per value (at least 16: a value carries its key, its writer and a sequence
-    /// number).
-    #[arg(long, default_value_t = 32)]
-    pub value_size: usize,
+    /// number), or a mix drawn per SET, as --msg-size takes it.
+    #[arg(long, value_name = "SIZE[:WEIGHT],...", default_value = "32")]
+    pub value_size: String,
 }
 
 /// Options of the chat workload.
@@ -138,9 +141,11 @@ pub struct Common {
     #[arg(long)]
     pub conns: usize,
     /// Bytes per echo message (at least 16: it carries a sequence number and the send time),
-    /// or per chat SAY line, newline included [default: 16 for echo, 64 for chat].
-    #[arg(long)]
-    pub msg_size: Option<usize>,
+    /// or per chat SAY line, newline included [default: 16 for echo, 64 for chat]. Echo
+    /// takes a list or a weighted mix too, each message's size drawn from it: 64,1024 (half
+    /// each) or 64:95,64K:5 (95% 64 B, 5% 64 KiB); K and M are KiB and MiB.
+    #[arg(long, value_name = "SIZE[:WEIGHT],...")]
+    pub msg_size: Option<String>,
     /// Messages in flight per connection (requests pipelined, for kv and http).
     #[arg(long, visible_alias = "pipeline", default_value_t = 1)]
     pub depth: usize,
@@ -157,12 +162,20 @@ pub struct Common {
     /// counts from when each message was due. Without it, the loop is closed.
     #[arg(long)]
     pub rate: Option<f64>,
-    /// Open loop: how sends are spaced: uniform (evenly, the connections taking turns) or
+    /// Open loop: how sends are spaced: uniform (evenly, the connections taking turns),
     /// poisson (each connection a Poisson process, exponential gaps: how independent users
-    /// arrive, bursts included). Latency counts from the due time either way.
-    #[arg(long, value_enum, default_value = "uniform")]
-    pub arrivals: ArrivalsArg,
-    /// Open loop, poisson: the seed of the gaps; the same seed draws the same schedule.
+    /// arrive), onoff:ON_MS:OFF_MS (bursts: Poisson in on-periods at the rate that keeps the
+    /// average, silence in off-periods) or pareto:SHAPE (generalized Pareto gaps of the
+    /// rate's mean, SHAPE in (0, 1); mutilate's fb_ia is 0.154971). Latency counts from the
+    /// due time whatever the arrivals.
+    #[arg(
+        long,
+        value_name = "uniform|poisson|onoff:ON_MS:OFF_MS|pareto:SHAPE",
+        default_value = "uniform"
+    )]
+    pub arrivals: String,
+    /// Open loop, but for uniform: the seed of the gaps; the same seed draws the same
+    /// schedule.
     #[arg(long, default_value_t = crate::config::DEFAULT_SEED)]
     pub seed: u64,
     /// Open loop: how a worker waits for its next send. spin: never sleeps, polls with a
@@ -171,6 +184,14 @@ pub struct Common {
     /// workers share CPUs or are not pinned).
     #[arg(long, value_name = "spin|sleep", value_parser = str::parse::<crate::Pacing>)]
     pub pacing: Option<crate::Pacing>,
+    /// Requests a connection carries before the client closes it and opens a fresh one in
+    /// its place (1: a connection per request). Without it, connections last the run.
+    #[arg(long, value_name = "R")]
+    pub requests_per_conn: Option<u64>,
+    /// Connections opened beside the --conns active ones, before the clock starts, and
+    /// held open and silent to the end.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub idle_conns: usize,
     /// Worker threads; connections are dealt to them round robin.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -237,6 +258,35 @@ fn secs(name: &str, v: f64) -> Result<Duration, Error> {
         .map_err(|_| Error::Config(format!("--{name} must be a number of seconds, not {v}")))
 }
 
+/// `--msg-size` or `--value-size`: one size or a mix.
+fn sizes(name: &str, text: &str) -> Result<Sizes, Error> {
+    text.parse()
+        .map_err(|e| Error::Config(format!("{name}: {e}")))
+}
+
+/// Kv's share of GETs: `--get-ratio`, or `--ratio SET:GET`, not both.
+fn get_ratio(kv: &KvArgs) -> Result<f64, Error> {
+    let Some(ratio) = &kv.ratio else {
+        return Ok(kv.get_ratio.unwrap_or(KvConfig::default().get_ratio));
+    };
+    if kv.get_ratio.is_some() {
+        return Err(Error::Config(
+            "--ratio and --get-ratio both set the mix: give one".into(),
+        ));
+    }
+    let bad = || {
+        Error::Config(format!(
+            "--ratio takes SET:GET, two counts not both 0 (1:10 is ten GETs to a SET), not {ratio:?}"
+        ))
+    };
+    let (set, get) = ratio.split_once(':').ok_or_else(bad)?;
+    let count = |v: &str| v.parse::<f64>().ok().filter(|c| c.is_finite() && *c >= 0.0);
+    match (count(set), count(get)) {
+        (Some(set), Some(get)) if set + get > 0.0 => Ok(get / (set + get)),
+        _ => Err(bad()),
+    }
+}
+
 /// What `--server-cgroup`, `--server-pid` and `--server-cpus` ask to be read of the server at
 /// the window's edges.
 fn server_side(common: &Common, cfg: &mut Config) -> Result<(), Error> {
@@ -273,8 +323,9 @@ impl Cli {
                 (
                     &kv.common,
                     Workload::Kv(KvConfig {
-                        get_ratio: kv.get_ratio,
+                        get_ratio: get_ratio(kv)?,
                         keys: kv.keys,
+                        key_dist: kv.key_dist.parse::<KeyDist>().map_err(Error::Config)?,
                     }),
                 )
             }
@@ -309,11 +360,13 @@ impl Cli {
             Workload::Http(path) => Config::http(&common.addr, common.conns, path),
         };
         if let Command::Kv(kv) = &self.workload {
-            cfg.msg_size = kv.value_size;
+            cfg.msg_size = sizes("--value-size", &kv.value_size)?;
         }
-        if let Some(size) = common.msg_size {
-            cfg.msg_size = size;
+        if let Some(size) = &common.msg_size {
+            cfg.msg_size = sizes("--msg-size", size)?;
         }
+        cfg.requests_per_conn = common.requests_per_conn;
+        cfg.idle_conns = common.idle_conns;
         cfg.depth = common.depth;
         cfg.stop = match (common.requests, common.duration) {
             (Some(k), _) => Stop::Requests(k),
@@ -322,10 +375,7 @@ impl Cli {
         };
         cfg.warmup = secs("warmup", common.warmup)?;
         cfg.rate = common.rate;
-        cfg.arrivals = match common.arrivals {
-            ArrivalsArg::Uniform => Arrivals::Uniform,
-            ArrivalsArg::Poisson => Arrivals::Poisson,
-        };
+        cfg.arrivals = common.arrivals.parse::<Arrivals>().map_err(Error::Config)?;
         cfg.seed = common.seed;
         cfg.pacing = common.pacing;
         cfg.threads = common.threads;
@@ -412,7 +462,7 @@ mod tests {
             "--quiet",
         ])
         .unwrap();
-        assert_eq!(cfg.msg_size, 64);
+        assert_eq!(cfg.msg_size, Sizes::fixed(64));
         assert_eq!(cfg.depth, 4);
         assert_eq!(cfg.stop, Stop::Requests(2500));
         assert_eq!(cfg.warmup, Duration::from_millis(1500));
@@ -478,13 +528,14 @@ mod tests {
             cfg.workload,
             Workload::Kv(KvConfig {
                 get_ratio: 1.0,
-                keys: 1000
+                keys: 1000,
+                key_dist: KeyDist::Uniform,
             })
         );
-        assert_eq!((cfg.msg_size, cfg.depth), (64, 16));
+        assert_eq!((cfg.msg_size.single(), cfg.depth), (Some(64), 16));
         let (cfg, _) = parse(&["loadgen", "kv", "--addr", "h:1", "--conns", "1"]).unwrap();
         assert_eq!(cfg.workload, Workload::Kv(KvConfig::default()));
-        assert_eq!(cfg.msg_size, 32);
+        assert_eq!(cfg.msg_size, Sizes::fixed(32));
         let base = ["loadgen", "kv", "--addr", "h:1", "--conns", "1"];
         for extra in [
             &["--get-ratio", "1.5"][..],
@@ -492,7 +543,14 @@ mod tests {
             &["--keys", "0"],
             &["--keys", "5000000000"],
             &["--value-size", "15"],
+            &["--value-size", "32,8"],
             &["--msg-size", "32"],
+            &["--ratio", "1"],
+            &["--ratio", "0:0"],
+            &["--ratio", "1:x"],
+            &["--ratio", "1:10", "--get-ratio", "0.5"],
+            &["--key-dist", "zipf"],
+            &["--key-dist", "zipf:0"],
         ] {
             let args: Vec<&str> = base.iter().chain(extra.iter()).copied().collect();
             assert!(parse(&args).is_err(), "{args:?} was accepted");
@@ -511,10 +569,108 @@ mod tests {
             &["1", "--duration", "-1"],
             &["2", "--threads", "3"],
             &["1", "--cpus", "x"],
+            &["1", "--msg-size", "16,8"],
+            &["1", "--msg-size", "16:0"],
+            &["1", "--msg-size", "2M"],
+            &["1", "--requests-per-conn", "0"],
+            &["1", "--arrivals", "onoff:10"],
+            &["1", "--arrivals", "pareto:1"],
+            &["1", "--arrivals", "bursty"],
         ];
         for extra in bad {
             let args: Vec<&str> = base.iter().chain(extra.iter()).copied().collect();
             assert!(parse(&args).is_err(), "{args:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn the_workload_options_land() {
+        let (cfg, _) = parse(&[
+            "loadgen",
+            "echo",
+            "--addr",
+            "h:1",
+            "--conns",
+            "8",
+            "--msg-size",
+            "64:95,64K:5",
+            "--requests-per-conn",
+            "10",
+            "--idle-conns",
+            "1000",
+            "--rate",
+            "100",
+            "--arrivals",
+            "onoff:10:90",
+        ])
+        .unwrap();
+        assert_eq!(cfg.msg_size, "64:95,65536:5".parse().unwrap());
+        assert_eq!(cfg.requests_per_conn, Some(10));
+        assert_eq!(cfg.idle_conns, 1000);
+        assert_eq!(
+            cfg.arrivals,
+            Arrivals::OnOff {
+                on_ns: 10_000_000,
+                off_ns: 90_000_000
+            }
+        );
+        let kv = |extra: &[&str]| {
+            let base = ["loadgen", "kv", "--addr", "h:1", "--conns", "1"];
+            let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+            parse(&args).unwrap().0
+        };
+        let cfg = kv(&[
+            "--ratio",
+            "1:10",
+            "--key-dist",
+            "zipf:0.99",
+            "--value-size",
+            "32,1K",
+        ]);
+        let Workload::Kv(k) = &cfg.workload else {
+            panic!("not kv: {cfg:?}");
+        };
+        assert!((k.get_ratio - 10.0 / 11.0).abs() < 1e-12);
+        assert_eq!(k.key_dist, KeyDist::Zipf(0.99));
+        assert_eq!((cfg.msg_size.min(), cfg.msg_size.max()), (32, 1024));
+        let Workload::Kv(k) = kv(&["--ratio", "1:0"]).workload else {
+            panic!("not kv");
+        };
+        assert_eq!(k.get_ratio, 0.0);
+        // Churn is not for chat, and chat and http take one size.
+        for args in [
+            &[
+                "loadgen",
+                "chat",
+                "--addr",
+                "h:1",
+                "--conns",
+                "1",
+                "--requests-per-conn",
+                "5",
+            ][..],
+            &[
+                "loadgen",
+                "chat",
+                "--addr",
+                "h:1",
+                "--conns",
+                "1",
+                "--msg-size",
+                "64,128",
+            ],
+            &[
+                "loadgen",
+                "http",
+                "--addr",
+                "h:1",
+                "--conns",
+                "1",
+                "--msg-size",
+                "64",
+            ],
+        ] {
+            assert!(parse(args).is_err(), "{args:?} was accepted");
         }
     }
 }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::account::CpuSource;
+use crate::dist::{KeyDist, Sizes};
 use crate::error::Error;
 use crate::http::HttpPath;
 use crate::pacing::Pacing;
@@ -29,9 +30,11 @@ pub enum Workload {
 pub struct KvConfig {
     /// The share of requests that are `GET`s, 0 to 1; the rest are `SET`s.
     pub get_ratio: f64,
-    /// Keys `key:000000000000` up to `keys - 1`, each request's chosen uniformly; stored
-    /// before the clock starts when the mix has `GET`s.
+    /// Keys `key:000000000000` up to `keys - 1`, each request's drawn from `key_dist`;
+    /// stored before the clock starts when the mix has `GET`s.
     pub keys: u64,
+    /// How each request's key is drawn: uniformly, or by Zipf's law.
+    pub key_dist: KeyDist,
 }
 
 impl Default for KvConfig {
@@ -40,12 +43,13 @@ impl Default for KvConfig {
             get_ratio: 0.9,
             // redis-benchmark's `-r 100000`, the article's key space.
             keys: 100_000,
+            key_dist: KeyDist::Uniform,
         }
     }
 }
 
 /// How open-loop messages are spaced in time (see `schedule`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub enum Arrivals {
     /// Evenly spaced: the connections take turns, one message every `1 / rate`.
     #[default]
@@ -53,14 +57,86 @@ pub enum Arrivals {
     /// Each connection a Poisson process of `rate / conns`: exponential gaps, drawn from the
     /// run's seed.
     Poisson,
+    /// Bursts: every connection silent in the off-periods and a Poisson process in the
+    /// on-periods (all connections in step, from the epoch: `on_ns` on, `off_ns` off), at
+    /// the rate that keeps the average at `rate`.
+    OnOff {
+        /// Length of an on-period, nanoseconds.
+        on_ns: u64,
+        /// Length of an off-period, nanoseconds.
+        off_ns: u64,
+    },
+    /// Each connection's gaps drawn from a generalized Pareto distribution of this shape
+    /// (0 to 1, exclusive) and location 0, scaled to the mean gap of `rate / conns`:
+    /// mutilate's `fb_ia` is the shape 0.154971. Heavier-tailed than Poisson: long silences
+    /// and tight bunches.
+    Pareto {
+        /// The shape ξ; the tail's weight grows with it, the mean is infinite from 1 on.
+        shape: f64,
+    },
 }
 
 impl Arrivals {
-    /// As `--arrivals` and the summary name it.
-    pub fn as_str(self) -> &'static str {
+    /// Whether the gaps are exponential, as the self-check tests them.
+    pub fn is_poisson(self) -> bool {
+        self == Arrivals::Poisson
+    }
+}
+
+impl std::fmt::Display for Arrivals {
+    /// As `--arrivals` takes it and the summary names it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Arrivals::Uniform => "uniform",
-            Arrivals::Poisson => "poisson",
+            Arrivals::Uniform => f.write_str("uniform"),
+            Arrivals::Poisson => f.write_str("poisson"),
+            Arrivals::OnOff { on_ns, off_ns } => {
+                write!(f, "onoff:{}:{}", *on_ns as f64 / 1e6, *off_ns as f64 / 1e6)
+            }
+            Arrivals::Pareto { shape } => write!(f, "pareto:{shape}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Arrivals {
+    type Err = String;
+
+    /// `uniform`, `poisson`, `onoff:ON_MS:OFF_MS` (milliseconds, fractions allowed) or
+    /// `pareto:SHAPE`.
+    fn from_str(s: &str) -> Result<Arrivals, String> {
+        let bad = |why: &str| {
+            format!(
+                "--arrivals takes uniform, poisson, onoff:ON_MS:OFF_MS or pareto:SHAPE, not {s:?}{why}"
+            )
+        };
+        if let Some(rest) = s.strip_prefix("onoff:") {
+            let ms = |v: &str| {
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|m| m.is_finite() && *m > 0.0 && *m <= 3.6e6)
+                    .map(|m| (m * 1e6) as u64)
+            };
+            let (on, off) = rest.split_once(':').ok_or_else(|| bad(""))?;
+            return match (ms(on), ms(off)) {
+                (Some(on_ns), Some(off_ns)) if on_ns > 0 && off_ns > 0 => {
+                    Ok(Arrivals::OnOff { on_ns, off_ns })
+                }
+                _ => Err(bad(
+                    ": ON_MS and OFF_MS are positive milliseconds, at most an hour",
+                )),
+            };
+        }
+        if let Some(shape) = s.strip_prefix("pareto:") {
+            return match shape.parse::<f64>() {
+                Ok(shape) if shape > 0.0 && shape < 1.0 => Ok(Arrivals::Pareto { shape }),
+                _ => Err(bad(
+                    ": SHAPE is above 0 (0 would be poisson) and below 1 (from 1 on the mean is infinite)",
+                )),
+            };
+        }
+        match s {
+            "uniform" => Ok(Arrivals::Uniform),
+            "poisson" => Ok(Arrivals::Poisson),
+            _ => Err(bad("")),
         }
     }
 }
@@ -117,13 +193,19 @@ pub struct Config {
     pub addr: String,
     /// Number of connections, all established before the clock starts.
     pub conns: usize,
-    /// Bytes per echo message; for chat, bytes per `SAY` line, newline included; for kv,
-    /// bytes per value.
-    pub msg_size: usize,
+    /// Bytes per echo message, one size or a mix drawn per message; for chat, bytes per
+    /// `SAY` line, newline included (one size); for kv, bytes per value (one size or a mix).
+    pub msg_size: Sizes,
     /// Messages in flight per connection (closed loop), or at most in flight (open loop).
     pub depth: usize,
     /// When sending stops.
     pub stop: Stop,
+    /// Requests a connection carries before the client closes it and opens a fresh one in
+    /// its place (1: a connection per request); `None`: connections last the run.
+    pub requests_per_conn: Option<u64>,
+    /// Connections opened beside the `conns` active ones before the clock starts, and held
+    /// open and silent until the run ends.
+    pub idle_conns: usize,
     /// Time after all connections are up and before the measured window; not recorded.
     pub warmup: Duration,
     /// Open loop: messages per second in total, spread evenly over the connections. `None`
@@ -173,9 +255,11 @@ impl Config {
             workload: Workload::Echo,
             addr: addr.into(),
             conns,
-            msg_size: DEFAULT_MSG_SIZE,
+            msg_size: Sizes::fixed(DEFAULT_MSG_SIZE),
             depth: 1,
             stop: Stop::Duration(Duration::from_secs(10)),
+            requests_per_conn: None,
+            idle_conns: 0,
             warmup: Duration::ZERO,
             rate: None,
             arrivals: Arrivals::Uniform,
@@ -198,7 +282,7 @@ impl Config {
     pub fn chat(addr: impl Into<String>, conns: usize, chat: ChatConfig) -> Config {
         Config {
             workload: Workload::Chat(chat),
-            msg_size: 64,
+            msg_size: Sizes::fixed(64),
             ..Config::echo(addr, conns)
         }
     }
@@ -207,7 +291,7 @@ impl Config {
     pub fn kv(addr: impl Into<String>, conns: usize, kv: KvConfig) -> Config {
         Config {
             workload: Workload::Kv(kv),
-            msg_size: DEFAULT_VALUE_SIZE,
+            msg_size: Sizes::fixed(DEFAULT_VALUE_SIZE),
             ..Config::echo(addr, conns)
         }
     }
@@ -217,7 +301,7 @@ impl Config {
     pub fn http(addr: impl Into<String>, conns: usize, path: HttpPath) -> Config {
         Config {
             workload: Workload::Http(path),
-            msg_size: path.request().len(),
+            msg_size: Sizes::fixed(path.request().len()),
             ..Config::echo(addr, conns)
         }
     }
@@ -261,6 +345,7 @@ impl Config {
                 return bad("interval histograms must cover at least 10 ms".into());
             }
         }
+        self.validate_workloads()?;
         match &self.workload {
             Workload::Echo => self.validate_echo(),
             Workload::Kv(kv) => self.validate_kv(kv),
@@ -269,17 +354,41 @@ impl Config {
         }
     }
 
+    /// The shape of the load beyond rate and arrivals: connection churn and idle
+    /// connections.
+    fn validate_workloads(&self) -> Result<(), Error> {
+        let bad = |m: String| Err(Error::Config(m));
+        if let Some(r) = self.requests_per_conn {
+            if r == 0 {
+                return bad("--requests-per-conn must be at least 1".into());
+            }
+            if let Workload::Chat(_) = self.workload {
+                return bad(
+                    "--requests-per-conn is for echo, kv and http: a chat connection is a member of its room for the run".into(),
+                );
+            }
+        }
+        if self
+            .conns
+            .checked_add(self.idle_conns)
+            .is_none_or(|n| n as u64 >= u64::from(u32::MAX))
+        {
+            return bad(format!("--idle-conns {} is too many", self.idle_conns));
+        }
+        Ok(())
+    }
+
     /// Echo's message size: a sequence number and a send time fit, and no more than echo
     /// cuts.
     fn validate_echo(&self) -> Result<(), Error> {
         let bad = |m: String| Err(Error::Config(m));
-        if self.msg_size < crate::echo::MIN_MSG_SIZE {
+        if self.msg_size.min() < crate::echo::MIN_MSG_SIZE {
             return bad(format!(
                 "--msg-size must be at least {} for echo: each message carries its sequence number and send time",
                 crate::echo::MIN_MSG_SIZE
             ));
         }
-        if self.msg_size > crate::echo::MAX_MSG_SIZE {
+        if self.msg_size.max() > crate::echo::MAX_MSG_SIZE {
             return bad(format!(
                 "--msg-size must be at most {} for echo",
                 crate::echo::MAX_MSG_SIZE
@@ -305,7 +414,7 @@ impl Config {
             ));
         }
         let (min, max) = (crate::kv::MIN_VALUE_SIZE, crate::kv::MAX_VALUE_SIZE);
-        if !(min..=max).contains(&self.msg_size) {
+        if self.msg_size.min() < min || self.msg_size.max() > max {
             return bad(format!(
                 "--value-size must be {min} to {max}: each value carries its key, its writer and a sequence number"
             ));
@@ -319,7 +428,7 @@ impl Config {
     /// Http's requests are of a fixed size.
     fn validate_http(&self, path: HttpPath) -> Result<(), Error> {
         let bad = |m: String| Err(Error::Config(m));
-        if self.msg_size != path.request().len() {
+        if self.msg_size.single() != Some(path.request().len()) {
             return bad("http requests have a fixed size: no --msg-size".into());
         }
         Ok(())
@@ -354,7 +463,10 @@ impl Config {
             }
         };
         let (min, max) = crate::chat::line_bounds(&longest_room);
-        if !(min..=max).contains(&self.msg_size) {
+        let Some(size) = self.msg_size.single() else {
+            return bad("chat lines have one --msg-size, not a mix".into());
+        };
+        if !(min..=max).contains(&size) {
             return bad(format!(
                 "--msg-size must be {min} to {max} for this chat run: a SAY line carries its room, a stamp, the connection and a sequence number"
             ));

@@ -575,6 +575,10 @@ pub fn merge_summaries(runs: &[AgentRun]) -> Option<Summary> {
     Some(Summary {
         conns: parts.iter().map(|s| s.conns).sum(),
         connected: parts.iter().map(|s| s.connected).sum(),
+        connections_opened: sum_u(|s| s.connections_opened),
+        idle_conns: parts.iter().map(|s| s.idle_conns).sum(),
+        idle_connected: parts.iter().map(|s| s.idle_connected).sum(),
+        idle_held: parts.iter().map(|s| s.idle_held).sum(),
         threads: parts.iter().map(|s| s.threads).sum(),
         rate: first.rate.map(|_| sum_f(|s| s.rate.unwrap_or(0.0))),
         window_secs: parts.iter().map(|s| s.window_secs).fold(0.0, f64::max),

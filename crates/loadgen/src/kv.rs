@@ -1,8 +1,10 @@
 //! The kv workload: RESP `GET` and `SET` requests, the values they carry, and the check of
 //! every reply against what the store must hold.
 //!
-//! Message `seq` of connection `conn` is a `GET` or a `SET` of one key, both chosen by a hash
-//! of `(conn, seq)`, so nothing is stored per message: the reply check derives them again.
+//! Message `seq` of connection `conn` is a `GET` or a `SET` of one key (drawn uniformly or by
+//! Zipf's law, `--key-dist`), both chosen by a hash of `(conn, seq)`, and a `SET`'s value
+//! size too (one size or a mix, `--value-size`), so nothing is stored per message: the reply
+//! check derives them again.
 //! Keys are `key:` and twelve digits, as redis-benchmark's `-r` makes them, so that both
 //! clients send requests of the same size.
 //!
@@ -17,8 +19,8 @@
 //!   u32 LE   u32 LE   u64 LE           repeating 8-byte word
 //! ```
 //!
-//! A `GET` reply passes when it is a value of the right length written for the key asked
-//! for, by a writer of this run (a connection, or the preload), intact to the last byte. The
+//! A `GET` reply passes when it is a value written for the key asked for, of the length its
+//! writer drew for that seq, by a writer of this run (a connection, or the preload), intact to the last byte. The
 //! key space is preloaded before the clock starts whenever the mix has `GET`s, so a null reply
 //! (the key is missing) is a fault too. A `SET` must be answered `+OK`; an error reply is the
 //! server's fault, anything else a corrupt reply.
@@ -31,6 +33,8 @@ use std::time::Duration;
 
 use proto::resp::{self, Reply};
 
+use crate::config::KvConfig;
+use crate::dist::{KeyDist, Sizes, Zipf, draw, mix, unit};
 use crate::error::{Error, Fault};
 use crate::torn::Torn;
 
@@ -50,46 +54,52 @@ pub(crate) struct Op {
     pub(crate) key: u32,
 }
 
-/// A bijection on `u64` with good avalanche (the SplitMix64 finaliser).
-fn mix(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
 /// The mix of GETs and SETs and the key space, fixed for a run.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Mix {
     /// A GET when the hash's top 53 bits, as a fraction, fall below this.
     get_ratio: f64,
     keys: u64,
+    /// Zipf keys: the sampler, its constants computed once.
+    zipf: Option<Zipf>,
 }
 
 impl Mix {
-    pub(crate) fn new(get_ratio: f64, keys: u64) -> Mix {
-        Mix { get_ratio, keys }
+    pub(crate) fn new(kv: &KvConfig) -> Mix {
+        Mix {
+            get_ratio: kv.get_ratio,
+            keys: kv.keys,
+            zipf: match kv.key_dist {
+                KeyDist::Uniform => None,
+                KeyDist::Zipf(s) => Some(Zipf::new(kv.keys, s)),
+            },
+        }
     }
 
     /// The operation of message `seq` of connection `conn`.
     pub(crate) fn op(&self, conn: u32, seq: u64) -> Op {
-        let h = mix(seq ^ (u64::from(conn) << 40) ^ 0x6B76_0000_0000_0000);
-        let fraction = (h >> 11) as f64 / (1u64 << 53) as f64;
+        let h = draw(conn, seq, 0x6B76_0000_0000_0000);
         // A second, independent hash for the key, so that the op does not predict it.
-        let key = mix(h ^ 0x5EED) % self.keys;
+        let kh = mix(h ^ 0x5EED);
+        let key = match &self.zipf {
+            None => kh % self.keys,
+            // Rank 1, the most frequent, is key 0.
+            Some(z) => z.sample(kh) - 1,
+        };
         Op {
-            get: fraction < self.get_ratio,
+            get: unit(h) < self.get_ratio,
             key: key as u32,
         }
     }
 }
 
 /// Appends the RESP array of a `GET` or `SET` to `out`; a `SET`'s value is written by
-/// `writer` as its message `seq`, built in `scratch`.
+/// `writer` as its message `seq`, of the size `sizes` draws for it, built in `scratch`.
 pub(crate) fn encode(
     op: Op,
     writer: u32,
     seq: u64,
-    value_size: usize,
+    sizes: &Sizes,
     scratch: &mut Vec<u8>,
     out: &mut Vec<u8>,
 ) {
@@ -104,7 +114,7 @@ pub(crate) fn encode(
         resp::encode_request(out, &[&b"GET"[..], &key]);
     } else {
         scratch.clear();
-        scratch.resize(value_size, 0);
+        scratch.resize(sizes.pick(writer, seq), 0);
         write_value(op.key, writer, seq, scratch);
         resp::encode_request(out, &[&b"SET"[..], &key, scratch]);
     }
@@ -127,9 +137,9 @@ fn write_value(key: u32, writer: u32, seq: u64, out: &mut [u8]) {
 }
 
 /// Whether `value` is one that some writer of this run (connections `0..writers`, and the
-/// preload, numbered `writers`) stored under `key`.
-pub(crate) fn valid_value(value: &[u8], key: u32, writers: u32, value_size: usize) -> bool {
-    if value.len() != value_size {
+/// preload, numbered `writers`) stored under `key`, of the size it drew.
+pub(crate) fn valid_value(value: &[u8], key: u32, writers: u32, sizes: &Sizes) -> bool {
+    if value.len() < MIN_VALUE_SIZE {
         return false;
     }
     let u32_at =
@@ -138,7 +148,7 @@ pub(crate) fn valid_value(value: &[u8], key: u32, writers: u32, value_size: usiz
     let mut seq = [0u8; 8];
     seq.copy_from_slice(&value[8..16]);
     let seq = u64::from_le_bytes(seq);
-    if k != key || writer > writers {
+    if k != key || writer > writers || value.len() != sizes.pick(writer, seq) {
         return false;
     }
     let word = filler(key, writer, seq).to_le_bytes();
@@ -148,11 +158,11 @@ pub(crate) fn valid_value(value: &[u8], key: u32, writers: u32, value_size: usiz
 }
 
 /// How a reply to `op` is judged.
-pub(crate) fn check(reply: &Reply, op: Op, writers: u32, value_size: usize) -> Result<(), Fault> {
+pub(crate) fn check(reply: &Reply, op: Op, writers: u32, sizes: &Sizes) -> Result<(), Fault> {
     match (reply, op.get) {
         (Reply::Error(_), _) => Err(Fault::ServerError),
         (Reply::Simple(s), false) if s == b"OK" => Ok(()),
-        (Reply::Bulk(v), true) if valid_value(v, op.key, writers, value_size) => Ok(()),
+        (Reply::Bulk(v), true) if valid_value(v, op.key, writers, sizes) => Ok(()),
         _ => Err(Fault::Corrupt),
     }
 }
@@ -198,7 +208,7 @@ pub(crate) fn preload(
     addr: SocketAddr,
     keys: u64,
     writer: u32,
-    value_size: usize,
+    sizes: &Sizes,
     timeout: Duration,
 ) -> Result<(), Error> {
     let fail = |reason: String| Error::Preload {
@@ -230,7 +240,7 @@ pub(crate) fn preload(
                 get: false,
                 key: k as u32,
             };
-            encode(op, writer, k, value_size, &mut scratch, &mut out);
+            encode(op, writer, k, sizes, &mut scratch, &mut out);
         }
         stream
             .write_all(&out)
@@ -285,7 +295,14 @@ mod tests {
     #[test]
     fn requests_are_resp_arrays_with_fixed_size_keys() {
         let (mut out, mut scratch) = (Vec::new(), Vec::new());
-        encode(Op { get: true, key: 42 }, 0, 0, 16, &mut scratch, &mut out);
+        encode(
+            Op { get: true, key: 42 },
+            0,
+            0,
+            &Sizes::fixed(16),
+            &mut scratch,
+            &mut out,
+        );
         assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$16\r\nkey:000000000042\r\n");
         out.clear();
         encode(
@@ -295,7 +312,7 @@ mod tests {
             },
             3,
             7,
-            20,
+            &Sizes::fixed(20),
             &mut scratch,
             &mut out,
         );
@@ -304,7 +321,7 @@ mod tests {
         assert!(out.ends_with(b"\r\n"));
         assert_eq!(out.len(), head.len() + 20 + 2);
         let value = &out[head.len()..head.len() + 20];
-        assert!(valid_value(value, 99_999, 3, 20));
+        assert!(valid_value(value, 99_999, 3, &Sizes::fixed(20)));
     }
 
     #[test]
@@ -312,18 +329,22 @@ mod tests {
         for size in [16, 17, 24, 32, 100] {
             let mut v = vec![0; size];
             write_value(5, 2, 77, &mut v);
-            assert!(valid_value(&v, 5, 2, size));
-            assert!(valid_value(&v, 5, 9, size), "any writer up to the preload");
-            assert!(!valid_value(&v, 6, 2, size), "another key");
-            assert!(!valid_value(&v, 5, 1, size), "a writer that does not exist");
-            assert!(!valid_value(&v, 5, 2, size + 1));
+            let sizes = &Sizes::fixed(size);
+            assert!(valid_value(&v, 5, 2, sizes));
+            assert!(valid_value(&v, 5, 9, sizes), "any writer up to the preload");
+            assert!(!valid_value(&v, 6, 2, sizes), "another key");
+            assert!(
+                !valid_value(&v, 5, 1, sizes),
+                "a writer that does not exist"
+            );
+            assert!(!valid_value(&v, 5, 2, &Sizes::fixed(size + 1)));
             for i in 0..size {
                 let mut bad = v.clone();
                 bad[i] ^= 0x10;
                 // A flipped header byte names another key, writer or seq, whose filler
                 // differs; with no filler (16 bytes) a seq bit is the one change that passes.
                 if size > 16 || i < 8 {
-                    assert!(!valid_value(&bad, 5, 2, size), "byte {i} of {size}");
+                    assert!(!valid_value(&bad, 5, 2, sizes), "byte {i} of {size}");
                 }
             }
         }
@@ -331,7 +352,14 @@ mod tests {
 
     #[test]
     fn the_mix_follows_the_ratio_and_covers_the_keys() {
-        let m = Mix::new(0.9, 1000);
+        let kv = |get_ratio, keys| {
+            Mix::new(&KvConfig {
+                get_ratio,
+                keys,
+                key_dist: KeyDist::Uniform,
+            })
+        };
+        let m = kv(0.9, 1000);
         let mut gets = 0;
         let mut seen = vec![false; 1000];
         for seq in 0..100_000 {
@@ -341,8 +369,8 @@ mod tests {
         }
         assert!((89_000..91_000).contains(&gets), "{gets}");
         assert!(seen.iter().all(|&s| s));
-        assert!((0..1000).all(|s| !Mix::new(0.0, 10).op(1, s).get));
-        assert!((0..1000).all(|s| Mix::new(1.0, 10).op(1, s).get));
+        assert!((0..1000).all(|s| !kv(0.0, 10).op(1, s).get));
+        assert!((0..1000).all(|s| kv(1.0, 10).op(1, s).get));
         assert_eq!(m.op(3, 4), m.op(3, 4), "a pure function of (conn, seq)");
     }
 
@@ -382,22 +410,65 @@ mod tests {
         let mut v = vec![0; 32];
         write_value(1, 0, 3, &mut v);
         let ok = Reply::Simple(b"OK".to_vec());
-        assert_eq!(check(&Reply::Bulk(v.clone()), get, 4, 32), Ok(()));
-        assert_eq!(check(&ok, set, 4, 32), Ok(()));
+        let s32 = &Sizes::fixed(32);
+        assert_eq!(check(&Reply::Bulk(v.clone()), get, 4, s32), Ok(()));
+        assert_eq!(check(&ok, set, 4, s32), Ok(()));
         assert_eq!(
-            check(&Reply::Null, get, 4, 32),
+            check(&Reply::Null, get, 4, s32),
             Err(Fault::Corrupt),
             "the key space is preloaded"
         );
-        assert_eq!(check(&ok, get, 4, 32), Err(Fault::Corrupt));
-        assert_eq!(check(&Reply::Integer(1), set, 4, 32), Err(Fault::Corrupt));
+        assert_eq!(check(&ok, get, 4, s32), Err(Fault::Corrupt));
+        assert_eq!(check(&Reply::Integer(1), set, 4, s32), Err(Fault::Corrupt));
         assert_eq!(
-            check(&Reply::Error(b"ERR x".to_vec()), set, 4, 32),
+            check(&Reply::Error(b"ERR x".to_vec()), set, 4, s32),
             Err(Fault::ServerError)
         );
         assert_eq!(
-            check(&Reply::Bulk(v), Op { get: true, key: 2 }, 4, 32),
+            check(&Reply::Bulk(v), Op { get: true, key: 2 }, 4, s32),
             Err(Fault::Corrupt)
         );
+    }
+
+    #[test]
+    fn zipf_keys_follow_the_law_and_values_of_a_mix_are_checked_at_their_drawn_size() {
+        // 200,000 requests over 1,000 keys at Zipf 0.99: key 0 takes 1 / H(1000, 0.99), about
+        // 13%; its count's standard error is 0.08 points, 3% relative is outside chance.
+        let m = Mix::new(&KvConfig {
+            get_ratio: 0.5,
+            keys: 1000,
+            key_dist: KeyDist::Zipf(0.99),
+        });
+        let n = 200_000u64;
+        let mut counts = vec![0u64; 1000];
+        for seq in 0..n {
+            counts[m.op(seq as u32 % 5, seq).key as usize] += 1;
+        }
+        let h: f64 = (1..=1000).map(|k| (k as f64).powf(-0.99)).sum();
+        for (k, &count) in counts.iter().take(2).enumerate() {
+            let want = ((k + 1) as f64).powf(-0.99) / h;
+            let got = count as f64 / n as f64;
+            assert!((got / want - 1.0).abs() < 0.03, "key {k}: {got} vs {want}");
+        }
+        // A mix of value sizes: a value passes only at the size its writer drew for its seq.
+        let sizes: Sizes = "16,100:3".parse().expect("a mix");
+        let (mut out, mut scratch) = (Vec::new(), Vec::new());
+        let set = Op { get: false, key: 7 };
+        let mut seen = [false; 2];
+        for seq in 0..64 {
+            out.clear();
+            encode(set, 2, seq, &sizes, &mut scratch, &mut out);
+            let size = sizes.pick(2, seq);
+            seen[usize::from(size == 100)] = true;
+            let value = &out[out.len() - 2 - size..out.len() - 2];
+            assert!(valid_value(value, 7, 3, &sizes));
+            let mut longer = value.to_vec();
+            longer.resize(if size == 16 { 100 } else { 16 }, 0);
+            assert!(
+                !valid_value(&longer, 7, 3, &sizes),
+                "another size of the mix"
+            );
+        }
+        assert_eq!(seen, [true, true], "both sizes drawn");
     }
 }

@@ -32,6 +32,7 @@ pub mod announce;
 mod chat;
 pub mod cli;
 mod config;
+mod dist;
 mod echo;
 mod error;
 pub mod fleet;
@@ -51,6 +52,7 @@ mod worker;
 pub use config::{
     Arrivals, ChatConfig, ChatProfile, Config, DEFAULT_SEED, KvConfig, Stop, Workload,
 };
+pub use dist::{KeyDist, Sizes};
 pub use error::Error;
 pub use hist::{Histograms, Percentiles};
 pub use http::HttpPath;

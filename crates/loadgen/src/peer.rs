@@ -3,13 +3,18 @@
 //! that loadgen's own tests, and anyone trying it by hand (`cargo run -p loadgen --example
 //! peer`), can see that it notices each. Not a ringside server: it knows no protocol and
 //! shares no code with them.
+//!
+//! It keeps a log of its connections ([`Peer::seen`]): the bytes each received, and, on one
+//! counter of events shared by all (an order, not a time), when each last received bytes
+//! and when its client closed it. The tests of connection churn and idle connections count
+//! and order with it, timing-free.
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What every connection of a peer does wrong, if anything. Offsets count the bytes the peer
 /// has echoed on that connection.
@@ -32,6 +37,41 @@ pub enum Misbehave {
 pub struct Peer {
     pub addr: SocketAddr,
     stop: Arc<AtomicBool>,
+    log: Arc<Log>,
+}
+
+/// What the peer saw of one connection. Event numbers come from one counter shared by every
+/// connection of the peer, so they order events across connections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// Bytes received.
+    pub bytes: u64,
+    /// The event number of the last read that received bytes, if any did.
+    pub last_bytes: Option<u64>,
+    /// The event number of the client's close (or of the error that ended the connection),
+    /// once it came.
+    pub closed: Option<u64>,
+}
+
+/// The peer's log: every connection, in the order accepted.
+#[derive(Debug, Default)]
+struct Log {
+    events: AtomicU64,
+    conns: Mutex<Vec<Seen>>,
+}
+
+impl Log {
+    fn accepted(&self) -> usize {
+        let mut conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+        conns.push(Seen::default());
+        conns.len() - 1
+    }
+
+    fn update(&self, conn: usize, f: impl FnOnce(&mut Seen, u64)) {
+        let event = self.events.fetch_add(1, Ordering::AcqRel);
+        let mut conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut conns[conn], event);
+    }
 }
 
 impl Peer {
@@ -46,16 +86,48 @@ impl Peer {
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = Arc::clone(&stop);
+        let log = Arc::new(Log::default());
+        let logging = Arc::clone(&log);
         thread::spawn(move || {
             for stream in listener.incoming() {
                 if stopping.load(Ordering::Acquire) {
                     break;
                 }
                 let Ok(stream) = stream else { continue };
-                thread::spawn(move || serve(stream, how));
+                let log = Arc::clone(&logging);
+                let conn = log.accepted();
+                thread::spawn(move || {
+                    serve(stream, how, &log, conn);
+                    log.update(conn, |s, at| s.closed = Some(at));
+                });
             }
         });
-        Ok(Peer { addr, stop })
+        Ok(Peer { addr, stop, log })
+    }
+
+    /// Every connection accepted so far, in order.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.log
+            .conns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// [`Peer::seen`] once `n` connections have been accepted and all of them closed, or at
+    /// `limit` whatever they are: a client's close reaches the peer's threads a moment after
+    /// the client has returned.
+    pub fn seen_closed(&self, n: usize, limit: Duration) -> Vec<Seen> {
+        let deadline = Instant::now() + limit;
+        // Bounded by the deadline.
+        loop {
+            let seen = self.seen();
+            let done = seen.len() >= n && seen.iter().all(|s| s.closed.is_some());
+            if done || Instant::now() >= deadline {
+                return seen;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
     }
 }
 
@@ -68,7 +140,7 @@ impl Drop for Peer {
     }
 }
 
-fn serve(mut stream: TcpStream, how: Misbehave) {
+fn serve(mut stream: TcpStream, how: Misbehave, log: &Log, conn: usize) {
     let _ = stream.set_nodelay(true);
     // A client that vanishes without closing must not keep the thread forever.
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
@@ -82,6 +154,10 @@ fn serve(mut stream: TcpStream, how: Misbehave) {
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(_) => return,
         };
+        log.update(conn, |s, at| {
+            s.bytes += n as u64;
+            s.last_bytes = Some(at);
+        });
         let chunk = &mut buf[..n];
         let (start, end) = (echoed, echoed + n as u64);
         match how {

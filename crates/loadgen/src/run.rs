@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::account::{CpuSource, CpuStates, CpuTime};
-use crate::config::{Arrivals, ChatProfile, Config, Stop, Workload};
+use crate::config::{ChatProfile, Config, Stop, Workload};
 use crate::error::{Error, Fault};
 use crate::hist::{Histograms, Percentiles, merge};
 use crate::pacing::{Hiccups, Pacing};
@@ -62,7 +62,7 @@ pub fn run_gated(
         })?;
     }
     let addr = resolve(&cfg.addr)?;
-    let needed = cfg.conns as u64 + SPARE_FDS + 2 * cfg.threads as u64;
+    let needed = (cfg.conns + cfg.idle_conns) as u64 + SPARE_FDS + 2 * cfg.threads as u64;
     let mut warnings = Vec::new();
     let nofile = match sys::raise_nofile(needed) {
         Ok(limit) => {
@@ -162,7 +162,7 @@ fn preload(cfg: &Config, addr: SocketAddr) -> Result<(), Error> {
             addr,
             kv.keys,
             cfg.conns as u32,
-            cfg.msg_size,
+            &cfg.msg_size,
             cfg.reply_timeout,
         )?;
     }
@@ -273,6 +273,7 @@ impl Crew {
 /// How connecting went, over every worker.
 struct Connections {
     connected: usize,
+    idle_connected: usize,
     faults: [u64; Fault::COUNT],
     first_error: Option<std::io::Error>,
     handshake_error: Option<String>,
@@ -284,6 +285,7 @@ fn connect(plan: &Plan, crew: &Crew) -> Result<Connections, Error> {
     let cfg = &plan.cfg;
     let mut up = Connections {
         connected: 0,
+        idle_connected: 0,
         faults: [0; Fault::COUNT],
         first_error: None,
         handshake_error: None,
@@ -296,6 +298,7 @@ fn connect(plan: &Plan, crew: &Crew) -> Result<Connections, Error> {
             Ok(Up::Connected(Ok(c))) => {
                 heard += 1;
                 up.connected += c.ok;
+                up.idle_connected += c.idle_ok;
                 for (sum, n) in up.faults.iter_mut().zip(c.faults) {
                     *sum += n;
                 }
@@ -309,6 +312,12 @@ fn connect(plan: &Plan, crew: &Crew) -> Result<Connections, Error> {
     }
     if up.connected == 0 {
         return Err(none_connected(plan.addr, up));
+    }
+    if cfg.progress && up.idle_connected < cfg.idle_conns {
+        eprintln!(
+            "loadgen: {} of {} idle connections came up",
+            up.idle_connected, cfg.idle_conns
+        );
     }
     if cfg.progress && up.connected < cfg.conns {
         eprintln!(
@@ -701,7 +710,7 @@ fn schedule_check(
         lag: &lag,
         latency_p99_us: latency.latency.value_at_quantile(0.99) as f64 / 1e3,
         gaps: &gaps,
-        poisson: cfg.arrivals == Arrivals::Poisson,
+        poisson: cfg.arrivals.is_poisson(),
         // The share of the window lost is the busiest worker's.
         hiccups: Hiccups {
             lost_ns: busiest.map_or(0, |b| b.0),
@@ -748,13 +757,28 @@ fn summarize(cfg: &Config, plan: &Plan, o: Outcome) -> Summary {
         connected: o.up.connected,
         threads: cfg.threads,
         cpus: cfg.cpus.clone(),
-        msg_size: cfg.msg_size,
+        msg_size: cfg
+            .msg_size
+            .single()
+            .unwrap_or(cfg.msg_size.mean().round() as usize),
+        msg_sizes: cfg
+            .msg_size
+            .single()
+            .is_none()
+            .then(|| cfg.msg_size.to_string()),
         depth: cfg.depth,
         mode: if rate.is_some() { "open" } else { "closed" }.to_owned(),
         rate,
-        arrivals: rate.map(|_| cfg.arrivals.as_str().to_owned()),
+        arrivals: rate.map(|_| cfg.arrivals.to_string()),
         pacing: cfg.rate.map(|_| pacing(cfg).as_str().to_owned()),
         requests_per_conn: plan.requests,
+        reconnect_after: cfg.requests_per_conn,
+        connections_opened: reports.iter().map(|r| r.opened).sum(),
+        idle_conns: cfg.idle_conns,
+        idle_connected: o.up.idle_connected,
+        // Closed with the reports, when the summary is made: after every worker's end.
+        idle_held: reports.iter().map(|r| r.idle.len()).sum(),
+        key_dist: kv.map(|k| k.key_dist.to_string()),
         warmup_secs: cfg.warmup.as_secs_f64(),
         window_secs: m.window_secs,
         messages: measured,
@@ -806,7 +830,7 @@ fn summarize(cfg: &Config, plan: &Plan, o: Outcome) -> Summary {
 fn offered_rate(cfg: &Config) -> Option<f64> {
     match &cfg.workload {
         Workload::Chat(c) if c.profile == ChatProfile::Ingest => {
-            Some(c.byte_rate / cfg.msg_size as f64 * cfg.conns as f64)
+            Some(c.byte_rate / cfg.msg_size.mean() * cfg.conns as f64)
         }
         _ => cfg.rate,
     }

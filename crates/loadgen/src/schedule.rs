@@ -1,7 +1,7 @@
 //! The open-loop schedule: when each message is due, independent of when replies come back.
 //!
-//! Two arrival processes, each a pure function of the run's options (and, for Poisson, its
-//! seed), so that a message that goes out late (the server was slow, the connection had
+//! Four arrival processes, each a pure function of the run's options (and, but for uniform,
+//! its seed), so that a message that goes out late (the server was slow, the connection had
 //! `depth` messages in flight) keeps its due time, and its latency is counted from it. That
 //! is what makes coordinated omission visible instead of hiding it.
 //!
@@ -13,6 +13,14 @@
 //!   connections are independent Poisson processes and together one of `rate`, exact in
 //!   expectation. This is how independent users arrive; evenly spaced sends never bunch up, so
 //!   they show a server's queueing only once it is saturated.
+//! - **On-off**: the same Poisson processes, run on a clock that only ticks in the
+//!   on-periods (every connection in step: `on` on, `off` off, from the epoch), at the rate
+//!   that keeps the average at `rate`: a point in on-time `t` is due at
+//!   `floor(t / on) * (on + off) + t mod on`. Bursts at `(on + off) / on` times the rate,
+//!   then silence.
+//! - **Pareto**: each connection's gaps drawn from a generalized Pareto distribution
+//!   (location 0, shape ξ, the scale that gives the mean gap `n / rate`), by inversion from
+//!   the same streams: mutilate's `fb_ia` is ξ = 0.154971.
 //!
 //! A connection's due times are walked by a [`Clock`]; the worker keeps two of each, one that
 //! releases messages as they fall due ([`Cursor`]) and one that stamps them as they go out, so
@@ -51,7 +59,7 @@ impl Schedule {
     pub(crate) fn clock(&self, conn: usize) -> Clock {
         let rng = match self.arrivals {
             Arrivals::Uniform => None,
-            Arrivals::Poisson => {
+            Arrivals::Poisson | Arrivals::OnOff { .. } | Arrivals::Pareto { .. } => {
                 let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
                 rng.set_stream(conn as u64);
                 Some(rng)
@@ -82,9 +90,9 @@ pub(crate) struct Clock {
     conn: u64,
     /// The number of the next message.
     k: u64,
-    /// Poisson: when the last message was due, in nanoseconds after the epoch.
+    /// When the last message was due, in nanoseconds after the epoch (on-off: of on-time).
     at_ns: f64,
-    /// Poisson: the connection's own stream of the generator.
+    /// But for uniform arrivals: the connection's own stream of the generator.
     rng: Option<ChaCha8Rng>,
 }
 
@@ -92,18 +100,37 @@ impl Clock {
     /// When the next message is due, in nanoseconds after the epoch; moves past it.
     pub(crate) fn next_ns(&mut self) -> u64 {
         let s = &self.schedule;
-        let due = match &mut self.rng {
-            None => s.uniform_ns(self.conn, self.k),
-            Some(rng) => {
-                // An exponential gap of mean `conns / rate` by inversion; `1 - u` is in (0, 1],
-                // so the logarithm is finite.
-                let u: f64 = rng.random();
-                self.at_ns += -(1.0 - u).ln() * s.ns_per_msg * s.conns as f64;
+        let Some(rng) = &mut self.rng else {
+            let due = s.uniform_ns(self.conn, self.k);
+            self.k += 1;
+            return due;
+        };
+        // `1 - u` is in (0, 1], so its logarithm is finite.
+        let u: f64 = rng.random();
+        let ln_v = (1.0 - u).ln();
+        let mean = s.ns_per_msg * s.conns as f64;
+        self.k += 1;
+        match s.arrivals {
+            Arrivals::OnOff { on_ns, off_ns } => {
+                // An exponential gap of on-time, at the rate that keeps the average.
+                let (on, off) = (on_ns as f64, off_ns as f64);
+                self.at_ns += -ln_v * mean * on / (on + off);
+                let cycle = (self.at_ns / on).floor();
+                (cycle * (on + off) + (self.at_ns - cycle * on)) as u64
+            }
+            Arrivals::Pareto { shape } => {
+                // The generalized Pareto's inverse, `scale * (v^-ξ - 1) / ξ`, whose mean is
+                // `scale / (1 - ξ)`.
+                let scale = mean * (1.0 - shape);
+                self.at_ns += scale * (-shape * ln_v).exp_m1() / shape;
                 self.at_ns as u64
             }
-        };
-        self.k += 1;
-        due
+            // An exponential gap of mean `conns / rate`, by inversion.
+            Arrivals::Poisson | Arrivals::Uniform => {
+                self.at_ns += -ln_v * mean;
+                self.at_ns as u64
+            }
+        }
     }
 }
 
@@ -111,8 +138,8 @@ impl Clock {
 ///
 /// Uniform: the worker's connections are a subset of the global ones; taking them in order
 /// within each round `k` visits their messages in increasing due time, so a worker finds its
-/// next due message in O(1) with no timer per connection. Poisson: the connections' next due
-/// times in a heap, O(log n) a message.
+/// next due message in O(1) with no timer per connection. The others: the connections' next
+/// due times in a heap, O(log n) a message.
 #[derive(Debug)]
 pub(crate) struct Cursor {
     /// The next due time of each of the worker's connections.
@@ -120,7 +147,8 @@ pub(crate) struct Cursor {
     /// Uniform: index into the worker's sequence, round `next / n`, connection `next % n`,
     /// and the due time there.
     next: u64,
-    /// Poisson: each connection's next due time and index in the worker's list, soonest first.
+    /// But for uniform arrivals: each connection's next due time and index in the worker's
+    /// list, soonest first.
     heap: Option<BinaryHeap<Reverse<(u64, usize)>>>,
 }
 
@@ -140,7 +168,7 @@ impl Cursor {
         let mut clocks: Vec<Clock> = conns.iter().map(|&c| schedule.clock(c)).collect();
         let heap = match schedule.arrivals {
             Arrivals::Uniform => None,
-            Arrivals::Poisson => Some(
+            Arrivals::Poisson | Arrivals::OnOff { .. } | Arrivals::Pareto { .. } => Some(
                 clocks
                     .iter_mut()
                     .enumerate()
@@ -367,5 +395,107 @@ mod tests {
             seen.iter().all(|&n| n > 800),
             "every connection takes its share: {seen:?}"
         );
+    }
+
+    /// The mean of `n` gaps of connection `conn` and the share of its due times that fall in
+    /// an on-period of `on` ns in every `on + off`.
+    fn gaps_and_on_share(s: &Schedule, conn: usize, n: usize, on: u64, off: u64) -> (f64, f64) {
+        let mut clock = s.clock(conn);
+        let first = clock.next_ns();
+        let mut last = first;
+        let mut in_on = u64::from(first % (on + off) < on);
+        for _ in 0..n {
+            last = clock.next_ns();
+            in_on += u64::from(last % (on + off) < on);
+        }
+        (
+            (last - first) as f64 / n as f64,
+            in_on as f64 / (n + 1) as f64,
+        )
+    }
+
+    #[test]
+    fn on_off_gaps_keep_the_mean_and_fall_only_in_the_on_periods() {
+        // 1,000/s over 2 connections, 10 ms on and 30 ms off: 500/s each on average, 2,000/s
+        // each while on. Over 200,000 gaps (400 s, 10,000 cycles) the mean gap's error is
+        // the last partial cycle's and chance's, both well under 1%.
+        let (on, off) = (10_000_000, 30_000_000);
+        let s = Schedule::new(
+            1_000.0,
+            2,
+            Arrivals::OnOff {
+                on_ns: on,
+                off_ns: off,
+            },
+            5,
+        );
+        for conn in [0, 1] {
+            let (mean, on_share) = gaps_and_on_share(&s, conn, 200_000, on, off);
+            assert!(
+                (mean / 2e6 - 1.0).abs() < 0.01,
+                "conn {conn}: mean gap {mean}"
+            );
+            assert_eq!(on_share, 1.0, "every send falls in an on-period");
+        }
+        // The schedule is a pure function of the options and the seed.
+        let (mut a, mut b) = (s.clock(1), s.clock(1));
+        assert!((0..100).all(|_| a.next_ns() == b.next_ns()));
+    }
+
+    #[test]
+    fn pareto_gaps_have_the_mean_of_the_rate_and_a_tail_heavier_than_poisson() {
+        // 2,000/s over 4 connections: a mean gap of 2 ms. Shape 0.154971 (fb_ia): the
+        // variance is finite (ξ < 1/2), so over 400,000 gaps the mean's standard error is
+        // under 0.3%; 2% is far outside chance.
+        let s = Schedule::new(2_000.0, 4, Arrivals::Pareto { shape: 0.154971 }, 11);
+        let (mean, cv) = gap_stats(&s, 2, 400_000);
+        assert!((mean / 2e6 - 1.0).abs() < 0.02, "mean gap {mean} ns");
+        // A generalized Pareto's CV is 1 / sqrt(1 - 2ξ): 1.2 at this shape, 1 for Poisson.
+        let want_cv = 1.0 / (1.0 - 2.0 * 0.154971f64).sqrt();
+        assert!((cv / want_cv - 1.0).abs() < 0.05, "CV {cv}, want {want_cv}");
+        // Seeded, and connections differ.
+        let first = |c| {
+            let mut clock = s.clock(c);
+            (0..5).map(|_| clock.next_ns()).collect::<Vec<u64>>()
+        };
+        assert_eq!(first(0), first(0));
+        assert_ne!(first(0), first(1));
+    }
+
+    #[test]
+    fn arrivals_parse_and_name_themselves() {
+        for text in [
+            "uniform",
+            "poisson",
+            "onoff:10:90",
+            "onoff:0.5:2",
+            "pareto:0.154971",
+        ] {
+            let a: Arrivals = text.parse().unwrap();
+            assert_eq!(a.to_string(), text);
+        }
+        assert_eq!(
+            "onoff:10:90".parse(),
+            Ok(Arrivals::OnOff {
+                on_ns: 10_000_000,
+                off_ns: 90_000_000
+            })
+        );
+        for bad in [
+            "",
+            "bursty",
+            "onoff",
+            "onoff:10",
+            "onoff:0:10",
+            "onoff:10:-1",
+            "onoff:x:1",
+            "pareto",
+            "pareto:0",
+            "pareto:1",
+            "pareto:1.5",
+            "pareto:x",
+        ] {
+            assert!(bad.parse::<Arrivals>().is_err(), "{bad:?} was accepted");
+        }
     }
 }

@@ -32,15 +32,21 @@ pub struct Summary {
     pub threads: usize,
     /// CPUs the workers were pinned to; empty if not pinned.
     pub cpus: Vec<usize>,
-    /// Bytes per message (echo), per `SAY` line (chat) or per value (kv).
+    /// Bytes per message (echo), per `SAY` line (chat) or per value (kv); for a mix of
+    /// sizes, their mean, rounded.
     pub msg_size: usize,
+    /// A mix of sizes, as `--msg-size` (or `--value-size`) gave it: `64:95,65536:5`; absent
+    /// for one size.
+    #[serde(default)]
+    pub msg_sizes: Option<String>,
     /// Messages in flight per connection, at most.
     pub depth: usize,
     /// `closed` or `open`.
     pub mode: String,
     /// Open loop: messages per second asked for, in total.
     pub rate: Option<f64>,
-    /// Open loop: `uniform` or `poisson` (`--arrivals`).
+    /// Open loop: `uniform`, `poisson`, `onoff:ON_MS:OFF_MS` or `pareto:SHAPE`
+    /// (`--arrivals`).
     #[serde(default)]
     pub arrivals: Option<String>,
     /// Open loop: how the workers waited between sends, `spin` or `sleep` (`--pacing`).
@@ -48,6 +54,27 @@ pub struct Summary {
     pub pacing: Option<String>,
     /// Measured messages per connection, for request-count runs.
     pub requests_per_conn: Option<u64>,
+    /// `--requests-per-conn`: requests a connection carried before the client closed it and
+    /// opened a fresh one; absent where connections last the run.
+    #[serde(default)]
+    pub reconnect_after: Option<u64>,
+    /// Connections opened over the run: the first ones, the idle ones and every
+    /// replacement.
+    #[serde(default)]
+    pub connections_opened: u64,
+    /// `--idle-conns`: connections held open and silent beside the active ones.
+    #[serde(default)]
+    pub idle_conns: usize,
+    /// Idle connections that came up before the clock started.
+    #[serde(default)]
+    pub idle_connected: usize,
+    /// Idle connections still open at the end of the run (the others faulted: the server
+    /// closed them or sent them bytes).
+    #[serde(default)]
+    pub idle_held: usize,
+    /// kv: how the keys were drawn, `uniform` or `zipf:S`.
+    #[serde(default)]
+    pub key_dist: Option<String>,
     /// Warmup before the window, not recorded.
     pub warmup_secs: f64,
     /// Length of the measured window: `--duration`, or until the last measured reply.
@@ -252,6 +279,25 @@ fn percentiles(f: &mut fmt::Formatter<'_>, p: &Percentiles) -> fmt::Result {
 }
 
 impl Summary {
+    /// The churn and idle connections' line of the human summary, where there are any.
+    fn connections_line(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(r) = self.reconnect_after {
+            writeln!(
+                f,
+                "churn     a fresh connection every {r} request(s): {} connections opened (idle ones included)",
+                self.connections_opened
+            )?;
+        }
+        if self.idle_conns > 0 {
+            writeln!(
+                f,
+                "idle      {} connections held silent beside them: {} came up, {} held to the end",
+                self.idle_conns, self.idle_connected, self.idle_held
+            )?;
+        }
+        Ok(())
+    }
+
     /// The self-check's line of the human summary (open loop).
     fn schedule_line(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(c) = &self.schedule_check {
@@ -286,19 +332,30 @@ impl fmt::Display for Summary {
         } else {
             format!("on CPUs {:?}", self.cpus)
         };
-        let shape = match self.rate {
-            Some(r) => format!("open loop at {r} msg/s, depth {}", self.depth),
-            None => format!("closed loop, depth {}", self.depth),
+        let shape = match (self.rate, &self.arrivals) {
+            (Some(r), Some(a)) if a != "uniform" => {
+                format!(
+                    "open loop at {r} msg/s ({a} arrivals), depth {}",
+                    self.depth
+                )
+            }
+            (Some(r), _) => format!("open loop at {r} msg/s, depth {}", self.depth),
+            (None, _) => format!("closed loop, depth {}", self.depth),
+        };
+        let sized = |what: &str| match &self.msg_sizes {
+            Some(mix) => format!("{what}s of sizes {mix} (mean {} bytes)", self.msg_size),
+            None => format!("{}-byte {what}s", self.msg_size),
         };
         let sizes = match (self.get_ratio, self.keys) {
             (Some(g), Some(k)) => format!(
-                "{}-byte values, {:.0}% GET over {k} keys",
-                self.msg_size,
-                g * 100.0
+                "{}, {:.0}% GET over {k} {} keys",
+                sized("value"),
+                g * 100.0,
+                self.key_dist.as_deref().unwrap_or("uniform")
             ),
             _ => match &self.path {
-                Some(path) => format!("GET {path} ({}-byte requests)", self.msg_size),
-                None => format!("{}-byte messages", self.msg_size),
+                Some(path) => format!("GET {path} ({})", sized("request")),
+                None => sized("message"),
             },
         };
         writeln!(
@@ -306,6 +363,7 @@ impl fmt::Display for Summary {
             "{what} against {}: {}/{} connections, {} thread(s) {pinned}, {shape}, {sizes}",
             self.addr, self.connected, self.conns, self.threads
         )?;
+        self.connections_line(f)?;
         writeln!(
             f,
             "window    {:.2} s after {:.2} s warmup: {} messages, {:.1} msg/s",

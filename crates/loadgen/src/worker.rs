@@ -19,6 +19,12 @@
 //! - histograms are made before the window: the interval histograms come from a pool, so
 //!   nothing is allocated or cloned on the hot path.
 //!
+//! With `--requests-per-conn R` a connection that has carried R requests and had every reply
+//! is closed by the client, and a fresh one opened in its place ([`Worker::recycle`]); the
+//! messages that fall due meanwhile wait for it as they wait for `--depth` room (the
+//! server's delay, not the client's: their lag is taken at their release). `--idle-conns`
+//! are opened beside the active ones and held, silent, to the end ([`IdleConn`]).
+//!
 //! Everything a server does wrong is a [`Fault`] counted against the connection, which is then
 //! closed; the loop ends on time whatever the server does.
 
@@ -40,6 +46,7 @@ use proto::chat::{Command, LineBuffer, MAX_SERVER_LINE, Reply};
 
 use crate::chat::{self, Member};
 use crate::config::{ChatProfile, Config, Workload};
+use crate::dist::Sizes;
 use crate::echo::Expect;
 use crate::error::{Error, Fault, FaultCounts};
 use crate::hist::new_histogram;
@@ -127,6 +134,8 @@ pub(crate) enum Up {
 #[derive(Debug)]
 pub(crate) struct Connected {
     pub(crate) ok: usize,
+    /// Idle connections that came up.
+    pub(crate) idle_ok: usize,
     pub(crate) faults: FaultCounts,
     pub(crate) first_error: Option<io::Error>,
     /// Why the first chat handshake that failed did, if one did.
@@ -166,6 +175,11 @@ pub(crate) struct Report {
     /// The time this worker spent working over its window, and its hiccups.
     pub(crate) work_ns: u64,
     pub(crate) hiccups: pacing::Hiccups,
+    /// Connections opened, the first ones and those that replaced a closed one.
+    pub(crate) opened: u64,
+    /// Idle connections still open at the end, handed to the main thread, which closes
+    /// them once every worker is done: they are held through every worker's window.
+    pub(crate) idle: Vec<TcpStream>,
 }
 
 /// One in-flight message.
@@ -410,10 +424,56 @@ struct Conn {
     measured_sent: u64,
     /// Bytes a short write left behind; written when the socket is writable again.
     pending: Vec<u8>,
+    /// Whether the current socket is connected (false while a replacement connects).
+    up: bool,
+    /// Messages written on the current socket (`--requests-per-conn`).
+    on_socket: u64,
     /// Since when the connection has owed replies without receiving a byte.
     idle_since: u64,
     /// Whether the current idle spell has been counted as a stall.
     stalled: bool,
+}
+
+/// An idle connection: connected before the clock starts, silent, and held until the end; a
+/// byte from the server, or its close, is a fault.
+#[derive(Debug)]
+struct IdleConn {
+    stream: Option<TcpStream>,
+    up: bool,
+}
+
+impl Conn {
+    /// Connection `id`, not yet connected.
+    fn new(plan: &Plan, id: usize) -> Conn {
+        Conn {
+            id: id as u32,
+            stream: None,
+            state: State::Dead,
+            flight: Flight::new(plan.cfg.depth),
+            codec: codec(plan, id),
+            clock: plan.schedule.map(|s| s.clock(id)),
+            released: 0,
+            released_measured: 0,
+            released_all: false,
+            held: Held::default(),
+            measured_sent: 0,
+            pending: Vec::new(),
+            up: false,
+            on_socket: 0,
+            idle_since: 0,
+            stalled: false,
+        }
+    }
+
+    /// How many more messages may be written now: up to `depth` in flight, and no more on
+    /// this socket than `per_socket` (`--requests-per-conn`); none while it connects.
+    fn room(&self, per_socket: Option<u64>) -> u64 {
+        if !self.up {
+            return 0;
+        }
+        let room = self.flight.room();
+        per_socket.map_or(room, |r| room.min(r.saturating_sub(self.on_socket)))
+    }
 }
 
 /// The worker's thread: its connections, its buffers, its measurements.
@@ -423,6 +483,10 @@ struct Worker<'p> {
     poll: Poll,
     events: Events,
     conns: Vec<Conn>,
+    /// Idle connections, tokens from `conns.len()` on.
+    idle: Vec<IdleConn>,
+    /// Connections opened so far.
+    opened: u64,
     epoch: Instant,
     rx: Vec<u8>,
     tx: Vec<u8>,
@@ -528,23 +592,14 @@ impl<'p> Worker<'p> {
             }
             None => None,
         };
-        let conns = conn_ids
-            .iter()
-            .map(|&id| Conn {
-                id: id as u32,
+        let conns = conn_ids.iter().map(|&id| Conn::new(plan, id)).collect();
+        // The idle connections are dealt round robin, as the active ones are.
+        let idle_share =
+            cfg.idle_conns / cfg.threads + usize::from(index < cfg.idle_conns % cfg.threads);
+        let idle = (0..idle_share)
+            .map(|_| IdleConn {
                 stream: None,
-                state: State::Dead,
-                flight: Flight::new(cfg.depth),
-                codec: codec(plan, id),
-                clock: plan.schedule.map(|s| s.clock(id)),
-                released: 0,
-                released_measured: 0,
-                released_all: false,
-                held: Held::default(),
-                measured_sent: 0,
-                pending: Vec::new(),
-                idle_since: 0,
-                stalled: false,
+                up: false,
             })
             .collect();
         let cursor = plan
@@ -559,10 +614,12 @@ impl<'p> Worker<'p> {
             poll,
             events: Events::with_capacity(1024),
             conns,
+            idle,
+            opened: 0,
             epoch: Instant::now(),
             rx: vec![0; RX_BUF],
             tx: Vec::with_capacity(RX_BUF),
-            expect: Expect::new(cfg.msg_size),
+            expect: Expect::new(cfg.msg_size.max()),
             scratch: Vec::new(),
             rec: Recorder::new(plan),
             faults: [0; Fault::COUNT],
@@ -626,6 +683,7 @@ impl<'p> Worker<'p> {
         let handshake_error = self.give_up_on_the_rest(&mut first_error);
         Connected {
             ok: self.active,
+            idle_ok: self.idle.iter().filter(|c| c.up).count(),
             faults: self.faults,
             first_error,
             handshake_error,
@@ -657,12 +715,39 @@ impl<'p> Worker<'p> {
                 }
             }
         }
+        let base = self.conns.len();
+        for (j, idle) in self.idle.iter_mut().enumerate() {
+            let opened = TcpStream::connect(self.plan.addr).and_then(|mut s| {
+                // Writable tells the connect's end (once: the poll is edge-triggered); then a
+                // byte or a close from the server is all there is to see.
+                self.poll.registry().register(
+                    &mut s,
+                    Token(base + j),
+                    Interest::READABLE | Interest::WRITABLE,
+                )?;
+                Ok(s)
+            });
+            match opened {
+                Ok(s) => {
+                    idle.stream = Some(s);
+                    waiting += 1;
+                }
+                Err(e) => {
+                    self.faults[Fault::of_connect_error(&e).index()] += 1;
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        self.opened += waiting as u64;
         waiting
     }
 
     /// Moves connection `i` on after an event: connected (then active, or on to the chat
     /// handshake), joined, or dead. Whether it is settled (active or dead).
     fn settle(&mut self, i: usize, first_error: &mut Option<io::Error>) -> bool {
+        if let Some(j) = i.checked_sub(self.conns.len()) {
+            return self.settle_idle(j, first_error);
+        }
         let Some(conn) = self.conns.get_mut(i) else {
             return false;
         };
@@ -680,6 +765,7 @@ impl<'p> Worker<'p> {
                         }
                         Ok(false) => {
                             conn.state = State::Active;
+                            conn.up = true;
                             self.active += 1;
                             return true;
                         }
@@ -704,6 +790,7 @@ impl<'p> Worker<'p> {
                     true
                 } else if joined {
                     conn.state = State::Active;
+                    conn.up = true;
                     self.active += 1;
                     true
                 } else {
@@ -714,10 +801,44 @@ impl<'p> Worker<'p> {
         }
     }
 
+    /// Moves idle connection `j` on after an event while connecting: up, or dead. Whether
+    /// it is settled.
+    fn settle_idle(&mut self, j: usize, first_error: &mut Option<io::Error>) -> bool {
+        let Some(idle) = self.idle.get_mut(j) else {
+            return false;
+        };
+        let Some(stream) = &idle.stream else {
+            return false;
+        };
+        if idle.up {
+            // Bytes or a close before the clock: the run's loop sees to them.
+            return false;
+        }
+        match connect_outcome(stream) {
+            None => false,
+            Some(Ok(())) => {
+                idle.up = true;
+                true
+            }
+            Some(Err(e)) => {
+                self.faults[Fault::of_connect_error(&e).index()] += 1;
+                first_error.get_or_insert(e);
+                idle.stream = None;
+                true
+            }
+        }
+    }
+
     /// At the deadline: every connection still connecting or in its handshake is given up
     /// as timed out. Why the handshakes failed, if they did.
     fn give_up_on_the_rest(&mut self, first_error: &mut Option<io::Error>) -> Option<String> {
         let mut handshake_error = None;
+        for idle in &mut self.idle {
+            if idle.stream.is_some() && !idle.up {
+                self.faults[Fault::ConnectTimeout.index()] += 1;
+                idle.stream = None;
+            }
+        }
         for conn in &mut self.conns {
             match conn.state {
                 State::Connecting => {
@@ -756,6 +877,8 @@ impl<'p> Worker<'p> {
     /// The measured run, from the start signal to the end of the grace period.
     fn measure(mut self, epoch: Instant) -> Result<Report, Error> {
         self.epoch = epoch;
+        // The faults of connecting went up in `Connected`; the report counts the run's.
+        self.faults = [0; Fault::COUNT];
         self.mono_epoch_ns = sys::monotonic_ns().saturating_sub(self.now());
         let plan = self.plan;
         if plan.schedule.is_none() {
@@ -816,11 +939,18 @@ impl<'p> Worker<'p> {
         let events = std::mem::replace(&mut self.events, Events::with_capacity(0));
         for ev in events.iter() {
             let i = ev.token().0;
-            if ev.token() == TIMER || i >= self.conns.len() {
+            if ev.token() == TIMER {
                 continue;
             }
+            if let Some(j) = i.checked_sub(self.conns.len()) {
+                self.idle_event(j);
+                continue;
+            }
+            if !self.conns[i].up {
+                self.reconnected(i);
+            }
             let mut now = None;
-            if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+            if self.conns[i].up && (ev.is_readable() || ev.is_read_closed() || ev.is_error()) {
                 now = self.read(i);
             }
             if ev.is_writable() && !self.conns[i].pending.is_empty() {
@@ -1015,11 +1145,11 @@ impl<'p> Worker<'p> {
                 continue;
             }
             conn.released += 1;
-            // No room in flight: the message waits for a reply, which is the server's delay,
-            // not the client's. Its lag is what it had at its release.
-            let held = conn
-                .held
-                .release(conn.released - conn.flight.sent, conn.flight.room());
+            // No room in flight (or on this socket, or the socket is still connecting): the
+            // message waits for the server, not for the client. Its lag is what it had at its
+            // release.
+            let room = conn.room(plan.cfg.requests_per_conn);
+            let held = conn.held.release(conn.released - conn.flight.sent, room);
             if due.at_ns >= plan.warm_ns {
                 if held {
                     self.note_lag(due.at_ns, now);
@@ -1052,7 +1182,7 @@ impl<'p> Worker<'p> {
         if conn.state != State::Active {
             return;
         }
-        let mut n = conn.flight.room();
+        let mut n = conn.room(cfg.requests_per_conn);
         match plan.schedule {
             Some(_) => n = n.min(conn.released - conn.flight.sent),
             None => {
@@ -1079,6 +1209,7 @@ impl<'p> Worker<'p> {
         };
         // The first `held` of these waited for room; their lag was taken at their release.
         let mut held = conn.held.write(n);
+        conn.on_socket += n;
         self.tx.clear();
         for _ in 0..n {
             let seq = conn.flight.sent;
@@ -1101,7 +1232,7 @@ impl<'p> Worker<'p> {
             match &conn.codec {
                 Codec::Echo { .. } => {
                     let at = self.tx.len();
-                    self.tx.resize(at + cfg.msg_size, 0);
+                    self.tx.resize(at + cfg.msg_size.pick(conn.id, seq), 0);
                     crate::echo::encode(conn.id, seq, due_ns, &mut self.tx[at..]);
                 }
                 Codec::Chat(chat) => chat::encode_say(
@@ -1109,7 +1240,8 @@ impl<'p> Worker<'p> {
                     conn.id,
                     seq,
                     due_ns,
-                    cfg.msg_size,
+                    // One size: chat refuses a mix.
+                    cfg.msg_size.max(),
                     &mut self.scratch,
                     &mut self.tx,
                 ),
@@ -1117,7 +1249,7 @@ impl<'p> Worker<'p> {
                     c.mix.op(conn.id, seq),
                     conn.id,
                     seq,
-                    cfg.msg_size,
+                    &cfg.msg_size,
                     &mut self.scratch,
                     &mut self.tx,
                 ),
@@ -1211,7 +1343,7 @@ impl<'p> Worker<'p> {
                             &mut conn.flight,
                             &mut self.rec,
                             &mut self.expect,
-                            plan.cfg.msg_size,
+                            &plan.cfg.msg_size,
                         ),
                         Codec::Chat(chat) => chat_lines(
                             conn.id,
@@ -1241,24 +1373,8 @@ impl<'p> Worker<'p> {
                         self.kill(i, fault);
                         return arrived;
                     }
-                    if let (Some(k), State::Active) = (plan.requests, conn.state) {
-                        let all_sent = match plan.schedule {
-                            Some(_) => conn.released_all && conn.flight.sent == conn.released,
-                            None => conn.measured_sent >= k,
-                        };
-                        if all_sent && conn.flight.owed() == 0 {
-                            conn.state = State::Done;
-                            self.active -= 1;
-                            // A room member stays to receive the others' messages.
-                            if plan.rooms.is_none() {
-                                if let Some(mut s) = conn.stream.take() {
-                                    // Deregistering can only fail for a socket epoll no
-                                    // longer holds; dropping it closes it either way.
-                                    let _ = self.poll.registry().deregister(&mut s);
-                                }
-                                return arrived;
-                            }
-                        }
+                    if self.answered_all(i, now) {
+                        return arrived;
                     }
                     // A short read took everything the socket held: TCP hands over all
                     // queued bytes up to the buffer size, and bytes that arrive later raise
@@ -1278,13 +1394,60 @@ impl<'p> Worker<'p> {
         }
     }
 
+    /// After replies on connection `i`: whether its socket is through, and reading it must
+    /// stop. Done (a request-count run's last reply; closed, but for a room member), or
+    /// `--requests-per-conn` spent (closed, and replaced while there is more to send).
+    fn answered_all(&mut self, i: usize, now: u64) -> bool {
+        let plan = self.plan;
+        let conn = &mut self.conns[i];
+        if conn.state != State::Active || conn.flight.owed() > 0 {
+            return false;
+        }
+        if let Some(k) = plan.requests {
+            let all_sent = match plan.schedule {
+                Some(_) => conn.released_all && conn.flight.sent == conn.released,
+                None => conn.measured_sent >= k,
+            };
+            if all_sent {
+                conn.state = State::Done;
+                self.active -= 1;
+                // A room member stays to receive the others' messages.
+                if plan.rooms.is_some() {
+                    return false;
+                }
+                if let Some(mut s) = conn.stream.take() {
+                    // Deregistering can only fail for a socket epoll no longer holds;
+                    // dropping it closes it either way.
+                    let _ = self.poll.registry().deregister(&mut s);
+                }
+                return true;
+            }
+        }
+        let spent = plan
+            .cfg
+            .requests_per_conn
+            .is_some_and(|r| conn.on_socket >= r);
+        if spent && !self.stopped {
+            self.recycle(i, now);
+        }
+        spent
+    }
+
     /// Counts stalls, and gives up connections that have owed replies for too long.
     fn check_idle(&mut self, now: u64) {
         let cfg = &self.plan.cfg;
         let stall = cfg.stall.as_nanos() as u64;
         let give_up = cfg.reply_timeout.as_nanos() as u64;
+        let connect = cfg.connect_timeout.as_nanos() as u64;
         for i in 0..self.conns.len() {
             let conn = &mut self.conns[i];
+            if conn.state == State::Active && !conn.up {
+                // A replacement connection, connecting since `idle_since`.
+                if now.saturating_sub(conn.idle_since) >= connect {
+                    self.kill(i, Fault::ConnectTimeout);
+                }
+                continue;
+            }
             if conn.state != State::Active || conn.flight.owed() == 0 {
                 continue;
             }
@@ -1301,7 +1464,8 @@ impl<'p> Worker<'p> {
     /// Counts `fault` and closes connection `i`.
     fn kill(&mut self, i: usize, fault: Fault) {
         let conn = &mut self.conns[i];
-        if conn.stream.is_none() {
+        // An active connection without a socket is one whose replacement failed to open.
+        if conn.stream.is_none() && conn.state != State::Active {
             return;
         }
         self.faults[fault.index()] += 1;
@@ -1316,6 +1480,90 @@ impl<'p> Worker<'p> {
         conn.state = State::Dead;
         if let Some(mut s) = conn.stream.take() {
             // As in `read`: closing does not depend on deregistering.
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+    }
+
+    /// `--requests-per-conn`: connection `i` has carried its requests and had every reply.
+    /// The client closes it (as a user's client would, not asking the server to) and opens
+    /// a fresh one in its place; what falls due meanwhile waits for it.
+    fn recycle(&mut self, i: usize, now: u64) {
+        let conn = &mut self.conns[i];
+        if let Some(mut s) = conn.stream.take() {
+            // As in `read`: closing does not depend on deregistering.
+            let _ = self.poll.registry().deregister(&mut s);
+        }
+        conn.up = false;
+        conn.on_socket = 0;
+        // The replacement's connect timeout counts from here (`check_idle`).
+        conn.idle_since = now;
+        let opened = TcpStream::connect(self.plan.addr).and_then(|mut s| {
+            self.poll.registry().register(
+                &mut s,
+                Token(i),
+                Interest::READABLE | Interest::WRITABLE,
+            )?;
+            Ok(s)
+        });
+        match opened {
+            Ok(s) => {
+                conn.stream = Some(s);
+                self.opened += 1;
+            }
+            Err(e) => self.kill(i, Fault::of_connect_error(&e)),
+        }
+    }
+
+    /// An event on connection `i` while its replacement connects: up, or dead.
+    fn reconnected(&mut self, i: usize) {
+        let conn = &mut self.conns[i];
+        let Some(stream) = &mut conn.stream else {
+            return;
+        };
+        match connect_outcome(stream) {
+            None => {}
+            Some(Ok(())) => match start(stream, &conn.codec, conn.id) {
+                Ok(_) => conn.up = true,
+                Err(e) => self.kill(i, Fault::of_io_error(&e)),
+            },
+            Some(Err(e)) => self.kill(i, Fault::of_connect_error(&e)),
+        }
+    }
+
+    /// An event on idle connection `j`: it came up, or the server sent it bytes nobody asked
+    /// for or closed it (a fault either way; it is dropped).
+    fn idle_event(&mut self, j: usize) {
+        let Some(idle) = self.idle.get_mut(j) else {
+            return;
+        };
+        let Some(stream) = &mut idle.stream else {
+            return;
+        };
+        if !idle.up {
+            match connect_outcome(stream) {
+                None => return,
+                Some(Ok(())) => {
+                    idle.up = true;
+                    return;
+                }
+                Some(Err(e)) => {
+                    self.faults[Fault::of_connect_error(&e).index()] += 1;
+                    idle.stream = None;
+                    return;
+                }
+            }
+        }
+        let fault = loop {
+            match stream.read(&mut self.rx) {
+                Ok(0) => break Fault::Closed,
+                Ok(_) => break Fault::Corrupt,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Fault::of_io_error(&e),
+            }
+        };
+        self.faults[fault.index()] += 1;
+        if let Some(mut s) = idle.stream.take() {
             let _ = self.poll.registry().deregister(&mut s);
         }
     }
@@ -1371,6 +1619,12 @@ impl<'p> Worker<'p> {
             gaps: self.gaps,
             work_ns: self.busy.work_ns,
             hiccups: self.busy.hiccups,
+            opened: self.opened,
+            idle: self
+                .idle
+                .iter_mut()
+                .filter_map(|c| c.stream.take())
+                .collect(),
         }
     }
 }
@@ -1384,7 +1638,7 @@ fn echo_replies(
     flight: &mut Flight,
     rec: &mut Recorder,
     expect: &mut Expect,
-    msg_size: usize,
+    sizes: &Sizes,
 ) -> Result<(), Fault> {
     // Bounded: each pass consumes at least one byte.
     while !data.is_empty() {
@@ -1392,8 +1646,10 @@ fn echo_replies(
         let Some(slot) = flight.oldest() else {
             return Err(Fault::Corrupt);
         };
+        let msg_size = sizes.pick(conn, flight.answered);
         let take = data.len().min(msg_size - *rx_off);
-        if !expect.matches(conn, flight.answered, slot.due_ns, *rx_off, &data[..take]) {
+        let message = (conn, flight.answered, slot.due_ns);
+        if !expect.matches(message, msg_size, *rx_off, &data[..take]) {
             return Err(Fault::Corrupt);
         }
         *rx_off += take;
@@ -1417,15 +1673,15 @@ fn kv_replies(
     rec: &mut Recorder,
     plan: &Plan,
 ) -> Result<(), Fault> {
-    let value_size = plan.cfg.msg_size;
+    let sizes = &plan.cfg.msg_size;
     // The preload writes as the writer after the last connection.
     let writers = plan.cfg.conns as u32;
     let KvConn { partial, mix } = kv;
-    partial.feed(data, value_size, |reply| {
+    partial.feed(data, sizes.max(), |reply| {
         // Bytes nobody asked for are as wrong as wrong bytes.
         let seq = flight.answered;
         let slot = flight.oldest().ok_or(Fault::Corrupt)?;
-        kv::check(reply, mix.op(me, seq), writers, value_size)?;
+        kv::check(reply, mix.op(me, seq), writers, sizes)?;
         flight.pop();
         rec.reply(slot);
         Ok(())
@@ -1526,7 +1782,7 @@ fn codec(plan: &Plan, id: usize) -> Codec {
         })),
         Workload::Kv(c) => Codec::Kv(Box::new(KvConn {
             partial: kv::Partial::default(),
-            mix: kv::Mix::new(c.get_ratio, c.keys),
+            mix: kv::Mix::new(c),
         })),
         Workload::Chat(c) => {
             let (room, room_name) = match c.profile {
@@ -1536,7 +1792,7 @@ fn codec(plan: &Plan, id: usize) -> Codec {
             Codec::Chat(Box::new(ChatConn {
                 lines: LineBuffer::new(MAX_SERVER_LINE),
                 room,
-                text_len: plan.cfg.msg_size - chat::overhead(&room_name),
+                text_len: plan.cfg.msg_size.max() - chat::overhead(&room_name),
                 room_name,
                 member: None,
                 awaiting_ok: c.profile == ChatProfile::Room,

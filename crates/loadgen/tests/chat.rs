@@ -27,7 +27,7 @@ fn ingest_awaits_and_counts_every_ack() {
     cfg.threads = 2;
     cfg.depth = 4;
     // 64-byte lines at 64 kB/s: 1000 lines/s per connection.
-    cfg.msg_size = 64;
+    cfg.msg_size = 64.into();
     if let loadgen::Workload::Chat(c) = &mut cfg.workload {
         c.byte_rate = 64_000.0;
     }

@@ -167,6 +167,30 @@ fn bad_arguments_exit_with_status_2() {
 }
 
 #[test]
+fn malformed_workload_options_are_one_line_errors_with_status_2() {
+    let echo = ["echo", "--addr", "127.0.0.1:1", "--conns", "1"];
+    let kv = ["kv", "--addr", "127.0.0.1:1", "--conns", "1"];
+    for (base, extra, says) in [
+        (&echo, &["--msg-size", "64:x"][..], "--msg-size"),
+        (&echo, &["--msg-size", "16,8"], "--msg-size"),
+        (&echo, &["--requests-per-conn", "0"], "--requests-per-conn"),
+        (&echo, &["--arrivals", "onoff:10"], "--arrivals"),
+        (&echo, &["--arrivals", "pareto:1.5"], "--arrivals"),
+        (&kv, &["--ratio", "1-10"], "--ratio"),
+        (&kv, &["--ratio", "1:10", "--get-ratio", "0.5"], "--ratio"),
+        (&kv, &["--key-dist", "zipf:-1"], "--key-dist"),
+        (&kv, &["--value-size", "32:0"], "--value-size"),
+    ] {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let out = loadgen(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
 fn an_unwritable_output_fails_before_the_run() {
     let peer = Peer::spawn(Misbehave::Nothing).expect("start the echo peer");
     let addr = peer.addr.to_string();

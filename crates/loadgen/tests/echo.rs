@@ -19,7 +19,7 @@ fn counts_and_bytes_add_up_in_a_request_count_run() {
         let mut cfg = echo_config(peer.addr, 12);
         cfg.threads = threads;
         cfg.depth = depth;
-        cfg.msg_size = msg_size;
+        cfg.msg_size = msg_size.into();
         cfg.stop = Stop::Requests(300);
         let s = run_bounded(&cfg, LIMIT).expect("run against a correct peer");
         let msgs = 12 * 300;
@@ -63,7 +63,7 @@ fn a_corrupted_byte_is_caught_on_every_connection() {
     // Flip a byte in the middle of the 11th message of each connection.
     let peer = Peer::spawn(Misbehave::CorruptAt(10 * 32 + 20)).expect("start the echo peer");
     let mut cfg = echo_config(peer.addr, 4);
-    cfg.msg_size = 32;
+    cfg.msg_size = 32.into();
     cfg.stop = Stop::Requests(1000);
     let s = run_bounded(&cfg, LIMIT).expect("the run itself succeeds");
     assert_eq!(s.errors.corrupt, 4, "{:?}", s.errors);

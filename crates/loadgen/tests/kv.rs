@@ -22,7 +22,11 @@ use util::{kv_config, run_bounded};
 const LIMIT: Duration = Duration::from_secs(60);
 
 fn kv(get_ratio: f64, keys: u64) -> KvConfig {
-    KvConfig { get_ratio, keys }
+    KvConfig {
+        get_ratio,
+        keys,
+        ..KvConfig::default()
+    }
 }
 
 fn mixed_run(addr: SocketAddr, conns: usize, depth: usize) -> Result<Summary, Error> {

@@ -34,7 +34,7 @@ fn echo_counts_and_bytes_are_right() {
     let mut cfg = echo_config(srv.addr(), 20);
     cfg.threads = 2;
     cfg.depth = 2;
-    cfg.msg_size = 100;
+    cfg.msg_size = 100.into();
     cfg.stop = Stop::Requests(500);
     let s = run_bounded(&cfg, LIMIT).expect("run against srv-threads");
     assert_eq!(s.errors.total, 0, "{:?}", s.errors);
