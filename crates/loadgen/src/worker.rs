@@ -497,6 +497,8 @@ struct Worker<'p> {
     faults: FaultCounts,
     bytes_read: u64,
     bytes_written: u64,
+    /// Writes (or queued writes) made: a turn that moved it did work.
+    writes: u64,
     /// Connections that are `Active`.
     active: usize,
     /// Replies owed over all active connections.
@@ -625,6 +627,7 @@ impl<'p> Worker<'p> {
             faults: [0; Fault::COUNT],
             bytes_read: 0,
             bytes_written: 0,
+            writes: 0,
             active: 0,
             owed: 0,
             window: None,
@@ -897,9 +900,16 @@ impl<'p> Worker<'p> {
         loop {
             now = self.now();
             self.busy.reading(now, self.measuring());
+            let writes = self.writes;
             self.housekeeping(now);
             if self.finished(now) {
                 break;
+            }
+            if self.writes != writes {
+                // The schedule released messages and they went out: work, up to now.
+                let done = self.now();
+                self.busy.reading(done, self.measuring());
+                self.busy.worked(now, done, self.measuring());
             }
             let wait = self.arm(now)?;
             if let Wait::Until(_) = wait {
@@ -919,8 +929,7 @@ impl<'p> Worker<'p> {
                 Wait::Until(at) => self.busy.woke(at, woke, self.measuring()),
                 Wait::Spin => self.busy.reading(woke, self.measuring()),
             }
-            let served = self.serve_events();
-            if served || self.due_by(woke) {
+            if self.serve_events() {
                 // The turn's work ends with its last write: one more look at the clock.
                 let done = self.now();
                 self.busy.reading(done, self.measuring());
@@ -1257,6 +1266,7 @@ impl<'p> Worker<'p> {
             }
         }
         self.owed += n;
+        self.writes += 1;
         if conn.pending.is_empty() {
             let tx = std::mem::take(&mut self.tx);
             self.write(i, &tx);
