@@ -711,6 +711,7 @@ fn schedule_check(
         latency_p99_us: latency.latency.value_at_quantile(0.99) as f64 / 1e3,
         gaps: &gaps,
         poisson: cfg.arrivals.is_poisson(),
+        held: reports.iter().map(|r| r.held).sum(),
         // The share of the window lost is the busiest worker's.
         hiccups: Hiccups {
             lost_ns: busiest.map_or(0, |b| b.0),

@@ -170,6 +170,9 @@ pub(crate) struct Report {
     /// many of them more than [`LATE_NS`].
     pub(crate) send_lag: Histogram<u64>,
     pub(crate) released_late: u64,
+    /// Open loop: measured messages held back because their connection had `depth` in
+    /// flight.
+    pub(crate) held: u64,
     /// Open loop: the intended and achieved gaps of the measured sends.
     pub(crate) gaps: Gaps,
     /// The time this worker spent working over its window, and its hiccups.
@@ -515,6 +518,7 @@ struct Worker<'p> {
     /// many of them more than [`LATE_NS`].
     send_lag: Histogram<u64>,
     released_late: u64,
+    held_measured: u64,
     /// Open loop: the gaps of the measured sends, for the self-check.
     gaps: Gaps,
     pacing: Pacing,
@@ -636,6 +640,7 @@ impl<'p> Worker<'p> {
             releasing: 0,
             send_lag: new_histogram(),
             released_late: 0,
+            held_measured: 0,
             gaps: Gaps::new(),
             pacing: cfg
                 .pacing
@@ -1162,6 +1167,7 @@ impl<'p> Worker<'p> {
             if due.at_ns >= plan.warm_ns {
                 if held {
                     self.note_lag(due.at_ns, now);
+                    self.held_measured += 1;
                 }
                 let conn = &mut self.conns[due.local];
                 conn.released_measured += 1;
@@ -1626,6 +1632,7 @@ impl<'p> Worker<'p> {
             last_reply_ns: self.rec.last_reply_ns,
             send_lag: self.send_lag,
             released_late: self.released_late,
+            held: self.held_measured,
             gaps: self.gaps,
             work_ns: self.busy.work_ns,
             hiccups: self.busy.hiccups,
