@@ -8,9 +8,16 @@
 
 use crate::plan::suites::{Point, Suite};
 
-/// How long before the window the harness takes its last sample and goes still: past the
-/// longest pause between two of its looks (50 ms).
+/// How long before the window, at the least, the harness takes its last sample and goes
+/// still: past the longest pause between two of its looks (50 ms).
 pub(crate) const BEFORE_S: f64 = 0.25;
+
+/// How long before the window the harness goes still when a sample of the server takes
+/// `sample_s` (a server of 1000 processes takes long to read): a sample begun just before
+/// it and the edge's own sample both end 50 ms before the window.
+pub(crate) fn lead_s(sample_s: f64) -> f64 {
+    BEFORE_S.max(2.0 * sample_s + 0.05)
+}
 
 /// How long after the window it wakes: loadgen has read the window's edges by then.
 pub(crate) const AFTER_S: f64 = 0.05;
@@ -34,12 +41,12 @@ pub(crate) enum Step {
 }
 
 /// The step at `now` (Unix seconds) of a point whose measured window is `window` (`None`:
-/// not yet known).
-pub(crate) fn step(now: f64, window: Option<(f64, f64)>) -> Step {
+/// not yet known), going still `lead_s` before it.
+pub(crate) fn step(now: f64, window: Option<(f64, f64)>, lead_s: f64) -> Step {
     let Some((start, end)) = window else {
         return Step::Watch { most_s: f64::MAX };
     };
-    let still_from = start - BEFORE_S;
+    let still_from = start - lead_s;
     let until = end + AFTER_S;
     if now >= until {
         Step::Watch { most_s: f64::MAX }
@@ -72,7 +79,7 @@ mod tests {
         let mut still = 0;
         // Bounded: time moves forward by at least a microsecond each pass.
         while now < 110.0 {
-            match step(now, window) {
+            match step(now, window, BEFORE_S) {
                 Step::Watch { most_s } => {
                     assert!(
                         !(100.0 - BEFORE_S..104.0 + AFTER_S).contains(&now),
@@ -107,16 +114,26 @@ mod tests {
     }
 
     #[test]
-    fn before_the_window_is_known_the_harness_watches() {
-        assert_eq!(step(5.0, None), Step::Watch { most_s: f64::MAX });
+    fn a_server_slow_to_sample_makes_the_harness_go_still_earlier() {
+        assert_eq!(lead_s(0.01), BEFORE_S);
+        assert!((lead_s(0.3) - 0.65).abs() < 1e-9);
         assert_eq!(
-            step(99.0, Some((100.0, 104.0))),
+            step(99.0, Some((100.0, 104.0)), lead_s(0.5)),
+            Step::Still { until: 104.0 + AFTER_S }
+        );
+    }
+
+    #[test]
+    fn before_the_window_is_known_the_harness_watches() {
+        assert_eq!(step(5.0, None, BEFORE_S), Step::Watch { most_s: f64::MAX });
+        assert_eq!(
+            step(99.0, Some((100.0, 104.0)), BEFORE_S),
             Step::Watch {
                 most_s: 1.0 - BEFORE_S
             }
         );
         assert_eq!(
-            step(104.1, Some((100.0, 104.0))),
+            step(104.1, Some((100.0, 104.0)), BEFORE_S),
             Step::Watch { most_s: f64::MAX }
         );
     }

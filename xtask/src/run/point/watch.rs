@@ -30,6 +30,8 @@ pub(super) struct Watch<'a> {
     progress: &'a mut dyn FnMut(f64),
     /// Whether to keep still through a local loadgen's window (`quiet::keeps_still`).
     pub(super) keeps_still: bool,
+    /// How long the last sample of the server took.
+    sample_s: f64,
 }
 
 impl<'a> Watch<'a> {
@@ -54,17 +56,21 @@ impl<'a> Watch<'a> {
             started: Instant::now(),
             progress,
             keeps_still: true,
+            sample_s: 0.0,
         })
     }
 
     /// A sample if one is due, and the progress told.
     fn tick(&mut self) {
-        sample_now(
+        let began = Instant::now();
+        if sample_now(
             &mut self.sampler,
             &mut self.samples,
             self.server,
             &mut self.next,
-        );
+        ) {
+            self.sample_s = began.elapsed().as_secs_f64();
+        }
     }
 
     /// A sample now, due or not: the edges of a window the harness kept still through.
@@ -208,7 +214,7 @@ impl<'a> Watch<'a> {
             if self.keeps_still {
                 window = window.or_else(|| quiet::announced(&lg.stderr_lines()));
             }
-            match quiet::step(unix_now(), window) {
+            match quiet::step(unix_now(), window, quiet::lead_s(self.sample_s)) {
                 quiet::Step::Still { until } if !stilled => {
                     stilled = true;
                     self.sample_at_edge();
@@ -229,19 +235,21 @@ impl<'a> Watch<'a> {
     }
 }
 
-/// Takes a sample of the server when one is due (every [`SAMPLE_PERIOD`]).
+/// Takes a sample of the server when one is due (every [`SAMPLE_PERIOD`]); whether it did.
 fn sample_now(
     sampler: &mut Sampler,
     samples: &mut Vec<Sample>,
     server: &mut Proc,
     next: &mut Instant,
-) {
+) -> bool {
     let now = Instant::now();
-    if now >= *next {
-        if let Ok(s) = sampler.sample() {
-            samples.push(s);
-            server.remember(sampler.members());
-        }
-        *next = (*next + SAMPLE_PERIOD).max(now);
+    if now < *next {
+        return false;
     }
+    if let Ok(s) = sampler.sample() {
+        samples.push(s);
+        server.remember(sampler.members());
+    }
+    *next = (*next + SAMPLE_PERIOD).max(now);
+    true
 }
