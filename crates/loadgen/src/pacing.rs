@@ -96,12 +96,16 @@ impl Wait {
 /// the worker's other business (stall checks, the window's edges, the end of the drain) next
 /// needs it at `deadline`.
 pub(crate) fn plan(pacing: Pacing, now: u64, due: Option<u64>, deadline: u64) -> Wait {
-    let wake = match due {
-        Some(due) if due <= deadline => match pacing {
-            Pacing::Spin => return Wait::Spin,
-            Pacing::Sleep if due <= now + SPIN_AHEAD_NS => return Wait::Spin,
-            Pacing::Sleep => due - SPIN_AHEAD_NS,
-        },
+    let wake = match (due, pacing) {
+        // A spinning worker with a message still to send never sleeps: a wake-up from even
+        // a short sleep (to its next housekeeping) may come late for the message after it.
+        (Some(_), Pacing::Spin) => return Wait::Spin,
+        (Some(due), Pacing::Sleep) if due <= deadline => {
+            if due <= now + SPIN_AHEAD_NS {
+                return Wait::Spin;
+            }
+            due - SPIN_AHEAD_NS
+        }
         _ => deadline,
     };
     if wake <= now {
@@ -215,12 +219,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_spinning_worker_never_sleeps_while_a_message_is_to_come_before_the_deadline() {
+    fn a_spinning_worker_never_sleeps_while_a_message_is_to_come() {
         assert_eq!(
             plan(Pacing::Spin, 100, Some(5_000_000), 50_000_000),
             Wait::Spin
         );
         assert_eq!(plan(Pacing::Spin, 100, Some(100), 50_000_000), Wait::Spin);
+        // Past its next housekeeping too: it spins through it.
+        assert_eq!(
+            plan(Pacing::Spin, 100, Some(90_000_000), 50_000_000),
+            Wait::Spin
+        );
     }
 
     #[test]
@@ -255,6 +264,10 @@ mod tests {
                             Wait::Spin => {}
                             Wait::Until(at) => {
                                 assert!(at > now);
+                                assert!(
+                                    pacing == Pacing::Sleep || due.is_none(),
+                                    "a spinning worker slept with a message to send"
+                                );
                                 let expected = match due {
                                     Some(d) if d <= deadline => d - SPIN_AHEAD_NS,
                                     _ => deadline,
@@ -271,10 +284,11 @@ mod tests {
     }
 
     #[test]
-    fn with_nothing_to_send_a_worker_sleeps_to_its_deadline_in_either_pacing() {
+    fn with_nothing_to_send_a_worker_sleeps_to_its_deadline_and_so_does_a_sleeper_before_a_far_message()
+     {
         assert_eq!(plan(Pacing::Spin, 10, None, 1_000), Wait::Until(1_000));
         assert_eq!(
-            plan(Pacing::Spin, 10, Some(5_000), 1_000),
+            plan(Pacing::Sleep, 10, Some(5_000_000), 1_000),
             Wait::Until(1_000)
         );
         assert_eq!(plan(Pacing::Sleep, 10, None, 5), Wait::Spin);
