@@ -350,8 +350,7 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
         let Some((row, failed)) = self.probe(&point, &floor)? else {
             return Ok(());
         };
-        let (Load::Open { rate }, Some(value_us)) =
-            (point.load, latency_of(&row, &self.slo.percentile))
+        let (Load::Open { rate }, Some(value_us)) = (point.load, row.latency(&self.slo.percentile))
         else {
             self.say(&format!(
                 "resolution: not measured ({})",
@@ -387,7 +386,9 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
         row.failure.is_none()
             && row.errors == 0
             && sustained(rate, achieved, window, point.arrivals == Arrivals::Poisson)
-            && latency_of(row, &self.slo.percentile).is_some_and(|l| l <= self.slo.limit_us)
+            && row
+                .latency(&self.slo.percentile)
+                .is_some_and(|l| l <= self.slo.limit_us)
     }
 }
 
@@ -396,20 +397,6 @@ impl<B: Fn(&Variant) -> Binaries> Cx<'_, B> {
 /// has none to fail.
 fn schedule_kept(row: &Row) -> bool {
     row.schedule_ok != Some(false)
-}
-
-/// The latency `percentile` (one of `plan::capacity::PERCENTILES`) of a row, in µs.
-pub(crate) fn latency_of(row: &Row, percentile: &str) -> Option<f64> {
-    match percentile {
-        "p50" => row.p50_us,
-        "p90" => row.p90_us,
-        "p95" => row.p95_us,
-        "p99" => row.p99_us,
-        "p99.9" => row.p99_9_us,
-        "p99.99" => row.p99_99_us,
-        "max" => row.max_us,
-        _ => None,
-    }
 }
 
 /// The point of one probe: the workload's at `rate`, named by its search (`k`, from 0), step

@@ -105,6 +105,7 @@ pub(crate) fn rank(lines: &mut [Capacity]) {
         .cloned()
         .collect();
     for c in lines.iter_mut() {
+        (c.vs_reference, c.vs_reference_low, c.vs_reference_high) = (None, None, None);
         let Some(r) = refs.iter().find(|r| r.workload == c.workload) else {
             continue;
         };
@@ -118,6 +119,10 @@ pub(crate) fn rank(lines: &mut [Capacity]) {
             continue;
         }
         // The widest ratio the two intervals allow, widened to hold the ratio of the medians.
+        // One search has no interval: nor has its multiple.
+        if c.searches < 2 || r.searches < 2 {
+            continue;
+        }
         if let (Some(lo), Some(hi), Some(rl), Some(rh)) = (
             c.capacity_ci_low,
             c.capacity_ci_high,
@@ -203,7 +208,11 @@ pub(crate) fn read(dir: &Path) -> Result<Vec<Capacity>> {
         return Ok(Vec::new());
     }
     let text = std::fs::read_to_string(&path).with_context(|| path.display().to_string())?;
-    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    let mut lines: Vec<Capacity> =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    // Ranked again, so that a run reads by today's rules (a multiple's interval).
+    rank(&mut lines);
+    Ok(lines)
 }
 
 #[cfg(test)]

@@ -275,6 +275,21 @@ pub(crate) const DISTURBED_PCT: f64 = 10.0;
 pub(crate) const STEAL_PCT: f64 = 10.0;
 
 impl Row {
+    /// The latency `percentile` (one of `plan::capacity::PERCENTILES`, as `--slo` names
+    /// them), in µs.
+    pub(crate) fn latency(&self, percentile: &str) -> Option<f64> {
+        match percentile {
+            "p50" => self.p50_us,
+            "p90" => self.p90_us,
+            "p95" => self.p95_us,
+            "p99" => self.p99_us,
+            "p99.9" => self.p99_9_us,
+            "p99.99" => self.p99_99_us,
+            "max" => self.max_us,
+            _ => None,
+        }
+    }
+
     /// Something other than the server took its CPUs during the window (‡): another program
     /// (or kernel work charged to no task; the server's own interrupts and softirqs are not
     /// counted, `run::cost`) used more than [`DISTURBED_PCT`] of a CPU there, or the

@@ -14,14 +14,16 @@ use super::{
 pub(super) const DEFAULTS: Defaults = Defaults {
     name: "capacity",
     title: "Latency under load: latency-vs-throughput curves and capacity at an objective",
-    help: "Latency under load: each server's latency against its achieved rate under Poisson arrivals, from light load to past the knee, and its capacity at a latency objective (--slo, default p99=5ms): a search whose misses count only when 2 of 3 probes miss, its bracket's upper end tried again, run --repeat times (default 3), the capacity their median with its interval; echo, and kv and http where the server serves them; runs alone",
+    help: "Latency under load: each server's latency against its achieved rate under Poisson arrivals, from light load to past the knee, and its capacity at a latency objective (--slo, default p99=5ms): a search whose misses count only when 2 of 3 probes miss, its bracket's upper end tried again, run once, or --repeat N times for the capacity as the searches' median with its interval; echo, and kv and http where the server serves them; runs alone",
     // Short probes: a search makes about twenty of them per server and workload, the ones
     // after it about twelve.
     duration: 1.0,
     warmup: 0.3,
     conns: &[100],
-    // The searches of each capacity: their median and its interval ([min, max], 75%).
-    repeats: 3,
+    // One search per capacity, so that sixteen servers fit in about a quarter of an hour on
+    // 2 CPUs; `--repeat 3` for the searches' median and its interval ([min, max], 75%),
+    // about three times as long.
+    repeats: 1,
     rate_meaning: "the first rate the search tries (default 1000/s)",
     extra_servers: &[],
     default_servers_help: Some(

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use crate::record::capacity::Capacity;
 use crate::record::row::Row;
-use crate::report::cells::{fmt_rate, table};
+use crate::report::cells::{fmt_rate, fmt_us, table};
 
 /// The capacity tables, one per workload, the highest capacity first.
 pub(crate) fn capacity_table(lines: &[Capacity]) -> String {
@@ -101,10 +101,13 @@ fn multiple_cell(c: &Capacity) -> String {
     let Some(m) = c.vs_reference else {
         return "–".into();
     };
+    if c.server == c.reference && c.is_the_servers() {
+        return "reference".into();
+    }
     match c.result.as_str() {
         "capacity" => match (c.vs_reference_low, c.vs_reference_high) {
             (Some(lo), Some(hi)) => format!("{m:.2}× [{lo:.2}, {hi:.2}]"),
-            _ => format!("{m:.2}×"),
+            _ => format!("{m:.2}× (one search: no interval)"),
         },
         "client-bound" if m > 0.0 => format!("≥ {m:.2}× †"),
         "above" => format!("> {m:.2}×"),
@@ -124,15 +127,35 @@ pub(crate) fn section(out: &mut String, rows: &[Row], lines: &[Capacity]) {
     } else {
         out.push_str(&capacity_table(lines));
     }
+    resolution(out, rows);
     let probes = rows.len();
     let _ = writeln!(
         out,
-        "How to read it: a server's capacity is the highest offered rate it sustained (the achieved rate within 1% of the offered, or within three standard deviations of a window's Poisson arrivals, and no error) with its latency percentile within the objective. A rate is judged by a trial: a probe that misses is run again, and the rate counts as missed only when two of up to three probes miss, so that one noisy window never lowers the bracket. A sweep of rates a factor 2 apart brackets the capacity, a bisection narrows the bracket to 2%, its upper end is tried again (should it meet this time, the bracket moves up), and 2 more trials at the rate found must meet the objective, else the rate steps down 2% and is confirmed again. Latency counts from each message's due time, so a server that falls behind is charged for the queue it builds. `--repeat` searches (3 by default) are run, each from the capacity the one before found: the capacity is their median and the interval the median's over them ([min, max] for 3, 75% coverage), where the capacity lands when measured again; × reference is its ratio to the reference's, with the widest ratio the two intervals allow. A bound is never a plain multiple: ≥ (client-bound), > (above the highest rate tried), < (below the least) or ? (not confirmed) stays beside it. {probes} probes in all, each a fresh server.\n"
+        "How to read it: a server's capacity is the highest offered rate it sustained (the achieved rate within 1% of the offered, or within three standard deviations of a window's Poisson arrivals, and no error) with its latency percentile within the objective. A rate is judged by a trial: a probe that misses is run again, and the rate counts as missed only when two of up to three probes miss, so that one noisy window never lowers the bracket. A sweep of rates a factor 2 apart brackets the capacity, a bisection narrows the bracket to 2%, its upper end is tried again (should it meet this time, the bracket moves up), and 2 more trials at the rate found must meet the objective, else the rate steps down 2% and is confirmed again. Latency counts from each message's due time, so a server that falls behind is charged for the queue it builds. One search is run per capacity, or `--repeat` N, each after the first from the capacity the one before found: the capacity is then their median and the interval the median's over them ([min, max] for 3, 75% coverage), where the capacity lands when measured again; × reference is its ratio to the reference's, with the widest ratio the two intervals allow (one search: no interval, the ratio untested). A bound is never a plain multiple: ≥ (client-bound), > (above the highest rate tried), < (below the least) or ? (not confirmed) stays beside it. {probes} probes in all, each a fresh server.\n"
     );
     let _ = writeln!(
         out,
         "**The server, not the client, must be the limit.** Latency counts from each message's due time, so a slow client only ever makes a server look worse: a probe is the client's only where loadgen did not keep its schedule (its self-check failed): it says nothing of the server and is run again, up to 3 times in a row; only then does the search stop, and the capacity reads \"≥ N † client-bound\", the highest rate met before it, never the server's own. On a small machine one loadgen core can be slower than a fast server; to make the server the limit, give it less: `--server-cpu-quota 0.5` (half a CPU, named above the table), `--servers NAME+compute-us=100` (100 µs of CPU per echo, spun on the thread's CPU clock, a ceiling near 10,000/s per CPU), or drive the load from other machines with `--client-hosts`.\n"
     );
+}
+
+/// The machine's resolution the run measured before its searches (`bench::resolution`): the
+/// floor server's latency at the first rate, at the objective's percentile.
+fn resolution(out: &mut String, rows: &[Row]) {
+    for r in rows.iter().filter(|r| r.point.ends_with("-resolution")) {
+        let Some(slo) = r.slo.as_deref() else {
+            continue;
+        };
+        let percentile = slo.split('=').next().unwrap_or("p99");
+        if let (Some(v), Some(rate)) = (r.latency(percentile), r.rate) {
+            let _ = writeln!(
+                out,
+                "Resolution: {}'s {percentile} at {rate:.0}/s was {}, the least latency this machine and its client show at that percentile (the kernel alone, no runtime); an objective below it is refused.\n",
+                r.server,
+                fmt_us(Some(v))
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -151,6 +174,39 @@ mod tests {
         };
         c.set_findings(found);
         c
+    }
+
+    #[test]
+    fn one_search_gives_a_multiple_without_an_interval() {
+        let mut lines = vec![
+            line("floor-epoll", &[Found::Capacity { rate: 24_000.0 }]),
+            line("fiber", &[Found::Capacity { rate: 28_800.0 }]),
+        ];
+        crate::record::capacity::rank(&mut lines);
+        let t = capacity_table(&lines);
+        assert!(t.contains("1.20× (one search: no interval)"), "{t}");
+        assert!(!t.contains("[1.20, 1.20]"), "{t}");
+    }
+
+    #[test]
+    fn the_section_names_the_resolution_the_run_measured() {
+        let probe = Row {
+            server: "floor-epoll".into(),
+            point: "echo-resolution".into(),
+            slo: Some("p99=1ms".into()),
+            rate: Some(1000.0),
+            p99_us: Some(106.0),
+            ..Row::default()
+        };
+        let mut out = String::new();
+        section(&mut out, &[probe], &[]);
+        assert!(
+            out.contains("Resolution: floor-epoll's p99 at 1000/s was 106 µs"),
+            "{out}"
+        );
+        let mut none = String::new();
+        section(&mut none, &[], &[]);
+        assert!(!none.contains("Resolution"));
     }
 
     #[test]

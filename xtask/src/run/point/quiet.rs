@@ -119,7 +119,9 @@ mod tests {
         assert!((lead_s(0.3) - 0.65).abs() < 1e-9);
         assert_eq!(
             step(99.0, Some((100.0, 104.0)), lead_s(0.5)),
-            Step::Still { until: 104.0 + AFTER_S }
+            Step::Still {
+                until: 104.0 + AFTER_S
+            }
         );
     }
 
