@@ -703,14 +703,7 @@ impl<'p> Worker<'p> {
     fn open_all(&mut self, first_error: &mut Option<io::Error>) -> usize {
         let mut waiting = 0usize;
         for (i, conn) in self.conns.iter_mut().enumerate() {
-            let opened = TcpStream::connect(self.plan.addr).and_then(|mut s| {
-                self.poll.registry().register(
-                    &mut s,
-                    Token(i),
-                    Interest::READABLE | Interest::WRITABLE,
-                )?;
-                Ok(s)
-            });
+            let opened = connect(&self.poll, self.plan.addr, i);
             match opened {
                 Ok(s) => {
                     conn.stream = Some(s);
@@ -1513,14 +1506,7 @@ impl<'p> Worker<'p> {
         conn.on_socket = 0;
         // The replacement's connect timeout counts from here (`check_idle`).
         conn.idle_since = now;
-        let opened = TcpStream::connect(self.plan.addr).and_then(|mut s| {
-            self.poll.registry().register(
-                &mut s,
-                Token(i),
-                Interest::READABLE | Interest::WRITABLE,
-            )?;
-            Ok(s)
-        });
+        let opened = connect(&self.poll, self.plan.addr, i);
         match opened {
             Ok(s) => {
                 conn.stream = Some(s);
@@ -1844,6 +1830,14 @@ fn start(stream: &mut TcpStream, codec: &Codec, id: u32) -> io::Result<bool> {
     // A fresh socket has room for these few bytes; a short write here is a failure.
     stream.write_all(&out)?;
     Ok(true)
+}
+
+/// Starts connecting to `addr` for connection `i`, registered with `poll` under its token.
+fn connect(poll: &Poll, addr: SocketAddr, i: usize) -> io::Result<TcpStream> {
+    let mut s = TcpStream::connect(addr)?;
+    poll.registry()
+        .register(&mut s, Token(i), Interest::READABLE | Interest::WRITABLE)?;
+    Ok(s)
 }
 
 /// Whether a connecting socket is up: `None` while the handshake is still going on.
