@@ -718,16 +718,9 @@ impl<'p> Worker<'p> {
         }
         let base = self.conns.len();
         for (j, idle) in self.idle.iter_mut().enumerate() {
-            let opened = TcpStream::connect(self.plan.addr).and_then(|mut s| {
-                // Writable tells the connect's end (once: the poll is edge-triggered); then a
-                // byte or a close from the server is all there is to see.
-                self.poll.registry().register(
-                    &mut s,
-                    Token(base + j),
-                    Interest::READABLE | Interest::WRITABLE,
-                )?;
-                Ok(s)
-            });
+            // Writable tells the connect's end (once: the poll is edge-triggered); then a
+            // byte or a close from the server is all there is to see.
+            let opened = connect(&self.poll, self.plan.addr, base + j);
             match opened {
                 Ok(s) => {
                     idle.stream = Some(s);
@@ -1159,7 +1152,7 @@ impl<'p> Worker<'p> {
             let held = conn.held.release(conn.released - conn.flight.sent, room);
             if due.at_ns >= plan.warm_ns {
                 if held {
-                    self.note_lag(due.at_ns, now);
+                    note_lag(&mut self.send_lag, &mut self.released_late, due.at_ns, now);
                     self.held_measured += 1;
                 }
                 let conn = &mut self.conns[due.local];
@@ -1172,13 +1165,6 @@ impl<'p> Worker<'p> {
             self.top_up(due.local, now);
         }
         self.cursor = Some(cursor);
-    }
-
-    /// Records the lag of a measured message due at `due_ns` that the client let go at `at`.
-    fn note_lag(&mut self, due_ns: u64, at: u64) {
-        let lag = at.saturating_sub(due_ns);
-        self.send_lag.saturating_record(lag.max(1));
-        self.released_late += u64::from(lag > LATE_NS);
     }
 
     /// Sends what connection `i` may send now: up to `depth` in flight, and in the open loop
@@ -1232,9 +1218,12 @@ impl<'p> Worker<'p> {
             let was_held = held > 0;
             held -= u64::from(was_held);
             if plan.schedule.is_some() && measured && !was_held {
-                let lag = write_ns.saturating_sub(due_ns);
-                self.send_lag.saturating_record(lag.max(1));
-                self.released_late += u64::from(lag > LATE_NS);
+                note_lag(
+                    &mut self.send_lag,
+                    &mut self.released_late,
+                    due_ns,
+                    write_ns,
+                );
                 self.gaps.sent(due_ns, write_ns);
             }
             match &conn.codec {
@@ -1830,6 +1819,14 @@ fn start(stream: &mut TcpStream, codec: &Codec, id: u32) -> io::Result<bool> {
     // A fresh socket has room for these few bytes; a short write here is a failure.
     stream.write_all(&out)?;
     Ok(true)
+}
+
+/// Records into `lag` (and, past [`LATE_NS`], `late`) the lag of a measured message due at
+/// `due_ns` that the client let go at `at`.
+fn note_lag(lag: &mut Histogram<u64>, late: &mut u64, due_ns: u64, at: u64) {
+    let ns = at.saturating_sub(due_ns);
+    lag.saturating_record(ns.max(1));
+    *late += u64::from(ns > LATE_NS);
 }
 
 /// Starts connecting to `addr` for connection `i`, registered with `poll` under its token.
