@@ -130,6 +130,11 @@ fn tiny_sweep_of_one_server() {
         report.contains("## At a glance") && report.contains("| **threads** |"),
         "{report}"
     );
+    // The report opens with its conclusion, written from the headline point's verdicts.
+    assert!(
+        report.contains("**In one paragraph.** At 1,000 echoes/s over 10 connections"),
+        "{report}"
+    );
     assert!(Path::new(&out.join("plots/quick-throughput.svg")).is_file());
     assert!(Path::new(&out.join("plots/quick-latency-open.svg")).is_file());
     // The open-loop point's CPU per echo: a ranked dot plot, a row per server.

@@ -423,17 +423,7 @@ pub(super) fn report(plan: &Plan, out: &Path, meta: &Meta, rows: &[Row]) -> Resu
     crate::report::write(out, &input)?;
 
     println!();
-    if plan.suites.contains(&Suite::Quick) {
-        print!("{}", markdown::glance(&input));
-    }
-    let others: Vec<Row> = rows
-        .iter()
-        .filter(|r| r.suite != "quick")
-        .cloned()
-        .collect();
-    if !others.is_empty() {
-        print!("{}", markdown::terminal_table(&others));
-    }
+    print!("{}", markdown::terminal(&input));
     if plan.suites.contains(&Suite::Scaling) {
         println!("{}", super::scaling_stop(&place.server_cpus));
     }

@@ -42,7 +42,7 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
             );
         }
     } else {
-        let names = quick_servers(rows);
+        let names = super::conclusion::ranked(rows, Suite::Quick, &quick_servers(rows));
         let reference = super::reference(input, Suite::Quick, &names);
         let reference = reference.as_deref();
         // 1. CPU per echo at equal load: the comparison one client core can always make.
@@ -248,11 +248,18 @@ fn how_to_read(out: &mut String, rows: &[Row], servers: usize) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::record::meta::Meta;
 
-    fn row(server: &str, point: &str, series: &str, cpu: &[f64], quota: Option<f64>) -> Row {
+    /// A quick row of `server` at `point` with these CPU per echo values, one a round.
+    pub(crate) fn row(
+        server: &str,
+        point: &str,
+        series: &str,
+        cpu: &[f64],
+        quota: Option<f64>,
+    ) -> Row {
         let mut r = Row {
             suite: "quick".into(),
             server: server.into(),

@@ -9,6 +9,7 @@
 mod capacity;
 mod chat;
 mod claims;
+mod conclusion;
 mod emper;
 mod equal_load;
 mod glance;
@@ -62,6 +63,8 @@ type Part = fn(&mut String, &Input<'_>);
 
 /// The parts of `report.md`, in order. A new part of the report is one more function here.
 const PARTS: &[Part] = &[
+    title,
+    conclusion::part,
     header,
     glance::at_a_glance,
     suite_sections,
@@ -117,11 +120,15 @@ pub(crate) fn render(input: &Input<'_>) -> String {
     out
 }
 
-/// The title, the machine and the run's settings.
-fn header(out: &mut String, input: &Input<'_>) {
-    let m = input.meta;
+/// The title: the suites.
+fn title(out: &mut String, input: &Input<'_>) {
     let names: Vec<&str> = input.suites.iter().map(|s| s.name()).collect();
     let _ = writeln!(out, "# ringside bench: {}\n", names.join(", "));
+}
+
+/// The machine and the run's settings.
+fn header(out: &mut String, input: &Input<'_>) {
+    let m = input.meta;
     let _ = writeln!(
         out,
         "Run `{}` of {} on {} ({} CPUs, Linux {}), commit `{}`{}. The server ran on CPU {} \
@@ -423,43 +430,9 @@ pub(crate) fn reference(input: &Input<'_>, suite: Suite, servers: &[String]) -> 
     suite.reference(servers, input.meta.settings["reference"].as_str())
 }
 
-/// A compact table of every row, for the terminal at the end of a run.
-pub(crate) fn terminal_table(rows: &[Row]) -> String {
-    let mut out = String::new();
-    let body: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            let m = |c: String| mark(Some(r), c);
-            vec![
-                r.suite.clone(),
-                r.server.clone(),
-                r.label.clone(),
-                m(fmt_rate(r.throughput_per_sec)),
-                m(fmt_us(r.p99_us)),
-                fmt_pct(r.cpu_mean_pct),
-                fmt_num(r.cpu_cv, 3),
-                fmt_us(r.cpu_us_per_req),
-                fmt_bytes(r.mem_per_conn_bytes),
-                r.errors.to_string(),
-            ]
-        })
-        .collect();
-    table(
-        &mut out,
-        &[
-            "suite", "server", "point", "msgs/s", "p99", "CPU", "CV", "CPU/msg", "mem/conn",
-            "errors",
-        ],
-        &body,
-    );
-    out
-}
-
-/// The "At a glance" part of the report alone.
-pub(crate) fn glance(input: &Input<'_>) -> String {
-    let mut out = String::new();
-    glance::at_a_glance(&mut out, input);
-    out
+/// The end of a run on the terminal: each suite's conclusion and a line a server, ranked.
+pub(crate) fn terminal(input: &Input<'_>) -> String {
+    conclusion::terminal(input)
 }
 
 #[cfg(test)]

@@ -1,0 +1,136 @@
+use super::*;
+use crate::record::meta::Meta;
+use crate::report::markdown::glance::tests::row;
+
+/// Five rounds of CPU per echo around `k` times 10 µs, the jitter's order `shift`ed so that
+/// no two servers move together.
+fn cpu(k: f64, shift: usize) -> Vec<f64> {
+    let jitter = [0.0, 0.02, -0.01, 0.01, 0.03];
+    (0..5)
+        .map(|i| 10.0 * k * (1.0 + jitter[(i + shift) % 5]))
+        .collect()
+}
+
+fn fixture() -> Vec<Row> {
+    let servers = [
+        ("floor-epoll", 1.0),
+        ("reactor", 1.0),
+        ("tokio", 1.01),
+        ("tokio-uring", 1.24),
+        ("monoio", 1.27),
+        ("smol", 1.30),
+        ("go-eventloop", 1.45),
+        ("glommio", 1.70),
+        ("threads-process", 1.72),
+        ("busy", 1.0),
+    ];
+    let mut rows: Vec<Row> = servers
+        .iter()
+        .enumerate()
+        .map(|(i, (s, k))| row(s, "open", "open", &cpu(*k, i), None))
+        .collect();
+    rows[9].other_load_pct = Some(50.0);
+    rows
+}
+
+fn input_of<'a>(meta: &'a Meta, rows: &'a [Row]) -> Input<'a> {
+    Input {
+        meta,
+        rows,
+        plots: &[],
+        variants: &[],
+        skipped: &[],
+        suites: &[Suite::Quick],
+        server_cpus: "1".into(),
+        client_cpus: "0".into(),
+        workers: 1,
+        capacity: &[],
+    }
+}
+
+#[test]
+fn the_paragraph_names_every_server_once_grouped_with_ranges() {
+    let rows = fixture();
+    let meta = Meta::default();
+    let input = input_of(&meta, &rows);
+    let notes = vec!["X and Y swap places under skew.".to_string()];
+    let p = paragraph(&input, Suite::Quick, &notes).unwrap();
+    assert!(
+        p.starts_with(
+            "At 20,000 echoes/s over 1000 connections, against floor-epoll's CPU per echo"
+        ),
+        "{p}"
+    );
+    assert!(
+        p.contains(
+            "two servers cost the same as floor-epoll within this run's precision (reactor, tokio)"
+        ),
+        "{p}"
+    );
+    assert!(p.contains("tokio-uring, monoio and smol 1.2"), "{p}");
+    assert!(p.contains("glommio and threads-process about 1.7"), "{p}");
+    assert!(
+        p.contains("Not judged: busy (disturbed by other load (‡))"),
+        "{p}"
+    );
+    assert!(p.contains("1 of its 10 points disturbed"), "{p}");
+    assert!(p.ends_with("X and Y swap places under skew."), "{p}");
+    for (s, _) in rows.iter().map(|r| (r.server.as_str(), ())) {
+        let named = p
+            .split(|c: char| !(c.is_alphanumeric() || c == '-'))
+            .filter(|w| *w == s)
+            .count();
+        let expected = if s == "floor-epoll" { 2 } else { 1 };
+        assert_eq!(named, expected, "{s} in {p}");
+    }
+}
+
+#[test]
+fn bands_group_close_ratios_and_give_ranges() {
+    let b = bands(&[
+        ("c".into(), 1.7),
+        ("a".into(), 1.24),
+        ("b".into(), 1.30),
+        ("d".into(), 1.71),
+        ("e".into(), 2.5),
+    ]);
+    assert_eq!(b, ["a and b 1.24–1.30×", "c and d about 1.7×", "e 2.50×"]);
+}
+
+#[test]
+fn without_repeats_the_ratios_are_given_without_verdicts() {
+    let mut rows = fixture();
+    rows.truncate(4);
+    for r in &mut rows {
+        r.per_round.clear();
+        r.per_repeat.clear();
+        r.ok = 1;
+        r.repeats = 1;
+    }
+    let meta = Meta::default();
+    let input = input_of(&meta, &rows);
+    let p = paragraph(&input, Suite::Quick, &[]).unwrap();
+    assert!(p.contains("without a verdict"), "{p}");
+    assert!(p.contains("tokio-uring 1.2"), "{p}");
+    assert!(!p.contains("cost the same"), "{p}");
+}
+
+#[test]
+fn ranked_puts_the_cheapest_first_and_the_terminal_a_line_a_server() {
+    let rows = fixture();
+    let names = servers(&rows);
+    let r = ranked(&rows, Suite::Quick, &names);
+    assert_eq!(r.last().map(String::as_str), Some("threads-process"));
+    assert!(r.iter().position(|s| s == "smol") > r.iter().position(|s| s == "tokio-uring"));
+    let meta = Meta::default();
+    let t = terminal(&input_of(&meta, &rows));
+    let lines: Vec<&str> = t.lines().filter(|l| l.starts_with("  ")).collect();
+    assert_eq!(lines.len(), rows.len(), "{t}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("floor-epoll") && l.ends_with("reference")),
+        "{t}"
+    );
+    assert!(!t.contains("| ---"), "{t}");
+}
