@@ -36,6 +36,8 @@ struct Fact {
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Page {
     title: String,
+    /// The conclusion's paragraphs, under the title.
+    conclusion: Vec<String>,
     facts: Vec<Fact>,
     warnings: Vec<String>,
     /// The servers the bar turns on and off.
@@ -53,6 +55,7 @@ impl Page {
         let names: Vec<&str> = input.suites.iter().map(|s| s.name()).collect();
         Page {
             title: format!("ringside bench: {}", names.join(", ")),
+            conclusion: crate::report::markdown::conclusion(input),
             facts: facts(input),
             warnings: warnings(input.meta, input.rows),
             servers: servers(input.rows),
@@ -66,6 +69,7 @@ impl Page {
     pub(crate) fn of_markdown(title: &str, markdown: &str, dir: Option<&Path>) -> Page {
         Page {
             title: title.to_string(),
+            conclusion: Vec::new(),
             facts: Vec::new(),
             warnings: Vec::new(),
             servers: Vec::new(),

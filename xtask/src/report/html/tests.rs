@@ -99,6 +99,11 @@ fn the_page_holds_the_run_and_fetches_nothing() {
         1,
         "the command reached the page unescaped"
     );
+    // The conclusion under the title, as report.md opens.
+    assert!(
+        html.contains("<p class=\"conclusion\">At 20,000 echoes&#x2f;s over 1000 connections"),
+        "{html}"
+    );
     // report.md's sections, at a glance first, its tables in scrolling boxes, its verdicts.
     assert!(html.contains("<section id=\"at-a-glance\">"), "{html}");
     assert!(html.contains("<div class=\"scroll\"><table>"), "{html}");

@@ -277,12 +277,19 @@ fn notes(input: &Input<'_>, suite: Suite) -> Vec<String> {
     NOTES.iter().filter_map(|n| n(input, suite)).collect()
 }
 
-/// The conclusion of `report.md`: a paragraph for each suite of the run with a headline.
+/// The conclusion of the run: a paragraph for each suite of the run with a headline.
+pub(crate) fn paragraphs(input: &Input<'_>) -> Vec<String> {
+    input
+        .suites
+        .iter()
+        .filter_map(|&suite| paragraph(input, suite, &notes(input, suite)))
+        .collect()
+}
+
+/// The conclusion of `report.md`, under its title ([`paragraphs`]).
 pub(crate) fn part(out: &mut String, input: &Input<'_>) {
-    for &suite in input.suites {
-        if let Some(p) = paragraph(input, suite, &notes(input, suite)) {
-            let _ = writeln!(out, "**In one paragraph.** {p}\n");
-        }
+    for p in paragraphs(input) {
+        let _ = writeln!(out, "**In one paragraph.** {p}\n");
     }
 }
 

@@ -430,6 +430,11 @@ pub(crate) fn reference(input: &Input<'_>, suite: Suite, servers: &[String]) -> 
     suite.reference(servers, input.meta.settings["reference"].as_str())
 }
 
+/// The conclusion's paragraphs (report.html shows them under its title).
+pub(crate) fn conclusion(input: &Input<'_>) -> Vec<String> {
+    conclusion::paragraphs(input)
+}
+
 /// The end of a run on the terminal: each suite's conclusion and a line a server, ranked.
 pub(crate) fn terminal(input: &Input<'_>) -> String {
     conclusion::terminal(input)
