@@ -304,7 +304,7 @@ func parseArgs(args []string) (config, error) {
 	fs.StringVar(&cfg.addr, "addr", defaultAddr, "address to listen on")
 	workers := fs.String("workers", "", "GOMAXPROCS (default: the CPUs it may use)")
 	cpus := fs.String("cpus", "", "CPUs to pin the process to, e.g. 1,3 or 0-3")
-	compute := fs.String("compute-us", "0", "µs of spin per echo message")
+	compute := fs.String("compute-us", "0", "echo only: µs of the thread's own CPU time spun per echo message")
 	msgSize := fs.String("msg-size", strconv.Itoa(defaultMsgSize), "echo message size in bytes")
 	fs.StringVar(&cfg.data, "data", "", "directory of the chat room logs")
 	fsync := fs.String("fsync", "never", "never or always")

@@ -36,9 +36,10 @@ pub struct CommonArgs {
     #[arg(long)]
     pub cpus: Option<CpuList>,
 
-    /// Echo only: busy-wait this many microseconds before echoing each complete
-    /// message of --msg-size bytes, to model request processing (a spin on a
-    /// monotonic clock, never a sleep). 0 echoes bytes as they arrive.
+    /// Echo only (kv, http and chat ignore it): busy-wait this many microseconds of
+    /// the thread's own CPU time (CLOCK_THREAD_CPUTIME_ID, so time spent preempted or
+    /// throttled does not count; never a sleep) before echoing each complete message
+    /// of --msg-size bytes, to model request processing. 0 echoes bytes as they arrive.
     #[arg(long, default_value_t = 0, value_name = "MICROSECONDS")]
     pub compute_us: u64,
 

@@ -337,6 +337,22 @@ pub(super) fn sit_out(
     for v in variants.iter() {
         for &suite in &suites {
             let mine = || points.iter().filter(|p| p.suite == suite);
+            if let Some(flag) = v.echo_only_flag() {
+                let mut protos: Vec<&str> = mine()
+                    .map(|p| p.workload.proto())
+                    .filter(|&p| p != "echo")
+                    .collect();
+                protos.sort_unstable();
+                protos.dedup();
+                if !protos.is_empty() {
+                    skipped.push(format!(
+                        "{} in {}'s {} points: {flag} applies to echo only",
+                        v.name,
+                        suite.name(),
+                        protos.join(" and ")
+                    ));
+                }
+            }
             if mine().any(|p| inv.serves(v, p.workload)) {
                 continue;
             }

@@ -345,3 +345,34 @@ fn go_poll_sits_out_a_chat_suite_with_a_message() {
         "{e}"
     );
 }
+
+#[test]
+fn a_compute_variant_sits_out_kv_and_http_with_a_line() {
+    let mut inv = crate::plan::servers::Inventory::default();
+    inv.packages
+        .insert("srv-threads".into(), "server-threads".into());
+    let a = parse(&["--suite", "quick,kv,http", "--conns", "1", "--repeat", "1"]).unwrap();
+    let pts = points(&a);
+    let mut servers = inv.select("threads+compute-us=100,threads").unwrap();
+    let compute = servers[0].clone();
+    let mut skipped = Vec::new();
+    super::plan::sit_out(&pts, &inv, &mut servers, &mut skipped).unwrap();
+    // It runs the echo points only, and the kv and http suites say why it is not there.
+    assert_eq!(servers.len(), 2);
+    assert!(pts.iter().any(|p| inv.serves(&compute, p.workload)));
+    assert!(
+        pts.iter()
+            .filter(|p| p.workload.proto() != "echo")
+            .all(|p| !inv.serves(&compute, p.workload))
+    );
+    assert_eq!(
+        skipped,
+        [
+            "threads+compute-us=100 in kv's kv points: --compute-us applies to echo only",
+            "threads+compute-us=100 in http's http points: --compute-us applies to echo only",
+        ]
+    );
+    // `+compute-us=0` is no setting at all: it serves everything.
+    let zero = inv.select("threads+compute-us=0").unwrap();
+    assert!(pts.iter().all(|p| inv.serves(&zero[0], p.workload)));
+}
