@@ -17,13 +17,25 @@ pub(crate) struct CrashArgs {
     /// Trials per server.
     #[arg(long, default_value_t = 100)]
     trials: u64,
-    /// Servers, by their conformance ids (threads, threads_process, reactor, go, ...),
-    /// comma-separated; all of them when not given.
+    /// Servers, comma-separated, by the names bench takes (threads, threads-process,
+    /// reactor, go, ...) or their conformance ids (threads_process); all of them when not
+    /// given.
     #[arg(long)]
     servers: Option<String>,
     /// `--fsync` for the servers.
     #[arg(long, default_value = "never", value_parser = ["never", "always"])]
     fsync: String,
+}
+
+/// The name bench gives `spec` (`threads-process`), or its conformance id where bench has
+/// none.
+fn name_of(spec: &conformance::ServerSpec) -> &'static str {
+    spec.bench.map_or(spec.id, |b| b.name)
+}
+
+/// Whether `given` names `spec`: its bench name or its conformance id.
+fn named(spec: &conformance::ServerSpec, given: &str) -> bool {
+    name_of(spec) == given || spec.id == given
 }
 
 pub(crate) fn run(args: &CrashArgs) -> Result<()> {
@@ -33,18 +45,22 @@ pub(crate) fn run(args: &CrashArgs) -> Result<()> {
         .map(|s| s.split(',').map(str::trim).collect());
     if let Some(w) = &wanted {
         for id in w {
-            if !SERVERS.iter().any(|s| s.id == *id) {
-                let ids: Vec<&str> = SERVERS.iter().map(|s| s.id).collect();
-                bail!("unknown server `{id}`; the servers are: {}", ids.join(", "));
+            if !SERVERS.iter().any(|s| named(s, id)) {
+                let names: Vec<&str> = SERVERS.iter().map(name_of).collect();
+                bail!(
+                    "unknown server `{id}`; the servers are: {}",
+                    names.join(", ")
+                );
             }
         }
     }
     let extra = ["--fsync", args.fsync.as_str()];
     let mut rows = Vec::new();
-    for spec in SERVERS
-        .iter()
-        .filter(|s| wanted.as_ref().is_none_or(|w| w.contains(&s.id)))
-    {
+    for spec in SERVERS.iter().filter(|s| {
+        wanted
+            .as_ref()
+            .is_none_or(|w| w.iter().any(|id| named(s, id)))
+    }) {
         if !spec.serves(Need::Chat) {
             eprintln!("skipped {}: it serves no chat rooms to crash", spec.id);
             continue;
@@ -67,9 +83,13 @@ pub(crate) fn run(args: &CrashArgs) -> Result<()> {
         }
         eprintln!(
             "{}: {} trials, {} acknowledged, {} lost, {} torn tails cut",
-            spec.id, sum.trials, sum.acked, sum.lost, sum.tails_cut
+            name_of(spec),
+            sum.trials,
+            sum.acked,
+            sum.lost,
+            sum.tails_cut
         );
-        rows.push((spec.id, sum));
+        rows.push((name_of(spec), sum));
     }
     println!("| server | trials | acknowledged | lost | torn tails cut |");
     println!("| --- | ---: | ---: | ---: | ---: |");
@@ -84,4 +104,20 @@ pub(crate) fn run(args: &CrashArgs) -> Result<()> {
         bail!("{lost} acknowledged messages lost (--fsync {})", args.fsync);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_is_named_as_bench_names_it_or_by_its_id() {
+        let process = SERVERS
+            .iter()
+            .find(|s| s.id == "threads_process")
+            .expect("threads_process is in the list");
+        assert!(named(process, "threads-process"));
+        assert!(named(process, "threads_process"));
+        assert!(!named(process, "threads"));
+    }
 }

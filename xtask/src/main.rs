@@ -49,6 +49,7 @@ enum Task {
     Compare(report::compare::CompareArgs),
     /// Put a server's command line through the wire checks of its protocols (echo, kv,
     /// http): what `--servers 'ext:NAME=COMMAND'` does before it measures an outside server.
+    #[command(after_help = bench::conform::HELP)]
     Conform(bench::conform::ConformArgs),
     /// Kill -9 every chat server during a SAY flood, N times, and count acknowledged
     /// messages lost after the restart (must be 0) and torn tails cut.
@@ -56,8 +57,9 @@ enum Task {
     /// Run the criterion microbenchmarks with short settings and write micro.md: our
     /// figures beside the papers' cost tables.
     Micro(micro::MicroArgs),
-    /// Draw the plots and write report.md of a result directory again, from its
-    /// summary.json and meta.json.
+    /// Draw the plots and write report.md, report.html and verdicts.csv/.json of a result
+    /// directory again, from its summary.json and meta.json; or, with --index, write
+    /// results/index.md, every run with its date, commit, suite, servers and headline.
     Report(report::ReportArgs),
     /// (Internal.) Unblock the stop signals the harness blocks, then become PROGRAM: how an
     /// outside server is started, so that SIGTERM stops it (`run::server`).

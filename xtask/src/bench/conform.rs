@@ -82,6 +82,14 @@ pub(super) fn gate(plan: &mut Plan) -> Result<()> {
     Ok(())
 }
 
+/// What `conform --help` says after the options.
+pub(crate) const HELP: &str = "Exit status:
+  0    every check of every protocol in --proto passed
+  1    a check failed (the last line names the first that failed, and why), or the
+       server could not be started or reached
+  2    refused before anything ran (bad options: --cpus, an unknown --proto, a command
+       that is empty)";
+
 /// Options of `cargo xtask conform`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ConformArgs {

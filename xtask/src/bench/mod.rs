@@ -220,6 +220,12 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
 
+    /// Save the run, once it ends, as the baseline NAME (results/baselines/NAME, local to
+    /// this checkout) for `cargo xtask compare --baseline NAME DIR`; a baseline of that name
+    /// is replaced.
+    #[arg(long, value_name = "NAME", value_parser = crate::record::run_dir::baseline_name)]
+    pub(crate) save_baseline: Option<String>,
+
     /// The seed that draws which server plays which part of each point's counterbalanced
     /// order; the run records it (`order_seed` in meta.json), and the same seed with the same
     /// suites and servers draws the same orders again [default: a fresh one each run].
@@ -233,7 +239,7 @@ pub(crate) struct BenchArgs {
         "suite", "servers", "reference", "conns", "points", "duration", "warmup", "repeat", "server_cpu_quota",
         "server_cpus_given", "client_cpus_given", "allow_overlap", "workers", "rate", "out",
         "list", "client_hosts", "server_addr", "ssh_config", "client_loadgen", "order_seed",
-        "slo", "arrivals",
+        "slo", "arrivals", "save_baseline",
     ])]
     pub(crate) resume: Option<PathBuf>,
 

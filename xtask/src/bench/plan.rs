@@ -103,6 +103,7 @@ impl Plan {
                 "reference": args.reference,
                 "arrivals": args.arrivals.map(|a| a.name()),
                 "slo": args.slo.as_ref().map(ToString::to_string),
+                "save_baseline": args.save_baseline,
             }),
             remote: (!args.client_hosts.is_empty()).then(|| Remote {
                 hosts: args.client_hosts.clone(),

@@ -431,6 +431,10 @@ pub(super) fn report(plan: &Plan, out: &Path, meta: &Meta, rows: &[Row]) -> Resu
         "Report: {} (and report.html)",
         out.join("report.md").display()
     );
+    if let Some(name) = plan.given["save_baseline"].as_str() {
+        let file = run_dir::save_baseline(&crate::plan::project_root(), name, out)?;
+        println!("Baseline `{name}`: {} ({})", out.display(), file.display());
+    }
     if meta.interrupted {
         bail!("stopped before the end; the report has what was measured");
     }

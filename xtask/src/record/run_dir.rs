@@ -81,3 +81,79 @@ pub(crate) fn read_meta(out: &Path) -> Result<Meta> {
         std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
 }
+
+/// Where the named baselines are kept: `results/baselines/NAME`, each a file holding its
+/// run directory's path (local to a checkout: not committed).
+fn baseline_file(root: &Path, name: &str) -> PathBuf {
+    root.join("results").join("baselines").join(name)
+}
+
+/// Checks a baseline's name: letters, digits, `.`, `_` and `-`, not starting with `.`.
+pub(crate) fn baseline_name(name: &str) -> Result<String, String> {
+    let ok = !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(name.to_string())
+    } else {
+        Err(format!(
+            "`{name}` is not a baseline name (letters, digits, `.`, `_`, `-`; as in `main`)"
+        ))
+    }
+}
+
+/// Saves the run in `dir` as the baseline `name` (`bench --save-baseline`), replacing one of
+/// that name.
+pub(crate) fn save_baseline(root: &Path, name: &str, dir: &Path) -> Result<PathBuf> {
+    let file = baseline_file(root, name);
+    if let Some(parent) = file.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    std::fs::write(&file, format!("{}\n", dir.display()))
+        .with_context(|| format!("writing {}", file.display()))?;
+    Ok(file)
+}
+
+/// The run directory saved as the baseline `name` (`compare --baseline`).
+pub(crate) fn baseline(root: &Path, name: &str) -> Result<PathBuf> {
+    let file = baseline_file(root, name);
+    let text = std::fs::read_to_string(&file).with_context(|| {
+        let saved: Vec<String> = std::fs::read_dir(root.join("results").join("baselines"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .collect();
+        format!(
+            "no baseline `{name}` ({}; `cargo xtask bench --save-baseline {name}` saves one)",
+            if saved.is_empty() {
+                "none saved".to_string()
+            } else {
+                format!("saved: {}", saved.join(", "))
+            }
+        )
+    })?;
+    Ok(PathBuf::from(text.trim()))
+}
+
+#[cfg(test)]
+mod baseline_tests {
+    use super::*;
+
+    #[test]
+    fn a_saved_baseline_is_found_by_its_name() {
+        let root = tempfile::tempdir().unwrap();
+        let run = root.path().join("results").join("20261201-000000-abc");
+        std::fs::create_dir_all(&run).unwrap();
+        save_baseline(root.path(), "main", &run).unwrap();
+        assert_eq!(baseline(root.path(), "main").unwrap(), run);
+        let e = format!("{:#}", baseline(root.path(), "other").unwrap_err());
+        assert!(e.contains("no baseline `other` (saved: main;"), "{e}");
+        assert!(baseline_name("../x").is_err() && baseline_name(".x").is_err());
+        assert!(baseline_name("v1.2_rc-3").is_ok());
+    }
+}

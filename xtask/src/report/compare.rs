@@ -30,8 +30,10 @@ use crate::report::{cells, html};
 pub(crate) const HELP: &str = "Exit status:
   0    compared (and, with --fail-above, every point both runs share was judged and none
        failed)
-  1    --fail-above: the gate failed (the rule below); the last line names each point;
-       or a run directory could not be read
+  1    --fail-above: the gate failed (the rule below): a point of B worse than A's, or
+       a point of A that B lost (failed there, or not run); the last line names each
+       point; or a run directory (its summary.json) could not be read, or --out or
+       --json could not be written
   2    refused (bad options, runs that share no point)
   3    --fail-above: inconclusive: nothing failed, but a point both runs share could not
        be judged (the last line names each, with why): not a pass
@@ -85,10 +87,16 @@ fn verdicts(a: &[Row], b: &[Row]) -> Vec<Option<[Option<Verdict>; 4]>> {
 /// Options of `cargo xtask compare`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct CompareArgs {
-    /// The baseline run directory (with summary.json).
+    /// The baseline run directory (with summary.json); with --baseline, the run directory
+    /// compared with the baseline.
     pub(crate) a: PathBuf,
-    /// The run directory compared with it.
-    pub(crate) b: PathBuf,
+    /// The run directory compared with A (not given with --baseline).
+    #[arg(required_unless_present = "baseline")]
+    pub(crate) b: Option<PathBuf>,
+    /// Compare the one run directory given with the baseline NAME that `cargo xtask bench
+    /// --save-baseline NAME` saved: `compare --baseline main results/<run-id>`.
+    #[arg(long, value_name = "NAME", conflicts_with = "b", value_parser = crate::record::run_dir::baseline_name)]
+    pub(crate) baseline: Option<String>,
     /// Also write the comparison, as Markdown, to FILE, and as a page to FILE with the
     /// extension .html.
     #[arg(long, value_name = "FILE")]
@@ -334,14 +342,28 @@ pub(crate) fn help() -> String {
 
 /// Runs `cargo xtask compare`.
 pub(crate) fn run(args: &CompareArgs) -> Result<()> {
-    let a = summary::read_summary(&args.a)?;
-    let b = summary::read_summary(&args.b)?;
+    let (dir_a, dir_b) = match (&args.baseline, &args.b) {
+        (Some(name), _) => (
+            run_dir::baseline(&crate::plan::project_root(), name)
+                .map_err(|e| Usage(format!("--baseline: {e:#}")))?,
+            args.a.clone(),
+        ),
+        (None, Some(b)) => (args.a.clone(), b.clone()),
+        (None, None) => {
+            return Err(Usage(
+                "compare takes two run directories, A and B, or --baseline NAME and one".into(),
+            )
+            .into());
+        }
+    };
+    let a = summary::read_summary(&dir_a)?;
+    let b = summary::read_summary(&dir_b)?;
     let (meta_a, meta_b) = (
-        run_dir::read_meta(&args.a).ok(),
-        run_dir::read_meta(&args.b).ok(),
+        run_dir::read_meta(&dir_a).ok(),
+        run_dir::read_meta(&dir_b).ok(),
     );
     let mut notes = provenance(meta_a.as_ref(), meta_b.as_ref());
-    let (a_name, b_name) = (args.a.display().to_string(), args.b.display().to_string());
+    let (a_name, b_name) = (dir_a.display().to_string(), dir_b.display().to_string());
     let gate = match args.fail_above {
         Some(pct) => {
             let matched = b.iter().any(|rb| {

@@ -14,6 +14,7 @@ pub(crate) mod cells;
 pub(crate) mod compare;
 pub(crate) mod figures;
 pub(crate) mod html;
+pub(crate) mod index;
 pub(crate) mod markdown;
 pub(crate) mod plots;
 pub(crate) mod ranked;
@@ -34,12 +35,21 @@ use crate::record::summary;
 #[derive(Debug, Clone, Args)]
 pub(crate) struct ReportArgs {
     /// The run directory.
-    pub(crate) dir: PathBuf,
+    #[arg(required_unless_present = "index")]
+    pub(crate) dir: Option<PathBuf>,
+    /// Write results/index.md instead: every run directory under results/ with its date,
+    /// commit, suites, servers and headline.
+    #[arg(long, conflicts_with = "dir")]
+    pub(crate) index: bool,
 }
 
 /// Runs `cargo xtask report`.
 pub(crate) fn run(args: &ReportArgs) -> Result<()> {
-    let dir = &args.dir;
+    let Some(dir) = &args.dir else {
+        let path = index::write(&crate::plan::project_root())?;
+        println!("Index: {}", path.display());
+        return Ok(());
+    };
     let rows = summary::read_summary(dir)?;
     let path = dir.join("meta.json");
     let text =

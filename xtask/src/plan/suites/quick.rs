@@ -1,5 +1,5 @@
 //! The `quick` suite: 16-byte echo in closed loop at 1 and 1000 connections, and an open-loop
-//! point where every server handles the same rate, 5 rotated repeats of short points so that
+//! point where every server handles the same rate, 5 repeats in Williams-ordered rounds of short points so that
 //! the column's verdicts (`record::verdict`) find a 10% difference at 2% noise.
 //!
 //! Its points are cut to what 16 default servers × 5 repeats can run in about 5 minutes on 2
@@ -17,8 +17,8 @@ use super::{Defaults, Load, Point, Stop, Sweep, Workload, conns_label};
 pub(super) const DEFAULTS: Defaults = Defaults {
     name: "quick",
     title: "Echo, 16-byte messages",
-    help: "Echo 16 B, closed loop at 1 and 1000 connections, and an open-loop point at a rate every server sustains: CPU per echo and latency at equal load; 5 rotated repeats, enough for the significance test to tell servers apart (about 5 min with the 16 default servers)",
-    // Short points, so that 5 rotated repeats of 16 servers fit in about 5 minutes: the
+    help: "Echo 16 B, closed loop at 1 and 1000 connections, and an open-loop point at a rate every server sustains: CPU per echo and latency at equal load; 5 repeats in rounds (a counterbalanced Williams order), enough for the significance test to tell servers apart (about 5 min with the 16 default servers)",
+    // Short points, so that 5 rounds of 16 servers fit in about 5 minutes: the
     // repeats, not long windows, are what give an interval and a test. This is the open
     // point's window (0.75 s before the new servers came; 10,000 echoes at 20,000/s); the
     // closed ones take `CLOSED_SECS`. The warmup of a point at 1000 connections is 0.4 s

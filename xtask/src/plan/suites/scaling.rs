@@ -26,7 +26,7 @@ pub(super) const DEFAULTS: Defaults = Defaults {
     warmup: 0.4,
     // The closed-loop and equal-load points' connections, then Figure 7's.
     conns: &[1000, 10_000],
-    // Efficiency is a ratio of medians: 3 rotated repeats, as the 16-core table of issue 26.
+    // Efficiency is a ratio of medians: 3 repeats in Williams-ordered rounds, as the 16-core table of issue 26.
     repeats: 3,
     rate_meaning: "echoes/s per worker of the equal-load point (default 20000): W workers get W times it",
     extra_servers: &[],

@@ -27,7 +27,8 @@ const BAND: f64 = 1.10;
 
 /// The figure a suite's conclusion rests on: its first open-loop point's CPU per request
 /// (the comparison one client core can always make), else its largest closed-loop point's
-/// throughput.
+/// throughput. Capacity has none here (its section leads with its own ranking), nor search
+/// (no loadgen rows).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Headline {
     pub(crate) suite: &'static str,
@@ -38,6 +39,10 @@ pub(crate) struct Headline {
 impl Headline {
     /// `suite`'s headline in `rows`, if it has a point that ran.
     pub(crate) fn of(rows: &[Row], suite: Suite) -> Option<Headline> {
+        // Capacity's figure is the search's (capacity.json), not a point's.
+        if suite == Suite::Capacity {
+            return None;
+        }
         let mine: Vec<&Row> = rows
             .iter()
             .filter(|r| r.suite == suite.name() && r.repeats > 0)
@@ -55,12 +60,13 @@ impl Headline {
         })
     }
 
-    fn cost(&self) -> bool {
+    /// Whether the figure is a cost (less is better), not a rate.
+    pub(crate) fn cost(&self) -> bool {
         self.metric == "cpu_us_per_req"
     }
 
     /// The headline value of `r`, with its interval.
-    fn value(&self, r: &Row) -> [Option<f64>; 3] {
+    pub(crate) fn value(&self, r: &Row) -> [Option<f64>; 3] {
         if self.cost() {
             [
                 r.cpu_us_per_req,

@@ -22,6 +22,7 @@ mod scaling;
 use std::fmt::Write as _;
 
 pub(crate) use capacity::capacity_table;
+pub(crate) use conclusion::{Headline, ranked};
 
 use crate::plan::servers::Variant;
 use crate::plan::suites::Suite;
