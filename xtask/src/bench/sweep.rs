@@ -111,9 +111,7 @@ pub(super) fn start_record(
     let argv = if plan.resuming {
         // The run keeps its identity, its start and its options; this is only more of it.
         let before = run_dir::read_meta(&out)?;
-        meta.run_id = before.run_id;
-        meta.started = before.started;
-        meta.command = before.command;
+        meta = meta.resuming(&before);
         recorded = Some(before.orders);
         seed = before.order_seed;
         before.settings["argv"].clone()

@@ -57,6 +57,35 @@ pub(crate) struct Meta {
     /// threads, which loses what threads and processes that exit used.
     #[serde(default)]
     pub(crate) accounting: Option<String>,
+    /// Each `--resume` that completed the run from another commit, or from a tree with
+    /// uncommitted changes: `<commit>[ (uncommitted changes)] at <time>`. The run's `commit`
+    /// stays the one it was started (and mostly measured) with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) resumed_with: Vec<String>,
+}
+
+impl Meta {
+    /// This run's meta as the completion of `before` (`--resume`): the run keeps its id,
+    /// its start, its command and the commit it was started with; a resume from another
+    /// commit, or from a dirty tree, is added to `resumed_with`.
+    pub(crate) fn resuming(mut self, before: &Meta) -> Meta {
+        let now = (self.commit.take(), self.dirty);
+        self.run_id.clone_from(&before.run_id);
+        self.started.clone_from(&before.started);
+        self.command.clone_from(&before.command);
+        self.commit.clone_from(&before.commit);
+        self.dirty = before.dirty;
+        self.resumed_with.clone_from(&before.resumed_with);
+        if now.0 != before.commit || now.1 {
+            self.resumed_with.push(format!(
+                "{}{} at {}",
+                now.0.as_deref().map_or("?", |c| &c[..c.len().min(12)]),
+                if now.1 { " (uncommitted changes)" } else { "" },
+                iso8601(SystemTime::now())
+            ));
+        }
+        self
+    }
 }
 
 /// The percent of CPU time stolen since `start` (stolen and total ticks of
@@ -169,6 +198,7 @@ impl Meta {
             orders: Vec::new(),
             order_seed: None,
             accounting: None,
+            resumed_with: Vec::new(),
         }
     }
 }
@@ -221,5 +251,44 @@ mod tests {
         // A leap day.
         let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
         assert_eq!(iso8601(leap), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn a_resumed_run_keeps_the_commit_it_was_measured_with() {
+        let before = Meta {
+            run_id: "20261201-000000-aaaaaaaaa".into(),
+            started: "2026-12-01T00:00:00Z".into(),
+            commit: Some("aaaaaaaaaaaa0000".into()),
+            command: "cargo xtask bench".into(),
+            ..Meta::default()
+        };
+        let now = Meta {
+            run_id: "20261202-000000-bbbbbbbbb".into(),
+            started: "2026-12-02T00:00:00Z".into(),
+            commit: Some("bbbbbbbbbbbb1111".into()),
+            dirty: true,
+            command: "cargo xtask bench --resume x".into(),
+            ..Meta::default()
+        };
+        let m = now.resuming(&before);
+        assert_eq!(m.commit.as_deref(), Some("aaaaaaaaaaaa0000"));
+        assert!(!m.dirty);
+        assert_eq!(m.run_id, before.run_id);
+        assert_eq!(m.started, before.started);
+        assert_eq!(m.command, before.command);
+        assert_eq!(m.resumed_with.len(), 1);
+        assert!(
+            m.resumed_with[0].starts_with("bbbbbbbbbbbb (uncommitted changes) at "),
+            "{:?}",
+            m.resumed_with
+        );
+        // Resumed again from the run's own clean commit: nothing more to say.
+        let again = Meta {
+            commit: before.commit.clone(),
+            ..Meta::default()
+        }
+        .resuming(&m);
+        assert_eq!(again.commit, before.commit);
+        assert_eq!(again.resumed_with, m.resumed_with);
     }
 }

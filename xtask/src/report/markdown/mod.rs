@@ -158,6 +158,13 @@ fn header(out: &mut String, input: &Input<'_>) {
             ""
         },
     );
+    if !m.resumed_with.is_empty() {
+        let _ = writeln!(
+            out,
+            "**Completed by `--resume` from another commit or a changed tree**: {}; the              points measured then are that code's.\n",
+            m.resumed_with.join("; ")
+        );
+    }
     if let (Some(topology), Some(why)) = (
         m.settings["placement"]["topology"].as_str(),
         m.settings["placement"]["why"].as_str(),
