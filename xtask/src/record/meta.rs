@@ -62,6 +62,69 @@ pub(crate) struct Meta {
     /// stays the one it was started (and mostly measured) with.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) resumed_with: Vec<String>,
+    /// The CPU frequency governor and the turbo (boost) state when the run started. None in
+    /// a run from before they were recorded.
+    #[serde(default)]
+    pub(crate) cpu_frequency: Option<CpuFrequency>,
+}
+
+/// What the kernel says of the CPUs' frequency scaling: a governor that lowers the clock
+/// when idle, or a turbo that raises it while it can, moves CPU-time figures between runs.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub(crate) struct CpuFrequency {
+    /// `scaling_governor` of every CPU (`performance`, `powersave`, `schedutil`; several,
+    /// comma-separated, where CPUs differ), or `not exposed` (a VM, most often).
+    pub(crate) governor: String,
+    /// `on` or `off`, from `intel_pstate/no_turbo` or `cpufreq/boost`, with which; or `not
+    /// exposed`.
+    pub(crate) turbo: String,
+}
+
+/// Not in sysfs here.
+const NOT_EXPOSED: &str = "not exposed";
+
+impl CpuFrequency {
+    /// Read from `sys` (`/sys/devices/system/cpu`).
+    pub(crate) fn read(sys: &Path) -> CpuFrequency {
+        let mut governors: Vec<String> = std::fs::read_dir(sys)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                let name = e.file_name().to_string_lossy().to_string();
+                name.strip_prefix("cpu")
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .filter_map(|e| std::fs::read_to_string(e.path().join("cpufreq/scaling_governor")).ok())
+            .map(|g| g.trim().to_string())
+            .collect();
+        governors.sort();
+        governors.dedup();
+        let read = |p: &str| {
+            std::fs::read_to_string(sys.join(p))
+                .ok()
+                .map(|s| s.trim().to_string())
+        };
+        let turbo = match (read("intel_pstate/no_turbo"), read("cpufreq/boost")) {
+            (Some(v), _) => format!(
+                "{} (intel_pstate/no_turbo = {v})",
+                if v == "0" { "on" } else { "off" }
+            ),
+            (None, Some(v)) => format!(
+                "{} (cpufreq/boost = {v})",
+                if v == "0" { "off" } else { "on" }
+            ),
+            (None, None) => NOT_EXPOSED.into(),
+        };
+        CpuFrequency {
+            governor: if governors.is_empty() {
+                NOT_EXPOSED.into()
+            } else {
+                governors.join(", ")
+            },
+            turbo,
+        }
+    }
 }
 
 impl Meta {
@@ -199,6 +262,7 @@ impl Meta {
             order_seed: None,
             accounting: None,
             resumed_with: Vec::new(),
+            cpu_frequency: Some(CpuFrequency::read(Path::new("/sys/devices/system/cpu"))),
         }
     }
 }
@@ -290,5 +354,37 @@ mod tests {
         .resuming(&m);
         assert_eq!(again.commit, before.commit);
         assert_eq!(again.resumed_with, m.resumed_with);
+    }
+
+    #[test]
+    fn the_governor_and_turbo_are_read_or_not_exposed() {
+        let sys = tempfile::tempdir().unwrap();
+        assert_eq!(
+            CpuFrequency::read(sys.path()),
+            CpuFrequency {
+                governor: "not exposed".into(),
+                turbo: "not exposed".into()
+            }
+        );
+        for (cpu, g) in [
+            ("cpu0", "performance"),
+            ("cpu1", "powersave"),
+            ("cpu2", "performance"),
+        ] {
+            let dir = sys.path().join(cpu).join("cpufreq");
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("scaling_governor"), format!("{g}\n")).unwrap();
+        }
+        std::fs::create_dir_all(sys.path().join("cpufreq")).unwrap();
+        std::fs::write(sys.path().join("cpufreq/boost"), "1\n").unwrap();
+        let f = CpuFrequency::read(sys.path());
+        assert_eq!(f.governor, "performance, powersave");
+        assert_eq!(f.turbo, "on (cpufreq/boost = 1)");
+        std::fs::create_dir_all(sys.path().join("intel_pstate")).unwrap();
+        std::fs::write(sys.path().join("intel_pstate/no_turbo"), "1\n").unwrap();
+        assert_eq!(
+            CpuFrequency::read(sys.path()).turbo,
+            "off (intel_pstate/no_turbo = 1)"
+        );
     }
 }

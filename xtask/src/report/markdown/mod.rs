@@ -173,6 +173,13 @@ fn header(out: &mut String, input: &Input<'_>) {
     }
 
     let _ = writeln!(out, "CPU accounting: {}.\n", accounting_line(m));
+    if let Some(f) = &m.cpu_frequency {
+        let _ = writeln!(
+            out,
+            "CPU frequency: governor {}, turbo {}.\n",
+            f.governor, f.turbo
+        );
+    }
     let quota = m.settings["server_cpu_quota"].as_f64();
     let _ = writeln!(
         out,
@@ -405,7 +412,7 @@ pub(crate) fn method(out: &mut String, input: &Input<'_>) {
     );
     let _ = writeln!(
         out,
-        "- Files: `summary.csv` and `summary.json` (a row per server and point), `meta.json` (machine, kernel, CPU vulnerability mitigations, steal over the run, compilers, command), `<suite>/<server>/<point>.hist` (V2 HdrHistogram) and `.hgrm` (percentile table), loadgen's JSON and interval log, and each server's stderr, beside each point.\n"
+        "- Files: `summary.csv` and `summary.json` (a row per server and point), `meta.json` (machine, kernel, CPU vulnerability mitigations, CPU frequency governor and turbo, steal over the run, compilers, command), `<suite>/<server>/<point>.hist` (V2 HdrHistogram) and `.hgrm` (percentile table), loadgen's JSON and interval log, and each server's stderr, beside each point.\n"
     );
 }
 
