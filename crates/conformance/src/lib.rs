@@ -62,6 +62,7 @@ pub use net::{Deadline, IO_TIMEOUT, connect};
 pub use nix::sys::signal::Signal;
 pub use server::{
     BenchEntry, EXIT_TIMEOUT, Exit, Limit, Need, START_TIMEOUT, Server, ServerSpec, Target,
+    io_uring_usable,
 };
 
 /// The one list of servers, for the suite and for `cargo xtask`: `test_module: "binary"

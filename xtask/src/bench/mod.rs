@@ -8,6 +8,7 @@
 //! It may call every layer: plan, run, record and report.
 
 mod accounting;
+mod build;
 mod capacity;
 pub(crate) mod conform;
 pub(crate) mod exit;
@@ -23,7 +24,7 @@ mod tests;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
 
 use self::plan::{Plan, SearchPlan};
@@ -442,7 +443,7 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
         }
         let slo = args.slo.clone().unwrap_or_else(capacity::default_slo);
         let mut plan = Plan::new(args, &inv)?;
-        build(&plan, &root, &inv)?;
+        build::build(&mut plan, &root, &inv)?;
         conform::gate(&mut plan)?;
         return capacity::run(
             &plan,
@@ -458,34 +459,7 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
         )));
     }
     let mut plan = Plan::new(args, &inv)?;
-    build(&plan, &root, &inv)?;
+    build::build(&mut plan, &root, &inv)?;
     conform::gate(&mut plan)?;
     sweep::run(&plan, &root, &inv, &accounting::accounting_for(quota)?)
-}
-
-/// Builds the plan's servers and loadgen (or, with `--no-build`, checks that they are
-/// built), then checks every `+flag` against its binary.
-fn build(plan: &Plan, root: &std::path::Path, inv: &Inventory) -> Result<()> {
-    let profile = plan.profile.as_str();
-    if plan.no_build {
-        for bin in plan
-            .servers
-            .iter()
-            .filter(|v| !v.is_ext())
-            .map(|v| v.binary.as_str())
-            .filter(|b| inv.peer(b).is_none())
-            .chain(["loadgen"])
-        {
-            let path = inv.binary_path(bin, profile);
-            if !path.is_file() {
-                bail!("{} is not built; run without --no-build", path.display());
-            }
-        }
-    } else {
-        inv.build(root, &plan.servers, profile)?;
-    }
-    if children::interrupted() {
-        bail!("interrupted during the build");
-    }
-    inv.check_flags(&plan.servers, profile)
 }

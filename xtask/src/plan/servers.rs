@@ -200,11 +200,24 @@ pub(crate) struct Inventory {
     pub(crate) go_version: Option<String>,
     /// The peers, whether they are here or not.
     pub(crate) peers: Vec<PeerEntry>,
+    /// Why this kernel cannot run the io_uring servers (`conformance::io_uring_usable`: the
+    /// ring they ask for, the operations they submit), or `None` where it can.
+    pub(crate) io_uring: Option<String>,
 }
 
 /// What the plan asks of the inventory: the peers, what each server serves and lacks, the
 /// names `--servers` takes.
 impl Inventory {
+    /// Why `v` cannot run here: its binary cannot be built ([`Inventory::missing`]), or it
+    /// needs io_uring and this kernel's will not do; `None` where it can.
+    pub(crate) fn cannot_run(&self, v: &Variant) -> Option<String> {
+        self.missing(&v.binary).or_else(|| {
+            let uring = known()
+                .any(|k| k.spec.limits.contains(&conformance::Limit::IoUring) && k.is_base_of(v));
+            self.io_uring.clone().filter(|_| uring)
+        })
+    }
+
     /// The peer whose program is `binary`, if any.
     pub(crate) fn peer(&self, binary: &str) -> Option<&PeerEntry> {
         self.peers.iter().find(|p| p.program == binary)
@@ -257,8 +270,9 @@ impl Inventory {
         let mut run = Vec::new();
         let mut skipped = Vec::new();
         for k in known().filter(|k| k.default) {
-            match self.missing(k.binary) {
-                None => run.push(known_variant(&k, k.name)),
+            let v = known_variant(&k, k.name);
+            match self.cannot_run(&v) {
+                None => run.push(v),
                 Some(why) => skipped.push(format!("{}: {why}", k.name)),
             }
         }
@@ -360,7 +374,7 @@ impl Inventory {
             .filter(|s| !s.is_empty())
         {
             let v = self.parse(spec)?;
-            if let Some(why) = self.missing(&v.binary) {
+            if let Some(why) = self.cannot_run(&v) {
                 bail!("server `{spec}` cannot run here: {why}");
             }
             match out.iter().find(|o| o.name == v.name) {

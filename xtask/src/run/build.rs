@@ -32,6 +32,7 @@ impl Inventory {
                 .as_str()
                 .map_or_else(|| root.join("target"), PathBuf::from),
             peers: crate::run::peers().iter().map(|p| p.entry()).collect(),
+            io_uring: conformance::io_uring_usable().err(),
             ..Inventory::default()
         };
         for pkg in meta["packages"].as_array().into_iter().flatten() {
@@ -63,7 +64,12 @@ impl Inventory {
 
     /// Builds loadgen and the binaries of `variants` (`cargo build -p ...`, and `go build` for
     /// srv-go), printing the builds' own output.
-    pub(crate) fn build(&self, root: &Path, variants: &[Variant], profile: &str) -> Result<()> {
+    pub(crate) fn build(
+        &self,
+        root: &Path,
+        variants: &[Variant],
+        profile: &str,
+    ) -> Result<Option<String>> {
         let mut packages: Vec<&str> = Vec::new();
         for bin in variants
             .iter()
@@ -92,27 +98,35 @@ impl Inventory {
             bail!("cargo build failed ({status}); the output above says why");
         }
         if variants.iter().any(|v| v.binary == "srv-go") {
-            let (Some(dir), Some(version)) = (&self.go_dir, &self.go_version) else {
-                bail!(
-                    "srv-go cannot be built: {}",
-                    self.missing("srv-go").unwrap_or_default()
-                );
-            };
-            let out = self.binary_path("srv-go", profile);
-            eprintln!("building srv-go with {version}");
-            let status = Command::new("go")
-                .arg("build")
-                .arg("-o")
-                .arg(&out)
-                .arg(".")
-                .current_dir(dir)
-                .status()
-                .context("running go build")?;
-            if !status.success() {
-                bail!("go build of peers/go failed ({status}); the output above says why");
-            }
+            return Ok(self.build_go(profile).err());
         }
-        Ok(())
+        Ok(None)
+    }
+
+    /// Builds srv-go, or says why it could not be (no Go, or `go build` failed: a toolchain
+    /// too old, a module that cannot be fetched): the Go servers are then left out of the
+    /// run, which goes on without them, as without Go at all.
+    fn build_go(&self, profile: &str) -> Result<(), String> {
+        let (Some(dir), Some(version)) = (&self.go_dir, &self.go_version) else {
+            return Err(self.missing("srv-go").unwrap_or_default());
+        };
+        let out = self.binary_path("srv-go", profile);
+        eprintln!("building srv-go with {version}");
+        let status = Command::new("go")
+            .arg("build")
+            .arg("-o")
+            .arg(&out)
+            .arg(".")
+            .current_dir(dir)
+            .status()
+            .map_err(|e| format!("go build could not run ({e})"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "go build of peers/go failed with {version} ({status}; the output above says why)"
+            ))
+        }
     }
 
     /// Checks that every `+flag` of the variants is a flag its binary has (`--help`), so that a

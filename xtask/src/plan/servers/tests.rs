@@ -14,6 +14,7 @@ fn inv() -> Inventory {
         go_dir: None,
         go_version: None,
         peers: Vec::new(),
+        io_uring: None,
     }
 }
 
@@ -262,4 +263,40 @@ fn an_outside_server_sits_out_chat_and_compute() {
         msg_size: 16,
         compute_us: 5,
     }));
+}
+
+#[test]
+fn a_kernel_without_usable_io_uring_leaves_the_io_uring_servers_out_with_a_line() {
+    let mut i = inv();
+    i.packages.insert("srv-floor".into(), "server-floor".into());
+    i.io_uring = Some("this kernel has no io_uring (ENOSYS); skipping the io_uring servers".into());
+    let (run, skipped) = i.defaults();
+    let names: Vec<&str> = run.iter().map(|v| v.name.as_str()).collect();
+    // srv-fiber is io_uring throughout; srv-floor only with --api io_uring.
+    assert!(
+        names.contains(&"threads") && names.contains(&"floor-epoll"),
+        "{names:?}"
+    );
+    assert!(
+        !names.contains(&"fiber") && !names.contains(&"floor-uring"),
+        "{names:?}"
+    );
+    for name in ["fiber", "floor-uring"] {
+        assert!(
+            skipped.contains(&format!(
+                "{name}: this kernel has no io_uring (ENOSYS); skipping the io_uring servers"
+            )),
+            "{skipped:?}"
+        );
+    }
+    // Named, it is refused with the reason.
+    let e = i.select("threads,fiber+completer").unwrap_err().to_string();
+    assert!(
+        e.contains("`fiber+completer` cannot run here: this kernel has no io_uring"),
+        "{e}"
+    );
+    // Where io_uring works, both run.
+    i.io_uring = None;
+    let names: Vec<String> = i.defaults().0.into_iter().map(|v| v.name).collect();
+    assert!(names.iter().any(|n| n == "fiber") && names.iter().any(|n| n == "floor-uring"));
 }

@@ -1,3 +1,6 @@
+//! The conclusion's tests, from fixture rows: every server named once, equal ones grouped, the
+//! ranges, the disturbed points, the notes; the ranking and the terminal's lines.
+
 use super::*;
 use crate::record::meta::Meta;
 use crate::report::markdown::glance::tests::row;
