@@ -13,8 +13,10 @@ mod capacity;
 pub(crate) mod conform;
 pub(crate) mod exit;
 mod list;
+mod parse;
 mod plan;
 mod resolution;
+mod resume;
 mod search;
 mod settings;
 mod sweep;
@@ -22,7 +24,6 @@ mod sweep;
 mod tests;
 
 use std::path::PathBuf;
-use std::str::FromStr;
 
 use anyhow::Result;
 use clap::Args;
@@ -35,98 +36,81 @@ use crate::plan::suites::{self, CorpusSize, Overrides, Suite};
 use crate::plan::topology::Topology;
 use crate::run::children;
 
-/// A list of connection counts, `1,10,100`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ConnList(pub(crate) Vec<usize>);
-
-impl FromStr for ConnList {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        suites::parse_conns(s).map(ConnList)
-    }
-}
-
-fn positive(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("`{s}` is not a positive number")),
-    }
-}
-
-fn non_negative(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("`{s}` is not a number of seconds (0 or more)")),
-    }
-}
-
-/// What `--help` says of `--servers`: the suites that add servers to the default ones say
-/// which.
-fn servers_help() -> String {
-    let extra: Vec<&str> = Suite::ALL
-        .iter()
-        .filter_map(|s| s.default_servers_help())
-        .collect();
-    format!(
-        "The servers, comma-separated: a name plus runtime flags, as in \
-         `threads,tokio-per-core,fiber+completer`; `+name=LABEL` names a variant, so that one \
-         server can run twice (`reactor,reactor+name=again`: an A/A run, where every verdict \
-         must be `~`). Any other program that speaks a ringside protocol joins as \
-         `ext:NAME=COMMAND`, with {{addr}}, {{host}}, {{port}}, {{workers}}, {{cpus}} and {{proto}} \
-         filled in; it is put through the protocol's conformance checks first (`cargo xtask \
-         conform`; docs/RING.md). Default: one of each server this checkout can build, and {}. \
-         `--list` names them",
-        extra.join(", ")
-    )
-}
+pub(crate) use self::parse::ConnList;
+use self::parse::{non_negative, positive, servers_help};
 
 /// Options of `cargo xtask bench`.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct BenchArgs {
+    /// The suites to run, comma-separated.
+    ///
     /// The suites to run, comma-separated: quick (the default, about 5 minutes of runs with the
     /// sixteen default servers on 2 CPUs, the build aside), emper-echo, chat-cpu, chat-room,
     /// memory, kv, http, scaling (workers 1, 2, 4, … up to --server-cpus), search (the
     /// file-content search, alone), capacity (latency under load and capacity at --slo,
     /// alone). `--list` describes them.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "quick")]
+    #[arg(
+        help_heading = "What to run",
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "quick"
+    )]
     pub(crate) suite: Vec<Suite>,
 
     /// The servers, comma-separated (see `servers_help`).
-    #[arg(long, value_name = "LIST", help = servers_help())]
+    #[arg(help_heading = "What to run", long, value_name = "LIST", help = "The servers, comma-separated, with runtime flags (`--list` names them)", long_help = servers_help())]
     pub(crate) servers: Option<String>,
 
+    /// The server the verdicts test every other against.
+    ///
     /// The server every other is tested against in the report's verdicts, named in advance;
     /// it must be one of the run's servers [default: floor-epoll for quick, redis for kv,
     /// nginx for http, search-fiber for search, where it runs; else the first of --servers].
-    #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = "What to run", long, value_name = "NAME")]
     pub(crate) reference: Option<String>,
 
+    /// Connection counts to sweep, replacing the suite's.
+    ///
     /// Connection counts to sweep, replacing the suite's (chat-room: connections dealt into
     /// rooms; quick: the open-loop point uses the largest).
-    #[arg(long, value_name = "LIST")]
+    #[arg(help_heading = "Load", long, value_name = "LIST")]
     pub(crate) conns: Option<ConnList>,
 
+    /// Run only the points whose id starts with one of these.
+    ///
     /// Run only the points whose id starts with one of these, comma-separated, as summary.csv's
     /// `point` column names them: `--suite kv --points article` runs the Go event-loop
     /// article's table alone (`article-set-c50`, `article-get-c50`), `--points
     /// redis-benchmark-get` kv's redis-benchmark GETs. A prefix that starts no point of the
     /// suites is refused.
-    #[arg(long, value_name = "PREFIX,...", value_delimiter = ',')]
+    #[arg(
+        help_heading = "What to run",
+        long,
+        value_name = "PREFIX,...",
+        value_delimiter = ','
+    )]
     pub(crate) points: Vec<String>,
 
+    /// Seconds of each point's measured window.
+    ///
     /// Seconds of each point's measured window, replacing the suite's (quick 0.5 at equal load
     /// and 0.3 closed loop, emper-echo 10, chat-cpu 60, chat-room 10, memory 3, kv 1.5, http 2,
     /// scaling 1 and 3 at the Figure 7 point). For emper-echo it also replaces the paper's 2500
     /// echoes per connection.
-    #[arg(long, value_name = "SECS", value_parser = positive)]
+    #[arg(help_heading = "Measurement", long, value_name = "SECS", value_parser = positive)]
     pub(crate) duration: Option<f64>,
 
+    /// Seconds of load before each measured window.
+    ///
     /// Seconds of load before each measured window, not recorded (default 1; quick 0.35 at
     /// equal load and 0.15 closed loop, kv and http 0.5, scaling 0.4, chat-cpu 2; at least 1
     /// per 2500 connections).
-    #[arg(long, value_name = "SECS", value_parser = non_negative)]
+    #[arg(help_heading = "Measurement", long, value_name = "SECS", value_parser = non_negative)]
     pub(crate) warmup: Option<f64>,
 
+    /// Runs of each point, in counterbalanced rounds [default: quick 5].
+    ///
     /// Runs of each point, in rounds over the servers (every server once a round, in a
     /// counterbalanced order: a Williams design, `plan::order`) so that a drift of the
     /// machine spreads over all of them [default: quick 5, search 15, capacity 3, the other
@@ -138,49 +122,93 @@ pub(crate) struct BenchArgs {
     /// 5 finds a 10% difference at 2% noise in 96% of runs; 3 gives verdicts with little
     /// power; more buy smaller differences and narrower intervals (at 5 the median's interval
     /// is [min, max], 94% coverage; from 6 an order-statistic 95% one).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    #[arg(help_heading = "Measurement", long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
     pub(crate) repeat: Option<u32>,
 
+    /// Run the server under this share of one CPU (a cgroup quota).
+    ///
     /// Run the server in a cgroup with this share of one CPU (0.5: half a CPU, enforced every
     /// 2 ms), so that one loadgen core outruns it and closed-loop points measure the server's
     /// capacity under that share. Needs a writable cgroup CPU controller (v1 or v2; root).
-    #[arg(long, value_name = "FRACTION", value_parser = positive)]
+    #[arg(help_heading = "Measurement", long, value_name = "FRACTION", value_parser = positive)]
     pub(crate) server_cpu_quota: Option<f64>,
 
+    /// CPUs the server runs on.
+    ///
     /// CPUs the server runs on [default: from the machine's topology: on 2 CPUs CPU 1; on
     /// more, whole physical cores of one NUMA node, at most half of the CPUs].
-    #[arg(long = "server-cpus", value_name = "LIST")]
+    #[arg(
+        help_heading = "Placement and hosts",
+        long = "server-cpus",
+        value_name = "LIST"
+    )]
     pub(crate) server_cpus_given: Option<CpuList>,
 
+    /// CPUs loadgen runs on.
+    ///
     /// CPUs loadgen runs on, one loadgen thread per CPU [default: every CPU the server does
     /// not have; on 2 CPUs CPU 0].
-    #[arg(long = "client-cpus", value_name = "LIST")]
+    #[arg(
+        help_heading = "Placement and hosts",
+        long = "client-cpus",
+        value_name = "LIST"
+    )]
     pub(crate) client_cpus_given: Option<CpuList>,
 
+    /// Drive the load from these hosts over ssh.
+    ///
     /// Drive the load from these hosts instead of this one, comma-separated, each as ssh takes
     /// it (`user@host`, a Host of your ssh configuration): `loadgen agent` runs on each over
     /// the system's ssh (BatchMode), the connections and the rate split exactly among them,
     /// their histograms added. --client-cpus then applies on each host (default: unpinned, a
     /// worker per CPU there). Needs --server-addr.
-    #[arg(long, value_name = "DEST,...", value_delimiter = ',')]
+    #[arg(
+        help_heading = "Placement and hosts",
+        long,
+        value_name = "DEST,...",
+        value_delimiter = ','
+    )]
     pub(crate) client_hosts: Vec<String>,
 
+    /// With --client-hosts: the address the server listens on.
+    ///
     /// With --client-hosts: the address the server listens on and the clients reach it at
     /// (an address of this host on the network the client hosts share).
-    #[arg(long, value_name = "ADDR", requires = "client_hosts")]
+    #[arg(
+        help_heading = "Placement and hosts",
+        long,
+        value_name = "ADDR",
+        requires = "client_hosts"
+    )]
     pub(crate) server_addr: Option<String>,
 
+    /// With --client-hosts: the ssh configuration file.
+    ///
     /// With --client-hosts: the ssh configuration file to use (`ssh -F FILE`).
-    #[arg(long, value_name = "FILE", requires = "client_hosts")]
+    #[arg(
+        help_heading = "Placement and hosts",
+        long,
+        value_name = "FILE",
+        requires = "client_hosts"
+    )]
     pub(crate) ssh_config: Option<PathBuf>,
 
+    /// With --client-hosts: loadgen's path on the hosts.
+    ///
     /// With --client-hosts: loadgen's path on the hosts [default: this build's, copied over ssh].
-    #[arg(long, value_name = "PATH", requires = "client_hosts")]
+    #[arg(
+        help_heading = "Placement and hosts",
+        long,
+        value_name = "PATH",
+        requires = "client_hosts"
+    )]
     pub(crate) client_loadgen: Option<String>,
 
+    /// Let the server and loadgen share CPUs.
+    ///
     /// Let the server and loadgen share CPUs (they then measure each other); without it,
     /// overlapping --server-cpus and --client-cpus are refused.
-    #[arg(long)]
+    #[arg(help_heading = "Placement and hosts", long)]
     pub(crate) allow_overlap: bool,
 
     /// The server's CPUs, once placed (`BenchArgs::place`).
@@ -195,48 +223,62 @@ pub(crate) struct BenchArgs {
     #[arg(skip)]
     pub(crate) placed: Option<Placed>,
 
+    /// Server worker threads [default: one per server CPU].
+    ///
     /// Server worker threads [default: one per server CPU; scaling sets its own].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(help_heading = "Placement and hosts", long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub(crate) workers: Option<u32>,
 
+    /// The rate of the open-loop point (or the first of a capacity search).
+    ///
     /// quick: echoes/s of the open-loop point (default 20000); chat-room: MSG deliveries/s
     /// (default 5000); scaling: echoes/s per worker at equal load (default 20000); capacity:
     /// the first rate its search tries (default 1000).
-    #[arg(long, value_name = "PER_SEC", value_parser = positive)]
+    #[arg(help_heading = "Load", long, value_name = "PER_SEC", value_parser = positive)]
     pub(crate) rate: Option<f64>,
 
+    /// capacity: the latency objective [default: p99=5ms].
+    ///
     /// capacity: the latency objective each server's capacity is searched at, a percentile
     /// (p50, p90, p95, p99, p99.9, p99.99, max) and a time in us, ms or s: `p99=5ms`,
     /// `p99.9=800us` [default: p99=5ms].
-    #[arg(long, value_name = "PCT=TIME")]
+    #[arg(help_heading = "Load", long, value_name = "PCT=TIME")]
     pub(crate) slo: Option<crate::plan::capacity::Slo>,
 
+    /// How open-loop sends are spaced: uniform or poisson.
+    ///
     /// How open-loop sends are spaced: uniform (evenly, the connections taking turns) or
     /// poisson (each connection a Poisson process: bursts, as independent users make them)
     /// [default: poisson in capacity, uniform elsewhere]. Latency counts from the due time.
-    #[arg(long, value_enum, value_name = "KIND")]
+    #[arg(help_heading = "Load", long, value_enum, value_name = "KIND")]
     pub(crate) arrivals: Option<suites::Arrivals>,
 
     /// The run directory [default: results/<date>-<time>-<commit>].
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = "Output", long, value_name = "DIR")]
     pub(crate) out: Option<PathBuf>,
 
+    /// Save the run as the baseline NAME, for compare --baseline.
+    ///
     /// Save the run, once it ends, as the baseline NAME (results/baselines/NAME, local to
     /// this checkout) for `cargo xtask compare --baseline NAME DIR`; a baseline of that name
     /// is replaced.
-    #[arg(long, value_name = "NAME", value_parser = crate::record::run_dir::baseline_name)]
+    #[arg(help_heading = "Output", long, value_name = "NAME", value_parser = crate::record::run_dir::baseline_name)]
     pub(crate) save_baseline: Option<String>,
 
+    /// The seed of the servers' order in each round.
+    ///
     /// The seed that draws which server plays which part of each point's counterbalanced
     /// order; the run records it (`order_seed` in meta.json), and the same seed with the same
     /// suites and servers draws the same orders again [default: a fresh one each run].
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Measurement", long, value_name = "N")]
     pub(crate) order_seed: Option<u64>,
 
+    /// Complete the run in DIR, which stopped before its end.
+    ///
     /// Complete the run in DIR, which stopped before its end (killed, a lost session, a
     /// power cut): its own options (from its meta.json) again, and only the runs of points
     /// that left no outcome. Takes no other option but --no-build and --quiet-wait.
-    #[arg(long, value_name = "DIR", conflicts_with_all = [
+    #[arg(help_heading = "Output", long, value_name = "DIR", conflicts_with_all = [
         "suite", "servers", "reference", "conns", "points", "duration", "warmup", "repeat", "server_cpu_quota",
         "server_cpus_given", "client_cpus_given", "allow_overlap", "workers", "rate", "out",
         "list", "client_hosts", "server_addr", "ssh_config", "client_loadgen", "order_seed",
@@ -249,36 +291,51 @@ pub(crate) struct BenchArgs {
     pub(crate) resuming: bool,
 
     /// Describe the suites and the servers, and exit.
-    #[arg(long)]
+    #[arg(help_heading = "What to run", long)]
     pub(crate) list: bool,
 
+    /// Seconds to wait for idle CPUs before each point.
+    ///
     /// Before each point, wait up to this many seconds for the server's and loadgen's CPUs to
     /// be idle (90%), so that a point does not measure another program too; 0 does not wait.
-    #[arg(long, default_value_t = 10.0, value_name = "SECS", value_parser = non_negative)]
+    #[arg(help_heading = "Measurement", long, default_value_t = 10.0, value_name = "SECS", value_parser = non_negative)]
     pub(crate) quiet_wait: f64,
 
     /// Use the binaries already built instead of building them.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     pub(crate) no_build: bool,
 
+    /// search: the directory tree to search.
+    ///
     /// search: the directory tree to search [default: the generated corpus, written once
     /// under target/search-corpus/].
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = "What to run", long, value_name = "DIR")]
     pub(crate) tree: Option<PathBuf>,
 
+    /// search: the generated corpus, full or small.
+    ///
     /// search: the generated corpus when no --tree is given: full (about 40,000 files,
     /// 300 MB) or small (2,000 files, 16 MB, for a quick look).
-    #[arg(long, value_enum, default_value = "full")]
+    #[arg(help_heading = "What to run", long, value_enum, default_value = "full")]
     pub(crate) corpus: CorpusSize,
 
+    /// search: the byte string to count in a --tree.
+    ///
     /// search: the byte string to count in a --tree (the generated corpus plants its own,
     /// io_uring).
-    #[arg(long, default_value = "io_uring", value_name = "STR")]
+    #[arg(
+        help_heading = "What to run",
+        long,
+        default_value = "io_uring",
+        value_name = "STR"
+    )]
     pub(crate) needle: String,
 
+    /// search: drop the page cache before every run (root only).
+    ///
     /// search: drop the page cache before every run (root only) instead of one untimed
     /// warm-up pass.
-    #[arg(long)]
+    #[arg(help_heading = "What to run", long)]
     pub(crate) cold: bool,
 
     /// The cargo profile to build and run (release; dev for quick tests of the harness).
@@ -349,70 +406,12 @@ fn scaling_stop(server_cpus: &CpuList) -> String {
     suites::scaling_stop_reason(server_cpus, machine)
 }
 
-/// The bench command line as given, after `bench`, without `--out` (the run directory is
-/// the run's own): what `--resume` parses again.
-pub(crate) fn own_argv() -> Vec<String> {
-    let all: Vec<String> = std::env::args().collect();
-    let start = all
-        .iter()
-        .position(|a| a == "bench")
-        .map_or(all.len(), |i| i + 1);
-    let mut out = Vec::new();
-    let mut it = all[start..].iter();
-    while let Some(a) = it.next() {
-        if a == "--out" {
-            it.next();
-        } else if !a.starts_with("--out=") {
-            out.push(a.clone());
-        }
-    }
-    out
-}
-
-/// The options of the run in `dir`, to complete it: parsed again from its `meta.json`, with
-/// `--no-build` and `--quiet-wait` as given now.
-fn resumed(dir: &std::path::Path, now: &BenchArgs) -> Result<BenchArgs> {
-    #[derive(clap::Parser)]
-    struct Again {
-        #[command(flatten)]
-        bench: BenchArgs,
-    }
-    let meta = crate::record::run_dir::read_meta(dir)
-        .map_err(|e| anyhow::Error::new(Usage(format!("--resume {}: {e:#}", dir.display()))))?;
-    let Some(argv) = meta.settings["argv"].as_array() else {
-        return Err(anyhow::Error::new(Usage(format!(
-            "--resume {}: its meta.json does not record the bench's options (a run made before \
-             --resume existed, or not by cargo xtask bench)",
-            dir.display()
-        ))));
-    };
-    let argv: Vec<String> = argv
-        .iter()
-        .filter_map(|a| a.as_str().map(String::from))
-        .collect();
-    let mut args =
-        <Again as clap::Parser>::try_parse_from(std::iter::once("bench".to_string()).chain(argv))
-            .map_err(|e| {
-                anyhow::Error::new(Usage(format!(
-                    "--resume {}: its recorded options no longer parse: {}",
-                    dir.display(),
-                    e.to_string().lines().next().unwrap_or_default()
-                )))
-            })?
-            .bench;
-    args.out = Some(dir.to_path_buf());
-    args.resuming = true;
-    args.no_build = now.no_build;
-    args.quiet_wait = now.quiet_wait;
-    Ok(args)
-}
-
 /// Runs `cargo xtask bench`: the command line (and a run to resume) placed on this
 /// machine, then `--list`, the search suite's own flow, or the sweep: the [`Plan`], the
 /// build, and [`sweep::run`].
 pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     if let Some(dir) = args.resume.clone() {
-        args = resumed(&dir, &args)?;
+        args = resume::resumed(&dir, &args)?;
     }
     args.place(&Topology::of_this_machine()?)?;
     // Before anything else, so that a user who cannot drop caches learns it at once.

@@ -117,7 +117,7 @@ pub(super) fn start_record(
         before.settings["argv"].clone()
     } else {
         run_dir::create(&out)?;
-        serde_json::json!(super::own_argv())
+        serde_json::json!(super::resume::own_argv())
     };
     let out = out.canonicalize().unwrap_or(out);
     meta.settings = super::settings::settings(plan, accounting, argv);
