@@ -327,7 +327,9 @@ pub(crate) fn draw_figure(
         legend_low: figure.x_scale == Scale::Nines,
     };
     let file = format!("plots/{suite}-{}.svg", figure.name);
-    plots::draw(&plot, &run_dir.join(&file))?;
+    // Each server keeps its colour and marker in every figure of the run.
+    let order = crate::record::row::servers(rows);
+    plots::draw(&plot, &order, &run_dir.join(&file))?;
     Ok(Some(PlotFile {
         suite: suite.to_string(),
         file,

@@ -84,6 +84,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<()> {
         capacity: &capacity,
     };
     write(dir, &input)?;
+    print!("{}", markdown::terminal(&input));
     println!("Report: {}", dir.join("report.md").display());
     Ok(())
 }

@@ -56,7 +56,7 @@ pub(crate) struct Plot {
 }
 
 /// Distinct colours, one per server, in the order the servers ran; past them, lines are
-/// dashed.
+/// dashed and their markers another shape ([`Style`]).
 const COLOURS: [RGBColor; 12] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
@@ -163,8 +163,49 @@ type Chart<'a, 'b> = ChartContext<
 /// How a drawing error is told: with the file it was for.
 type Fail<'a> = &'a dyn Fn(&dyn std::fmt::Debug) -> anyhow::Error;
 
-/// Draws `plot` into an SVG file at `path`: the axes, each line, the bounds, the legend.
-pub(crate) fn draw(plot: &Plot, path: &Path) -> Result<()> {
+/// The shape of a line's markers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Shape {
+    Circle,
+    Triangle,
+    Square,
+}
+
+/// How a server's line looks: a colour and a marker shape, dashed past the first colours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Style {
+    pub(crate) colour: (u8, u8, u8),
+    pub(crate) shape: Shape,
+    pub(crate) dashed: bool,
+}
+
+/// The style of the `k`th server of a run: the colours in turn, then again dashed with
+/// triangles, then with squares: 36 servers before a colour and shape repeat.
+pub(crate) fn style(k: usize) -> Style {
+    let RGBColor(r, g, b) = COLOURS[k % COLOURS.len()];
+    let shape = [Shape::Circle, Shape::Triangle, Shape::Square][k / COLOURS.len() % 3];
+    Style {
+        colour: (r, g, b),
+        shape,
+        dashed: k >= COLOURS.len(),
+    }
+}
+
+/// The style of the line named `name`, `i`th of its plot: by the name's place in `order`
+/// (the run's servers, in the order they ran), so that a server looks the same in every
+/// figure of a run whichever others the figure holds; a name not in it comes after them.
+pub(crate) fn style_of(order: &[String], name: &str, i: usize) -> Style {
+    style(
+        order
+            .iter()
+            .position(|s| s == name)
+            .unwrap_or(order.len() + i),
+    )
+}
+
+/// Draws `plot` into an SVG file at `path`: the axes, each line (styled by its name's place
+/// in `order`: [`style_of`]), the bounds, the legend.
+pub(crate) fn draw(plot: &Plot, order: &[String], path: &Path) -> Result<()> {
     let err = |e: &dyn std::fmt::Debug| anyhow!("drawing {}: {e:?}", path.display());
     let mapped: Vec<Vec<(f64, f64, bool)>> = plot
         .lines
@@ -205,7 +246,8 @@ pub(crate) fn draw(plot: &Plot, path: &Path) -> Result<()> {
     draw_mesh(&mut chart, plot, (x0, x1), (y0, y1), &err)?;
     let mut any_client_bound = false;
     for (i, (line, pts)) in plot.lines.iter().zip(&mapped).enumerate() {
-        draw_line(&mut chart, plot, i, line, pts, &err)?;
+        let style = style_of(order, &line.name, i);
+        draw_line(&mut chart, plot, style, line, pts, &err)?;
         any_client_bound |= pts.iter().any(|p| p.2);
     }
     for (b, &y) in plot.bounds.iter().zip(&bound_ys) {
@@ -262,38 +304,49 @@ fn draw_mesh(
         .map_err(|e| err(&e))
 }
 
-/// Line `i` of the plot: its stroke (dashed past the colours), its markers (hollow where
+/// A line of the plot in its [`Style`]: its stroke, its markers (hollow where
 /// client-bound) and its error bars; `pts` are its points on the axes.
 fn draw_line(
     chart: &mut Chart<'_, '_>,
     plot: &Plot,
-    i: usize,
+    style: Style,
     line: &Line,
     pts: &[(f64, f64, bool)],
     err: Fail<'_>,
 ) -> Result<()> {
-    let colour = COLOURS[i % COLOURS.len()];
+    let (r, g, b) = style.colour;
+    let colour = RGBColor(r, g, b);
     let xy = pts.iter().map(|p| (p.0, p.1));
-    let drawn = if i < COLOURS.len() {
-        chart.draw_series(LineSeries::new(xy, colour.stroke_width(2)))
-    } else {
+    let drawn = if style.dashed {
         chart.draw_series(DashedLineSeries::new(xy, 10, 5, colour.stroke_width(2)))
+    } else {
+        chart.draw_series(LineSeries::new(xy, colour.stroke_width(2)))
     };
     drawn
         .map_err(|e| err(&e))?
         .label(line.name.clone())
         .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(2)));
     if line.markers {
-        chart
-            .draw_series(pts.iter().map(|&(x, y, cb)| {
-                let style = if cb {
-                    colour.stroke_width(2)
-                } else {
-                    colour.filled()
-                };
-                Circle::new((x, y), 4, style)
-            }))
-            .map_err(|e| err(&e))?;
+        let fill = |cb: bool| {
+            if cb {
+                colour.stroke_width(2)
+            } else {
+                colour.filled()
+            }
+        };
+        let at = pts.iter().copied();
+        match style.shape {
+            Shape::Circle => {
+                chart.draw_series(at.map(|(x, y, cb)| Circle::new((x, y), 4, fill(cb))))
+            }
+            Shape::Triangle => {
+                chart.draw_series(at.map(|(x, y, cb)| TriangleMarker::new((x, y), 5, fill(cb))))
+            }
+            Shape::Square => chart.draw_series(at.map(|(x, y, cb)| {
+                EmptyElement::at((x, y)) + Rectangle::new([(-4, -4), (4, 4)], fill(cb))
+            })),
+        }
+        .map_err(|e| err(&e))?;
     }
     let bars: Vec<(f64, f64, f64, f64)> = line
         .bars
@@ -400,9 +453,40 @@ mod tests {
             }],
             legend_low: true,
         };
-        draw(&plot, &path).unwrap();
+        draw(&plot, &["threads".to_string()], &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("threads") && svg.contains("client-bound"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The sixteen servers of the default run, as the conformance list names them.
+    fn sixteen() -> Vec<String> {
+        conformance::SERVERS
+            .iter()
+            .filter_map(|s| s.bench.filter(|b| b.default).map(|b| b.name.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn every_default_server_has_a_style_of_its_own_in_every_figure() {
+        let order = sixteen();
+        assert_eq!(order.len(), 16, "{order:?}");
+        let styles: std::collections::HashSet<(u8, u8, u8, Shape)> = order
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let st = style_of(&order, s, i);
+                (st.colour.0, st.colour.1, st.colour.2, st.shape)
+            })
+            .collect();
+        assert_eq!(styles.len(), 16, "two servers share a colour and a marker");
+        // A figure that holds some of the servers only (capacity's kv, say) styles each
+        // as the run does, whatever its place among the figure's lines.
+        for (i, s) in order.iter().enumerate().rev() {
+            assert_eq!(style_of(&order, s, 0), style(i));
+            assert_eq!(style_of(&order, s, 7), style(i));
+        }
+        // A line the run's order lacks comes after them all.
+        assert_eq!(style_of(&order, "ext:mine", 2), style(18));
     }
 }

@@ -283,12 +283,24 @@ fn notes(input: &Input<'_>, suite: Suite) -> Vec<String> {
     NOTES.iter().filter_map(|n| n(input, suite)).collect()
 }
 
-/// The conclusion of the run: a paragraph for each suite of the run with a headline.
+/// `suite`'s paragraph: capacity's from its searches, another's from its headline point.
+fn paragraph_of(input: &Input<'_>, suite: Suite) -> Option<String> {
+    if suite == Suite::Capacity {
+        let mut p = capacity::paragraph(input.capacity)?;
+        for n in notes(input, suite) {
+            let _ = write!(p, " {n}");
+        }
+        return Some(p);
+    }
+    paragraph(input, suite, &notes(input, suite))
+}
+
+/// The conclusion of the run: a paragraph for each suite of the run that has one.
 pub(crate) fn paragraphs(input: &Input<'_>) -> Vec<String> {
     input
         .suites
         .iter()
-        .filter_map(|&suite| paragraph(input, suite, &notes(input, suite)))
+        .filter_map(|&suite| paragraph_of(input, suite))
         .collect()
 }
 
@@ -325,12 +337,12 @@ pub(crate) fn ranked(rows: &[Row], suite: Suite, names: &[String]) -> Vec<String
 pub(crate) fn terminal(input: &Input<'_>) -> String {
     let mut out = String::new();
     for &suite in input.suites {
+        if let Some(p) = paragraph_of(input, suite) {
+            let _ = writeln!(out, "{p}\n");
+        }
         let Some(h) = Headline::of(input.rows, suite) else {
             continue;
         };
-        if let Some(p) = paragraph(input, suite, &notes(input, suite)) {
-            let _ = writeln!(out, "{p}\n");
-        }
         let names = ranked(input.rows, suite, &servers(input.rows));
         let reference = super::reference(input, suite, &names);
         let col = Column::new(
@@ -356,17 +368,24 @@ pub(crate) fn terminal(input: &Input<'_>) -> String {
             let Some(r) = find(input.rows, h.suite, s, &h.point) else {
                 continue;
             };
-            let _ = writeln!(
-                out,
-                "  {s:<20} {:<32} {}",
-                mark(Some(r), h.cell(r)),
-                col.cell(s)
-            );
+            let verdict = match col.cell(s) {
+                // One run: no verdict, the bare multiple.
+                none if none == "–" => {
+                    let base = reference
+                        .as_deref()
+                        .and_then(|b| find(input.rows, h.suite, b, &h.point))
+                        .and_then(|b| h.value(b)[0]);
+                    col.multiple(s, h.value(r)[0], base).trim().to_string()
+                }
+                cell => cell,
+            };
+            let _ = writeln!(out, "  {s:<20} {:<32} {verdict}", mark(Some(r), h.cell(r)));
         }
         out.push('\n');
     }
     out
 }
 
+mod capacity;
 #[cfg(test)]
 mod tests;
