@@ -21,6 +21,7 @@
 //!
 //! It may call nothing else of xtask.
 
+mod delegated;
 mod join;
 
 use std::fs;
@@ -141,8 +142,10 @@ impl Quota {
         };
         drop(quota.cap(None).map_err(|e| {
             format!(
-                "cannot make a cgroup with a CPU quota under {}: {e} (run as root, or give \
-                 this user a delegated cgroup)",
+                "cannot make a cgroup with a CPU quota under {}: {e}. Run it as root (`sudo \
+                 env PATH=$PATH cargo xtask bench …`); or, without the quota, make the server \
+                 the limit another way: `--servers NAME+compute-us=100` (100 µs of CPU per \
+                 echo) or `--client-hosts` (the load from other machines)",
                 quota.root().display()
             )
         })?);
@@ -220,15 +223,28 @@ impl Accounting {
                 let root = match &h {
                     Hierarchy::V1(p) | Hierarchy::V2(p) => p.clone(),
                 };
-                Group::make(&root)
-                    .and_then(|g| g.holds_a_process())
-                    .map(|()| h)
-                    .map_err(|e| {
-                        format!(
-                            "cannot make a cgroup under {} and move a process into it: {e}",
-                            root.display()
-                        )
-                    })
+                let usable = |dir: &Path| Group::make(dir).and_then(|g| g.holds_a_process());
+                let at_root = usable(&root);
+                if let (Err(e), Hierarchy::V2(mount)) = (&at_root, &h) {
+                    // Not root: the user's delegated subtree, if the run is in one.
+                    let own = delegated::own().unwrap_or_default();
+                    return delegated::candidates(mount, &own)
+                        .into_iter()
+                        .find(|dir| usable(dir).is_ok())
+                        .map(Hierarchy::V2)
+                        .ok_or_else(|| {
+                            format!(
+                                "cannot make a cgroup under {} and move a process into it ({e}),                                  nor in a delegated subtree of this process's cgroup ({own});                                  run it as root, or in a delegated scope of this user:                                  `systemd-run --user --scope -p Delegate=yes cargo xtask bench …`",
+                                root.display()
+                            )
+                        });
+                }
+                at_root.map(|()| h).map_err(|e| {
+                    format!(
+                        "cannot make a cgroup under {} and move a process into it: {e}",
+                        root.display()
+                    )
+                })
             });
         match found {
             Ok(hierarchy) => Accounting::Cgroups { hierarchy, quota },
@@ -262,7 +278,7 @@ impl Accounting {
                 p.display()
             ),
             Accounting::Tree { why } => format!(
-                "process tree (/proc/PID/stat utime+stime+cutime+cstime at the window's edges, exact to a 10 ms tick a process; a process that leaves the tree unreaped is lost): {why}"
+                "process tree (/proc/PID/stat utime+stime+cutime+cstime at the window's edges, exact to a 10 ms tick a process: against quick's 0.5 s window a tick is 2% of a CPU, against a 0.3 s one 3.3%, so a point's CPU per request is that coarse; a process that leaves the tree unreaped is lost): {why}"
             ),
         }
     }
