@@ -105,6 +105,15 @@ fn plural(unit: &str) -> String {
     }
 }
 
+/// `name's`, or `name'` where it ends in s.
+pub(crate) fn possessive(name: &str) -> String {
+    if name.ends_with('s') {
+        format!("{name}'")
+    } else {
+        format!("{name}'s")
+    }
+}
+
 /// `n` in words up to twelve.
 fn count(n: usize) -> String {
     const WORDS: [&str; 13] = [
@@ -216,8 +225,9 @@ pub(crate) fn paragraph(input: &Input<'_>, suite: Suite, notes: &[String]) -> Op
         format!("{}/s", plural(unit(h.suite)))
     };
     let mut text = format!(
-        "{}, against {reference}'s {what} (the reference): ",
-        at(&h, first)
+        "{}, against {} {what} (the reference): ",
+        at(&h, first),
+        possessive(&reference)
     );
     let mut parts = Vec::new();
     if !same.is_empty() {

@@ -4,7 +4,7 @@
 //!
 //! It may call what `markdown` may.
 
-use super::{and, bands, count};
+use super::{and, bands, count, possessive};
 use crate::record::capacity::Capacity;
 use crate::report::cells::fmt_rate;
 
@@ -56,7 +56,8 @@ fn workload(lines: &[&Capacity]) -> Option<String> {
         return Some(text);
     };
     text.push_str(&format!(
-        ", against {reference}'s capacity ({}/s): ",
+        ", against {} capacity ({}/s): ",
+        possessive(reference),
         fmt_rate(Some(base))
     ));
     let (mut same, mut apart, mut raw, mut bounds) = (vec![], vec![], vec![], vec![]);

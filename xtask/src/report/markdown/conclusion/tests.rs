@@ -137,3 +137,9 @@ fn ranked_puts_the_cheapest_first_and_the_terminal_a_line_a_server() {
     );
     assert!(!t.contains("| ---"), "{t}");
 }
+
+#[test]
+fn a_name_ending_in_s_takes_an_apostrophe_alone() {
+    assert_eq!(possessive("threads"), "threads'");
+    assert_eq!(possessive("floor-epoll"), "floor-epoll's");
+}
