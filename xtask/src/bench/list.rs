@@ -23,7 +23,7 @@ pub(super) fn list(args: &BenchArgs, inv: &Inventory) {
         match inv.parse(&name) {
             Ok(v) => {
                 let mut state = inv
-                    .missing(&v.binary)
+                    .cannot_run(&v)
                     .map_or_else(|| "buildable".to_string(), |why| format!("not here: {why}"));
                 if not_default().iter().any(|(n, _)| *n == name) {
                     state.push_str("; not in the default run: name it in --servers");
