@@ -429,8 +429,15 @@ pub(super) fn report(plan: &Plan, out: &Path, meta: &Meta, rows: &[Row]) -> Resu
         "Report: {} (and report.html)",
         out.join("report.md").display()
     );
+    // A run among the others in results/ joins their index.
+    let root = crate::plan::project_root();
+    let results = root.join("results").canonicalize().ok();
+    if results.is_some() && out.parent() == results.as_deref() {
+        let index = crate::report::index::write(&root)?;
+        println!("Index of every run: {}", index.display());
+    }
     if let Some(name) = plan.given["save_baseline"].as_str() {
-        let file = run_dir::save_baseline(&crate::plan::project_root(), name, out)?;
+        let file = run_dir::save_baseline(&root, name, out)?;
         println!("Baseline `{name}`: {} ({})", out.display(), file.display());
     }
     if meta.interrupted {

@@ -143,3 +143,22 @@ fn a_name_ending_in_s_takes_an_apostrophe_alone() {
     assert_eq!(possessive("threads"), "threads'");
     assert_eq!(possessive("floor-epoll"), "floor-epoll's");
 }
+
+#[test]
+fn the_at_a_glance_table_is_ranked_by_the_headline_figure() {
+    let rows = fixture();
+    let meta = Meta::default();
+    let mut out = String::new();
+    crate::report::markdown::glance::at_a_glance(&mut out, &input_of(&meta, &rows));
+    let at = |s: &str| {
+        out.find(&format!("| **{s}** |"))
+            .unwrap_or_else(|| panic!("{s} not in {out}"))
+    };
+    // Ranked by CPU per echo, the cheapest first (a disturbed one too, by its median),
+    // where the run's order (the fixture's) put busy last.
+    assert!(at("floor-epoll") < at("tokio-uring"), "{out}");
+    assert!(at("tokio-uring") < at("smol"), "{out}");
+    assert!(at("smol") < at("glommio"), "{out}");
+    assert!(at("glommio") < at("threads-process"), "{out}");
+    assert!(at("busy") < at("tokio-uring"), "{out}");
+}
