@@ -433,8 +433,10 @@ pub(super) fn report(plan: &Plan, out: &Path, meta: &Meta, rows: &[Row]) -> Resu
     let root = crate::plan::project_root();
     let results = root.join("results").canonicalize().ok();
     if results.is_some() && out.parent() == results.as_deref() {
-        let index = crate::report::index::write(&root)?;
-        println!("Index of every run: {}", index.display());
+        match crate::report::index::write(&root) {
+            Ok(index) => println!("Index of every run: {}", index.display()),
+            Err(e) => eprintln!("results/index.md not written: {e:#}"),
+        }
     }
     if let Some(name) = plan.given["save_baseline"].as_str() {
         let file = run_dir::save_baseline(&root, name, out)?;
