@@ -16,12 +16,13 @@ use crate::record::row::Row;
 /// The exit statuses, for `cargo xtask bench --help`.
 pub(crate) const HELP: &str = "Exit status:
   0    every planned point ran (also a --resume that completes a run); a default
-       server left out for a missing optional tool (Go, say) is a line of the
-       report's \"Not in this run\", not a failure
+       server left out for a missing optional tool (Go, say), a Go build that
+       failed or a kernel whose io_uring will not do is a line of the report's
+       \"Not in this run\", not a failure
   1    a point failed, or a server named in --servers was refused and not measured
        (an ext: server that failed its conformance checks): everything measured is
        written, and the last line says what and where report.md says why; or the run
-       could not go on (a build failed, a client host could not be reached)
+       could not go on (the Rust build failed, a client host could not be reached)
   2    refused before anything ran (the options, an unknown server, a --resume
        of what is no run)
   130  interrupted (Ctrl-C); --resume DIR completes the run";
