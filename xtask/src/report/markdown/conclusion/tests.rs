@@ -162,3 +162,17 @@ fn the_at_a_glance_table_is_ranked_by_the_headline_figure() {
     assert!(at("glommio") < at("threads-process"), "{out}");
     assert!(at("busy") < at("tokio-uring"), "{out}");
 }
+
+#[test]
+fn a_suite_without_traffic_has_no_headline_and_a_closed_one_its_throughput() {
+    let mut rows = vec![
+        crate::record::row::tests::row("a", "c10", 10.0, 1000.0),
+        crate::record::row::tests::row("a", "c100", 100.0, 3000.0),
+    ];
+    let h = Headline::of(&rows, Suite::Quick).unwrap();
+    assert_eq!((h.point.as_str(), h.metric), ("c100", "throughput_per_sec"));
+    for r in &mut rows {
+        r.throughput_per_sec = None;
+    }
+    assert_eq!(Headline::of(&rows, Suite::Quick), None);
+}
