@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use super::Input;
 use crate::plan::suites::Suite;
-use crate::record::row::{DISTURBED_PCT, Row, STEAL_PCT, find, servers};
+use crate::record::row::{DISTURBED_PCT, Row, STEAL_PCT, find, servers, servers_that_ran};
 use crate::report::cells::{Column, fmt_rate, fmt_us, mark, with_ci};
 use crate::report::verdicts;
 
@@ -39,8 +39,9 @@ pub(crate) struct Headline {
 impl Headline {
     /// `suite`'s headline in `rows`, if it has a point that ran.
     pub(crate) fn of(rows: &[Row], suite: Suite) -> Option<Headline> {
-        // Capacity's figure is the search's (capacity.json), not a point's.
-        if suite == Suite::Capacity {
+        // Capacity's figure is the search's (capacity.json), not a point's; memory's is
+        // memory, which has no verdicts.
+        if matches!(suite, Suite::Capacity | Suite::Memory) {
             return None;
         }
         let mine: Vec<&Row> = rows
@@ -357,8 +358,15 @@ pub(crate) fn terminal(input: &Input<'_>) -> String {
         let Some(h) = Headline::of(input.rows, suite) else {
             continue;
         };
-        let names = ranked(input.rows, suite, &servers(input.rows));
-        let reference = super::reference(input, suite, &names);
+        let mine: Vec<Row> = input
+            .rows
+            .iter()
+            .filter(|r| r.suite == h.suite)
+            .cloned()
+            .collect();
+        // The reference as the verdicts name it: by the run's order, not the ranking's.
+        let reference = super::reference(input, suite, &servers_that_ran(&mine));
+        let names = ranked(input.rows, suite, &servers(&mine));
         let col = Column::new(
             input.rows,
             h.suite,

@@ -42,9 +42,12 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
             );
         }
     } else {
-        let names = super::conclusion::ranked(rows, Suite::Quick, &quick_servers(rows));
-        let reference = super::reference(input, Suite::Quick, &names);
+        // The reference by the run's order (the first server, where none is named); the
+        // table ranked by the headline figure.
+        let order = quick_servers(rows);
+        let reference = super::reference(input, Suite::Quick, &order);
         let reference = reference.as_deref();
+        let names = super::conclusion::ranked(rows, Suite::Quick, &order);
         // 1. CPU per echo at equal load: the comparison one client core can always make.
         if !open.is_empty() {
             table_at_equal_load(out, input, &names, &open, reference);

@@ -176,3 +176,28 @@ fn a_suite_without_traffic_has_no_headline_and_a_closed_one_its_throughput() {
     }
     assert_eq!(Headline::of(&rows, Suite::Quick), None);
 }
+
+#[test]
+fn without_a_named_reference_the_first_server_run_is_it_whatever_the_ranking() {
+    // The floor is not in the run: the reference is the first server that ran, `dear`,
+    // though the ranking puts `cheap` first.
+    let rows = vec![
+        row("dear", "open", "open", &cpu(1.5, 0), None),
+        row("cheap", "open", "open", &cpu(1.0, 1), None),
+    ];
+    let meta = Meta::default();
+    let input = input_of(&meta, &rows);
+    let p = paragraph(&input, Suite::Quick, &[]).unwrap();
+    assert!(p.contains("against dear's CPU per echo"), "{p}");
+    let t = terminal(&input);
+    let line = |s: &str| t.lines().find(|l| l.trim_start().starts_with(s)).unwrap();
+    assert!(line("dear").ends_with("reference"), "{t}");
+    assert!(line("cheap").contains("0.6"), "{t}");
+    let mut out = String::new();
+    crate::report::markdown::glance::at_a_glance(&mut out, &input);
+    assert!(out.contains("Verdicts against **dear**"), "{out}");
+    assert!(
+        out.find("| **cheap** |") < out.find("| **dear** |"),
+        "{out}"
+    );
+}
