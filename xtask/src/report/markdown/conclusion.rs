@@ -178,7 +178,7 @@ fn at(h: &Headline, r: &Row) -> String {
             plural(u),
             r.conns
         ),
-        None => format!("With {} connections in a closed loop", r.conns),
+        None => format!("In a closed loop at {}", r.label),
     }
 }
 
