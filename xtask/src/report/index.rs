@@ -141,7 +141,9 @@ pub(crate) fn render(results: &Path) -> Result<String> {
         .filter(|e| e.path().is_dir())
         .map(|e| e.file_name().to_string_lossy().to_string())
         .collect();
-    dirs.sort_unstable_by(|a, b| b.cmp(a));
+    // Run ids (a date first) newest first, then the other directories (a set of A/A runs).
+    let dated = |d: &String| d.starts_with(|c: char| c.is_ascii_digit());
+    dirs.sort_unstable_by(|a, b| dated(b).cmp(&dated(a)).then_with(|| b.cmp(a)));
     let body: Vec<Vec<String>> = dirs
         .iter()
         .map(|d| entry(&results.join(d), d))
