@@ -242,11 +242,29 @@ fn a_killed_run_renders_and_resumes() {
         serde_json::json!([["threads"], ["threads"]])
     );
 
+    // As though the run had been started from another commit than the checkout's now:
+    // --resume keeps the run's commit, and says it was completed from this one.
+    let started_at = "feedfacefeedfacefeedfacefeedfacefeedface";
+    let path = out.join("meta.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    m["commit"] = serde_json::json!(started_at);
+    m["dirty"] = serde_json::json!(false);
+    std::fs::write(&path, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+
     // The rest runs; what ended before stays as it was.
     let status = resume(&out);
     assert!(status.success(), "--resume: {status}");
     assert_eq!(orders(&out), order_before);
     assert_eq!(meta(&out, "order_seed"), seed_before);
+    assert_eq!(meta(&out, "commit"), serde_json::json!(started_at));
+    assert_eq!(meta(&out, "dirty"), serde_json::json!(false));
+    let resumed_with = meta(&out, "resumed_with");
+    assert_eq!(
+        resumed_with.as_array().map(Vec::len),
+        Some(1),
+        "{resumed_with}"
+    );
     let after = outcomes(&out);
     assert_eq!(after.len(), 6, "3 points × 2 rounds: {after:?}");
     for (path, text) in &before {
