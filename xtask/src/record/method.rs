@@ -222,7 +222,9 @@ fn five(servers: usize) -> impl Fn(&mut ChaCha8Rng) -> Vec<Vec<usize>> {
 
 #[test]
 fn sixteen_equal_servers_give_a_false_verdict_in_at_most_five_runs_in_a_hundred() {
-    let (_, any) = rates(0x5eed_0101, TRIALS,
+    let (_, any) = rates(
+        0x5eed_0101,
+        TRIALS,
         &sixteen(None, 0.0),
         &[1.0; 16],
         DRIFTING,
@@ -238,7 +240,9 @@ fn sixteen_equal_servers_give_a_false_verdict_in_at_most_five_runs_in_a_hundred(
 
 #[test]
 fn a_real_ten_percent_difference_is_found_in_nine_runs_in_ten() {
-    let (each, any) = rates(0x5eed_0102, TRIALS,
+    let (each, any) = rates(
+        0x5eed_0102,
+        TRIALS,
         &sixteen(Some(7), 0.10),
         &[1.0; 16],
         DRIFTING,
@@ -259,7 +263,9 @@ fn a_real_ten_percent_difference_is_found_in_nine_runs_in_ten() {
         TRIALS,
     );
     // Five per cent, for the docs: the method's power there, and that it is no longer sure.
-    let (each, _) = rates(0x5eed_0103, TRIALS,
+    let (each, _) = rates(
+        0x5eed_0103,
+        TRIALS,
         &sixteen(Some(7), 0.05),
         &[1.0; 16],
         DRIFTING,
@@ -279,14 +285,28 @@ fn one_server_three_times_noisier_does_not_raise_the_false_rate() {
     let mut noisier = [1.0; 16];
     noisier[9] = 3.0;
     let equal = sixteen(None, 0.0);
-    let (_, any) = rates(0x5eed_0104, TRIALS, &equal, &noisier, DRIFTING, method, five(16));
+    let (_, any) = rates(
+        0x5eed_0104,
+        TRIALS,
+        &equal,
+        &noisier,
+        DRIFTING,
+        method,
+        five(16),
+    );
     eprintln!("one of sixteen 3x noisier: a false verdict in {any:.3} of runs");
     assert!(any <= verdict::ALPHA, "{any}");
-    quoted("one of sixteen three times noisier", &[Some(any), None], TRIALS);
+    quoted(
+        "one of sixteen three times noisier",
+        &[Some(any), None],
+        TRIALS,
+    );
     // The reference itself the noisy one: every comparison shares its noise.
     let mut noisy_reference = [1.0; 16];
     noisy_reference[0] = 3.0;
-    let (_, any) = rates(0x5eed_0105, TRIALS,
+    let (_, any) = rates(
+        0x5eed_0105,
+        TRIALS,
         &equal,
         &noisy_reference,
         DRIFTING,
@@ -295,10 +315,22 @@ fn one_server_three_times_noisier_does_not_raise_the_false_rate() {
     );
     eprintln!("the reference 3x noisier: a false verdict in {any:.3} of runs");
     assert!(any <= verdict::ALPHA, "{any}");
-    quoted("the reference three times noisier", &[Some(any), None], TRIALS);
+    quoted(
+        "the reference three times noisier",
+        &[Some(any), None],
+        TRIALS,
+    );
     // One variance pooled over the servers is what breaks there: the noisy server's
     // comparisons take the quiet servers' variance and speak too often.
-    let (_, pooled_any) = rates(0x5eed_0104, TRIALS, &equal, &noisier, DRIFTING, pooled, five(16));
+    let (_, pooled_any) = rates(
+        0x5eed_0104,
+        TRIALS,
+        &equal,
+        &noisier,
+        DRIFTING,
+        pooled,
+        five(16),
+    );
     eprintln!(
         "one of sixteen 3x noisier, pooled variance: a false verdict in {pooled_any:.3} of runs"
     );
@@ -308,7 +340,15 @@ fn one_server_three_times_noisier_does_not_raise_the_false_rate() {
         &[Some(pooled_any), None],
         TRIALS,
     );
-    let (_, pooled_quiet) = rates(0x5eed_0101, TRIALS, &equal, &[1.0; 16], DRIFTING, pooled, five(16));
+    let (_, pooled_quiet) = rates(
+        0x5eed_0101,
+        TRIALS,
+        &equal,
+        &[1.0; 16],
+        DRIFTING,
+        pooled,
+        five(16),
+    );
     eprintln!("sixteen equal, pooled variance: a false verdict in {pooled_quiet:.3} of runs");
     quoted(
         "sixteen equal, one pooled variance (not used)",
@@ -334,7 +374,9 @@ fn the_model_holds_for_a_few_servers_as_well_as_sixteen() {
         quoted(name, &[Some(any), None], FEW);
     }
     // A difference of two of 10% at 2% noise, found in almost every run.
-    let (each, _) = rates(0x5eed_0113, TRIALS,
+    let (each, _) = rates(
+        0x5eed_0113,
+        TRIALS,
         &[10.0, 11.0],
         &[1.0; 2],
         DRIFTING,
@@ -353,8 +395,24 @@ fn a_position_effect_fakes_verdicts_in_a_fixed_order_but_not_a_counterbalanced_o
     // 2 servers and 5 rounds one goes first 3 times: the design leaves that over, by chance.
     let same = [10.0, 10.0];
     let fixed = |_: &mut ChaCha8Rng| vec![vec![0, 1]; 5];
-    let (old, _) = rates(0x5eed_0001, TRIALS, &same, &[1.0; 2], POSITION, method, fixed);
-    let (new, _) = rates(0x5eed_0001, FEW, &same, &[1.0; 2], POSITION, method, five(2));
+    let (old, _) = rates(
+        0x5eed_0001,
+        TRIALS,
+        &same,
+        &[1.0; 2],
+        POSITION,
+        method,
+        fixed,
+    );
+    let (new, _) = rates(
+        0x5eed_0001,
+        FEW,
+        &same,
+        &[1.0; 2],
+        POSITION,
+        method,
+        five(2),
+    );
     assert!(
         old[1] > 0.6,
         "the fixed order gave a false verdict in only {old:?}"

@@ -277,6 +277,7 @@ pub(crate) fn compare(
         s
     };
     let mut only_b = Vec::new();
+    let mut shown = Vec::new();
     let verdicts = verdicts(a, b);
     for (rb, v) in b.iter().zip(&verdicts) {
         let (Some(ra), Some(v)) = (
@@ -288,6 +289,7 @@ pub(crate) fn compare(
             continue;
         };
         let c = |k: usize| cells::verdict(v[k].as_ref());
+        shown.extend((0..4).map(c));
         let _ = writeln!(
             out,
             "| {} | {} | {} | {}{} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -310,6 +312,11 @@ pub(crate) fn compare(
             c(3),
         );
     }
+    out.push('\n');
+    out.push_str(&cells::intervals(
+        shown.iter().map(String::as_str),
+        cells::Family::Point,
+    ));
     let only_a: Vec<String> = a
         .iter()
         .filter(|ra| {

@@ -82,16 +82,44 @@ pub(super) fn rates(seed: u64, c: Case, estimate: Estimator, runs: usize) -> (f6
 const CASES: [(&str, Case, f64); 12] = [
     ("three, one noisier", case(3, Noise::Model, 3.0, 0.05), 0.6),
     ("three, outliers", case(3, Noise::Outliers, 1.0, 0.10), 0.73),
-    ("three, only adds", case(3, Noise::OnlyAdds, 1.0, 0.10), 0.95),
-    ("three, one disturbed", case(3, Noise::Disturbed, 1.0, 0.10), 0.42),
+    (
+        "three, only adds",
+        case(3, Noise::OnlyAdds, 1.0, 0.10),
+        0.95,
+    ),
+    (
+        "three, one disturbed",
+        case(3, Noise::Disturbed, 1.0, 0.10),
+        0.42,
+    ),
     ("eight, one noisier", case(8, Noise::Model, 3.0, 0.10), 0.95),
     ("eight, outliers", case(8, Noise::Outliers, 1.0, 0.10), 0.68),
     ("eight, only adds", case(8, Noise::OnlyAdds, 1.0, 0.10), 0.9),
-    ("eight, one disturbed", case(8, Noise::Disturbed, 1.0, 0.10), 0.69),
-    ("sixteen, one noisier", case(16, Noise::Model, 3.0, 0.10), 0.93),
-    ("sixteen, outliers", case(16, Noise::Outliers, 1.0, 0.10), 0.66),
-    ("sixteen, only adds", case(16, Noise::OnlyAdds, 1.0, 0.10), 0.85),
-    ("sixteen, one disturbed", case(16, Noise::Disturbed, 1.0, 0.10), 0.79),
+    (
+        "eight, one disturbed",
+        case(8, Noise::Disturbed, 1.0, 0.10),
+        0.69,
+    ),
+    (
+        "sixteen, one noisier",
+        case(16, Noise::Model, 3.0, 0.10),
+        0.93,
+    ),
+    (
+        "sixteen, outliers",
+        case(16, Noise::Outliers, 1.0, 0.10),
+        0.66,
+    ),
+    (
+        "sixteen, only adds",
+        case(16, Noise::OnlyAdds, 1.0, 0.10),
+        0.85,
+    ),
+    (
+        "sixteen, one disturbed",
+        case(16, Noise::Disturbed, 1.0, 0.10),
+        0.79,
+    ),
 ];
 
 pub(super) const fn case(servers: usize, noise: Noise, noisier: f64, dearer: f64) -> Case {
@@ -107,7 +135,10 @@ pub(super) const fn case(servers: usize, noise: Noise, noisier: f64, dearer: f64
 /// and at three servers (where the method changed) the variance of before beside them
 /// ([`mixed`]), all as the docs quote them.
 fn check(servers: usize, seed: u64) {
-    let cases = CASES.iter().enumerate().filter(|(_, c)| c.1.servers == servers);
+    let cases = CASES
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.1.servers == servers);
     for (i, (name, c, least)) in cases {
         let (false_rate, found) = rates(seed + i as u64, *c, method, RUNS);
         let before = (servers == 3).then(|| rates(seed + i as u64, *c, mixed, RUNS));

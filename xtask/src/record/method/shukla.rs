@@ -23,11 +23,19 @@ fn shukla(values: &[Vec<Option<f64>>]) -> Vec<Option<Estimate>> {
         .collect();
     let grand = mean(&rows);
     let r: Vec<Vec<f64>> = (0..g)
-        .map(|i| (0..k).map(|j| y[i][j] - rows[i] - cols[j] + grand).collect())
+        .map(|i| {
+            (0..k)
+                .map(|j| y[i][j] - rows[i] - cols[j] + grand)
+                .collect()
+        })
         .collect();
     let w: Vec<Vec<f64>> = r
         .iter()
-        .map(|a| r.iter().map(|b| a.iter().zip(b).map(|(x, y)| x * y).sum()).collect())
+        .map(|a| {
+            r.iter()
+                .map(|b| a.iter().zip(b).map(|(x, y)| x * y).sum())
+                .collect()
+        })
         .collect();
     let (gf, n) = (g as f64, k as f64 - 1.0);
     let c = (gf - 1.0) * (gf - 2.0);
@@ -68,14 +76,25 @@ fn shukla(values: &[Vec<Option<f64>>]) -> Vec<Option<Estimate>> {
 #[test]
 fn shukla_from_eight_servers_costs_more_power_than_the_bias() {
     let cases: [(&str, Case); 2] = [
-        ("eight, one noisier, Shukla's", case(8, Noise::Model, 3.0, 0.10)),
-        ("eight, outliers, Shukla's", case(8, Noise::Outliers, 1.0, 0.10)),
+        (
+            "eight, one noisier, Shukla's",
+            case(8, Noise::Model, 3.0, 0.10),
+        ),
+        (
+            "eight, outliers, Shukla's",
+            case(8, Noise::Outliers, 1.0, 0.10),
+        ),
     ];
     for (k, (name, c)) in cases.into_iter().enumerate() {
         let (false_rate, found) = rates(0x5eed_0880 + k as u64, c, shukla, RUNS);
         let (_, now) = rates(0x5eed_0880 + k as u64, c, super::method, RUNS);
-        eprintln!("{name}: false verdicts {false_rate:.4}, found {found:.4}; the method's {now:.4}");
-        assert!(now > found + 0.1, "{name}: the method's {now}, Shukla's {found}");
+        eprintln!(
+            "{name}: false verdicts {false_rate:.4}, found {found:.4}; the method's {now:.4}"
+        );
+        assert!(
+            now > found + 0.1,
+            "{name}: the method's {now}, Shukla's {found}"
+        );
         quoted(name, &[Some(false_rate), Some(found)], RUNS);
     }
 }

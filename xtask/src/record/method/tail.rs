@@ -116,7 +116,11 @@ fn an_a_a_tail_column_stays_quiet() {
         assert!(two <= most_false(FEW, 1, 1), "{name}: {two}");
         assert!(sixteen <= verdict::ALPHA, "{name}: {sixteen}");
         quoted(&format!("{name}, two copies"), &[Some(two), None], FEW);
-        quoted(&format!("{name}, sixteen equal"), &[Some(sixteen), None], TRIALS);
+        quoted(
+            &format!("{name}, sixteen equal"),
+            &[Some(sixteen), None],
+            TRIALS,
+        );
     }
 }
 
@@ -150,5 +154,9 @@ fn a_tail_half_as_long_again_is_found() {
         each[7]
     );
     assert!(each[7] >= 0.5, "{each:?}");
-    quoted("p99 with hiccups 1.5×, one of sixteen", &[None, Some(each[7])], TRIALS);
+    quoted(
+        "p99 with hiccups 1.5×, one of sixteen",
+        &[None, Some(each[7])],
+        TRIALS,
+    );
 }

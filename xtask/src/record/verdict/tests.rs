@@ -176,7 +176,10 @@ fn three_servers_are_paired_whatever_the_thirds_noise() {
     let ratio = [1.10, 1.12, 1.08, 1.11, 1.09];
     let b: Vec<f64> = a.iter().zip(ratio).map(|(x, r)| x * r).collect();
     let some = |x: &[f64]| x.iter().copied().map(Some).collect::<Vec<_>>();
-    let (quiet, wild) = (some(&[10.0, 20.0, 15.0, 12.0, 30.0]), some(&[5.0, 90.0, 7.0, 40.0, 3.0]));
+    let (quiet, wild) = (
+        some(&[10.0, 20.0, 15.0, 12.0, 30.0]),
+        some(&[5.0, 90.0, 7.0, 40.0, 3.0]),
+    );
     let d: Vec<f64> = ratio.iter().map(|r: &f64| r.ln()).collect();
     let (_, ss) = mean_ss(&d);
     for third in [&quiet, &wild] {

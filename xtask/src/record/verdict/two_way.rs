@@ -62,7 +62,11 @@ impl TwoWay {
         let (gf, n) = (g as f64, k as f64 - 1.0);
         let ss = |row: &[f64]| row.iter().map(|x| x * x).sum::<f64>();
         if g <= 3 {
-            let d: Vec<f64> = self.r[j].iter().zip(&self.r[i]).map(|(b, a)| b - a).collect();
+            let d: Vec<f64> = self.r[j]
+                .iter()
+                .zip(&self.r[i])
+                .map(|(b, a)| b - a)
+                .collect();
             let v = ss(&d) / n / k as f64;
             return (v > 0.0).then_some((v, n));
         }

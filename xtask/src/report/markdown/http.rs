@@ -241,7 +241,7 @@ mod tests {
         let mut out = String::new();
         section(&mut out, &rows);
         assert!(
-            out.contains("| **fiber** | 500k (1.25×) · 1.50 µs |"),
+            out.contains("| **fiber** | 500k (1.25×, untested) · 1.50 µs |"),
             "{out}"
         );
         assert!(out.contains("| **nginx** | 400k · 2.00 µs |"), "{out}");
@@ -252,7 +252,7 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("| **fiber** | 10.0k | 6.00 µs (0.75×) |"),
+            out.contains("| **fiber** | 10.0k | 6.00 µs (0.75×, untested) |"),
             "{out}"
         );
         assert!(out.contains("16,384"), "{out}");

@@ -256,7 +256,7 @@ mod tests {
         let mut out = String::new();
         section(&mut out, &rows);
         assert!(
-            out.contains("| **fiber** | 80.0k · 5.00 µs (0.50×)"),
+            out.contains("| **fiber** | 80.0k · 5.00 µs (0.50×, untested)"),
             "{out}"
         );
         assert!(out.contains("| **redis** | 70.0k · 10.0 µs |"), "{out}");

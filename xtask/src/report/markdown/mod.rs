@@ -14,6 +14,8 @@ mod equal_load;
 mod glance;
 mod http;
 mod kv;
+#[cfg(test)]
+mod legends;
 mod memory;
 mod quick;
 mod scaling;
