@@ -41,6 +41,10 @@ In a runtime's CI: run the same bench on main and on the change (same machine, s
 the control), then
   cargo xtask compare results/main results/pr --fail-above 5% --metric cpu --json gate.json
 
+The table's B/A intervals are simultaneous 95% intervals over each point and metric (one
+family a point, the line under the table says so); the gate's are one family across every
+point it judges, so they can be wider.
+
 The rule: ";
 
 /// The metrics `compare` sets side by side, as summary.json names them.

@@ -111,7 +111,7 @@ fn intro(out: &mut String, rows: &[Row]) {
          kv (every reply checked against what the store must hold; CPU over its measured \
          window). GET points start with the key space stored. CPU per request is the server's \
          user + system time; the multiple in brackets is of redis-server's at the same point: with \
-         one run a point (the default) a bare multiple, with `--repeat 3` or more the \
+         one run a point (the default) a bare multiple, labelled untested, with `--repeat 3` or more the \
          verdict of the point's column against redis-server (log cost = server + round, \
          Bonferroni over the column), a ratio with its simultaneous interval where it differs, \
          else `~`.\n",
