@@ -22,8 +22,9 @@ use crate::record::{stats, student};
 /// `m` comparisons, `nulls` of them between equal servers: Bonferroni's bound `α · nulls/m` plus
 /// three standard deviations of a binomial count there, `√(p(1−p)/runs)`. A method at its
 /// level exceeds it in about one seed of 740; at 4,000 runs and sixteen servers (4.67% and
-/// 1.0%) one at 7% stays under it in fewer than one seed in 100,000 (ALPHA + 0.01 at 2,000
-/// runs let a method at 6.5% through in one seed of four).
+/// 1.0%) one whose rate is 7% stays under it in about one seed of 2,000, and at 20,000 runs
+/// and one test (5.46%) one at 6% in about one seed of 1,000 (ALPHA + 0.01 at 2,000 runs let a
+/// method at 6.5% through in about one seed of five).
 fn most_false(runs: usize, nulls: usize, m: usize) -> f64 {
     let p = verdict::ALPHA * nulls as f64 / m as f64;
     p + 3.0 * (p * (1.0 - p) / runs as f64).sqrt()
