@@ -8,12 +8,11 @@
 //! - **The model.** Log value = server + round, the rounds being the Williams design's blocks
 //!   (`plan::order`): the round-to-round drift of the machine comes out, and each server's
 //!   difference from the reference is the mean over the rounds of its log ratio. Each server
-//!   has a variance of its own, read from its residuals in the two-way table
-//!   (`S_g · G/(G−1)`, with `(K−1)(G−1)/G` degrees of freedom, exact where the servers are
-//!   alike and for two servers the paired t); a difference's variance is the sum of the two
-//!   servers', its degrees of freedom Satterthwaite's. One variance pooled over every server
-//!   would give more degrees of freedom but lets one noisy server (threads) fake verdicts: the
-//!   tests measure it.
+//!   has a variance of its own (`two_way`: with two or three servers the paired t's, exact
+//!   whatever the third's noise; from four, `S_g · G/(G−1)` from its residuals with
+//!   `(K−1)(G−1)/G` degrees of freedom); a difference's degrees of freedom are
+//!   Satterthwaite's. One variance pooled over every server would give more degrees of freedom
+//!   but lets one noisy server (threads) fake verdicts: the tests measure it.
 //! - **The family.** Bonferroni's correction over the column's p-values (valid whatever their
 //!   dependence: they share the reference). A verdict is the adjusted p, `m · p`, below 0.05.
 //! - **The interval.** Each ratio's simultaneous interval is Bonferroni's, the t interval at
@@ -27,6 +26,7 @@
 
 use crate::record::row::Row;
 use crate::record::student;
+use two_way::TwoWay;
 
 /// The family's error rate: a column gives a false verdict at most this often.
 pub(crate) const ALPHA: f64 = 0.05;
@@ -129,44 +129,24 @@ pub(crate) fn against_reference(
             .map(|&k| at(&others[g], k).unwrap_or(0.0))
             .collect()
     }));
-    let fitted = two_way(&table);
+    let fitted = TwoWay::fit(&table);
     (0..others.len())
-        .map(|g| match complete.iter().position(|&c| c == g) {
-            Some(i) => {
-                let (v, d) = fitted.as_ref()?;
-                let n = rounds.len() as f64;
-                let diff = mean_ss(&table[i + 1]).0 - mean_ss(&table[0]).0;
-                satterthwaite(diff, v[0] / n, *d, v[i + 1] / n, *d, rounds.len())
+        .map(|g| {
+            let i = complete.iter().position(|&c| c == g);
+            let fit = i.and_then(|i| Some((i, fitted.as_ref()?.difference(0, i + 1)?)));
+            match fit {
+                Some((i, (var, df))) => Some(Estimate {
+                    log_ratio: mean_ss(&table[i + 1]).0 - mean_ss(&table[0]).0,
+                    var,
+                    df,
+                    n: rounds.len(),
+                }),
+                // Not in the table (or no noise to read): the rounds it shares with the
+                // reference alone.
+                None => paired(&r, &others[g]),
             }
-            None => paired(&r, &others[g]),
         })
         .collect()
-}
-
-/// Each row's variance in the additive two-way fit of `table` (rows the servers, columns the
-/// rounds), and the degrees of freedom of each; `None` below two rounds.
-fn two_way(table: &[Vec<f64>]) -> Option<(Vec<f64>, f64)> {
-    let (g, k) = (table.len(), table.first()?.len());
-    if g < 2 || k < 2 {
-        return None;
-    }
-    let row_mean: Vec<f64> = table.iter().map(|row| mean_ss(row).0).collect();
-    let col_mean: Vec<f64> = (0..k)
-        .map(|j| table.iter().map(|row| row[j]).sum::<f64>() / g as f64)
-        .collect();
-    let grand = row_mean.iter().sum::<f64>() / g as f64;
-    let (gf, kf) = (g as f64, k as f64);
-    let var = table
-        .iter()
-        .zip(&row_mean)
-        .map(|(row, m)| {
-            let ss: f64 = (0..k)
-                .map(|j| (row[j] - m - col_mean[j] + grand).powi(2))
-                .sum();
-            ss / (kf - 1.0) * gf / (gf - 1.0)
-        })
-        .collect();
-    Some((var, (kf - 1.0) * (gf - 1.0) / gf))
 }
 
 /// `b` against `a` on the rounds both have (logs already): the paired t.
@@ -333,3 +313,4 @@ pub(crate) fn across_runs(pairs: &[(&Row, &Row)], metric: &str) -> Vec<Option<Ve
 
 #[cfg(test)]
 mod tests;
+mod two_way;

@@ -115,15 +115,37 @@ pub(crate) fn legend<'a>(rows: impl IntoIterator<Item = &'a Row>) -> String {
     }
 }
 
-/// ` (1.23×)`, `a` as a multiple of `b`, or nothing without both figures.
+/// The label of a ratio shown with no test behind it: no verdict, no interval of its own, in
+/// no family (ARCHITECTURE.md: every ratio tested or said to be untested).
+pub(crate) const UNTESTED: &str = "untested";
+
+/// ` (1.23×, untested)`, `a` as a multiple of `b` with no test behind it, or nothing without
+/// both figures.
 pub(crate) fn times(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!(" ({:.2}×)", a / b),
+        (Some(a), Some(b)) if b > 0.0 => format!(" ({:.2}×, {UNTESTED})", a / b),
         _ => String::new(),
     }
 }
 
+/// Which interval a table shows, said in the line under it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Family {
+    /// A report's: each column (a point and a metric) one family of the servers it judges
+    /// against the reference.
+    Column,
+    /// `compare`'s: at each point and metric, every server's B against its A.
+    Point,
+}
+
+/// A Markdown table, and under it the line that says what its intervals and ratios are
+/// ([`intervals`]), where it shows any.
 pub(crate) fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
+    table_of(out, head, rows, Family::Column);
+}
+
+/// [`table`] with its verdicts' family named.
+pub(crate) fn table_of(out: &mut String, head: &[&str], rows: &[Vec<String>], family: Family) {
     let _ = writeln!(out, "| {} |", head.join(" | "));
     let _ = writeln!(
         out,
@@ -134,6 +156,68 @@ pub(crate) fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
         let _ = writeln!(out, "| {} |", r.join(" | "));
     }
     out.push('\n');
+    out.push_str(&intervals(
+        rows.iter().flatten().map(String::as_str),
+        family,
+    ));
+}
+
+/// Whether `cell` shows a verdict's interval (`1.12× [1.05–1.19]`), a median's
+/// (`12.3 µs [11.9–13.0]`) or a ratio with no test (`untested`, or `not judged ‡`).
+fn shows(cell: &str) -> (bool, bool, bool) {
+    let verdict = cell.contains("× [") && !cell.contains(UNTESTED);
+    let median = cell
+        .match_indices(" [")
+        .any(|(i, _)| !cell[..i].ends_with('×') && cell[i..].contains('–'));
+    let untested = cell.contains(UNTESTED) || (cell.contains('×') && cell.contains("not judged"));
+    (verdict, median, untested)
+}
+
+/// The legend line of a table's intervals and ratios, from its `cells`: which interval each
+/// bracket is, what a ratio is an estimate of, and its family; empty where the table shows
+/// none.
+pub(crate) fn intervals<'a>(cells: impl IntoIterator<Item = &'a str>, family: Family) -> String {
+    let (mut verdict, mut median, mut untested) = (false, false, false);
+    for c in cells {
+        let (v, m, u) = shows(c);
+        (verdict, median, untested) = (verdict || v, median || m, untested || u);
+    }
+    let mut said = Vec::new();
+    if median {
+        said.push(
+            "a value's [low–high] is its median's interval over the repeats (order statistics, \
+             95% coverage from six repeats; [min, max] below that: 75% at three, 93.8% at five)",
+        );
+    }
+    if verdict {
+        said.push(match family {
+            Family::Column => {
+                "a ratio's [low–high] is its simultaneous 95% interval (Bonferroni's): each column \
+                 (a point and a metric) is one family, the servers it judges against the \
+                 reference; the ratio is the model's, the geometric mean of the per-round ratios, \
+                 which can differ a little from the ratio of the medians beside it"
+            }
+            Family::Point => {
+                "a B/A ratio's [low–high] is its simultaneous 95% interval (Bonferroni's): at each \
+                 point and metric every server's B against its A is one family (the gate's is \
+                 one family across every point it judges); the ratio is that of the geometric \
+                 means of the repeats, which can differ a little from the ratio of the medians \
+                 beside it"
+            }
+        });
+    }
+    if untested {
+        said.push(
+            "a ratio marked untested (or not judged, for a server its column leaves out) is a \
+             plain ratio of the numbers shown (medians, or peaks): no test, no interval, no \
+             family",
+        );
+    }
+    if said.is_empty() {
+        String::new()
+    } else {
+        format!("Intervals and ratios: {}.\n\n", said.join("; "))
+    }
 }
 
 /// One verdict as a cell: `1.12× [1.05–1.19] (p=0.002)` where the server differs from the
@@ -258,7 +342,8 @@ impl Column {
     /// `server`'s multiple of the reference as a table of one repeat or more shows it beside
     /// a value: ` (1.12× [1.05–1.19] (p=0.002))` where the column could test it,
     /// ` (1.12×, not judged ‡)` where the column does not judge the row, else the bare
-    /// multiple of `value` over `reference_value` (` (1.12×)`, one run: no verdict), and
+    /// multiple of `value` over `reference_value` (` (1.12×, untested)`, one run: no
+    /// verdict), and
     /// nothing for the reference itself nor for a value that is the load generator's.
     pub(crate) fn multiple(
         &self,
@@ -355,10 +440,13 @@ mod tests {
             col.multiple("b", Some(10.0), Some(10.0))
                 .starts_with(" (~ (1.0")
         );
-        // One run a point: the bare multiple, no verdict.
+        // One run a point: the bare multiple, no verdict, and labelled so.
         let once = vec![row("redis", &[10.0]), row("a", &[20.0])];
         let col = Column::new(&once, "kv", "p", "cpu_us_per_req", Some("redis"));
-        assert_eq!(col.multiple("a", Some(20.0), Some(10.0)), " (2.00×)");
+        assert_eq!(
+            col.multiple("a", Some(20.0), Some(10.0)),
+            " (2.00×, untested)"
+        );
         // A disturbed server is not in the family: its cell says so, and the legend why.
         let mut marked = rows.clone();
         marked[1].other_load_pct = Some(40.0);

@@ -43,6 +43,10 @@ In a runtime's CI: run the same bench on main and on the change (same machine, s
 the control), then
   cargo xtask compare results/main results/pr --fail-above 5% --metric cpu --json gate.json
 
+The table's B/A intervals are simultaneous 95% intervals over each point and metric (one
+family a point, the line under the table says so); the gate's are one family across every
+point it judges, so they can be wider.
+
 The rule: ";
 
 /// The metrics `compare` sets side by side, as summary.json names them.
@@ -285,6 +289,7 @@ pub(crate) fn compare(
         s
     };
     let mut only_b = Vec::new();
+    let mut shown = Vec::new();
     let verdicts = verdicts(a, b);
     for (rb, v) in b.iter().zip(&verdicts) {
         let (Some(ra), Some(v)) = (
@@ -296,6 +301,7 @@ pub(crate) fn compare(
             continue;
         };
         let c = |k: usize| cells::verdict(v[k].as_ref());
+        shown.extend((0..4).map(c));
         let _ = writeln!(
             out,
             "| {} | {} | {} | {}{} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -318,6 +324,11 @@ pub(crate) fn compare(
             c(3),
         );
     }
+    out.push('\n');
+    out.push_str(&cells::intervals(
+        shown.iter().map(String::as_str),
+        cells::Family::Point,
+    ));
     let only_a: Vec<String> = a
         .iter()
         .filter(|ra| {

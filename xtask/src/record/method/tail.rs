@@ -9,7 +9,7 @@
 use rand::{Rng as _, SeedableRng as _};
 use rand_chacha::ChaCha8Rng;
 
-use super::{TRIALS, five, method, normal};
+use super::{FEW, TRIALS, five, method, most_false, normal, quoted};
 use crate::record::verdict;
 
 /// What shapes one repeat's tail percentile besides the server.
@@ -70,13 +70,13 @@ fn window(scale: f64, t: Tail, rng: &mut ChaCha8Rng) -> f64 {
     scale * (m / g).powf(1.0 / t.alpha) * (t.client * normal(rng)).exp() * hiccup
 }
 
-/// How often, over `TRIALS` runs of five drawn rounds, the column found each server different
+/// How often, over `runs` runs of five drawn rounds, the column found each server different
 /// from server 0 (whose tails are `scale[0]`), and anywhere in the column.
-fn rates(seed: u64, scale: &[f64], t: Tail) -> (Vec<f64>, f64) {
+fn rates(seed: u64, runs: usize, scale: &[f64], t: Tail) -> (Vec<f64>, f64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let order = five(scale.len());
     let (mut each, mut any) = (vec![0usize; scale.len()], 0);
-    for _ in 0..TRIALS {
+    for _ in 0..runs {
         let rounds = order(&mut rng);
         let mut values = vec![vec![None; rounds.len()]; scale.len()];
         for (k, row) in rounds.iter().enumerate() {
@@ -94,7 +94,7 @@ fn rates(seed: u64, scale: &[f64], t: Tail) -> (Vec<f64>, f64) {
         }
         any += usize::from(found.contains(&true));
     }
-    let share = |c: usize| c as f64 / TRIALS as f64;
+    let share = |c: usize| c as f64 / runs as f64;
     (each.into_iter().map(share).collect(), share(any))
 }
 
@@ -107,42 +107,56 @@ fn an_a_a_tail_column_stays_quiet() {
         ("p99 with hiccups", HICCUPS, 0x5eed_0203),
     ];
     for (name, t, seed) in cases {
-        let (_, two) = rates(seed, &[400.0; 2], t);
-        let (_, sixteen) = rates(seed + 0x10, &[400.0; 16], t);
+        let (_, two) = rates(seed, FEW, &[400.0; 2], t);
+        let (_, sixteen) = rates(seed + 0x10, TRIALS, &[400.0; 16], t);
         eprintln!(
             "{name}, A/A: a false verdict in {two:.3} of runs with two copies, {sixteen:.3} with sixteen"
         );
-        // Two: one paired t, exact at its level up to the simulation's error (±0.5%).
-        assert!(two <= verdict::ALPHA + 0.01, "{name}: {two}");
+        // Two: one paired t, at its level exactly: `most_false`.
+        assert!(two <= most_false(FEW, 1, 1), "{name}: {two}");
         assert!(sixteen <= verdict::ALPHA, "{name}: {sixteen}");
+        quoted(&format!("{name}, two copies"), &[Some(two), None], FEW);
+        quoted(
+            &format!("{name}, sixteen equal"),
+            &[Some(sixteen), None],
+            TRIALS,
+        );
     }
 }
 
 #[test]
 fn a_tail_half_as_long_again_is_found() {
     // Two servers, one's p99 1.5× the other's: the A/A run's shape with a real difference.
-    let (each, _) = rates(0x5eed_0211, &[400.0, 600.0], P99);
+    let (each, _) = rates(0x5eed_0211, TRIALS, &[400.0, 600.0], P99);
     eprintln!("p99 1.5x, two servers: found in {:.3} of runs", each[1]);
     assert!(each[1] >= 0.9, "{each:?}");
+    quoted("p99 1.5×, two servers", &[None, Some(each[1])], TRIALS);
     // One of sixteen, the others equal: found, and the fourteen stay quiet.
     let mut scale = [400.0; 16];
     scale[7] = 600.0;
-    let (each, any) = rates(0x5eed_0212, &scale, P99);
+    let (each, any) = rates(0x5eed_0212, TRIALS, &scale, P99);
     eprintln!("p99 1.5x, one of sixteen: found in {:.3} of runs", each[7]);
     assert!(each[7] >= 0.9, "{each:?}");
     assert!(any - each[7] <= verdict::ALPHA, "{each:?} {any}");
+    quoted("p99 1.5×, one of sixteen", &[None, Some(each[7])], TRIALS);
     // p99.9 rests on ten echoes a window, and a hiccup in one repeat of twenty hides much: for
     // the docs, how often each still finds it.
-    let (each, _) = rates(0x5eed_0213, &scale, P99_9);
+    let (each, _) = rates(0x5eed_0213, TRIALS, &scale, P99_9);
     eprintln!(
         "p99.9 1.5x, one of sixteen: found in {:.3} of runs",
         each[7]
     );
     assert!(each[7] >= 0.2, "{each:?}");
-    let (each, _) = rates(0x5eed_0214, &scale, HICCUPS);
+    quoted("p99.9 1.5×, one of sixteen", &[None, Some(each[7])], TRIALS);
+    let (each, _) = rates(0x5eed_0214, TRIALS, &scale, HICCUPS);
     eprintln!(
         "p99 1.5x with hiccups, one of sixteen: found in {:.3} of runs",
         each[7]
     );
     assert!(each[7] >= 0.5, "{each:?}");
+    quoted(
+        "p99 with hiccups 1.5×, one of sixteen",
+        &[None, Some(each[7])],
+        TRIALS,
+    );
 }

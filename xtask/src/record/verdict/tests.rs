@@ -167,3 +167,29 @@ fn the_latencies_are_the_percentiles_and_the_extremes() {
         assert!(!is_latency(m), "{m}");
     }
 }
+
+#[test]
+fn three_servers_are_paired_whatever_the_thirds_noise() {
+    // Shukla's unbiased variances for three servers sum to the paired variance of the two
+    // compared: the third's noise, however large, does not reach the comparison.
+    let a = [10.0, 20.0, 15.0, 12.0, 30.0];
+    let ratio = [1.10, 1.12, 1.08, 1.11, 1.09];
+    let b: Vec<f64> = a.iter().zip(ratio).map(|(x, r)| x * r).collect();
+    let some = |x: &[f64]| x.iter().copied().map(Some).collect::<Vec<_>>();
+    let (quiet, wild) = (
+        some(&[10.0, 20.0, 15.0, 12.0, 30.0]),
+        some(&[5.0, 90.0, 7.0, 40.0, 3.0]),
+    );
+    let d: Vec<f64> = ratio.iter().map(|r: &f64| r.ln()).collect();
+    let (_, ss) = mean_ss(&d);
+    for third in [&quiet, &wild] {
+        let e = against_reference(&some(&a), &[&some(&b), third])[0].unwrap();
+        assert!(close(e.var, ss / 4.0 / 5.0), "{e:?}");
+        assert!(close(e.df, 4.0), "{e:?}");
+    }
+    // From four servers up each has its own variance from the two-way residuals, which the
+    // others' noise reaches by a share of 1/G²: a wild fourth widens the first comparison.
+    let four = |x: &[Option<f64>]| against_reference(&some(&a), &[&some(&b), &quiet, x])[0];
+    let (calm, noisy) = (four(&quiet).unwrap(), four(&wild).unwrap());
+    assert!(noisy.var > calm.var, "{calm:?} {noisy:?}");
+}

@@ -104,7 +104,8 @@ fn multiple_cell(c: &Capacity) -> String {
     if c.server == c.reference && c.is_the_servers() {
         return "reference".into();
     }
-    match c.result.as_str() {
+    // No test stands behind any of them: labelled so (`cells::UNTESTED`).
+    let cell = match c.result.as_str() {
         "capacity" => match (c.vs_reference_low, c.vs_reference_high) {
             (Some(lo), Some(hi)) => format!("{m:.2}× [{lo:.2}, {hi:.2}]"),
             _ => format!("{m:.2}× (one search: no interval)"),
@@ -113,8 +114,9 @@ fn multiple_cell(c: &Capacity) -> String {
         "above" => format!("> {m:.2}×"),
         "below" => format!("< {m:.2}×"),
         "unconfirmed" => format!("{m:.2}×? not confirmed"),
-        _ => "–".into(),
-    }
+        _ => return "–".into(),
+    };
+    format!("{cell}, {}", crate::report::cells::UNTESTED)
 }
 
 /// The section: the ranked tables, then how to read them.

@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use crate::record::row::{Row, find, points_of};
-use crate::report::cells::table;
+use crate::report::cells::{UNTESTED, table};
 
 /// What of a claim the quick suite's rows measure here: a ratio of the runtime's median to
 /// the base's.
@@ -211,7 +211,7 @@ fn ratio(rows: &[Row], at: &[Option<At>; 3], c: &Claim, what: Ours) -> String {
             (Some(x), Some(y)) if y > 0.0 => {
                 let limited = a.client_bound || b.client_bound;
                 format!(
-                    "{measure} at {label}: {:.2}×{}",
+                    "{measure} at {label}: {:.2}×{}, {UNTESTED}",
                     x / y,
                     if limited { " †" } else { "" }
                 )

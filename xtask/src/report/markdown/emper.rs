@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::pivot;
 use crate::plan::suites;
 use crate::record::row::{Row, find, points_of, servers};
-use crate::report::cells::{fmt_rate, fmt_us, mark, table};
+use crate::report::cells::{UNTESTED, fmt_rate, fmt_us, mark, table};
 
 /// The peak throughput of a server in a series: `(throughput, x)`.
 pub(crate) fn peak(rows: &[Row], suite: &str, series: &str, server: &str) -> Option<(f64, f64)> {
@@ -17,6 +17,8 @@ pub(crate) fn peak(rows: &[Row], suite: &str, series: &str, server: &str) -> Opt
         .max_by(|a, b| a.0.total_cmp(&b.0))
 }
 
+/// `a` against `b` as a per cent more or less: a plain ratio, with no test behind it, and
+/// labelled so.
 pub(crate) fn ratio_text(
     a: Option<f64>,
     b: Option<f64>,
@@ -27,9 +29,9 @@ pub(crate) fn ratio_text(
         (Some(a), Some(b)) if b > 0.0 => {
             let pct = (a / b - 1.0) * 100.0;
             if pct >= 0.0 {
-                format!("{pct:.1}% {higher_is}")
+                format!("{pct:.1}% {higher_is}, {UNTESTED}")
             } else {
-                format!("{:.1}% {lower_is}", -pct)
+                format!("{:.1}% {lower_is}, {UNTESTED}", -pct)
             }
         }
         _ => "not in this run".into(),

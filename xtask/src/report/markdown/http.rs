@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use super::pivot;
 use crate::plan::suites::{HTTP_EQUAL_SERIES, HttpDriver, HttpPath, http_series};
 use crate::record::row::{Row, find, points_of, rows_of_servers_that_ran, servers_that_ran};
-use crate::report::cells::{Column, fmt_rate, fmt_us, mark, table};
+use crate::report::cells::{Column, UNTESTED, fmt_rate, fmt_us, mark, table};
 
 const SUITE: &str = "http";
 const NGINX: &str = crate::run::nginx::NAME;
@@ -33,7 +33,7 @@ fn main_table(out: &mut String, rows: &[Row], driver: HttpDriver) {
     }
     let _ = writeln!(
         out,
-        "**{}**: requests/s (× nginx's: a bare multiple of one run, the point's verdict against nginx with `--repeat 3` or more) · server CPU per request:\n",
+        "**{}**: requests/s (× nginx's: a bare multiple of one run, labelled untested, the point's verdict against nginx with `--repeat 3` or more) · server CPU per request:\n",
         driver.name()
     );
     let mut head = vec!["server".to_string()];
@@ -79,12 +79,13 @@ fn leaders(out: &mut String, rows: &[Row]) {
                 let Some(&(first, best)) = ranked.first() else {
                     continue;
                 };
-                let second = ranked
-                    .get(1)
-                    .map_or_else(|| "–".into(), |s| format!("{:.2}× {}", best / s.1, s.0));
+                let second = ranked.get(1).map_or_else(
+                    || "–".into(),
+                    |s| format!("{:.2}× {}, {UNTESTED}", best / s.1, s.0),
+                );
                 let nginx = ranked.iter().position(|s| s.0 == NGINX).map_or_else(
                     || "–".into(),
-                    |i| format!("{:.2} (#{})", ranked[i].1 / best, i + 1),
+                    |i| format!("{:.2} (#{}), {UNTESTED}", ranked[i].1 / best, i + 1),
                 );
                 let marks = mark(find(rows, SUITE, first, &id), String::new());
                 body.push(vec![label, format!("**{first}**{marks}"), second, nginx]);
@@ -241,18 +242,18 @@ mod tests {
         let mut out = String::new();
         section(&mut out, &rows);
         assert!(
-            out.contains("| **fiber** | 500k (1.25×) · 1.50 µs |"),
+            out.contains("| **fiber** | 500k (1.25×, untested) · 1.50 µs |"),
             "{out}"
         );
         assert!(out.contains("| **nginx** | 400k · 2.00 µs |"), "{out}");
         assert!(!out.contains("floor-epoll"), "{out}");
         // fiber first, 1.25× over nginx, which is second at 0.80 of it.
         assert!(
-            out.contains("| **fiber** | 1.25× nginx | 0.80 (#2) |"),
+            out.contains("| **fiber** | 1.25× nginx, untested | 0.80 (#2), untested |"),
             "{out}"
         );
         assert!(
-            out.contains("| **fiber** | 10.0k | 6.00 µs (0.75×) |"),
+            out.contains("| **fiber** | 10.0k | 6.00 µs (0.75×, untested) |"),
             "{out}"
         );
         assert!(out.contains("16,384"), "{out}");

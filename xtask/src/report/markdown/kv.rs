@@ -111,7 +111,7 @@ fn intro(out: &mut String, rows: &[Row]) {
          kv (every reply checked against what the store must hold; CPU over its measured \
          window). GET points start with the key space stored. CPU per request is the server's \
          user + system time; the multiple in brackets is of redis-server's at the same point: with \
-         one run a point (the default) a bare multiple, with `--repeat 3` or more the \
+         one run a point (the default) a bare multiple, labelled untested, with `--repeat 3` or more the \
          verdict of the point's column against redis-server (log cost = server + round, \
          Bonferroni over the column), a ratio with its simultaneous interval where it differs, \
          else `~`.\n",
@@ -256,7 +256,7 @@ mod tests {
         let mut out = String::new();
         section(&mut out, &rows);
         assert!(
-            out.contains("| **fiber** | 80.0k · 5.00 µs (0.50×)"),
+            out.contains("| **fiber** | 80.0k · 5.00 µs (0.50×, untested)"),
             "{out}"
         );
         assert!(out.contains("| **redis** | 70.0k · 10.0 µs |"), "{out}");

@@ -85,7 +85,7 @@ pub(crate) fn syscall_techniques(out: &mut String, rows: &[Row]) {
         &[
             "technique",
             "paper, per request",
-            "ratio to blocking",
+            "paper's ratio to blocking",
             "ours, CPU per echo",
         ],
         &[
