@@ -3,7 +3,7 @@
 //! `summary.json`, written as each point ends. A row and its lookups are `row`.
 //!
 //! It may call the plan layer, the run layer's `outcome` and `histogram`, and the record
-//! layer's `row`, `rounds` and `stats`.
+//! layer's `row`, `rounds`, `stats` and `workloads`.
 
 use std::path::Path;
 
@@ -76,6 +76,7 @@ pub(crate) fn aggregate(
 ) -> Row {
     let ok: Vec<&Measured> = outcomes.iter().filter_map(|o| o.as_ref().ok()).collect();
     let mut row = identity(point, server);
+    crate::record::workloads::identity(&mut row, point);
     row.repeats = outcomes.len();
     row.ok = ok.len();
     row.per_round = crate::record::rounds::per_round(outcomes);
@@ -90,6 +91,7 @@ pub(crate) fn aggregate(
     cost(&mut row, &ok);
     memory_and_load(&mut row, &ok);
     deliveries_and_notes(&mut row, &ok);
+    crate::record::workloads::connections(&mut row, &ok);
     row
 }
 

@@ -39,19 +39,23 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
     };
     push("--addr", addr.to_string());
     push("--conns", point.conns.to_string());
+    let sizes = |one: usize| point.shape.sizes.map_or(one.to_string(), str::to_string);
     match point.workload {
-        Workload::Echo { msg_size, .. } => push("--msg-size", msg_size.to_string()),
+        Workload::Echo { msg_size, .. } => push("--msg-size", sizes(msg_size)),
         Workload::Idle => push("--msg-size", "16".into()),
         Workload::ChatIngest { .. } | Workload::ChatRoom { .. } => {
             push("--msg-size", crate::plan::suites::CHAT_LINE.to_string());
         }
         Workload::Kv { get, pipeline, .. } => {
-            push(
-                "--value-size",
-                crate::plan::suites::KV_VALUE_SIZE.to_string(),
-            );
+            push("--value-size", sizes(crate::plan::suites::KV_VALUE_SIZE));
             push("--keys", crate::plan::suites::KV_KEYS.to_string());
-            push("--get-ratio", if get { "1" } else { "0" }.into());
+            match point.shape.ratio {
+                Some((set, get)) => push("--ratio", format!("{set}:{get}")),
+                None => push("--get-ratio", if get { "1" } else { "0" }.into()),
+            }
+            if let Some(dist) = point.shape.key_dist {
+                push("--key-dist", dist.into());
+            }
             push("--depth", pipeline.to_string());
         }
         Workload::Http { path, pipeline, .. } => {
@@ -66,12 +70,18 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
     push("--warmup", fmt_secs(point.warmup));
     if let Load::Open { rate } = point.load {
         push("--rate", format!("{rate}"));
-        if point.arrivals == Arrivals::Poisson {
-            push("--arrivals", point.arrivals.name().into());
+        if point.arrivals != Arrivals::Uniform {
+            push("--arrivals", point.arrivals.loadgen_arg());
             if let Some(seed) = point.seed {
                 push("--seed", seed.to_string());
             }
         }
+    }
+    if let Some(r) = point.shape.requests_per_conn {
+        push("--requests-per-conn", r.to_string());
+    }
+    if point.shape.idle_conns > 0 {
+        push("--idle-conns", point.shape.idle_conns.to_string());
     }
     // One worker per client CPU, but never more workers than connections.
     let threads = cpus.len().min(point.conns).max(1);
@@ -81,7 +91,7 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
     // the default 10 s is for a person at a terminal.
     push(
         "--connect-timeout",
-        fmt_secs(10.0 + point.conns as f64 / 250.0),
+        fmt_secs(10.0 + point.shape.total_conns(point.conns) as f64 / 250.0),
     );
     push("--grace", fmt_secs(grace(point)));
     push("--json", files.json.display().to_string());
@@ -177,6 +187,12 @@ pub(crate) struct Summary {
     /// Open loop: `spin` or `sleep`.
     #[serde(default)]
     pub(crate) pacing: Option<String>,
+    /// Connections opened over the run, replacements and idle ones included; the idle ones
+    /// still connected at the window's end.
+    #[serde(default)]
+    pub(crate) connections_opened: Option<u64>,
+    #[serde(default)]
+    pub(crate) idle_held: Option<u64>,
 }
 
 impl Summary {
@@ -311,6 +327,7 @@ mod tests {
             workers: None,
             arrivals: crate::plan::suites::Arrivals::Uniform,
             seed: None,
+            shape: crate::plan::suites::Shape::default(),
         };
         assert_eq!(grace(&point(1000, 0)), 2.0);
         assert!((grace(&point(10_000, 200)) - 4.0).abs() < 1e-9);
@@ -334,6 +351,7 @@ mod tests {
             workers: None,
             arrivals,
             seed,
+            shape: crate::plan::suites::Shape::default(),
         };
         let p = Path::new("x");
         let files = Files {

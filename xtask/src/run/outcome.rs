@@ -76,6 +76,10 @@ pub(crate) struct Measured {
     pub(crate) cost: ServerCost,
     /// loadgen's latency histogram (V2), relative to the run directory.
     pub(crate) hist: PathBuf,
+    /// Connections loadgen opened over the run (replacements and idle ones included), and the
+    /// idle ones it still held at the window's end (issue 62's churn and idle workloads).
+    #[serde(default)]
+    pub(crate) connections: Option<[u64; 2]>,
     /// The server's counters line, printed at its clean stop.
     pub(crate) counters: Option<String>,
     /// Things that did not spoil the numbers but should be said.

@@ -173,6 +173,7 @@ impl Job<'_> {
             window_exact: true,
             cost,
             hist,
+            connections: None,
             counters: None,
             notes: vec![client.note().into()],
             throttle: None,

@@ -224,7 +224,8 @@ fn measured(
         &samples[1..],
         (start, start + window_secs),
         summary.throughput_per_sec,
-        point.conns,
+        // Memory per connection counts every one the client holds, idle ones included.
+        point.shape.total_conns(point.conns),
         edges.as_ref(),
     );
     let hist = files
@@ -249,6 +250,9 @@ fn measured(
         window_exact: logged_start.is_some(),
         cost,
         hist,
+        connections: summary
+            .connections_opened
+            .map(|o| [o, summary.idle_held.unwrap_or(0)]),
         counters: None,
         notes: Vec::new(),
         throttle: None,

@@ -17,6 +17,7 @@ mod kv;
 mod memory;
 mod quick;
 mod scaling;
+mod workloads;
 
 use std::fmt::Write as _;
 
@@ -105,6 +106,11 @@ fn sections(suite: Suite) -> &'static [Section] {
             );
         }],
         Suite::Capacity => &[|out, rows, input| capacity::section(out, rows, input.capacity)],
+        Suite::Churn => &[|out, rows, input| workloads::churn(out, rows, input)],
+        Suite::Idle => &[|out, rows, input| workloads::idle(out, rows, input)],
+        Suite::Sizes => &[|out, rows, input| workloads::sizes(out, rows, input)],
+        Suite::Bursts => &[|out, rows, input| workloads::bursts(out, rows, input)],
+        Suite::Skew => &[|out, rows, input| workloads::skew(out, rows, input)],
     }
 }
 

@@ -1,0 +1,93 @@
+//! What a row keeps of issue 62's workloads: the point's knobs (churn's requests per
+//! connection, idle connections, the mix of sizes, kv's key distribution and SET:GET mix, the
+//! mean payload of a request), and the connections counted on both sides: loadgen's opened
+//! and idle held, the server's accepted and closed (its stop line, `service::counters`).
+//!
+//! It may call the plan layer, the run layer's `outcome`, and the record layer's `row` and
+//! `summary`.
+
+use crate::plan::suites::{KV_VALUE_SIZE, Point, Workload};
+use crate::record::row::Row;
+use crate::record::summary::median_of;
+use crate::run::outcome::Measured;
+
+/// Fills the row's knobs from its point.
+pub(crate) fn identity(row: &mut Row, point: &Point) {
+    let s = &point.shape;
+    row.requests_per_conn = s.requests_per_conn;
+    row.idle_conns = (s.idle_conns > 0).then_some(s.idle_conns);
+    row.sizes = s.sizes.map(str::to_string);
+    row.key_dist = s.key_dist.map(str::to_string);
+    row.ratio = s.ratio.map(|(set, get)| format!("{set}:{get}"));
+    row.msg_bytes = match point.workload {
+        Workload::Echo { msg_size, .. } => Some(s.mean_size().unwrap_or(msg_size as f64)),
+        Workload::Kv { .. } => Some(s.mean_size().unwrap_or(KV_VALUE_SIZE as f64)),
+        _ => None,
+    };
+}
+
+/// Fills the connections each side counted, the median of the repeats that said them.
+pub(crate) fn connections(row: &mut Row, ok: &[&Measured]) {
+    row.connections_opened = median_of(ok, |m| m.connections.map(|c| c[0] as f64));
+    if row.idle_conns.is_some() {
+        row.idle_held = median_of(ok, |m| m.connections.map(|c| c[1] as f64));
+    }
+    let count = |name: &str| {
+        median_of(ok, |m| {
+            m.counters
+                .as_deref()
+                .and_then(|l| counter(l, name))
+                .map(|n| n as f64)
+        })
+    };
+    row.server_accepted = count("accepted");
+    row.server_closed = count("closed");
+}
+
+/// The count `name=N` of a server's stop line (`srv: stopped: accepted=12 closed=12 …`).
+pub(crate) fn counter(line: &str, name: &str) -> Option<u64> {
+    line.split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .find(|(k, _)| *k == name)
+        .and_then(|(_, v)| v.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::suites::{Overrides, Suite};
+
+    #[test]
+    fn reads_the_servers_counts_from_its_stop_line() {
+        let line = "srv-tokio: stopped: accepted=4096 closed=4090 bytes_in=10 messages=3";
+        assert_eq!(counter(line, "accepted"), Some(4096));
+        assert_eq!(counter(line, "closed"), Some(4090));
+        assert_eq!(counter(line, "lines"), None);
+        assert_eq!(counter("accepted=x", "accepted"), None);
+    }
+
+    #[test]
+    fn a_row_keeps_its_points_knobs() {
+        let o = Overrides {
+            workers: 1,
+            ..Overrides::default()
+        };
+        let find = |suite: Suite, id: &str| {
+            let p = suite.points(&o).into_iter().find(|p| p.id == id).unwrap();
+            let mut row = Row::default();
+            identity(&mut row, &p);
+            row
+        };
+        let r = find(Suite::Churn, "r10-c512");
+        assert_eq!((r.requests_per_conn, r.idle_conns, r.msg_bytes), (Some(10), None, Some(16.0)));
+        let r = find(Suite::Idle, "active-1-c10000");
+        assert_eq!(r.idle_conns, Some(9900));
+        let r = find(Suite::Sizes, "echo-mix-c64");
+        assert_eq!(r.sizes.as_deref(), Some("64:95,64K:5"));
+        assert!((r.msg_bytes.unwrap() - 3337.6).abs() < 1e-6);
+        let r = find(Suite::Sizes, "kv-loadgen-1KiB-c50");
+        assert_eq!(r.msg_bytes, Some(1024.0));
+        let r = find(Suite::Skew, "set1-get30-zipf1.2-c50");
+        assert_eq!((r.key_dist.as_deref(), r.ratio.as_deref()), (Some("zipf:1.2"), Some("1:30")));
+    }
+}

@@ -1,0 +1,139 @@
+//! The sections of issue 62's workloads, one module each: `churn` (CPU per connection
+//! lifetime, accepts/s, the connections counted on both sides), `idle` (memory per idle and
+//! per active connection, CPU at no load, the active clients' p99 as idle ones grow), `sizes`
+//! (CPU per request and per KiB, Gbit/s, where the runtimes converge), `bursts` (whether the
+//! ranking under bursts is Poisson's) and `skew` (kv under key skew). Each table carries the
+//! verdicts against the suite's reference (`cells::Column`), and each section ends with where
+//! two servers swap places along its sweep (`report::crossover`).
+//!
+//! It may call what `markdown` may, and the report layer's `crossover`.
+
+mod bursts;
+mod churn;
+mod idle;
+mod sizes;
+mod skew;
+
+use std::fmt::Write as _;
+
+/// A workload's section of `report.md`, with the run's `--reference`.
+macro_rules! section {
+    ($name:ident) => {
+        pub(crate) fn $name(out: &mut String, rows: &[Row], input: &super::Input<'_>) {
+            $name::section(out, rows, input.meta.settings["reference"].as_str());
+        }
+    };
+}
+section!(bursts);
+section!(churn);
+section!(idle);
+section!(sizes);
+section!(skew);
+
+use crate::plan::suites::Suite;
+use crate::record::row::{Row, find, servers_that_ran};
+use crate::report::cells::{Column, mark, table};
+use crate::report::crossover;
+
+/// How far apart two servers must be, at both ends, for a change of order to count as a
+/// swap: 10%, beyond what a single run of a short point moves by itself.
+pub(crate) const SWAP_MARGIN: f64 = 0.10;
+
+/// The reference of `suite`'s verdicts among the servers that ran: `explicit`
+/// (`--reference`), else the suite's own, else the first.
+fn reference(suite: Suite, rows: &[Row], explicit: Option<&str>) -> Option<String> {
+    suite.reference(&servers_that_ran(rows), explicit)
+}
+
+/// The rows' point ids of `suite` whose series is `series`, in x order, with their labels.
+fn points(rows: &[Row], suite: Suite, series: &str) -> Vec<(String, String)> {
+    crate::record::row::points_of(rows, suite.name(), series)
+        .into_iter()
+        .map(|(id, label, _)| (id, label))
+        .collect()
+}
+
+/// A table of a server a line, a column per point of `points` (`cell` of the server's row
+/// there, its marks added), then the `extra` columns named in `extra_head`.
+fn grid(
+    out: &mut String,
+    rows: &[Row],
+    suite: Suite,
+    (corner, points): (&str, &[(String, String)]),
+    cell: impl Fn(&Row) -> String,
+    (extra_head, extra): (&[&str], &dyn Fn(&str) -> Vec<String>),
+) {
+    if points.is_empty() {
+        return;
+    }
+    let mut head = vec![corner.to_string()];
+    head.extend(points.iter().map(|p| p.1.clone()));
+    head.extend(extra_head.iter().map(|h| h.to_string()));
+    let body: Vec<Vec<String>> = servers_that_ran(rows)
+        .into_iter()
+        .filter(|s| points.iter().any(|p| find(rows, suite.name(), s, &p.0).is_some_and(|r| r.repeats > 0)))
+        .map(|s| {
+            let mut cells = vec![format!("**{s}**")];
+            for p in points {
+                let r = find(rows, suite.name(), &s, &p.0).filter(|r| r.repeats > 0);
+                cells.push(mark(r, r.map(&cell).unwrap_or_default()));
+            }
+            cells.extend(extra(&s));
+            cells
+        })
+        .collect();
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    table(out, &head, &body);
+}
+
+/// `value` and, beside it, the verdict of `metric` at the row's point against `reference`
+/// (or the bare multiple of one run).
+fn judged(
+    rows: &[Row],
+    r: &Row,
+    (metric, value): (&str, fn(&Row) -> Option<f64>),
+    reference: Option<&str>,
+    show: fn(Option<f64>) -> String,
+) -> String {
+    let col = Column::new(rows, &r.suite, &r.point, metric, reference);
+    let base = reference.and_then(|name| find(rows, &r.suite, name, &r.point)).and_then(value);
+    format!("{}{}", show(value(r)), col.multiple(&r.server, value(r), base))
+}
+
+/// The section's last words: where two servers swap places along `points` by `y` (each as a
+/// ratio to `reference`), or that none do.
+fn crossovers(
+    out: &mut String,
+    rows: &[Row],
+    suite: Suite,
+    (points, reference): (&[(String, String)], Option<&str>),
+    (what, y, lower_better): (&str, fn(&Row) -> Option<f64>, bool),
+) {
+    let Some(reference) = reference else {
+        return;
+    };
+    let ids: Vec<String> = points.iter().map(|p| p.0.clone()).collect();
+    let labels: Vec<String> = points.iter().map(|p| p.1.clone()).collect();
+    let by = crossover::ratios(rows, suite.name(), &ids, reference, y);
+    let swaps = crossover::swaps(&by, SWAP_MARGIN);
+    let said = crossover::sentences(&swaps, &labels, what, lower_better);
+    if said.is_empty() {
+        let _ = writeln!(
+            out,
+            "**Where the ranking changes** ({what}, {} to {}): no two servers swap places by more than {:.0}%.\n",
+            labels.first().map_or("", String::as_str),
+            labels.last().map_or("", String::as_str),
+            SWAP_MARGIN * 100.0
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "**Where the ranking changes** ({what}; a swap counts where the two differ by more than {:.0}% on both sides):\n",
+            SWAP_MARGIN * 100.0
+        );
+        for s in said {
+            let _ = writeln!(out, "- {s}");
+        }
+        out.push('\n');
+    }
+}
