@@ -422,6 +422,59 @@ mod tests {
     }
 
     #[test]
+    fn issue_62s_knobs_reach_loadgen_and_loadgen_takes_every_point() {
+        use clap::Parser as _;
+        use crate::plan::suites::{Overrides, Suite};
+        let f = Path::new("f");
+        let files = Files {
+            json: f,
+            hist: f,
+            hgrm: f,
+            interval_log: f,
+        };
+        let o = Overrides {
+            workers: 1,
+            ..Overrides::default()
+        };
+        let line = |suite: Suite, id: &str| {
+            let points = suite.points(&o);
+            let p = points.iter().find(|p| p.id == id).unwrap();
+            args(p, "127.0.0.1:9", &CpuList::one(0), &files).join(" ")
+        };
+        for (suite, id, want) in [
+            (Suite::Churn, "r1-c64", "echo --addr 127.0.0.1:9 --conns 64 --msg-size 16"),
+            (Suite::Churn, "r10-c4096", "--requests-per-conn 10 --threads 1"),
+            (Suite::Churn, "kv-loadgen-r1-c50", "--get-ratio 1 --depth 1"),
+            (Suite::Churn, "kv-loadgen-r1-c50", "--requests-per-conn 1"),
+            (Suite::Idle, "active-10-c1000", "--conns 100 --msg-size 16"),
+            (Suite::Idle, "active-10-c1000", "--rate 10000 --idle-conns 900"),
+            (Suite::Sizes, "echo-mix-c64", "--msg-size 64:95,64K:5"),
+            (Suite::Sizes, "echo-1MiB-c64", "--msg-size 1048576"),
+            (Suite::Sizes, "kv-loadgen-64KiB-c50", "--value-size 65536"),
+            (Suite::Bursts, "onoff-l70-c100", "--rate 28000 --arrivals onoff:10:10"),
+            (Suite::Bursts, "pareto-l50-c100", "--arrivals pareto:0.154971"),
+            (Suite::Skew, "set1-get30-zipf0.99-c50", "--ratio 1:30 --key-dist zipf:0.99"),
+        ] {
+            let l = line(suite, id);
+            assert!(l.contains(want), "{id}: {want} not in {l}");
+        }
+        assert!(!line(Suite::Churn, "keep-alive-c64").contains("--requests-per-conn"));
+        assert!(!line(Suite::Skew, "set1-get1-uniform-c50").contains("--get-ratio"));
+        // The connect timeout counts the idle connections too.
+        assert!(line(Suite::Idle, "quiet-c10000").contains("--connect-timeout 50"));
+        // loadgen itself accepts the command line of every point these suites run.
+        for suite in [Suite::Churn, Suite::Idle, Suite::Sizes, Suite::Bursts, Suite::Skew] {
+            for p in suite.points(&o).iter().filter(|p| p.workload.outside_client().is_none()) {
+                let mut a = vec!["loadgen".to_string()];
+                a.extend(args(p, "127.0.0.1:9", &CpuList::one(0), &files));
+                let cli = loadgen::cli::Cli::try_parse_from(&a)
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.id));
+                assert!(cli.config().is_ok(), "{}: {:?}", p.id, cli.config().err());
+            }
+        }
+    }
+
+    #[test]
     fn finds_the_window_start() {
         let log = "#[Logged with loadgen 0.0.0]\n#[Histogram log format version 1.3]\n\
                    #[StartTime: 1700000000.250 (seconds since epoch)]\n";
