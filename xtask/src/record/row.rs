@@ -167,6 +167,12 @@ pub(crate) struct Row {
     /// (`accepted=… closed=…`; median of the repeats): that churned connections closed.
     pub(crate) server_accepted: Option<f64>,
     pub(crate) server_closed: Option<f64>,
+    /// Kv: GETs' and SETs' latency apart, p50 and p99 in µs (median of the repeats), where
+    /// the client told them apart (loadgen).
+    pub(crate) get_p50_us: Option<f64>,
+    pub(crate) get_p99_us: Option<f64>,
+    pub(crate) set_p50_us: Option<f64>,
+    pub(crate) set_p99_us: Option<f64>,
     /// The latency histogram of all repeats, relative to the run directory.
     pub(crate) hist: Option<String>,
     pub(crate) notes: Vec<String>,
@@ -278,6 +284,10 @@ pub(crate) const CSV_COLUMNS: &[&str] = &[
     "idle_held",
     "server_accepted",
     "server_closed",
+    "get_p50_us",
+    "get_p99_us",
+    "set_p50_us",
+    "set_p99_us",
     "hist",
 ];
 

@@ -13,18 +13,13 @@ use crate::plan::servers::Variant;
 use crate::plan::suites::{Load, Point, Stop, Workload};
 use crate::record::rounds::Tail;
 use crate::record::row::{CSV_COLUMNS, Row, csv_field};
-use crate::record::stats;
+use crate::record::stats::{self, median_of};
 use crate::run::histogram::Percentiles;
 use crate::run::outcome::{Failure, Measured};
 
 /// The order-statistic interval of `values`' median, as `(low, high)`.
 fn bounds(values: &[f64]) -> (Option<f64>, Option<f64>) {
     stats::median_interval(values).map_or((None, None), |i| (Some(i.low), Some(i.high)))
-}
-
-pub(crate) fn median_of(ms: &[&Measured], f: impl Fn(&Measured) -> Option<f64>) -> Option<f64> {
-    let v: Vec<f64> = ms.iter().filter_map(|m| f(m)).collect();
-    stats::median(&v)
 }
 
 /// Sums the repeats' histograms and writes the sum as `<id>.hist` and `<id>.hgrm` in `dir`.

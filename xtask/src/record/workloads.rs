@@ -1,14 +1,15 @@
 //! What a row keeps of issue 62's workloads: the point's knobs (churn's requests per
 //! connection, idle connections, the mix of sizes, kv's key distribution and SET:GET mix, the
 //! mean payload of a request), and the connections counted on both sides: loadgen's opened
-//! and idle held, the server's accepted and closed (its stop line, `service::counters`).
+//! and idle held, the server's accepted and closed (its stop line, `service::counters`); and
+//! kv's GET and SET latency apart.
 //!
 //! It may call the plan layer, the run layer's `outcome`, and the record layer's `row` and
-//! `summary`.
+//! `stats`.
 
 use crate::plan::suites::{KV_VALUE_SIZE, Point, Workload};
 use crate::record::row::Row;
-use crate::record::summary::median_of;
+use crate::record::stats::median_of;
 use crate::run::outcome::Measured;
 
 /// Fills the row's knobs from its point.
@@ -42,6 +43,13 @@ pub(crate) fn connections(row: &mut Row, ok: &[&Measured]) {
     };
     row.server_accepted = count("accepted");
     row.server_closed = count("closed");
+    let op = |i: usize| median_of(ok, |m| m.ops_us.and_then(|o| o[i]));
+    (
+        row.get_p50_us,
+        row.get_p99_us,
+        row.set_p50_us,
+        row.set_p99_us,
+    ) = (op(0), op(1), op(2), op(3));
 }
 
 /// The count `name=N` of a server's stop line (`srv: stopped: accepted=12 closed=12 …`).
@@ -79,7 +87,10 @@ mod tests {
             row
         };
         let r = find(Suite::Churn, "r10-c512");
-        assert_eq!((r.requests_per_conn, r.idle_conns, r.msg_bytes), (Some(10), None, Some(16.0)));
+        assert_eq!(
+            (r.requests_per_conn, r.idle_conns, r.msg_bytes),
+            (Some(10), None, Some(16.0))
+        );
         let r = find(Suite::Idle, "active-1-c10000");
         assert_eq!(r.idle_conns, Some(9900));
         let r = find(Suite::Sizes, "echo-mix-c64");
@@ -88,6 +99,9 @@ mod tests {
         let r = find(Suite::Sizes, "kv-loadgen-1KiB-c50");
         assert_eq!(r.msg_bytes, Some(1024.0));
         let r = find(Suite::Skew, "set1-get30-zipf1.2-c50");
-        assert_eq!((r.key_dist.as_deref(), r.ratio.as_deref()), (Some("zipf:1.2"), Some("1:30")));
+        assert_eq!(
+            (r.key_dist.as_deref(), r.ratio.as_deref()),
+            (Some("zipf:1.2"), Some("1:30"))
+        );
     }
 }

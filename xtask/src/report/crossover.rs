@@ -56,7 +56,11 @@ pub(crate) fn spearman(a: &[f64], b: &[f64]) -> Option<f64> {
     let (ra, rb) = (ranks(a), ranks(b));
     let n = a.len() as f64;
     let mean = (n + 1.0) / 2.0;
-    let cov: f64 = ra.iter().zip(&rb).map(|(x, y)| (x - mean) * (y - mean)).sum();
+    let cov: f64 = ra
+        .iter()
+        .zip(&rb)
+        .map(|(x, y)| (x - mean) * (y - mean))
+        .sum();
     let va: f64 = ra.iter().map(|x| (x - mean).powi(2)).sum();
     let vb: f64 = rb.iter().map(|y| (y - mean).powi(2)).sum();
     (va > 0.0 && vb > 0.0).then(|| cov / (va * vb).sqrt())
@@ -87,7 +91,10 @@ pub(crate) fn swaps(series: &ByServer, margin: f64) -> Vec<Swap> {
             let mut last: Option<(usize, bool)> = None;
             for (step, (x, y)) in va.iter().zip(vb).enumerate() {
                 let (Some(x), Some(y)) = (x, y) else { continue };
-                if *x <= 0.0 || *y <= 0.0 || (x / y - 1.0).abs() <= margin && (y / x - 1.0).abs() <= margin {
+                if *x <= 0.0
+                    || *y <= 0.0
+                    || (x / y - 1.0).abs() <= margin && (y / x - 1.0).abs() <= margin
+                {
                     continue;
                 }
                 let a_ahead = x > y;
@@ -126,7 +133,9 @@ pub(crate) fn ratios(
                 .iter()
                 .map(|p| {
                     let mine = find(rows, suite, &s, p).filter(|r| r.ok > 0).and_then(y)?;
-                    let base = find(rows, suite, reference, p).filter(|r| r.ok > 0).and_then(y)?;
+                    let base = find(rows, suite, reference, p)
+                        .filter(|r| r.ok > 0)
+                        .and_then(y)?;
                     (base > 0.0).then(|| mine / base)
                 })
                 .collect();
@@ -139,7 +148,12 @@ pub(crate) fn ratios(
 /// The sentences the report's conclusion of a workload says of `swaps`, the steps named by
 /// `labels`; what the values are (`what`: "CPU per request") and which way is better
 /// (`lower_better`) say who comes out ahead.
-pub(crate) fn sentences(swaps: &[Swap], labels: &[String], what: &str, lower_better: bool) -> Vec<String> {
+pub(crate) fn sentences(
+    swaps: &[Swap],
+    labels: &[String],
+    what: &str,
+    lower_better: bool,
+) -> Vec<String> {
     let label = |i: usize| labels.get(i).map_or("?", String::as_str);
     swaps
         .iter()
@@ -166,7 +180,10 @@ mod tests {
     #[test]
     fn the_fit_recovers_a_line_and_refuses_one_x() {
         // CPU per request = 3 µs + 40 µs per connection / R, at R = 1, 10, 100 and ∞.
-        let pts: Vec<(f64, f64)> = [1.0, 0.1, 0.01, 0.0].iter().map(|&x| (x, 3.0 + 40.0 * x)).collect();
+        let pts: Vec<(f64, f64)> = [1.0, 0.1, 0.01, 0.0]
+            .iter()
+            .map(|&x| (x, 3.0 + 40.0 * x))
+            .collect();
         let (a, b) = least_squares(&pts).unwrap();
         assert!((a - 3.0).abs() < 1e-9 && (b - 40.0).abs() < 1e-9, "{a} {b}");
         // Noise around it: the slope stays near.
@@ -209,16 +226,35 @@ mod tests {
         let s = swaps(&series, 0.1);
         // a over b (0.8 → 1.5); b over c too; b over d never swaps (d stays below).
         assert!(
-            s.contains(&Swap { first: "a".into(), second: "b".into(), from: 1, to: 2 }),
+            s.contains(&Swap {
+                first: "a".into(),
+                second: "b".into(),
+                from: 1,
+                to: 2
+            }),
             "{s:?}"
         );
-        assert!(s.contains(&Swap { first: "c".into(), second: "b".into(), from: 1, to: 2 }), "{s:?}");
+        assert!(
+            s.contains(&Swap {
+                first: "c".into(),
+                second: "b".into(),
+                from: 1,
+                to: 2
+            }),
+            "{s:?}"
+        );
         assert_eq!(s.len(), 2, "{s:?}");
         let labels: Vec<String> = ["16B", "1KiB", "64KiB", "1MiB"].map(String::from).to_vec();
         let said = sentences(&s[..1], &labels, "CPU per request", true);
-        assert_eq!(said, ["b leads a on CPU per request at 1KiB but trails it at 64KiB"]);
+        assert_eq!(
+            said,
+            ["b leads a on CPU per request at 1KiB but trails it at 64KiB"]
+        );
         let said = sentences(&s[..1], &labels, "throughput", false);
-        assert_eq!(said, ["a leads b on throughput at 1KiB but trails it at 64KiB"]);
+        assert_eq!(
+            said,
+            ["a leads b on throughput at 1KiB but trails it at 64KiB"]
+        );
     }
 
     #[test]

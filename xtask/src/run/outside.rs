@@ -174,6 +174,7 @@ impl Job<'_> {
             cost,
             hist,
             connections: None,
+            ops_us: None,
             counters: None,
             notes: vec![client.note().into()],
             throttle: None,

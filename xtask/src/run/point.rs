@@ -253,11 +253,25 @@ fn measured(
         connections: summary
             .connections_opened
             .map(|o| [o, summary.idle_held.unwrap_or(0)]),
+        ops_us: ops_us(&summary),
         counters: None,
         notes: Vec::new(),
         throttle: None,
         driver_latency_us: None,
         driver_avg_min_us: None,
+    })
+}
+
+/// Kv: GETs' p50 and p99 and SETs', where loadgen told them apart.
+fn ops_us(summary: &loadgen_cli::Summary) -> Option<[Option<f64>; 4]> {
+    let (get, set) = (summary.get_latency_us, summary.set_latency_us);
+    (get.is_some() || set.is_some()).then(|| {
+        [
+            get.map(|p| p.p50),
+            get.map(|p| p.p99),
+            set.map(|p| p.p50),
+            set.map(|p| p.p99),
+        ]
     })
 }
 

@@ -12,9 +12,7 @@
 //!
 //! It may call the suites' shared parts (`plan::suites`).
 
-use super::{
-    Defaults, KvDriver, Load, NO_RATE, Point, Shape, Stop, Sweep, Workload, conns_label,
-};
+use super::{Defaults, KvDriver, Load, NO_RATE, Point, Shape, Stop, Sweep, Workload, conns_label};
 
 pub(super) const DEFAULTS: Defaults = Defaults {
     name: "churn",
@@ -26,7 +24,9 @@ pub(super) const DEFAULTS: Defaults = Defaults {
     repeats: 1,
     rate_meaning: NO_RATE,
     extra_servers: &[],
-    default_servers_help: Some("for churn also `redis` (redis-server, when installed), at the kv points"),
+    default_servers_help: Some(
+        "for churn also `redis` (redis-server, when installed), at the kv points",
+    ),
 };
 
 /// The requests a connection carries, `None` for as many as the run (keep-alive).
@@ -51,7 +51,11 @@ pub(super) fn points(cx: &Sweep<'_>) -> Vec<Point> {
             out.push(cx.shaped(
                 &series,
                 format!("{series}-c{c}"),
-                format!("{}, R {}", conns_label(c), r.map_or("∞".into(), |r| r.to_string())),
+                format!(
+                    "{}, R {}",
+                    conns_label(c),
+                    r.map_or("∞".into(), |r| r.to_string())
+                ),
                 c,
                 (echo16, churning(r)),
                 Load::Closed,
@@ -68,7 +72,11 @@ pub(super) fn points(cx: &Sweep<'_>) -> Vec<Point> {
                 format!(
                     "GET {}, {}, {}",
                     conns_label(KV_CONNS),
-                    if r.is_some() { "a connection per request" } else { "kept" },
+                    if r.is_some() {
+                        "a connection per request"
+                    } else {
+                        "kept"
+                    },
                     driver.name()
                 ),
                 KV_CONNS,
@@ -97,7 +105,7 @@ fn churning(r: Option<u64>) -> Shape {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{o, default_servers};
+    use super::super::tests::{default_servers, o};
     use super::super::{KvDriver, Load, Point, Suite, Workload};
 
     #[test]
@@ -110,20 +118,37 @@ mod tests {
             .iter()
             .map(|p| (p.conns, p.shape.requests_per_conn))
             .collect();
-        assert_eq!(echo[..4], [(64, Some(1)), (64, Some(10)), (64, Some(100)), (64, None)]);
+        assert_eq!(
+            echo[..4],
+            [(64, Some(1)), (64, Some(10)), (64, Some(100)), (64, None)]
+        );
         assert_eq!(echo[11], (4096, None));
-        assert!(p.iter().all(|p| p.load == Load::Closed && p.shape.idle_conns == 0));
+        assert!(
+            p.iter()
+                .all(|p| p.load == Load::Closed && p.shape.idle_conns == 0)
+        );
         assert_eq!(p[1].id, "r10-c64");
         assert_eq!(p[3].series, "keep-alive");
-        let rb = p.iter().find(|p| p.id == "kv-redis-benchmark-r1-c50").unwrap();
+        let rb = p
+            .iter()
+            .find(|p| p.id == "kv-redis-benchmark-r1-c50")
+            .unwrap();
         assert_eq!(rb.shape.requests_per_conn, Some(1));
         assert!(matches!(
             rb.workload,
-            Workload::Kv { get: true, driver: KvDriver::RedisBenchmark, .. }
+            Workload::Kv {
+                get: true,
+                driver: KvDriver::RedisBenchmark,
+                ..
+            }
         ));
         assert!(p.iter().any(|p| p.id == "kv-loadgen-keep-alive-c50"));
         // The 4096-connection points wait for their connections as every point does.
-        assert!(p.iter().filter(|p| p.conns == 4096).all(|p| p.warmup >= 4096.0 / 2500.0));
+        assert!(
+            p.iter()
+                .filter(|p| p.conns == 4096)
+                .all(|p| p.warmup >= 4096.0 / 2500.0)
+        );
         // A few minutes with the sixteen default servers (the kv points for few of them).
         let secs: f64 = p.iter().map(Point::estimate_secs).sum::<f64>() * default_servers();
         assert!(secs < 8.0 * 60.0, "{secs}");

@@ -84,10 +84,17 @@ mod tests {
         assert_eq!(got[2], (10, 990, "active-1".into()));
         assert_eq!(got[5], (100, 9900, "active-1".into()));
         assert_eq!(got[6], (1, 9999, "quiet".into()));
-        assert!(p[..6].iter().all(|p| p.load == Load::Open { rate: 10_000.0 }));
+        assert!(
+            p[..6]
+                .iter()
+                .all(|p| p.load == Load::Open { rate: 10_000.0 })
+        );
         assert_eq!(p[6].load, Load::Open { rate: 10.0 });
         // The plots' x is every connection, idle ones included; the warmup waits for all.
-        assert!(p.iter().all(|p| p.x() == (p.conns + p.shape.idle_conns) as f64));
+        assert!(
+            p.iter()
+                .all(|p| p.x() == (p.conns + p.shape.idle_conns) as f64)
+        );
         assert!(p[3..].iter().all(|p| p.warmup >= 4.0));
         let ids: std::collections::HashSet<&str> = p.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(ids.len(), p.len());

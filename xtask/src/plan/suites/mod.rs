@@ -27,8 +27,8 @@
 mod bursts;
 pub(crate) mod capacity;
 mod chat_cpu;
-mod churn;
 mod chat_room;
+mod churn;
 mod emper_echo;
 mod http;
 mod idle;

@@ -116,7 +116,10 @@ mod tests {
         };
         assert_eq!(s.total_conns(100), 1000);
         let mean = s.mean_size().unwrap();
-        assert!((mean - (0.95 * 64.0 + 0.05 * 65536.0)).abs() < 1e-6, "{mean}");
+        assert!(
+            (mean - (0.95 * 64.0 + 0.05 * 65536.0)).abs() < 1e-6,
+            "{mean}"
+        );
         assert_eq!(Shape::default().mean_size(), None);
     }
 }

@@ -6,9 +6,7 @@
 //!
 //! It may call the suites' shared parts (`plan::suites`).
 
-use super::{
-    Defaults, KvDriver, Load, NO_RATE, Point, Shape, Stop, Sweep, Workload, conns_label,
-};
+use super::{Defaults, KvDriver, Load, NO_RATE, Point, Shape, Stop, Sweep, Workload, conns_label};
 
 pub(super) const DEFAULTS: Defaults = Defaults {
     name: "sizes",
@@ -20,7 +18,9 @@ pub(super) const DEFAULTS: Defaults = Defaults {
     repeats: 1,
     rate_meaning: NO_RATE,
     extra_servers: &[],
-    default_servers_help: Some("for sizes also `redis` (redis-server, when installed), at the kv points"),
+    default_servers_help: Some(
+        "for sizes also `redis` (redis-server, when installed), at the kv points",
+    ),
 };
 
 /// The echo message sizes, in bytes.
@@ -91,7 +91,12 @@ fn kv_points(cx: &Sweep<'_>) -> Vec<Point> {
             out.push(cx.shaped(
                 &series,
                 format!("{series}-{}-c{KV_CONNS}", size_name(size)),
-                format!("SET {} values, {}, {}", size_name(size), conns_label(KV_CONNS), driver.name()),
+                format!(
+                    "SET {} values, {}, {}",
+                    size_name(size),
+                    conns_label(KV_CONNS),
+                    driver.name()
+                ),
                 KV_CONNS,
                 (
                     Workload::Kv {
@@ -121,7 +126,13 @@ mod tests {
         let ids: Vec<&str> = p.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(
             ids[..5],
-            ["echo-16B-c64", "echo-1KiB-c64", "echo-64KiB-c64", "echo-1MiB-c64", "echo-mix-c64"]
+            [
+                "echo-16B-c64",
+                "echo-1KiB-c64",
+                "echo-64KiB-c64",
+                "echo-1MiB-c64",
+                "echo-mix-c64"
+            ]
         );
         // The plots' x is the message's size, the mix's mean for the mix.
         let xs: Vec<f64> = p[..5].iter().map(Point::x).collect();
@@ -129,11 +140,18 @@ mod tests {
         assert!((xs[4] - (0.95 * 64.0 + 0.05 * 65536.0)).abs() < 1e-6);
         assert_eq!(p[4].shape.sizes, Some("64:95,64K:5"));
         assert!(p.iter().all(|p| p.load == Load::Closed));
-        let kv = p.iter().find(|p| p.id == "kv-redis-benchmark-64KiB-c50").unwrap();
+        let kv = p
+            .iter()
+            .find(|p| p.id == "kv-redis-benchmark-64KiB-c50")
+            .unwrap();
         assert_eq!(kv.shape.sizes, Some("65536"));
         assert!(matches!(
             kv.workload,
-            Workload::Kv { get: false, driver: KvDriver::RedisBenchmark, .. }
+            Workload::Kv {
+                get: false,
+                driver: KvDriver::RedisBenchmark,
+                ..
+            }
         ));
         assert!(p.iter().any(|p| p.id == "kv-loadgen-32B-c50"));
         let secs: f64 = p.iter().map(Point::estimate_secs).sum::<f64>() * default_servers();

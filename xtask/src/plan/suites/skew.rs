@@ -78,7 +78,10 @@ mod tests {
         assert_eq!(got[1], ("zipf:0.99", (1, 30)));
         assert_eq!(got[5], ("zipf:1.2", (1, 1)));
         assert_eq!(p[1].id, "set1-get30-zipf0.99-c50");
-        assert!(p.iter().all(|p| p.workload.proto() == "kv" && p.conns == 50));
+        assert!(
+            p.iter()
+                .all(|p| p.workload.proto() == "kv" && p.conns == 50)
+        );
         assert_eq!(Suite::Skew.own_reference(), Some("redis"));
         assert!(Suite::Skew.runs_peers_of(Suite::Kv));
         // The kv servers: the sixteen, but the four that do not speak kv, and three beside.

@@ -55,7 +55,10 @@ fn sweep(suite: Suite) -> Option<Sweep> {
             y: |r| r.p99_us,
         },
         Suite::Skew => Sweep {
-            x: ("Zipf exponent of the keys (0: uniform), SET:GET 1:30", Scale::Linear),
+            x: (
+                "Zipf exponent of the keys (0: uniform), SET:GET 1:30",
+                Scale::Linear,
+            ),
             what: "throughput",
             pick: |r, _| r.series == "set1-get30",
             x_of: |r| {
@@ -91,7 +94,11 @@ pub(crate) fn lines(rows: &[Row], suite: Suite, reference: &str) -> Vec<Line> {
     let Some(sw) = sweep(suite) else {
         return Vec::new();
     };
-    let mine: Vec<Row> = rows.iter().filter(|r| r.suite == suite.name()).cloned().collect();
+    let mine: Vec<Row> = rows
+        .iter()
+        .filter(|r| r.suite == suite.name())
+        .cloned()
+        .collect();
     let mut picked: Vec<(String, f64)> = Vec::new();
     for r in mine.iter().filter(|r| (sw.pick)(r, &mine)) {
         if !picked.iter().any(|p| p.0 == r.point) {
@@ -119,12 +126,18 @@ pub(crate) fn lines(rows: &[Row], suite: Suite, reference: &str) -> Vec<Line> {
 /// The crossover figure of `suite`, against its reference among the servers that ran (the
 /// suite's own, else the first), or nothing for a suite that has none.
 pub(crate) fn figure(suite: Suite, rows: &[Row]) -> Vec<Figure> {
-    let (Some(sw), Some(reference)) = (sweep(suite), suite.reference(&servers_that_ran(rows), None)) else {
+    let (Some(sw), Some(reference)) =
+        (sweep(suite), suite.reference(&servers_that_ran(rows), None))
+    else {
         return Vec::new();
     };
     vec![Figure::new(
         "crossover",
-        format!("{}: {} as a multiple of {reference}'s", suite.title(), sw.what),
+        format!(
+            "{}: {} as a multiple of {reference}'s",
+            suite.title(),
+            sw.what
+        ),
         sw.x,
         ("multiple of the reference's (1: level)", Scale::Log),
         Data::Drawn(lines(rows, suite, &reference)),
@@ -165,7 +178,11 @@ mod tests {
         assert_eq!(l[1].points, [(16.0, 3.0, false), (1024.0, 0.5, false)]);
         let f = figure(Suite::Sizes, &rows);
         assert_eq!(f.len(), 1);
-        assert!(f[0].title.contains("multiple of floor-epoll's"), "{}", f[0].title);
+        assert!(
+            f[0].title.contains("multiple of floor-epoll's"),
+            "{}",
+            f[0].title
+        );
         assert!(figure(Suite::Quick, &rows).is_empty());
     }
 }

@@ -345,7 +345,10 @@ mod tests {
             benchmark_args(p, "127.0.0.1:6400").map(|(a, _)| a.join(" "))
         };
         let churn = line(Suite::Churn, "kv-redis-benchmark-r1-c50").unwrap();
-        assert!(churn.contains("-c 50 -P 1 -t get") && churn.ends_with("--csv -k 0"), "{churn}");
+        assert!(
+            churn.contains("-c 50 -P 1 -t get") && churn.ends_with("--csv -k 0"),
+            "{churn}"
+        );
         let kept = line(Suite::Churn, "kv-redis-benchmark-keep-alive-c50").unwrap();
         assert!(!kept.contains("-k"), "{kept}");
         let big = line(Suite::Sizes, "kv-redis-benchmark-64KiB-c50").unwrap();

@@ -18,14 +18,22 @@ const BURSTY: [&str; 2] = ["pareto", "onoff"];
 
 /// Spearman's correlation of the servers' `y` at the `bursty` point with their `y` at the
 /// Poisson point of the same offered rate and connections, and how many servers it is over.
-pub(crate) fn agreement(rows: &[Row], bursty: &str, y: fn(&Row) -> Option<f64>) -> Option<(f64, usize)> {
+pub(crate) fn agreement(
+    rows: &[Row],
+    bursty: &str,
+    y: fn(&Row) -> Option<f64>,
+) -> Option<(f64, usize)> {
     let at = rows.iter().find(|r| r.point == bursty)?;
     let poisson = rows
         .iter()
         .find(|r| r.series == "poisson" && r.rate == at.rate && r.conns == at.conns)?;
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for s in crate::record::row::servers(rows) {
-        let value = |id: &str| find(rows, SUITE.name(), &s, id).filter(|r| r.ok > 0).and_then(y);
+        let value = |id: &str| {
+            find(rows, SUITE.name(), &s, id)
+                .filter(|r| r.ok > 0)
+                .and_then(y)
+        };
         if let (Some(x), Some(p)) = (value(bursty), value(&poisson.point)) {
             a.push(x);
             b.push(p);
@@ -53,16 +61,30 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
             rows,
             SUITE,
             ("p99 · p99.9", &pts),
-            |r| format!("{} · {}", judged(rows, r, ("p99_us", |r| r.p99_us), reference, fmt_us), fmt_us(r.p99_9_us)),
+            |r| {
+                format!(
+                    "{} · {}",
+                    judged(rows, r, ("p99_us", |r| r.p99_us), reference, fmt_us),
+                    fmt_us(r.p99_9_us)
+                )
+            },
             (&[], &|_| Vec::new()),
         );
-        crossovers(out, rows, SUITE, (&pts, reference), ("p99", |r| r.p99_us, true));
+        crossovers(
+            out,
+            rows,
+            SUITE,
+            (&pts, reference),
+            ("p99", |r| r.p99_us, true),
+        );
     }
     let mut body = Vec::new();
     for series in BURSTY {
         for (id, label) in points(rows, SUITE, series) {
             let rho = |y: fn(&Row) -> Option<f64>| {
-                agreement(rows, &id, y).map_or("–".into(), |(r, n)| format!("{} ({n} servers)", fmt_num(Some(r), 2)))
+                agreement(rows, &id, y).map_or("–".into(), |(r, n)| {
+                    format!("{} ({n} servers)", fmt_num(Some(r), 2))
+                })
             };
             body.push(vec![label, rho(|r| r.p99_us), rho(|r| r.p99_9_us)]);
         }
@@ -72,7 +94,11 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
             out,
             "Whether the ranking under bursts is the ranking under Poisson at the same rate: Spearman's ρ of the servers' latency (1: the same order; 0: unrelated; below 0.8, places changed):\n"
         );
-        table(out, &["bursts", "ρ of p99 with Poisson's", "ρ of p99.9"], &body);
+        table(
+            out,
+            &["bursts", "ρ of p99 with Poisson's", "ρ of p99.9"],
+            &body,
+        );
     }
 }
 
@@ -111,12 +137,24 @@ mod tests {
             rows.push(row(s, "pareto", pareto));
             rows.push(row(s, "onoff", onoff));
         }
-        assert_eq!(agreement(&rows, "pareto-l50-c100", |r| r.p99_us), Some((1.0, 4)));
-        assert_eq!(agreement(&rows, "onoff-l50-c100", |r| r.p99_us), Some((-1.0, 4)));
+        assert_eq!(
+            agreement(&rows, "pareto-l50-c100", |r| r.p99_us),
+            Some((1.0, 4))
+        );
+        assert_eq!(
+            agreement(&rows, "onoff-l50-c100", |r| r.p99_us),
+            Some((-1.0, 4))
+        );
         assert_eq!(agreement(&rows, "nowhere", |r| r.p99_us), None);
         let mut out = String::new();
         section(&mut out, &rows, None);
-        assert!(out.contains("| pareto 50% | 1.00 (4 servers) | 1.00 (4 servers) |"), "{out}");
-        assert!(out.contains("| onoff 50% | -1.00 (4 servers) | -1.00 (4 servers) |"), "{out}");
+        assert!(
+            out.contains("| pareto 50% | 1.00 (4 servers) | 1.00 (4 servers) |"),
+            "{out}"
+        );
+        assert!(
+            out.contains("| onoff 50% | -1.00 (4 servers) | -1.00 (4 servers) |"),
+            "{out}"
+        );
     }
 }

@@ -18,7 +18,11 @@ const SUITE: Suite = Suite::Churn;
 
 /// The fit of `server`'s CPU per request against 1/R over `points` (∞ as 0): `(intercept,
 /// slope)`, µs per request on a kept connection and µs per connection's life.
-pub(crate) fn connection_cost(rows: &[Row], server: &str, points: &[(String, String)]) -> Option<(f64, f64)> {
+pub(crate) fn connection_cost(
+    rows: &[Row],
+    server: &str,
+    points: &[(String, String)],
+) -> Option<(f64, f64)> {
     let pts: Vec<(f64, f64)> = points
         .iter()
         .filter_map(|p| {
@@ -55,7 +59,11 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
         "The client closes each connection after R requests and opens a fresh one (R = 1: a connection per request; R ∞: connections kept for the run); 16-byte echo in closed loop. Each cell: echoes/s · server CPU per request, with its multiple of **{}**'s (a verdict where the run has repeats). The fit of CPU per request against 1/R (least squares over the four R) gives the CPU of a connection's life (its slope: accept, set-up, teardown) and of a request on a kept connection (its intercept). Accepts/s at R = 1 are the echoes/s (a connection each; closed loop, so at no latency objective). Connections, at R = 1: loadgen's opened (warmup included) · the server's accepted · closed, from its stop line (– for a server that prints none):\n",
         reference.unwrap_or("no server")
     );
-    let mut conns: Vec<usize> = rows.iter().filter(|r| !r.series.starts_with("kv-")).map(|r| r.conns).collect();
+    let mut conns: Vec<usize> = rows
+        .iter()
+        .filter(|r| !r.series.starts_with("kv-"))
+        .map(|r| r.conns)
+        .collect();
     conns.sort_unstable();
     conns.dedup();
     for &c in &conns {
@@ -63,7 +71,10 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
         let _ = writeln!(out, "{c} connections:\n");
         let extra = |s: &str| {
             let fit = connection_cost(rows, s, &pts);
-            let r1 = pts.first().and_then(|p| find(rows, SUITE.name(), s, &p.0)).filter(|r| r.requests_per_conn == Some(1));
+            let r1 = pts
+                .first()
+                .and_then(|p| find(rows, SUITE.name(), s, &p.0))
+                .filter(|r| r.requests_per_conn == Some(1));
             vec![
                 fmt_us(fit.map(|f| f.1)),
                 fmt_us(fit.map(|f| f.0)),
@@ -85,15 +96,32 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
                 format!(
                     "{} · {}",
                     fmt_rate(r.throughput_per_sec),
-                    judged(rows, r, ("cpu_us_per_req", |r| r.cpu_us_per_req), reference, fmt_us)
+                    judged(
+                        rows,
+                        r,
+                        ("cpu_us_per_req", |r| r.cpu_us_per_req),
+                        reference,
+                        fmt_us
+                    )
                 )
             },
             (
-                &["CPU per connection (slope)", "per request kept (intercept)", "accepts/s at R 1", "opened · accepted · closed"],
+                &[
+                    "CPU per connection (slope)",
+                    "per request kept (intercept)",
+                    "accepts/s at R 1",
+                    "opened · accepted · closed",
+                ],
                 &extra,
             ),
         );
-        crossovers(out, rows, SUITE, (&pts, reference), ("CPU per request", |r| r.cpu_us_per_req, true));
+        crossovers(
+            out,
+            rows,
+            SUITE,
+            (&pts, reference),
+            ("CPU per request", |r| r.cpu_us_per_req, true),
+        );
     }
     kv(out, rows);
 }
@@ -101,7 +129,12 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
 /// The kv points: GETs at 50 connections, a connection per request or kept, by each driver.
 fn kv(out: &mut String, rows: &[Row]) {
     let mut pts: Vec<(String, String)> = Vec::new();
-    for series in ["kv-redis-benchmark-r1", "kv-redis-benchmark-keep-alive", "kv-loadgen-r1", "kv-loadgen-keep-alive"] {
+    for series in [
+        "kv-redis-benchmark-r1",
+        "kv-redis-benchmark-keep-alive",
+        "kv-loadgen-r1",
+        "kv-loadgen-keep-alive",
+    ] {
         pts.extend(points(rows, SUITE, series));
     }
     if pts.is_empty() {
@@ -120,7 +153,13 @@ fn kv(out: &mut String, rows: &[Row]) {
             format!(
                 "{} · {} · {}",
                 fmt_rate(r.throughput_per_sec),
-                judged(rows, r, ("cpu_us_per_req", |r| r.cpu_us_per_req), Some("redis"), fmt_us),
+                judged(
+                    rows,
+                    r,
+                    ("cpu_us_per_req", |r| r.cpu_us_per_req),
+                    Some("redis"),
+                    fmt_us
+                ),
                 fmt_us(r.p99_us)
             )
         },
@@ -178,8 +217,14 @@ mod tests {
         section(&mut out, &rows, None);
         assert!(out.contains("64 connections"), "{out}");
         assert!(out.contains("| **b** |"), "{out}");
-        assert!(out.contains("40.0 µs | 2.00 µs |"), "the slope and intercept: {out}");
-        assert!(out.contains("(1.83×)"), "b's CPU at R 1 over floor-epoll's: {out}");
+        assert!(
+            out.contains("40.0 µs | 2.00 µs |"),
+            "the slope and intercept: {out}"
+        );
+        assert!(
+            out.contains("(1.83×)"),
+            "b's CPU at R 1 over floor-epoll's: {out}"
+        );
         assert!(
             out.contains("floor-epoll leads b on CPU per request at R 10 but trails it at R 100"),
             "{out}"

@@ -20,7 +20,10 @@ fn at_total(rows: &[Row], total: f64) -> Vec<(String, String)> {
     for series in ["active-100", "active-10", "active-1"] {
         if let Some(r) = rows.iter().find(|r| r.series == series && r.x == total) {
             let pct = series.trim_start_matches("active-");
-            out.push((r.point.clone(), format!("{pct}% active ({} idle)", r.idle_conns.unwrap_or(0))));
+            out.push((
+                r.point.clone(),
+                format!("{pct}% active ({} idle)", r.idle_conns.unwrap_or(0)),
+            ));
         }
     }
     out
@@ -70,13 +73,25 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
                     fmt_pct(r.cpu_mean_pct)
                 )
             },
-            (&["memory per active conn", "per idle conn", "CPU at no load"], &extra),
+            (
+                &["memory per active conn", "per idle conn", "CPU at no load"],
+                &extra,
+            ),
         );
-        crossovers(out, rows, SUITE, (&pts, reference), ("the active clients' p99", |r| r.p99_us, true));
+        crossovers(
+            out,
+            rows,
+            SUITE,
+            (&pts, reference),
+            ("the active clients' p99", |r| r.p99_us, true),
+        );
     }
     let held = rows.iter().filter(|r| r.idle_conns.is_some() && r.ok > 0);
     let short: Vec<String> = held
-        .filter(|r| r.idle_held.is_some_and(|h| h < r.idle_conns.unwrap_or(0) as f64))
+        .filter(|r| {
+            r.idle_held
+                .is_some_and(|h| h < r.idle_conns.unwrap_or(0) as f64)
+        })
         .map(|r| format!("{} at {}", r.server, r.label))
         .collect();
     if !short.is_empty() {
@@ -129,6 +144,11 @@ mod tests {
         assert!(out.contains("| p99 · CPU | 100% active (0 idle) | 10% active (900 idle) | 1% active (990 idle) |"), "{out}");
         assert!(out.contains("| **io** | 50.0 µs (1.00×) · 40% | 70.0 µs (0.47×) · 40% | 90.0 µs (0.36×) · 40% | 4.0 KiB | 1.0 KiB | 0.5% |"), "{out}");
         assert!(out.contains("no two servers swap places"), "{out}");
-        assert!(out.contains("dropped before the window's end (loadgen held fewer than it opened): io at quiet"), "{out}");
+        assert!(
+            out.contains(
+                "dropped before the window's end (loadgen held fewer than it opened): io at quiet"
+            ),
+            "{out}"
+        );
     }
 }

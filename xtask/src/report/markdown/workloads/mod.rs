@@ -71,7 +71,11 @@ fn grid(
     head.extend(extra_head.iter().map(|h| h.to_string()));
     let body: Vec<Vec<String>> = servers_that_ran(rows)
         .into_iter()
-        .filter(|s| points.iter().any(|p| find(rows, suite.name(), s, &p.0).is_some_and(|r| r.repeats > 0)))
+        .filter(|s| {
+            points
+                .iter()
+                .any(|p| find(rows, suite.name(), s, &p.0).is_some_and(|r| r.repeats > 0))
+        })
         .map(|s| {
             let mut cells = vec![format!("**{s}**")];
             for p in points {
@@ -96,8 +100,14 @@ fn judged(
     show: fn(Option<f64>) -> String,
 ) -> String {
     let col = Column::new(rows, &r.suite, &r.point, metric, reference);
-    let base = reference.and_then(|name| find(rows, &r.suite, name, &r.point)).and_then(value);
-    format!("{}{}", show(value(r)), col.multiple(&r.server, value(r), base))
+    let base = reference
+        .and_then(|name| find(rows, &r.suite, name, &r.point))
+        .and_then(value);
+    format!(
+        "{}{}",
+        show(value(r)),
+        col.multiple(&r.server, value(r), base)
+    )
 }
 
 /// The section's last words: where two servers swap places along `points` by `y` (each as a

@@ -26,7 +26,11 @@ fn gbit_per_sec(r: &Row) -> Option<f64> {
 
 /// The dearest of `values` over the cheapest: 1 where they all cost the same.
 pub(crate) fn spread(values: &[f64]) -> Option<f64> {
-    let min = values.iter().copied().filter(|v| *v > 0.0).reduce(f64::min)?;
+    let min = values
+        .iter()
+        .copied()
+        .filter(|v| *v > 0.0)
+        .reduce(f64::min)?;
     let max = values.iter().copied().reduce(f64::max)?;
     Some(max / min)
 }
@@ -50,7 +54,13 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
         |r| {
             format!(
                 "{} · {} · {}",
-                judged(rows, r, ("cpu_us_per_req", |r| r.cpu_us_per_req), reference, fmt_us),
+                judged(
+                    rows,
+                    r,
+                    ("cpu_us_per_req", |r| r.cpu_us_per_req),
+                    reference,
+                    fmt_us
+                ),
                 fmt_us(cpu_per_kib(r)),
                 fmt_num(gbit_per_sec(r), 2)
             )
@@ -58,7 +68,13 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
         (&[], &|_| Vec::new()),
     );
     convergence(out, rows, &pts);
-    crossovers(out, rows, SUITE, (&pts, reference), ("CPU per request", |r| r.cpu_us_per_req, true));
+    crossovers(
+        out,
+        rows,
+        SUITE,
+        (&pts, reference),
+        ("CPU per request", |r| r.cpu_us_per_req, true),
+    );
     let mut kv = Vec::new();
     for series in ["kv-redis-benchmark", "kv-loadgen"] {
         let mut p = points(rows, SUITE, series);
@@ -79,7 +95,13 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
                 format!(
                     "{} · {}",
                     fmt_rate(r.throughput_per_sec),
-                    judged(rows, r, ("cpu_us_per_req", |r| r.cpu_us_per_req), Some("redis"), fmt_us)
+                    judged(
+                        rows,
+                        r,
+                        ("cpu_us_per_req", |r| r.cpu_us_per_req),
+                        Some("redis"),
+                        fmt_us
+                    )
                 )
             },
             (&[], &|_| Vec::new()),
@@ -159,7 +181,13 @@ mod tests {
         assert!((gbit_per_sec(&rows[1]).unwrap() - 2500.0 * 8.0 * 1048576.0 / 1e9).abs() < 1e-9);
         let mut out = String::new();
         section(&mut out, &rows, None);
-        assert!(out.contains("| **dearest / cheapest** | 2.00× | 1.00× |"), "{out}");
-        assert!(out.contains("| **b** | 2.00 µs (0.50×) · 128 µs · 0.06 |"), "{out}");
+        assert!(
+            out.contains("| **dearest / cheapest** | 2.00× | 1.00× |"),
+            "{out}"
+        );
+        assert!(
+            out.contains("| **b** | 2.00 µs (0.50×) · 128 µs · 0.06 |"),
+            "{out}"
+        );
     }
 }
