@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::{crossovers, grid, judged, points, reference};
+use super::{NO_EXTRA, crossovers, grid, judged, points, reference};
 use crate::plan::suites::Suite;
 use crate::record::row::{Row, find};
 use crate::report::cells::{fmt_num, fmt_us, table};
@@ -68,7 +68,7 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
                     fmt_us(r.p99_9_us)
                 )
             },
-            (&[], &|_| Vec::new()),
+            NO_EXTRA,
         );
         crossovers(
             out,

@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use super::{crossovers, grid, judged, points, reference};
+use super::{NO_EXTRA, crossovers, grid, judged, points, reference};
 use crate::plan::suites::Suite;
 use crate::record::row::{Row, find};
 use crate::report::cells::{fmt_num, fmt_rate, fmt_us};
@@ -163,7 +163,7 @@ fn kv(out: &mut String, rows: &[Row]) {
                 fmt_us(r.p99_us)
             )
         },
-        (&[], &|_| Vec::new()),
+        NO_EXTRA,
     );
 }
 

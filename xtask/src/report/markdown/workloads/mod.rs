@@ -53,6 +53,15 @@ fn points(rows: &[Row], suite: Suite, series: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Columns after a grid's points: their heads, and a server's cells under them.
+type Extra<'a> = (&'a [&'a str], &'a dyn Fn(&str) -> Vec<String>);
+
+/// A grid without columns after its points.
+const NO_EXTRA: Extra<'static> = (&[], &|_| Vec::new());
+
+/// What a crossover compares: its name, its value, and whether lower is better.
+type Measure<'a> = (&'a str, fn(&Row) -> Option<f64>, bool);
+
 /// A table of a server a line, a column per point of `points` (`cell` of the server's row
 /// there, its marks added), then the `extra` columns named in `extra_head`.
 fn grid(
@@ -61,7 +70,7 @@ fn grid(
     suite: Suite,
     (corner, points): (&str, &[(String, String)]),
     cell: impl Fn(&Row) -> String,
-    (extra_head, extra): (&[&str], &dyn Fn(&str) -> Vec<String>),
+    (extra_head, extra): Extra<'_>,
 ) {
     if points.is_empty() {
         return;
@@ -117,7 +126,7 @@ fn crossovers(
     rows: &[Row],
     suite: Suite,
     (points, reference): (&[(String, String)], Option<&str>),
-    (what, y, lower_better): (&str, fn(&Row) -> Option<f64>, bool),
+    (what, y, lower_better): Measure<'_>,
 ) {
     let Some(reference) = reference else {
         return;

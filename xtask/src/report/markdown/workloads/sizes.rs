@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::{crossovers, grid, judged, points, reference};
+use super::{NO_EXTRA, crossovers, grid, judged, points, reference};
 use crate::plan::suites::Suite;
 use crate::record::row::Row;
 use crate::report::cells::{fmt_num, fmt_rate, fmt_us, table};
@@ -65,7 +65,7 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
                 fmt_num(gbit_per_sec(r), 2)
             )
         },
-        (&[], &|_| Vec::new()),
+        NO_EXTRA,
     );
     convergence(out, rows, &pts);
     crossovers(
@@ -104,7 +104,7 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
                     )
                 )
             },
-            (&[], &|_| Vec::new()),
+            NO_EXTRA,
         );
     }
 }

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::{crossovers, grid, judged, points, reference};
+use super::{NO_EXTRA, crossovers, grid, judged, points, reference};
 use crate::plan::suites::Suite;
 use crate::record::row::Row;
 use crate::report::cells::{fmt_rate, fmt_us};
@@ -52,7 +52,7 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
                     fmt_us(r.cpu_us_per_req)
                 )
             },
-            (&[], &|_| Vec::new()),
+            NO_EXTRA,
         );
         crossovers(
             out,
