@@ -128,7 +128,8 @@ fn crossovers(
     (points, reference): (&[(String, String)], Option<&str>),
     (what, y, lower_better): Measure<'_>,
 ) {
-    let Some(reference) = reference else {
+    // A sweep of one point has no places to swap.
+    let (Some(reference), 2..) = (reference, points.len()) else {
         return;
     };
     let ids: Vec<String> = points.iter().map(|p| p.0.clone()).collect();
