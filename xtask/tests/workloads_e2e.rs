@@ -47,21 +47,31 @@ fn each_workload_runs_against_one_server_and_is_reported() {
     };
     assert_eq!(rows.len(), 13, "{rows:#?}");
     for r in &rows {
-        assert_eq!((r["ok"].as_u64(), r["errors"].as_u64()), (Some(1), Some(0)), "{r:#?}");
+        assert_eq!(
+            (r["ok"].as_u64(), r["errors"].as_u64()),
+            (Some(1), Some(0)),
+            "{r:#?}"
+        );
         assert!(r["throughput_per_sec"].as_f64().unwrap() > 0.0, "{r:#?}");
     }
     // Churn: a connection per request, counted by loadgen and by the server.
     let r1 = row("r1-c4");
     assert_eq!(r1["requests_per_conn"], 1);
     let opened = r1["connections_opened"].as_f64().unwrap();
-    assert!(opened >= r1["throughput_per_sec"].as_f64().unwrap() * 0.3, "{r1:#?}");
+    assert!(
+        opened >= r1["throughput_per_sec"].as_f64().unwrap() * 0.3,
+        "{r1:#?}"
+    );
     assert!(r1["server_accepted"].as_f64().unwrap() >= opened, "{r1:#?}");
     assert!(r1["server_closed"].as_f64().unwrap() >= opened, "{r1:#?}");
     assert_eq!(row("keep-alive-c4")["connections_opened"], 4.0);
     assert_eq!(row("kv-loadgen-r1-c50")["requests_per_conn"], 1);
     // Idle: held through the window.
     let idle = row("active-10-c4");
-    assert_eq!((idle["conns"].as_u64(), idle["idle_conns"].as_u64()), (Some(1), Some(3)));
+    assert_eq!(
+        (idle["conns"].as_u64(), idle["idle_conns"].as_u64()),
+        (Some(1), Some(3))
+    );
     assert_eq!(idle["idle_held"], 3.0, "{idle:#?}");
     // Sizes, bursts, skew: their knobs reached loadgen and came back.
     assert_eq!(row("echo-mix-c4")["sizes"], "64:95,64K:5");
@@ -69,7 +79,10 @@ fn each_workload_runs_against_one_server_and_is_reported() {
     assert_eq!(row("onoff-l50-c4")["arrivals"], "onoff");
     assert_eq!(row("onoff-l50-c4")["rate"], 500.0);
     let skew = row("set1-get30-zipf1.2-c4");
-    assert_eq!((&skew["key_dist"], &skew["ratio"]), (&"zipf:1.2".into(), &"1:30".into()));
+    assert_eq!(
+        (&skew["key_dist"], &skew["ratio"]),
+        (&"zipf:1.2".into(), &"1:30".into())
+    );
     assert!(skew["get_p99_us"].as_f64().unwrap() > 0.0, "{skew:#?}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     for want in [

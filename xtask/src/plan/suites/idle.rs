@@ -15,7 +15,7 @@ use super::{Defaults, Load, Point, Shape, Stop, Sweep, Workload};
 pub(super) const DEFAULTS: Defaults = Defaults {
     name: "idle",
     title: "Many idle connections, few active",
-    help: "Many idle connections, few active: 1,000 and 10,000 connections, of which 100%, 10% and 1% send 16 B echoes at 10,000/s in all (`--rate`), the rest idle, and a quiet point (one at 10/s): memory per idle and per active connection, CPU at no load, the active clients' p99 as idle ones grow (about 8 min with the 16 default servers; 100,000 with --conns where ulimit -n allows)",
+    help: "Many idle connections, few active: 1,000 and 10,000 connections, of which 100%, 10% and 1% send 16 B echoes at 10,000/s in all (`--rate`), the rest idle, and a quiet point (one at 10/s): memory per idle and per active connection, CPU at no load, the active clients' p99 as idle ones grow (about 9 min with the 16 default servers; 100,000 with --conns where ulimit -n allows)",
     duration: 0.5,
     warmup: 0.35,
     conns: &[1000, 10_000],

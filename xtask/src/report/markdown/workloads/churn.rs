@@ -123,7 +123,34 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
             ("CPU per request", |r| r.cpu_us_per_req, true),
         );
     }
+    held_open(out, rows);
     kv(out, rows);
+}
+
+/// The churning rows whose server closed fewer connections than loadgen opened: it held
+/// connections the client had left, by its own count.
+pub(crate) fn held_open(out: &mut String, rows: &[Row]) {
+    let held: Vec<String> = rows
+        .iter()
+        .filter(|r| r.requests_per_conn.is_some() && r.ok > 0)
+        .filter_map(|r| {
+            let (opened, closed) = (r.connections_opened?, r.server_closed?);
+            (closed < opened)
+                .then(|| format!("{} at {} ({closed:.0} of {opened:.0})", r.server, r.label))
+        })
+        .collect();
+    let _ = if held.is_empty() {
+        writeln!(
+            out,
+            "Every server that counts its connections closed at least as many as loadgen opened.\n"
+        )
+    } else {
+        writeln!(
+            out,
+            "**Connections left open**: the server closed fewer than loadgen opened: {}.\n",
+            held.join("; ")
+        )
+    };
 }
 
 /// The kv points: GETs at 50 connections, a connection per request or kept, by each driver.
@@ -186,8 +213,8 @@ mod tests {
             cpu_us_per_req: Some(cpu),
             throughput_per_sec: Some(tp),
             connections_opened: r.map(|r| tp / r as f64),
-            server_accepted: Some(1000.0),
-            server_closed: Some(1000.0),
+            server_accepted: r.map(|r| tp / r as f64),
+            server_closed: r.map(|r| tp / r as f64),
             ..Row::default()
         }
     }
@@ -229,5 +256,14 @@ mod tests {
             out.contains("floor-epoll leads b on CPU per request at R 10 but trails it at R 100"),
             "{out}"
         );
+        assert!(
+            out.contains("closed at least as many as loadgen opened"),
+            "{out}"
+        );
+        let mut leaky = rows.clone();
+        leaky[4].server_closed = Some(10.0);
+        let mut out = String::new();
+        held_open(&mut out, &leaky);
+        assert!(out.contains("Connections left open**: the server closed fewer than loadgen opened: b at r1 (10 of"), "{out}");
     }
 }
