@@ -97,6 +97,8 @@ fn each_workload_runs_against_one_server_and_is_reported() {
         "## skew:",
         "GET p99 · SET p99",
         "Where the ranking changes",
+        "## Where the ranking changes",
+        "- churn: no two servers swap places.",
     ] {
         assert!(report.contains(want), "{want} not in {report}");
     }

@@ -15,6 +15,7 @@ mod crossover;
 mod lists;
 pub(crate) mod scaling;
 
+pub(crate) use crossover::swaps as crossover_swaps;
 pub(crate) use lists::of_suite;
 
 use std::path::Path;

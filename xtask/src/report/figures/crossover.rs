@@ -11,13 +11,15 @@
 use super::{Data, Figure};
 use crate::plan::suites::Suite;
 use crate::record::row::{Row, servers_that_ran};
-use crate::report::crossover::ratios;
+use crate::report::crossover::{self, ByServer, ratios, sentences};
 use crate::report::plots::{Line, Scale};
 
 /// What a crossover figure plots: which rows make the sweep, their x, and the measure.
 struct Sweep {
     x: (&'static str, Scale),
     what: &'static str,
+    /// Whether less of `y` is better (a cost, a latency).
+    lower_better: bool,
     pick: fn(&Row, &[Row]) -> bool,
     x_of: fn(&Row) -> f64,
     y: fn(&Row) -> Option<f64>,
@@ -29,6 +31,7 @@ fn sweep(suite: Suite) -> Option<Sweep> {
         Suite::Churn => Sweep {
             x: ("1 / requests per connection (0: kept)", Scale::Linear),
             what: "CPU per request",
+            lower_better: true,
             pick: |r, rows| !r.series.starts_with("kv-") && r.conns == churn_conns(rows),
             x_of: |r| r.requests_per_conn.map_or(0.0, |n| 1.0 / n as f64),
             y: |r| r.cpu_us_per_req,
@@ -36,6 +39,7 @@ fn sweep(suite: Suite) -> Option<Sweep> {
         Suite::Idle => Sweep {
             x: ("idle share of the connections (%)", Scale::Linear),
             what: "the active clients' p99",
+            lower_better: true,
             pick: |r, rows| r.series.starts_with("active-") && r.x == largest(rows),
             x_of: |r| 100.0 * r.idle_conns.unwrap_or(0) as f64 / r.x.max(1.0),
             y: |r| r.p99_us,
@@ -43,6 +47,7 @@ fn sweep(suite: Suite) -> Option<Sweep> {
         Suite::Sizes => Sweep {
             x: ("message size (bytes)", Scale::Log),
             what: "CPU per request",
+            lower_better: true,
             pick: |r, _| r.series == "echo",
             x_of: |r| r.msg_bytes.unwrap_or(r.x),
             y: |r| r.cpu_us_per_req,
@@ -50,6 +55,7 @@ fn sweep(suite: Suite) -> Option<Sweep> {
         Suite::Bursts => Sweep {
             x: ("offered rate, on-off arrivals (per second)", Scale::Linear),
             what: "p99",
+            lower_better: true,
             pick: |r, _| r.series == "onoff",
             x_of: |r| r.rate.unwrap_or(r.x),
             y: |r| r.p99_us,
@@ -60,6 +66,7 @@ fn sweep(suite: Suite) -> Option<Sweep> {
                 Scale::Linear,
             ),
             what: "throughput",
+            lower_better: false,
             pick: |r, _| r.series == "set1-get30",
             x_of: |r| {
                 r.key_dist
@@ -89,32 +96,67 @@ fn largest(rows: &[Row]) -> f64 {
     rows.iter().map(|r| r.x).fold(0.0, f64::max)
 }
 
-/// The lines of `suite`'s crossover figure: a server each, its ratio to `reference`.
-pub(crate) fn lines(rows: &[Row], suite: Suite, reference: &str) -> Vec<Line> {
-    let Some(sw) = sweep(suite) else {
-        return Vec::new();
-    };
+/// The points of `suite`'s sweep in the rows, in x order: `(id, label, x)`.
+fn picked(mine: &[Row], sw: &Sweep) -> Vec<(String, String, f64)> {
+    let mut picked: Vec<(String, String, f64)> = Vec::new();
+    for r in mine.iter().filter(|r| (sw.pick)(r, mine)) {
+        if !picked.iter().any(|p| p.0 == r.point) {
+            picked.push((r.point.clone(), r.label.clone(), (sw.x_of)(r)));
+        }
+    }
+    picked.sort_by(|a, b| a.2.total_cmp(&b.2));
+    picked
+}
+
+/// Each server's ratio to `reference` along `suite`'s sweep, with the sweep's points.
+fn along(
+    rows: &[Row],
+    suite: Suite,
+    sw: &Sweep,
+    reference: &str,
+) -> (ByServer, Vec<(String, String, f64)>) {
     let mine: Vec<Row> = rows
         .iter()
         .filter(|r| r.suite == suite.name())
         .cloned()
         .collect();
-    let mut picked: Vec<(String, f64)> = Vec::new();
-    for r in mine.iter().filter(|r| (sw.pick)(r, &mine)) {
-        if !picked.iter().any(|p| p.0 == r.point) {
-            picked.push((r.point.clone(), (sw.x_of)(r)));
-        }
-    }
-    picked.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let picked = picked(&mine, sw);
     let ids: Vec<String> = picked.iter().map(|p| p.0.clone()).collect();
-    ratios(&mine, suite.name(), &ids, reference, sw.y)
-        .into_iter()
+    (ratios(&mine, suite.name(), &ids, reference, sw.y), picked)
+}
+
+/// Where two servers swap places along `suite`'s sweep, by more than `margin`, as the
+/// report's conclusion says it; `None` for a suite without a sweep, or a run without two of
+/// its points or a reference.
+pub(crate) fn swaps(rows: &[Row], suite: Suite, margin: f64) -> Option<Vec<String>> {
+    let sw = sweep(suite)?;
+    let reference = suite.reference(&servers_that_ran(rows), None)?;
+    let (by, picked) = along(rows, suite, &sw, &reference);
+    if picked.len() < 2 {
+        return None;
+    }
+    let labels: Vec<String> = picked.into_iter().map(|p| p.1).collect();
+    Some(sentences(
+        &crossover::swaps(&by, margin),
+        &labels,
+        sw.what,
+        sw.lower_better,
+    ))
+}
+
+/// The lines of `suite`'s crossover figure: a server each, its ratio to `reference`.
+pub(crate) fn lines(rows: &[Row], suite: Suite, reference: &str) -> Vec<Line> {
+    let Some(sw) = sweep(suite) else {
+        return Vec::new();
+    };
+    let (by, picked) = along(rows, suite, &sw, reference);
+    by.into_iter()
         .map(|(name, values)| Line {
             name,
             points: picked
                 .iter()
                 .zip(values)
-                .filter_map(|((_, x), v)| Some((*x, v?, false)))
+                .filter_map(|((_, _, x), v)| Some((*x, v?, false)))
                 .collect(),
             markers: true,
             bars: Vec::new(),
@@ -154,6 +196,7 @@ mod tests {
             server: server.into(),
             series: "echo".into(),
             point: format!("echo-{bytes}"),
+            label: format!("{bytes} B"),
             x: bytes as f64,
             repeats: 1,
             ok: 1,
@@ -184,5 +227,12 @@ mod tests {
             f[0].title
         );
         assert!(figure(Suite::Quick, &rows).is_empty());
+        // x overtakes floor-epoll between the two sizes: the conclusion says so.
+        let said = swaps(&rows, Suite::Sizes, 0.1).unwrap();
+        assert_eq!(
+            said,
+            ["floor-epoll leads x on CPU per request at 16 B but trails it at 1024 B"]
+        );
+        assert_eq!(swaps(&rows, Suite::Churn, 0.1), None);
     }
 }

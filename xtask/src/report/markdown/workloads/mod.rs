@@ -19,17 +19,57 @@ use std::fmt::Write as _;
 /// A workload's section of `report.md`, with the run's `--reference`.
 macro_rules! section {
     ($name:ident) => {
-        pub(crate) fn $name(out: &mut String, rows: &[Row], input: &super::Input<'_>) {
+        |out: &mut String, rows: &[Row], input: &Input<'_>| {
             $name::section(out, rows, input.meta.settings["reference"].as_str());
         }
     };
 }
-section!(bursts);
-section!(churn);
-section!(idle);
-section!(sizes);
-section!(skew);
 
+/// The sections of `suite`, one of the five workloads (`markdown::sections`).
+pub(crate) fn sections(suite: Suite) -> &'static [super::Section] {
+    match suite {
+        Suite::Churn => &[section!(churn)],
+        Suite::Idle => &[section!(idle)],
+        Suite::Sizes => &[section!(sizes)],
+        Suite::Bursts => &[section!(bursts)],
+        Suite::Skew => &[section!(skew)],
+        _ => &[],
+    }
+}
+
+/// The report's conclusion of the workloads that ran: where, along each one's sweep (its
+/// crossover figure's), two servers swap places.
+pub(crate) fn conclusion(out: &mut String, input: &Input<'_>) {
+    let said: Vec<(Suite, Vec<String>)> = input
+        .suites
+        .iter()
+        .filter_map(|&s| {
+            Some((
+                s,
+                crate::report::figures::crossover_swaps(input.rows, s, SWAP_MARGIN)?,
+            ))
+        })
+        .collect();
+    if said.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## Where the ranking changes\n\nAlong each workload's sweep (its crossover figure), the places where two servers swap, by more than {:.0}% on both sides:\n",
+        SWAP_MARGIN * 100.0
+    );
+    for (suite, lines) in said {
+        if lines.is_empty() {
+            let _ = writeln!(out, "- {}: no two servers swap places.", suite.name());
+        }
+        for l in lines {
+            let _ = writeln!(out, "- {}: {l}.", suite.name());
+        }
+    }
+    out.push('\n');
+}
+
+use super::Input;
 use crate::plan::suites::Suite;
 use crate::record::row::{Row, find, servers_that_ran};
 use crate::report::cells::{Column, mark, table};
