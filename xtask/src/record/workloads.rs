@@ -41,7 +41,9 @@ pub(crate) fn connections(row: &mut Row, ok: &[&Measured]) {
                 .map(|n| n as f64)
         })
     };
-    row.server_accepted = count("accepted");
+    // srv-go says `conns=`: every connection it accepted, live or ended; it counts none
+    // closed.
+    row.server_accepted = count("accepted").or_else(|| count("conns"));
     row.server_closed = count("closed");
     let op = |i: usize| median_of(ok, |m| m.ops_us.and_then(|o| o[i]));
     (
@@ -72,6 +74,56 @@ mod tests {
         assert_eq!(counter(line, "closed"), Some(4090));
         assert_eq!(counter(line, "lines"), None);
         assert_eq!(counter("accepted=x", "accepted"), None);
+        let go = "srv-go: stopped: conns=812 bytes_in=1 bytes_out=1 msgs=3";
+        assert_eq!(counter(go, "conns"), Some(812));
+    }
+
+    /// A repeat that said `connections`, `ops_us` and the server's stop line `counters`.
+    fn measured(connections: [u64; 2], counters: &str) -> Measured {
+        serde_json::from_value(serde_json::json!({
+            "throughput_per_sec": 1.0, "errors": 0, "delivery_errors": 0,
+            "client_cpu_per_msg_us": 0.0, "client_bound": false, "window_secs": 1.0,
+            "window_exact": true, "hist": "h", "notes": [],
+            "cost": crate::run::cost::ServerCost::default(),
+            "connections": connections, "ops_us": [10.0, 20.0, null, 40.0],
+            "counters": counters,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_connections_counted_on_both_sides_reach_the_row() {
+        let a = measured([100, 3], "srv: stopped: accepted=101 closed=99 bytes_in=1");
+        let b = measured([120, 3], "srv: stopped: accepted=121 closed=121 bytes_in=1");
+        let c = measured([110, 2], "srv: stopped: accepted=111 closed=111 bytes_in=1");
+        let mut row = Row {
+            idle_conns: Some(3),
+            ..Row::default()
+        };
+        connections(&mut row, &[&a, &b, &c]);
+        assert_eq!(
+            (row.connections_opened, row.idle_held),
+            (Some(110.0), Some(3.0))
+        );
+        assert_eq!(
+            (row.server_accepted, row.server_closed),
+            (Some(111.0), Some(111.0))
+        );
+        assert_eq!(
+            (row.get_p99_us, row.set_p50_us, row.set_p99_us),
+            (Some(20.0), None, Some(40.0))
+        );
+        // srv-go counts what it accepted as `conns=`, and nothing closed.
+        let go = measured(
+            [7, 0],
+            "srv-go: stopped: conns=8 bytes_in=1 bytes_out=1 msgs=3",
+        );
+        let mut row = Row::default();
+        connections(&mut row, &[&go]);
+        assert_eq!(
+            (row.server_accepted, row.server_closed, row.idle_held),
+            (Some(8.0), None, None)
+        );
     }
 
     #[test]
