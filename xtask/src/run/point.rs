@@ -283,7 +283,8 @@ fn deadline(point: &Point) -> Duration {
         // to send; loadgen's reply timeout bounds each connection.
         Stop::Requests(k) => 60.0 + point.conns as f64 * k as f64 / 2000.0,
     };
-    let connect = 10.0 + point.conns as f64 / 250.0;
+    // loadgen's own connect timeout (`loadgen_cli::args`), idle connections included.
+    let connect = 10.0 + point.shape.total_conns(point.conns) as f64 / 250.0;
     Duration::from_secs_f64(connect + point.warmup + run + 30.0)
 }
 
