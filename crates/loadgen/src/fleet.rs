@@ -552,7 +552,8 @@ fn expect_done(a: &mut Agent, until: Instant) -> Result<AgentRun, AgentError> {
 /// The sum of the agents' summaries. Counts, bytes, faults and client CPU add up; the
 /// histograms are added and the percentiles read off the sums; throughput is the sum of the
 /// agents' (each over its own window, which the barrier lines up to within the go's spread).
-/// `None` for no runs.
+/// Kv's GET and SET latency are left out: their histograms do not travel, and percentiles
+/// cannot be added. `None` for no runs.
 pub fn merge_summaries(runs: &[AgentRun]) -> Option<Summary> {
     let parts: Vec<&Summary> = runs.iter().map(|r| &r.summary).collect();
     let first = parts.first()?;
@@ -562,10 +563,9 @@ pub fn merge_summaries(runs: &[AgentRun]) -> Option<Summary> {
     let sum_f = |f: fn(&Summary) -> f64| parts.iter().map(|s| f(s)).sum::<f64>();
     let messages = sum_u(|s| s.messages);
     let client_cpu_secs = sum_f(|s| s.client_cpu_secs);
-    let mut errors = first.errors;
-    for s in &parts[1..] {
-        errors = errors.plus(&s.errors);
-    }
+    let errors = parts[1..]
+        .iter()
+        .fold(first.errors, |e, s| e.plus(&s.errors));
     let mut warnings = Vec::new();
     for r in runs {
         for w in &r.summary.warnings {
@@ -591,6 +591,8 @@ pub fn merge_summaries(runs: &[AgentRun]) -> Option<Summary> {
         latency_us: Percentiles::of(&latency),
         service_time_us: Percentiles::of(&service),
         delivery_latency_us: None,
+        get_latency_us: None,
+        set_latency_us: None,
         deliveries: sum_u(|s| s.deliveries),
         errors,
         client_cpu_secs,

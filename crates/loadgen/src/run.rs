@@ -10,6 +10,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
+use hdrhistogram::Histogram;
+
 use crate::account::{CpuSource, CpuStates, CpuTime};
 use crate::config::{ChatProfile, Config, Stop, Workload};
 use crate::error::{Error, Fault};
@@ -725,6 +727,17 @@ fn schedule_check(
     }))
 }
 
+/// Kv: the latency of one operation (0: GETs, 1: SETs) over the workers, where any was
+/// measured.
+fn op_latency(reports: &[Report], op: usize) -> Option<Percentiles> {
+    let parts: Vec<&Histogram<u64>> = reports
+        .iter()
+        .filter_map(|r| r.ops.as_ref().map(|o| &o[op]))
+        .collect();
+    let sum = merge(parts.iter().copied());
+    (!parts.is_empty() && !sum.is_empty()).then(|| Percentiles::of(&sum))
+}
+
 /// Summarize: the workers' reports and the window's CPU times merged into the
 /// [`Summary`].
 fn summarize(cfg: &Config, plan: &Plan, o: Outcome) -> Summary {
@@ -795,6 +808,8 @@ fn summarize(cfg: &Config, plan: &Plan, o: Outcome) -> Summary {
         latency_us: Percentiles::of(&histograms.latency),
         service_time_us: Percentiles::of(&histograms.service),
         delivery_latency_us: histograms.delivery.as_ref().map(Percentiles::of),
+        get_latency_us: op_latency(reports, 0),
+        set_latency_us: op_latency(reports, 1),
         deliveries: reports.iter().map(|r| r.deliveries).sum(),
         errors: Errors::from_counts(&m.faults),
         client_cpu_secs: cpu_ns as f64 / 1e9,

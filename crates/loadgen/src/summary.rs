@@ -98,6 +98,11 @@ pub struct Summary {
     pub service_time_us: Percentiles,
     /// Chat room profile: from a `SAY` to each other member's `MSG`.
     pub delivery_latency_us: Option<Percentiles>,
+    /// Kv: the latency of GETs and of SETs apart (from the due time, as `latency_us`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub get_latency_us: Option<Percentiles>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_latency_us: Option<Percentiles>,
     /// Chat room profile: measured `MSG` deliveries (each message reaches every other
     /// member of its room).
     pub deliveries: u64,

@@ -148,6 +148,8 @@ pub(crate) struct Report {
     pub(crate) latency: Histogram<u64>,
     pub(crate) service: Histogram<u64>,
     pub(crate) delivery: Option<Histogram<u64>>,
+    /// Kv: the latency of GETs and of SETs apart, `[get, set]`.
+    pub(crate) ops: Option<[Histogram<u64>; 2]>,
     pub(crate) intervals: Vec<Histogram<u64>>,
     pub(crate) faults: FaultCounts,
     /// Measured `MSG` deliveries (room profile).
@@ -257,6 +259,8 @@ pub(crate) struct Recorder {
     spare: Vec<Histogram<u64>>,
     /// Deliveries to room members, from the stamp in the text.
     delivery: Option<Histogram<u64>>,
+    /// Kv: GETs' latency and SETs', `[get, set]`.
+    ops: Option<[Histogram<u64>; 2]>,
     deliveries: u64,
     /// The measured window, nanoseconds after the epoch: deliveries stamped inside count.
     warm_ns: u64,
@@ -279,6 +283,8 @@ impl Recorder {
                 .map(|_| new_histogram())
                 .collect(),
             delivery: plan.rooms.is_some().then(new_histogram),
+            ops: matches!(plan.cfg.workload, crate::config::Workload::Kv(_))
+                .then(|| [new_histogram(), new_histogram()]),
             deliveries: 0,
             warm_ns: plan.warm_ns,
             end_ns: plan.end_ns,
@@ -315,6 +321,17 @@ impl Recorder {
         }
         self.measured += 1;
         self.last_reply_ns = self.now;
+    }
+
+    /// Records the reply to the kv request in `slot`, a GET where `get`: its latency counts
+    /// in all and among its operation's.
+    pub(crate) fn reply_op(&mut self, slot: Slot, get: bool) {
+        if slot.measured
+            && let Some(ops) = &mut self.ops
+        {
+            ops[usize::from(!get)].saturating_record(self.now.saturating_sub(slot.due_ns));
+        }
+        self.reply(slot);
     }
 
     /// Closes the current interval and starts the next in a spare histogram (a new one only
@@ -1594,6 +1611,7 @@ impl<'p> Worker<'p> {
             latency: self.rec.latency,
             service: self.rec.service,
             delivery: self.rec.delivery,
+            ops: self.rec.ops,
             intervals: self.rec.intervals,
             faults: self.faults,
             deliveries: self.rec.deliveries,
@@ -1673,9 +1691,10 @@ fn kv_replies(
         // Bytes nobody asked for are as wrong as wrong bytes.
         let seq = flight.answered;
         let slot = flight.oldest().ok_or(Fault::Corrupt)?;
-        kv::check(reply, mix.op(me, seq), writers, sizes)?;
+        let op = mix.op(me, seq);
+        kv::check(reply, op, writers, sizes)?;
         flight.pop();
-        rec.reply(slot);
+        rec.reply_op(slot, op.get);
         Ok(())
     })
 }

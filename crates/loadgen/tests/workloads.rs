@@ -108,6 +108,10 @@ fn idle_connections_stay_open_and_silent_through_the_window() {
     assert_eq!((s.idle_conns, s.idle_connected, s.idle_held), (5, 5, 5));
     assert_eq!(s.connected, 2, "idle connections are not active ones");
     assert_eq!(s.connections_opened, 7);
+    assert!(
+        s.get_latency_us.is_none() && s.set_latency_us.is_none(),
+        "echo has no GETs"
+    );
     let seen = peer.seen_closed(7, LIMIT);
     assert_eq!(seen.len(), 7, "the peer saw every connection");
     let (silent, active): (Vec<&Seen>, Vec<&Seen>) = seen.iter().partition(|c| c.bytes == 0);
@@ -172,6 +176,14 @@ fn kv_with_zipf_keys_and_a_mix_of_value_sizes_checks_every_reply() {
     assert_eq!(s.messages, 4 * 300);
     assert_eq!(s.key_dist.as_deref(), Some("zipf:0.99"));
     assert_eq!(s.msg_sizes.as_deref(), Some("32:9,4096:1"));
+    // GETs and SETs apart: every measured reply in one of the two, both drawn.
+    let (get, set) = (
+        s.get_latency_us.expect("GETs"),
+        s.set_latency_us.expect("SETs"),
+    );
+    assert_eq!(get.count + set.count, s.latency_us.count);
+    assert!(get.count > set.count && set.count > 0, "{get:?} {set:?}");
+    assert!(get.max <= s.latency_us.max && set.max <= s.latency_us.max);
     // A store that answers with another key's value is caught under skew too.
     let bad = KvPeer::spawn(KvMisbehave::WrongKeyFrom(20));
     cfg.addr = bad.addr.to_string();

@@ -48,7 +48,8 @@ pub(crate) struct BenchArgs {
     /// sixteen default servers on 2 CPUs, the build aside), emper-echo, chat-cpu, chat-room,
     /// memory, kv, http, scaling (workers 1, 2, 4, … up to --server-cpus), search (the
     /// file-content search, alone), capacity (latency under load and capacity at --slo,
-    /// alone). `--list` describes them.
+    /// alone), and the workloads that change the ranking: churn, idle, sizes, bursts, skew.
+    /// `--list` describes them.
     #[arg(
         help_heading = "What to run",
         long,
@@ -65,8 +66,9 @@ pub(crate) struct BenchArgs {
     /// The server the verdicts test every other against.
     ///
     /// The server every other is tested against in the report's verdicts, named in advance;
-    /// it must be one of the run's servers [default: floor-epoll for quick, redis for kv,
-    /// nginx for http, search-fiber for search, where it runs; else the first of --servers].
+    /// it must be one of the run's servers [default: floor-epoll for quick, churn, idle, sizes
+    /// and bursts, redis for kv and skew, nginx for http, search-fiber for search, where it
+    /// runs; else the first of --servers].
     #[arg(help_heading = "What to run", long, value_name = "NAME")]
     pub(crate) reference: Option<String>,
 
@@ -96,16 +98,17 @@ pub(crate) struct BenchArgs {
     ///
     /// Seconds of each point's measured window, replacing the suite's (quick 0.5 at equal load
     /// and 0.3 closed loop, emper-echo 10, chat-cpu 60, chat-room 10, memory 3, kv 1.5, http 2,
-    /// scaling 1 and 3 at the Figure 7 point). For emper-echo it also replaces the paper's 2500
-    /// echoes per connection.
+    /// scaling 1 and 3 at the Figure 7 point, churn, idle and sizes 0.5, bursts and skew 1).
+    /// For emper-echo it also replaces the paper's 2500 echoes per connection.
     #[arg(help_heading = "Measurement", long, value_name = "SECS", value_parser = positive)]
     pub(crate) duration: Option<f64>,
 
     /// Seconds of load before each measured window.
     ///
     /// Seconds of load before each measured window, not recorded (default 1; quick 0.35 at
-    /// equal load and 0.15 closed loop, kv and http 0.5, scaling 0.4, chat-cpu 2; at least 1
-    /// per 2500 connections).
+    /// equal load and 0.15 closed loop, kv and http 0.5, scaling 0.4, chat-cpu 2, churn 0.2,
+    /// idle, sizes, bursts and skew 0.35; at least 1 per 2500 connections, idle ones
+    /// included).
     #[arg(help_heading = "Measurement", long, value_name = "SECS", value_parser = non_negative)]
     pub(crate) warmup: Option<f64>,
 
@@ -245,11 +248,13 @@ pub(crate) struct BenchArgs {
     #[arg(help_heading = "Load", long, value_name = "PCT=TIME")]
     pub(crate) slo: Option<crate::plan::capacity::Slo>,
 
-    /// How open-loop sends are spaced: uniform or poisson.
+    /// How open-loop sends are spaced: uniform, poisson, onoff or pareto.
     ///
-    /// How open-loop sends are spaced: uniform (evenly, the connections taking turns) or
-    /// poisson (each connection a Poisson process: bursts, as independent users make them)
-    /// [default: poisson in capacity, uniform elsewhere]. Latency counts from the due time.
+    /// How open-loop sends are spaced: uniform (evenly, the connections taking turns),
+    /// poisson (each connection a Poisson process: bursts, as independent users make them),
+    /// onoff (10 ms at twice the rate, 10 ms silent) or pareto (mutilate's fb_ia gaps)
+    /// [default: poisson in capacity, uniform elsewhere; bursts sweeps its own]. Latency
+    /// counts from the due time.
     #[arg(help_heading = "Load", long, value_enum, value_name = "KIND")]
     pub(crate) arrivals: Option<suites::Arrivals>,
 

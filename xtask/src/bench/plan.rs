@@ -309,10 +309,9 @@ fn add_suite_servers(
             variants.push(inv.parse(extra)?);
         }
     }
-    // The capacity suite runs kv and http too, beside their references.
-    let joins =
-        |p: Suite| p == suite || (suite == Suite::Capacity && matches!(p, Suite::Kv | Suite::Http));
-    for peer in inv.peers.iter().filter(|p| joins(p.suite)) {
+    // The capacity suite runs kv and http too, beside their references; churn, sizes and
+    // skew their kv points beside redis-server.
+    for peer in inv.peers.iter().filter(|p| suite.runs_peers_of(p.suite)) {
         match &peer.missing {
             None => variants.push(peer.variant.clone()),
             Some(why) => skipped.push(format!("{}: {why}", peer.name)),

@@ -4,7 +4,8 @@
 //! its round (`rounds`, for the verdicts' model) and the statistics it takes (`stats`: medians and
 //! their intervals; `verdict`: which servers differ from a column's reference, on Student's t
 //! of `student`; `method` tests them on synthetic runs), and the capacity suite's findings
-//! ranked against each workload's reference server (`capacity`: `capacity.csv`).
+//! ranked against each workload's reference server (`capacity`: `capacity.csv`), and what
+//! the workloads of issue 62 count (`workloads`: churn, idle connections, sizes, skew).
 //!
 //! It may call the plan and run layers (to read what was planned and measured), never the
 //! report layer.
@@ -20,3 +21,4 @@ pub(crate) mod stats;
 pub(crate) mod student;
 pub(crate) mod summary;
 pub(crate) mod verdict;
+pub(crate) mod workloads;

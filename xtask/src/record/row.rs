@@ -149,6 +149,30 @@ pub(crate) struct Row {
     pub(crate) delivery_p99_us: Option<f64>,
     pub(crate) delivery_p99_9_us: Option<f64>,
     pub(crate) delivery_max_us: Option<f64>,
+    /// Issue 62's workloads (`record::workloads`): requests a connection carried before the
+    /// client closed it (`None`: the run), idle connections beside the active ones, the mix of
+    /// sizes or the value size, the kv key distribution and SET:GET mix.
+    pub(crate) requests_per_conn: Option<u64>,
+    pub(crate) idle_conns: Option<usize>,
+    pub(crate) sizes: Option<String>,
+    pub(crate) key_dist: Option<String>,
+    pub(crate) ratio: Option<String>,
+    /// Mean payload bytes of a request: the echo message, the kv value.
+    pub(crate) msg_bytes: Option<f64>,
+    /// Connections loadgen opened over the run, warmup and replacements included (median of
+    /// the repeats), and the idle ones still held at the window's end.
+    pub(crate) connections_opened: Option<f64>,
+    pub(crate) idle_held: Option<f64>,
+    /// The server's own count of the connections it accepted and closed, from its stop line
+    /// (`accepted=… closed=…`; median of the repeats): that churned connections closed.
+    pub(crate) server_accepted: Option<f64>,
+    pub(crate) server_closed: Option<f64>,
+    /// Kv: GETs' and SETs' latency apart, p50 and p99 in µs (median of the repeats), where
+    /// the client told them apart (loadgen).
+    pub(crate) get_p50_us: Option<f64>,
+    pub(crate) get_p99_us: Option<f64>,
+    pub(crate) set_p50_us: Option<f64>,
+    pub(crate) set_p99_us: Option<f64>,
     /// The latency histogram of all repeats, relative to the run directory.
     pub(crate) hist: Option<String>,
     pub(crate) notes: Vec<String>,
@@ -250,6 +274,20 @@ pub(crate) const CSV_COLUMNS: &[&str] = &[
     "delivery_p99_us",
     "delivery_p99_9_us",
     "delivery_max_us",
+    "requests_per_conn",
+    "idle_conns",
+    "sizes",
+    "key_dist",
+    "ratio",
+    "msg_bytes",
+    "connections_opened",
+    "idle_held",
+    "server_accepted",
+    "server_closed",
+    "get_p50_us",
+    "get_p99_us",
+    "set_p50_us",
+    "set_p99_us",
     "hist",
 ];
 

@@ -18,6 +18,11 @@
 //!   with n = 3 the best is `[min, max]` at 75%, n = 4 87.5%, n = 5 93.8%, n = 6 96.9%; the
 //!   interval is then `[min, max]` and its real level is recorded beside it (`ci_level`).
 
+/// The median of `f` over the `items` that say it (the repeats of a point, say).
+pub(crate) fn median_of<T>(items: &[&T], f: impl Fn(&T) -> Option<f64>) -> Option<f64> {
+    median(&items.iter().filter_map(|m| f(m)).collect::<Vec<f64>>())
+}
+
 /// The median (the mean of the middle two for an even count), or `None` for no values.
 pub(crate) fn median(values: &[f64]) -> Option<f64> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();

@@ -3,7 +3,7 @@
 //! `summary.json`, written as each point ends. A row and its lookups are `row`.
 //!
 //! It may call the plan layer, the run layer's `outcome` and `histogram`, and the record
-//! layer's `row`, `rounds` and `stats`.
+//! layer's `row`, `rounds`, `stats` and `workloads`.
 
 use std::path::Path;
 
@@ -13,18 +13,13 @@ use crate::plan::servers::Variant;
 use crate::plan::suites::{Load, Point, Stop, Workload};
 use crate::record::rounds::Tail;
 use crate::record::row::{CSV_COLUMNS, Row, csv_field};
-use crate::record::stats;
+use crate::record::stats::{self, median_of};
 use crate::run::histogram::Percentiles;
 use crate::run::outcome::{Failure, Measured};
 
 /// The order-statistic interval of `values`' median, as `(low, high)`.
 fn bounds(values: &[f64]) -> (Option<f64>, Option<f64>) {
     stats::median_interval(values).map_or((None, None), |i| (Some(i.low), Some(i.high)))
-}
-
-pub(crate) fn median_of(ms: &[&Measured], f: impl Fn(&Measured) -> Option<f64>) -> Option<f64> {
-    let v: Vec<f64> = ms.iter().filter_map(|m| f(m)).collect();
-    stats::median(&v)
 }
 
 /// Sums the repeats' histograms and writes the sum as `<id>.hist` and `<id>.hgrm` in `dir`.
@@ -76,6 +71,7 @@ pub(crate) fn aggregate(
 ) -> Row {
     let ok: Vec<&Measured> = outcomes.iter().filter_map(|o| o.as_ref().ok()).collect();
     let mut row = identity(point, server);
+    crate::record::workloads::identity(&mut row, point);
     row.repeats = outcomes.len();
     row.ok = ok.len();
     row.per_round = crate::record::rounds::per_round(outcomes);
@@ -90,6 +86,7 @@ pub(crate) fn aggregate(
     cost(&mut row, &ok);
     memory_and_load(&mut row, &ok);
     deliveries_and_notes(&mut row, &ok);
+    crate::record::workloads::connections(&mut row, &ok);
     row
 }
 

@@ -4,15 +4,18 @@
 //! plot of one point, a row per server); each suite
 //! lists its figures in [`of_suite`] (`lists`), and one function, [`draw_figure`], draws any
 //! of them as SVG into `plots/`. A new suite's figure is one more value in its list. The
-//! scaling suite's are in `scaling`, the capacity suite's curves in `capacity`.
+//! scaling suite's are in `scaling`, the capacity suite's curves in `capacity`, the crossover
+//! figures of issue 62's workloads in `crossover`.
 //!
 //! It may call the plan layer's `suites`, `servers` and `capacity`, the run layer's `histogram`, the record
-//! layer's `row` and `stats`, and the report layer's `plots` and `ranked`.
+//! layer's `row` and `stats`, and the report layer's `plots`, `ranked` and `crossover`.
 
 pub(crate) mod capacity;
+mod crossover;
 mod lists;
 pub(crate) mod scaling;
 
+pub(crate) use crossover::swaps as crossover_swaps;
 pub(crate) use lists::of_suite;
 
 use std::path::Path;

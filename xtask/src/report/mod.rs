@@ -12,6 +12,7 @@
 
 pub(crate) mod cells;
 pub(crate) mod compare;
+pub(crate) mod crossover;
 pub(crate) mod figures;
 pub(crate) mod html;
 pub(crate) mod index;

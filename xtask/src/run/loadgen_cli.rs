@@ -39,19 +39,23 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
     };
     push("--addr", addr.to_string());
     push("--conns", point.conns.to_string());
+    let sizes = |one: usize| point.shape.sizes.map_or(one.to_string(), str::to_string);
     match point.workload {
-        Workload::Echo { msg_size, .. } => push("--msg-size", msg_size.to_string()),
+        Workload::Echo { msg_size, .. } => push("--msg-size", sizes(msg_size)),
         Workload::Idle => push("--msg-size", "16".into()),
         Workload::ChatIngest { .. } | Workload::ChatRoom { .. } => {
             push("--msg-size", crate::plan::suites::CHAT_LINE.to_string());
         }
         Workload::Kv { get, pipeline, .. } => {
-            push(
-                "--value-size",
-                crate::plan::suites::KV_VALUE_SIZE.to_string(),
-            );
+            push("--value-size", sizes(crate::plan::suites::KV_VALUE_SIZE));
             push("--keys", crate::plan::suites::KV_KEYS.to_string());
-            push("--get-ratio", if get { "1" } else { "0" }.into());
+            match point.shape.ratio {
+                Some((set, get)) => push("--ratio", format!("{set}:{get}")),
+                None => push("--get-ratio", if get { "1" } else { "0" }.into()),
+            }
+            if let Some(dist) = point.shape.key_dist {
+                push("--key-dist", dist.into());
+            }
             push("--depth", pipeline.to_string());
         }
         Workload::Http { path, pipeline, .. } => {
@@ -66,12 +70,18 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
     push("--warmup", fmt_secs(point.warmup));
     if let Load::Open { rate } = point.load {
         push("--rate", format!("{rate}"));
-        if point.arrivals == Arrivals::Poisson {
-            push("--arrivals", point.arrivals.name().into());
+        if point.arrivals != Arrivals::Uniform {
+            push("--arrivals", point.arrivals.loadgen_arg());
             if let Some(seed) = point.seed {
                 push("--seed", seed.to_string());
             }
         }
+    }
+    if let Some(r) = point.shape.requests_per_conn {
+        push("--requests-per-conn", r.to_string());
+    }
+    if point.shape.idle_conns > 0 {
+        push("--idle-conns", point.shape.idle_conns.to_string());
     }
     // One worker per client CPU, but never more workers than connections.
     let threads = cpus.len().min(point.conns).max(1);
@@ -81,7 +91,7 @@ pub(crate) fn args(point: &Point, addr: &str, cpus: &CpuList, files: &Files<'_>)
     // the default 10 s is for a person at a terminal.
     push(
         "--connect-timeout",
-        fmt_secs(10.0 + point.conns as f64 / 250.0),
+        fmt_secs(10.0 + point.shape.total_conns(point.conns) as f64 / 250.0),
     );
     push("--grace", fmt_secs(grace(point)));
     push("--json", files.json.display().to_string());
@@ -177,6 +187,17 @@ pub(crate) struct Summary {
     /// Open loop: `spin` or `sleep`.
     #[serde(default)]
     pub(crate) pacing: Option<String>,
+    /// Connections opened over the run, replacements and idle ones included; the idle ones
+    /// still connected at the window's end.
+    #[serde(default)]
+    pub(crate) connections_opened: Option<u64>,
+    #[serde(default)]
+    pub(crate) idle_held: Option<u64>,
+    /// Kv: the latency of GETs and of SETs apart.
+    #[serde(default)]
+    pub(crate) get_latency_us: Option<LgPercentiles>,
+    #[serde(default)]
+    pub(crate) set_latency_us: Option<LgPercentiles>,
 }
 
 impl Summary {
@@ -265,149 +286,4 @@ pub(crate) fn window_start(interval_log: &str) -> Option<f64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_the_promised_fields_and_the_error_total() {
-        let text = r#"{
-            "throughput_per_sec": 12345.5,
-            "latency_us": {"p50": 10.0, "p90": 20.0, "p99": 30.0, "p99_9": 40.0,
-                           "p99_99": 50.0, "p99_999": 60.0, "max": 70.0, "count": 3},
-            "errors": {"total": 2, "reset": 1, "delivery": 1, "stalled": 9},
-            "client_cpu_per_msg_us": 1.5,
-            "client_bound": true,
-            "window_secs": 4.0,
-            "something_new": [1, 2]
-        }"#;
-        let s = parse_summary(text).unwrap();
-        assert_eq!(s.throughput_per_sec, 12345.5);
-        assert_eq!(s.latency_us.p99_999, 60.0);
-        assert_eq!(s.errors, 2);
-        assert_eq!(s.delivery_errors, 1);
-        assert!(s.client_bound);
-        assert_eq!(s.window_secs, Some(4.0));
-        let plain = r#"{"throughput_per_sec": 1, "latency_us": {}, "errors": 3,
-                        "client_cpu_per_msg_us": 0, "client_bound": false}"#;
-        assert_eq!(parse_summary(plain).unwrap().errors, 3);
-        assert!(parse_summary("{}").is_err());
-    }
-
-    #[test]
-    fn the_grace_covers_draining_one_message_per_connection() {
-        let point = |conns, compute_us| Point {
-            suite: crate::plan::suites::Suite::EmperEcho,
-            series: "work-200us".into(),
-            id: "c".into(),
-            label: "c".into(),
-            conns,
-            workload: Workload::Echo {
-                msg_size: 16,
-                compute_us,
-            },
-            load: Load::Closed,
-            stop: Stop::Duration(4.0),
-            warmup: 1.0,
-            workers: None,
-            arrivals: crate::plan::suites::Arrivals::Uniform,
-            seed: None,
-        };
-        assert_eq!(grace(&point(1000, 0)), 2.0);
-        assert!((grace(&point(10_000, 200)) - 4.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn poisson_arrivals_and_their_seed_reach_loadgen() {
-        let point = |arrivals, seed| Point {
-            suite: crate::plan::suites::Suite::Capacity,
-            series: "echo".into(),
-            id: "echo-03-r500".into(),
-            label: "echo @ 500/s".into(),
-            conns: 10,
-            workload: Workload::Echo {
-                msg_size: 16,
-                compute_us: 0,
-            },
-            load: Load::Open { rate: 500.0 },
-            stop: Stop::Duration(1.0),
-            warmup: 0.3,
-            workers: None,
-            arrivals,
-            seed,
-        };
-        let p = Path::new("x");
-        let files = Files {
-            json: p,
-            hist: p,
-            hgrm: p,
-            interval_log: p,
-        };
-        let cpus = CpuList::one(0);
-        let a = args(&point(Arrivals::Poisson, Some(4)), "h:1", &cpus, &files).join(" ");
-        assert!(a.contains("--rate 500 --arrivals poisson --seed 4"), "{a}");
-        let a = args(&point(Arrivals::Uniform, Some(4)), "h:1", &cpus, &files).join(" ");
-        assert!(!a.contains("--arrivals") && !a.contains("--seed"), "{a}");
-    }
-
-    #[test]
-    fn kv_points_become_loadgen_kv() {
-        let points =
-            crate::plan::suites::Suite::Kv.points(&crate::plan::suites::Overrides::default());
-        let p = points
-            .iter()
-            .find(|p| p.id == "loadgen-set-p16-c50")
-            .unwrap();
-        let f = Path::new("f");
-        let files = Files {
-            json: f,
-            hist: f,
-            hgrm: f,
-            interval_log: f,
-        };
-        let a = args(p, "127.0.0.1:9", &CpuList::one(0), &files);
-        assert_eq!(a[0], "kv");
-        let line = a.join(" ");
-        for want in [
-            "--conns 50",
-            "--value-size 32",
-            "--keys 100000",
-            "--get-ratio 0",
-            "--depth 16",
-        ] {
-            assert!(line.contains(want), "{want} not in {line}");
-        }
-        assert!(!line.contains("--msg-size"), "{line}");
-    }
-
-    #[test]
-    fn http_points_become_loadgen_http() {
-        let points =
-            crate::plan::suites::Suite::Http.points(&crate::plan::suites::Overrides::default());
-        let f = Path::new("f");
-        let files = Files {
-            json: f,
-            hist: f,
-            hgrm: f,
-            interval_log: f,
-        };
-        for (id, want) in [
-            ("loadgen-plaintext-p16-c256", "--path /plaintext --depth 16"),
-            ("loadgen-json-p1-c16", "--path /json --depth 1"),
-            ("loadgen-json-open-c256", "--rate 10000"),
-        ] {
-            let p = points.iter().find(|p| p.id == id).unwrap();
-            let a = args(p, "127.0.0.1:9", &CpuList::one(0), &files);
-            assert_eq!(a[0], "http");
-            let line = a.join(" ");
-            assert!(line.contains(want), "{want} not in {line}");
-        }
-    }
-
-    #[test]
-    fn finds_the_window_start() {
-        let log = "#[Logged with loadgen 0.0.0]\n#[Histogram log format version 1.3]\n\
-                   #[StartTime: 1700000000.250 (seconds since epoch)]\n";
-        assert_eq!(window_start(log), Some(1_700_000_000.25));
-        assert_eq!(window_start("nothing"), None);
-    }
-}
+mod tests;

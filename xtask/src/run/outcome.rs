@@ -76,6 +76,13 @@ pub(crate) struct Measured {
     pub(crate) cost: ServerCost,
     /// loadgen's latency histogram (V2), relative to the run directory.
     pub(crate) hist: PathBuf,
+    /// Connections loadgen opened over the run (replacements and idle ones included), and the
+    /// idle ones it still held at the window's end (issue 62's churn and idle workloads).
+    #[serde(default)]
+    pub(crate) connections: Option<[u64; 2]>,
+    /// Kv: GETs' p50 and p99 and SETs' p50 and p99, in µs, where the client tells them apart.
+    #[serde(default)]
+    pub(crate) ops_us: Option<[Option<f64>; 4]>,
     /// The server's counters line, printed at its clean stop.
     pub(crate) counters: Option<String>,
     /// Things that did not spoil the numbers but should be said.

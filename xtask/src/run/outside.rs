@@ -173,6 +173,8 @@ impl Job<'_> {
             window_exact: true,
             cost,
             hist,
+            connections: None,
+            ops_us: None,
             counters: None,
             notes: vec![client.note().into()],
             throttle: None,

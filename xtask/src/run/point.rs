@@ -224,7 +224,8 @@ fn measured(
         &samples[1..],
         (start, start + window_secs),
         summary.throughput_per_sec,
-        point.conns,
+        // Memory per connection counts every one the client holds, idle ones included.
+        point.shape.total_conns(point.conns),
         edges.as_ref(),
     );
     let hist = files
@@ -249,11 +250,28 @@ fn measured(
         window_exact: logged_start.is_some(),
         cost,
         hist,
+        connections: summary
+            .connections_opened
+            .map(|o| [o, summary.idle_held.unwrap_or(0)]),
+        ops_us: ops_us(&summary),
         counters: None,
         notes: Vec::new(),
         throttle: None,
         driver_latency_us: None,
         driver_avg_min_us: None,
+    })
+}
+
+/// Kv: GETs' p50 and p99 and SETs', where loadgen told them apart.
+fn ops_us(summary: &loadgen_cli::Summary) -> Option<[Option<f64>; 4]> {
+    let (get, set) = (summary.get_latency_us, summary.set_latency_us);
+    (get.is_some() || set.is_some()).then(|| {
+        [
+            get.map(|p| p.p50),
+            get.map(|p| p.p99),
+            set.map(|p| p.p50),
+            set.map(|p| p.p99),
+        ]
     })
 }
 
@@ -265,7 +283,8 @@ fn deadline(point: &Point) -> Duration {
         // to send; loadgen's reply timeout bounds each connection.
         Stop::Requests(k) => 60.0 + point.conns as f64 * k as f64 / 2000.0,
     };
-    let connect = 10.0 + point.conns as f64 / 250.0;
+    // loadgen's own connect timeout (`loadgen_cli::args`), idle connections included.
+    let connect = 10.0 + point.shape.total_conns(point.conns) as f64 / 250.0;
     Duration::from_secs_f64(connect + point.warmup + run + 30.0)
 }
 

@@ -16,19 +16,31 @@
 //! | `scaling`    | workers 1, 2, 4, … up to the server's CPUs: closed, equal load, Fig. 7 |
 //! | `search`     | the io_uring paper's file-content search, programs timed whole         |
 //! | `capacity`   | latency under load: curves, and each server's capacity at an objective |
+//! | `churn`      | the client closes after R = 1, 10, 100, ∞ requests, 64..4096 conns    |
+//! | `idle`       | 1k and 10k conns, 100%, 10%, 1% of them active at one open-loop rate  |
+//! | `sizes`      | echo of 16 B, 1 KiB, 64 KiB, 1 MiB and a 95% 64 B, 5% 64 KiB mix      |
+//! | `bursts`     | Poisson, Pareto and on-off arrivals at 50, 70, 90% of a capacity      |
+//! | `skew`       | kv keys uniform, Zipf 0.99 and 1.2, SET:GET 1:30 and 1:1              |
 //!
 //! It may call nothing else of xtask.
 
+mod bursts;
 pub(crate) mod capacity;
 mod chat_cpu;
 mod chat_room;
+mod churn;
 mod emper_echo;
 mod http;
+mod idle;
 mod kv;
 mod memory;
 mod quick;
 mod scaling;
 mod search;
+mod shape;
+mod sizes;
+mod skew;
+mod workload;
 
 use clap::ValueEnum;
 use clap::builder::PossibleValue;
@@ -40,6 +52,8 @@ pub(crate) use http::{HTTP_EQUAL_SERIES, HttpDriver, HttpPath, http_series};
 pub(crate) use kv::{KV_KEYS, KV_VALUE_SIZE, KvDriver};
 pub(crate) use scaling::{littles_law_bound, placement_for, stop_reason as scaling_stop_reason};
 pub(crate) use search::CorpusSize;
+pub(crate) use shape::{Arrivals, Shape};
+pub(crate) use workload::Workload;
 
 /// A suite, as `--suite` names it (each says what it is in its own file: `Defaults::help`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -55,6 +69,11 @@ pub(crate) enum Suite {
     Http,
     Scaling,
     Capacity,
+    Churn,
+    Idle,
+    Sizes,
+    Bursts,
+    Skew,
 }
 
 impl ValueEnum for Suite {
@@ -97,7 +116,7 @@ struct Defaults {
 const NO_RATE: &str = "not used";
 
 impl Suite {
-    pub(crate) const ALL: [Suite; 10] = [
+    pub(crate) const ALL: [Suite; 15] = [
         Suite::Quick,
         Suite::EmperEcho,
         Suite::ChatCpu,
@@ -108,6 +127,11 @@ impl Suite {
         Suite::Http,
         Suite::Scaling,
         Suite::Capacity,
+        Suite::Churn,
+        Suite::Idle,
+        Suite::Sizes,
+        Suite::Bursts,
+        Suite::Skew,
     ];
 
     fn defaults(self) -> &'static Defaults {
@@ -122,6 +146,11 @@ impl Suite {
             Suite::Http => &http::DEFAULTS,
             Suite::Scaling => &scaling::DEFAULTS,
             Suite::Capacity => &capacity::DEFAULTS,
+            Suite::Churn => &churn::DEFAULTS,
+            Suite::Idle => &idle::DEFAULTS,
+            Suite::Sizes => &sizes::DEFAULTS,
+            Suite::Bursts => &bursts::DEFAULTS,
+            Suite::Skew => &skew::DEFAULTS,
         }
     }
 
@@ -155,14 +184,27 @@ impl Suite {
         self.defaults().default_servers_help
     }
 
+    /// Whether the peers of `other` (redis-server for kv) join this suite: its own, the
+    /// capacity suite's kv and http, the kv points of churn, sizes and skew.
+    pub(crate) fn runs_peers_of(self, other: Suite) -> bool {
+        self == other
+            || match self {
+                Suite::Capacity => matches!(other, Suite::Kv | Suite::Http),
+                Suite::Churn | Suite::Sizes | Suite::Skew => other == Suite::Kv,
+                _ => false,
+            }
+    }
+
     /// The server this suite's verdicts compare every other with, where it is in the run,
     /// named in advance (never picked by the medians it is then tested against): the
-    /// kernel's floor for echo, redis-server for kv, nginx for http, the paper's fiber
-    /// program for search.
+    /// kernel's floor for echo (issue 62's echo workloads too), redis-server for kv (and
+    /// skew), nginx for http, the paper's fiber program for search.
     pub(crate) fn own_reference(self) -> Option<&'static str> {
         match self {
-            Suite::Quick => Some("floor-epoll"),
-            Suite::Kv => Some("redis"),
+            Suite::Quick | Suite::Churn | Suite::Idle | Suite::Sizes | Suite::Bursts => {
+                Some("floor-epoll")
+            }
+            Suite::Kv | Suite::Skew => Some("redis"),
             Suite::Http => Some("nginx"),
             Suite::Search => Some("search-fiber"),
             _ => None,
@@ -226,6 +268,11 @@ impl Suite {
             Suite::Http => http::points(&cx),
             Suite::Scaling => scaling::points(&cx),
             Suite::Capacity => capacity::points(&cx),
+            Suite::Churn => churn::points(&cx),
+            Suite::Idle => idle::points(&cx),
+            Suite::Sizes => sizes::points(&cx),
+            Suite::Bursts => bursts::points(&cx),
+            Suite::Skew => skew::points(&cx),
         }
     }
 }
@@ -277,63 +324,26 @@ impl Sweep<'_> {
                 Arrivals::Uniform
             }),
             seed: None,
-        }
-    }
-}
-
-/// What the clients send.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
-pub(crate) enum Workload {
-    /// Echo messages of `msg_size` bytes; the server spins `compute_us` per message.
-    Echo { msg_size: usize, compute_us: u64 },
-    /// Chat `SAY`s at `byte_rate` bytes/s per connection, every `ACK` awaited.
-    ChatIngest { byte_rate: f64 },
-    /// Chat rooms of `room_size` members; every member must get every message.
-    ChatRoom { room_size: usize },
-    /// Echo connections that are open and all but silent.
-    Idle,
-    /// RESP `GET`s (`get`) or `SET`s of [`KV_VALUE_SIZE`]-byte values over [`KV_KEYS`] keys,
-    /// `pipeline` in flight per connection, sent by `driver`.
-    Kv {
-        get: bool,
-        pipeline: usize,
-        driver: KvDriver,
-    },
-    /// HTTP `GET`s of TechEmpower's `path`, `pipeline` in flight per connection, sent by
-    /// `driver`.
-    Http {
-        path: HttpPath,
-        pipeline: usize,
-        driver: HttpDriver,
-    },
-}
-
-impl Workload {
-    /// The `--proto` the server serves.
-    pub(crate) fn proto(self) -> &'static str {
-        match self {
-            Workload::Echo { .. } | Workload::Idle => "echo",
-            Workload::ChatIngest { .. } | Workload::ChatRoom { .. } => "chat",
-            Workload::Kv { .. } => "kv",
-            Workload::Http { .. } => "http",
+            shape: Shape::default(),
         }
     }
 
-    pub(crate) fn compute_us(self) -> u64 {
-        match self {
-            Workload::Echo { compute_us, .. } => compute_us,
-            _ => 0,
-        }
-    }
-
-    /// The outside client that sends this workload, by its program's name, or `None` when
-    /// loadgen does.
-    pub(crate) fn outside_client(self) -> Option<&'static str> {
-        match self {
-            Workload::Kv { driver, .. } => driver.outside_client(),
-            Workload::Http { driver, .. } => driver.outside_client(),
-            _ => None,
+    /// [`Sweep::point`] with `shape`, its warmup counting the idle connections too.
+    #[allow(clippy::too_many_arguments)] // Every field of a point but its suite and warmup.
+    fn shaped(
+        &self,
+        series: &str,
+        id: String,
+        label: String,
+        conns: usize,
+        (workload, shape): (Workload, Shape),
+        load: Load,
+        stop: Stop,
+    ) -> Point {
+        Point {
+            shape,
+            warmup: self.warmup_for(shape.total_conns(conns), self.warmup),
+            ..self.point(series, id, label, conns, workload, load, stop)
         }
     }
 }
@@ -344,26 +354,6 @@ impl Workload {
 pub(crate) enum Load {
     Closed,
     Open { rate: f64 },
-}
-
-/// How an open-loop point's sends are spaced (loadgen's `--arrivals`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum Arrivals {
-    /// Evenly spaced, the connections taking turns.
-    #[default]
-    Uniform,
-    /// Each connection a Poisson process: exponential gaps, bursts included.
-    Poisson,
-}
-
-impl Arrivals {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Arrivals::Uniform => "uniform",
-            Arrivals::Poisson => "poisson",
-        }
-    }
 }
 
 /// When a point's measured window ends.
@@ -401,6 +391,9 @@ pub(crate) struct Point {
     /// own. The capacity suite gives each probe of a search its own, so that its repeats draw
     /// new gaps while every server's nth probe draws the same.
     pub(crate) seed: Option<u64>,
+    /// Churn, idle connections, a mix of sizes, key skew (issue 62's knobs); the default
+    /// changes nothing.
+    pub(crate) shape: Shape,
 }
 
 impl Point {
@@ -410,9 +403,13 @@ impl Point {
         if let Some(w) = self.workers {
             return w as f64;
         }
-        match self.workload {
-            Workload::ChatRoom { room_size } => room_size as f64,
-            _ => self.conns as f64,
+        match (self.suite, self.workload, self.load) {
+            (_, Workload::ChatRoom { room_size }, _) => room_size as f64,
+            (Suite::Sizes, Workload::Echo { msg_size, .. }, _) => {
+                self.shape.mean_size().unwrap_or(msg_size as f64)
+            }
+            (Suite::Bursts, _, Load::Open { rate }) => rate,
+            _ => self.shape.total_conns(self.conns) as f64,
         }
     }
 
@@ -426,7 +423,7 @@ impl Point {
         };
         // Measured on 2 cores: about half a second to start and stop a server and loadgen and
         // to wait for quiet CPUs, more with thousands of connections to open and close.
-        0.5 + self.conns as f64 / 4000.0 + self.warmup + run
+        0.5 + self.shape.total_conns(self.conns) as f64 / 4000.0 + self.warmup + run
     }
 }
 

@@ -40,3 +40,11 @@ fn the_reference_is_named_in_advance() {
     );
     assert_eq!(Suite::Quick.reference(&[], None), None);
 }
+
+/// How many servers run by default (sixteen): what a suite's time is estimated for.
+pub(super) fn default_servers() -> f64 {
+    conformance::SERVERS
+        .iter()
+        .filter(|s| s.bench.is_some_and(|b| b.default))
+        .count() as f64
+}

@@ -340,6 +340,9 @@ pub(crate) fn of_suite(suite: Suite, rows: &[Row], workers: usize) -> Vec<Figure
         Suite::Capacity => super::capacity::figures(rows),
         // Drawn by the `search` module from its own runs.
         Suite::Search => Vec::new(),
+        Suite::Churn | Suite::Idle | Suite::Sizes | Suite::Bursts | Suite::Skew => {
+            super::crossover::figure(suite, rows)
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! `report.md`: the header, "At a glance", each suite's section (chosen through [`Suite`], so a
-//! suite without a section does not compile), every point's details, the failures, and how it
-//! was measured.
+//! suite without a section does not compile), every point's details, where the ranking
+//! changes along the workloads' sweeps (`workloads`), the failures, and how it was measured.
 //!
 //! It may call the plan layer, the record layer (rows, meta, statistics) and the report
 //! layer's `cells` and `figures`; a section also the run layer's `series` (chat) or its
@@ -20,6 +20,7 @@ mod legends;
 mod memory;
 mod quick;
 mod scaling;
+mod workloads;
 
 use std::fmt::Write as _;
 
@@ -71,12 +72,13 @@ const PARTS: &[Part] = &[
     header,
     glance::at_a_glance,
     suite_sections,
+    workloads::conclusion,
     |out, input| failures(out, input.rows),
     method,
 ];
 
 /// A suite's section, from the suite's rows (and the report's input, for what else it says).
-type Section = fn(&mut String, &[Row], &Input<'_>);
+pub(crate) type Section = fn(&mut String, &[Row], &Input<'_>);
 
 /// What a suite's section says, in order, before its plots and its every point. The match
 /// names every suite, so a suite without a section does not compile; a new table of a suite
@@ -111,6 +113,9 @@ fn sections(suite: Suite) -> &'static [Section] {
             );
         }],
         Suite::Capacity => &[|out, rows, input| capacity::section(out, rows, input.capacity)],
+        Suite::Churn | Suite::Idle | Suite::Sizes | Suite::Bursts | Suite::Skew => {
+            workloads::sections(suite)
+        }
     }
 }
 

@@ -92,6 +92,12 @@ fn requests(point: &Point, pipeline: usize) -> u64 {
         (1, _) => 150_000.0,
         _ => 400_000.0,
     };
+    // A connection per request (`-k 0`): a connect and a close each, about a fifth as fast.
+    let rate = if point.shape.requests_per_conn == Some(1) {
+        rate / 5.0
+    } else {
+        rate
+    };
     ((secs * rate) as u64).max(20 * point.conns as u64)
 }
 
@@ -112,7 +118,14 @@ fn benchmark_args(point: &Point, addr: &str) -> Option<(Vec<String>, u64)> {
         return Some(article_args(point, get, host, port));
     }
     let n = requests(point, pipeline);
-    let args = [
+    // The value size of the point (the sizes suite's -d), one size: redis-benchmark draws
+    // no mix.
+    let value_size = point
+        .shape
+        .sizes
+        .map_or(Ok(KV_VALUE_SIZE), str::parse::<usize>)
+        .ok()?;
+    let mut args: Vec<String> = [
         "-h",
         host,
         "-p",
@@ -126,7 +139,7 @@ fn benchmark_args(point: &Point, addr: &str) -> Option<(Vec<String>, u64)> {
         "-r",
         &KV_KEYS.to_string(),
         "-d",
-        &KV_VALUE_SIZE.to_string(),
+        &value_size.to_string(),
         "-n",
         &n.to_string(),
         "--csv",
@@ -134,6 +147,13 @@ fn benchmark_args(point: &Point, addr: &str) -> Option<(Vec<String>, u64)> {
     .iter()
     .map(ToString::to_string)
     .collect();
+    // A connection per request (the churn suite): its `-k 0`, which closes and reconnects
+    // after every reply; other lifetimes it cannot keep.
+    match point.shape.requests_per_conn {
+        None => {}
+        Some(1) => args.extend(["-k".into(), "0".into()]),
+        Some(_) => return None,
+    }
     Some((args, n))
 }
 
@@ -317,6 +337,32 @@ mod tests {
         assert_eq!(n, 600_000, "1.5 s at 400k/s");
         let echo = Suite::Quick.points(&Overrides::default());
         assert!(benchmark_args(&echo[0], "127.0.0.1:1").is_none());
+    }
+
+    #[test]
+    fn churn_and_sizes_reach_redis_benchmark_as_k_0_and_d() {
+        let o = Overrides {
+            workers: 1,
+            ..Overrides::default()
+        };
+        let line = |suite: Suite, id: &str| {
+            let points = suite.points(&o);
+            let p = points.iter().find(|p| p.id == id).unwrap();
+            benchmark_args(p, "127.0.0.1:6400").map(|(a, _)| a.join(" "))
+        };
+        let churn = line(Suite::Churn, "kv-redis-benchmark-r1-c50").unwrap();
+        assert!(
+            churn.contains("-n 5000 "),
+            "0.5 s at 10,000 connections a second: {churn}"
+        );
+        assert!(
+            churn.contains("-c 50 -P 1 -t get") && churn.ends_with("--csv -k 0"),
+            "{churn}"
+        );
+        let kept = line(Suite::Churn, "kv-redis-benchmark-keep-alive-c50").unwrap();
+        assert!(!kept.contains("-k"), "{kept}");
+        let big = line(Suite::Sizes, "kv-redis-benchmark-64KiB-c50").unwrap();
+        assert!(big.contains("-t set -r 100000 -d 65536 -n "), "{big}");
     }
 
     /// redis-benchmark 7.0.15, `-t get,set -n 2000 --csv` against redis-server: a test a line,
