@@ -249,7 +249,7 @@ mod tests {
             "the slope and intercept: {out}"
         );
         assert!(
-            out.contains("(1.83×)"),
+            out.contains("(1.83×, untested)"),
             "b's CPU at R 1 over floor-epoll's: {out}"
         );
         assert!(
@@ -259,6 +259,24 @@ mod tests {
         assert!(
             out.contains("closed at least as many as loadgen opened"),
             "{out}"
+        );
+        let meta = crate::record::meta::Meta::default();
+        let input = super::super::Input {
+            meta: &meta,
+            rows: &rows,
+            plots: &[],
+            variants: &[],
+            skipped: &[],
+            suites: &[Suite::Churn],
+            server_cpus: "1".into(),
+            client_cpus: "0".into(),
+            workers: 1,
+            capacity: &[],
+        };
+        let note = super::super::swap_note(&input, Suite::Churn).expect("a swap to tell");
+        assert!(
+            note.starts_with("Along the churn sweep the ranking changes: ") && note.contains("b"),
+            "{note}"
         );
         let mut leaky = rows.clone();
         leaky[4].server_closed = Some(10.0);

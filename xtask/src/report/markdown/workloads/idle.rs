@@ -142,7 +142,7 @@ mod tests {
         let mut out = String::new();
         section(&mut out, &rows, None);
         assert!(out.contains("| p99 · CPU | 100% active (0 idle) | 10% active (900 idle) | 1% active (990 idle) |"), "{out}");
-        assert!(out.contains("| **io** | 50.0 µs (1.00×) · 40% | 70.0 µs (0.47×) · 40% | 90.0 µs (0.36×) · 40% | 4.0 KiB | 1.0 KiB | 0.5% |"), "{out}");
+        assert!(out.contains("| **io** | 50.0 µs (1.00×, untested) · 40% | 70.0 µs (0.47×, untested) · 40% | 90.0 µs (0.36×, untested) · 40% | 4.0 KiB | 1.0 KiB | 0.5% |"), "{out}");
         assert!(out.contains("no two servers swap places"), "{out}");
         assert!(
             out.contains(

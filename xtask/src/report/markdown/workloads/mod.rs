@@ -37,6 +37,20 @@ pub(crate) fn sections(suite: Suite) -> &'static [super::Section] {
     }
 }
 
+/// The sentence a workload adds to its suite's conclusion paragraph (a `conclusion::Note`):
+/// the places along its sweep where two servers swap, or nothing where none do.
+pub(crate) fn swap_note(input: &Input<'_>, suite: Suite) -> Option<String> {
+    let swaps = crate::report::figures::crossover_swaps(input.rows, suite, SWAP_MARGIN)?;
+    if swaps.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "Along the {} sweep the ranking changes: {}.",
+        suite.name(),
+        swaps.join("; ")
+    ))
+}
+
 /// The report's conclusion of the workloads that ran: where, along each one's sweep (its
 /// crossover figure's), two servers swap places.
 pub(crate) fn conclusion(out: &mut String, input: &Input<'_>) {

@@ -186,7 +186,7 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("| **b** | 2.00 µs (0.50×) · 128 µs · 0.06 |"),
+            out.contains("| **b** | 2.00 µs (0.50×, untested) · 128 µs · 0.06 |"),
             "{out}"
         );
     }

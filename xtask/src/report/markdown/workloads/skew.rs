@@ -103,7 +103,7 @@ mod tests {
         section(&mut out, &rows, None);
         assert!(out.contains("SET:GET 1:30"), "{out}");
         assert!(
-            out.contains("| **locked** | 60.0k (1.20×) · 20.0 µs · 90.0 µs · – |"),
+            out.contains("| **locked** | 60.0k (1.20×, untested) · 20.0 µs · 90.0 µs · – |"),
             "{out}"
         );
         assert!(
