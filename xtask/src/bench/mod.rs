@@ -146,6 +146,13 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "FRACTION", value_parser = positive)]
     pub(crate) server_cpu_quota: Option<f64>,
 
+    /// Count what each server's CPU is spent on over each window (system calls in all and by
+    /// name, context switches, migrations, page faults; instructions, cycles, cache and dTLB
+    /// misses where the machine has hardware counters), in its cgroup: `on` or `off`
+    /// (docs/METHOD.md, "The anatomy of a request").
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = clap::builder::BoolishValueParser::new())]
+    pub(crate) counters: bool,
+
     /// CPUs the server runs on [default: from the machine's topology: on 2 CPUs CPU 1; on
     /// more, whole physical cores of one NUMA node, at most half of the CPUs].
     #[arg(long = "server-cpus", value_name = "LIST")]
@@ -424,6 +431,7 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     }
     // Before the build: a quota this machine cannot give is a usage error, found at once.
     let quota = args.server_cpu_quota.map(accounting::quota).transpose()?;
+    let counters = args.counters;
     children::install_interrupt_handler()?;
     // The capacity suite chooses its rates as it goes: it has a flow of its own.
     if args.suites().contains(&Suite::Capacity) {
@@ -442,7 +450,7 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
             &plan,
             &root,
             &inv,
-            &accounting::accounting_for(quota)?,
+            &accounting::accounting_for(quota, counters)?,
             &slo,
         );
     }
@@ -454,7 +462,7 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     let mut plan = Plan::new(args, &inv)?;
     build(&plan, &root, &inv)?;
     conform::gate(&mut plan)?;
-    sweep::run(&plan, &root, &inv, &accounting::accounting_for(quota)?)
+    sweep::run(&plan, &root, &inv, &accounting::accounting_for(quota, counters)?)
 }
 
 /// Builds the plan's servers and loadgen (or, with `--no-build`, checks that they are
