@@ -97,11 +97,6 @@ const TOTALS: &[(&str, Source)] = &[
     ("dtlb_misses", Source::Kind(HW_CACHE, 3 | READ_MISS)),
 ];
 
-/// The keys of [`TOTALS`], in order.
-pub(crate) fn total_keys() -> impl Iterator<Item = &'static str> {
-    TOTALS.iter().map(|(k, _)| *k)
-}
-
 /// One event's counters, one per CPU.
 #[derive(Debug)]
 struct Event {
