@@ -462,7 +462,12 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     let mut plan = Plan::new(args, &inv)?;
     build(&plan, &root, &inv)?;
     conform::gate(&mut plan)?;
-    sweep::run(&plan, &root, &inv, &accounting::accounting_for(quota, counters)?)
+    sweep::run(
+        &plan,
+        &root,
+        &inv,
+        &accounting::accounting_for(quota, counters)?,
+    )
 }
 
 /// Builds the plan's servers and loadgen (or, with `--no-build`, checks that they are

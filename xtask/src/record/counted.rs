@@ -134,7 +134,10 @@ pub(crate) fn aggregate(ok: &[&Measured], per_repeat: &mut BTreeMap<String, Vec<
     let counted: Vec<&crate::run::counters::Counted> =
         ok.iter().filter_map(|m| m.cost.counted.as_ref()).collect();
     for key in KEYS {
-        let v: Vec<f64> = counted.iter().filter_map(|c| c.totals.get(key).copied()).collect();
+        let v: Vec<f64> = counted
+            .iter()
+            .filter_map(|c| c.totals.get(key).copied())
+            .collect();
         let interval = stats::median_interval(&v);
         let [median, low, high] = out.slots(key);
         *median = stats::median(&v);

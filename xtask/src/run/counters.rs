@@ -187,8 +187,7 @@ impl Counting {
     /// What a window whose edges were never read says: why nothing was counted.
     pub(crate) fn never_read(&self) -> Counted {
         let why = self.unavailable.get("all").cloned().unwrap_or_else(|| {
-            "not available here: the window's edges were not read (no window was announced)"
-                .into()
+            "not available here: the window's edges were not read (no window was announced)".into()
         });
         Counted {
             unavailable: BTreeMap::from([("all".into(), why)]),
@@ -290,11 +289,8 @@ impl Counted {
         if !(requests > 0.0) && !nothing {
             return None;
         }
-        let div = |m: &BTreeMap<String, f64>| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v / requests))
-                .collect()
-        };
+        let div =
+            |m: &BTreeMap<String, f64>| m.iter().map(|(k, v)| (k.clone(), v / requests)).collect();
         Some(Counted {
             seconds: self.seconds,
             requests: Some(requests),
@@ -315,9 +311,11 @@ fn scaled(a: Value, b: Value) -> Result<f64, String> {
         return Ok(count);
     }
     if running == 0 {
-        return Err("not available here: the counter never got a hardware counter in the \
+        return Err(
+            "not available here: the counter never got a hardware counter in the \
                     window (too many events multiplexed)"
-            .into());
+                .into(),
+        );
     }
     Ok(count * enabled as f64 / running as f64)
 }
@@ -328,7 +326,8 @@ fn read_sum(fds: &[File]) -> Option<Value> {
     for fd in fds {
         let mut buf = [0u8; 24];
         (&*fd).read_exact(&mut buf).ok()?;
-        let word = |i: usize| u64::from_ne_bytes(buf[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+        let word =
+            |i: usize| u64::from_ne_bytes(buf[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
         sum.count += word(0);
         sum.enabled += word(1);
         sum.running += word(2);
@@ -400,7 +399,10 @@ fn tracefs() -> Result<PathBuf, String> {
     )
     .map(|()| dir.to_path_buf())
     .map_err(|e| {
-        format!("tracefs is not mounted and cannot be (`mount -t tracefs nodev {}`: {e})", dir.display())
+        format!(
+            "tracefs is not mounted and cannot be (`mount -t tracefs nodev {}`: {e})",
+            dir.display()
+        )
     })
 }
 

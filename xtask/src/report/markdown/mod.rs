@@ -202,6 +202,7 @@ fn suite_sections(out: &mut String, input: &Input<'_>) {
         for section in sections(suite) {
             section(out, &rows, input);
         }
+        crate::report::anatomy::of_suite(out, &rows, suite, &input.meta.settings);
         for p in input.plots.iter().filter(|p| p.suite == suite.name()) {
             let _ = writeln!(out, "![{}]({})\n", p.caption, p.file);
         }

@@ -106,8 +106,19 @@ impl Accounting {
     pub(crate) fn perf_dir(&self, group: Option<&Group>) -> Result<PathBuf, String> {
         match (self, group.and_then(|g| g.perf_dir.clone())) {
             (Accounting::Tree { why }, _) => Err(format!("no cgroup to scope them to ({why})")),
-            (Accounting::Cgroups { perf: Perf::Off, .. }, _) => Err("off (--counters off)".into()),
-            (Accounting::Cgroups { perf: Perf::Unavailable(why), .. }, _) => Err(why.clone()),
+            (
+                Accounting::Cgroups {
+                    perf: Perf::Off, ..
+                },
+                _,
+            ) => Err("off (--counters off)".into()),
+            (
+                Accounting::Cgroups {
+                    perf: Perf::Unavailable(why),
+                    ..
+                },
+                _,
+            ) => Err(why.clone()),
             (_, Some(dir)) => Ok(dir),
             (_, None) => Err("the server has no cgroup".into()),
         }

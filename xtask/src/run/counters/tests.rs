@@ -45,7 +45,8 @@ fn a_process_of_known_calls_and_switches_is_counted_so() {
         Ok(d) => d,
         Err(why) => return eprintln!("skipped: no perf_event group here: {why}"),
     };
-    let cpus: Vec<usize> = (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
+    let cpus: Vec<usize> =
+        (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
     let counting = Counting::open(&dir, &cpus);
     if let Some(why) = ["syscalls", "context_switches"]
         .iter()
@@ -96,7 +97,10 @@ fn a_process_of_known_calls_and_switches_is_counted_so() {
     assert!(proc.wait().unwrap().success());
     let c = counting.between(&before, &counting.read());
     let getppid = c.syscalls.get("getppid").copied().unwrap_or(0.0);
-    assert!((N as f64..N as f64 + 20.0).contains(&getppid), "getppid {getppid}: {c:?}");
+    assert!(
+        (N as f64..N as f64 + 20.0).contains(&getppid),
+        "getppid {getppid}: {c:?}"
+    );
     let all = c.totals["syscalls"];
     assert!(all >= (N + 2 * M) as f64, "system calls {all}");
     // Each read blocked once (a voluntary switch); libtest's threads and the exec add a few.
@@ -130,7 +134,11 @@ fn a_multiplexed_counter_is_scaled_and_one_never_run_is_not_available() {
     };
     assert_eq!(scaled(v(10, 100, 100), v(110, 200, 200)), Ok(100.0));
     assert_eq!(scaled(v(0, 0, 0), v(50, 100, 50)), Ok(100.0));
-    assert!(scaled(v(0, 0, 0), v(0, 100, 0)).unwrap_err().contains("not available here"));
+    assert!(
+        scaled(v(0, 0, 0), v(0, 100, 0))
+            .unwrap_err()
+            .contains("not available here")
+    );
 }
 
 #[test]
