@@ -118,7 +118,7 @@ pub(crate) fn section(
     }
     let _ = writeln!(
         out,
-        "**The anatomy of a {unit}** at {label}: what the kernel counted in each server's cgroup over the window, per {unit} (median of the repeats; `run::counters`, docs/METHOD.md):\n"
+        "**The anatomy of a request** at {label}: what the kernel counted in each server's cgroup over the window, per {unit} (median of the repeats; `run::counters`, docs/METHOD.md):\n"
     );
     let head = [
         "server",
@@ -174,9 +174,37 @@ fn body_unavailable(rows: &[Row], suite: &str, point: &str) -> Option<String> {
 }
 
 /// One line of what differs most between `r` and the reference's row `base` at a point where
-/// `r` costs `ratio` times its CPU per request: the two counts furthest apart (as a ratio) and
-/// the system call whose count per request differs most.
+/// `r` costs `ratio` times its CPU per request (`what_differs`).
 pub(crate) fn differs_most(r: &Row, base: &Row, ratio: f64, unit: &str) -> Option<String> {
+    let parts = what_differs(r, base, unit);
+    (!parts.is_empty()).then(|| {
+        format!(
+            "{}: {ratio:.2}× {}'s CPU per {unit}; {}",
+            r.server,
+            base.server,
+            parts.join(", ")
+        )
+    })
+}
+
+/// What changed between a point's row in run A (`a`) and in run B (`b`) where B costs `ratio`
+/// times A's CPU per request: the line of a regression in `compare`.
+pub(crate) fn changed(a: &Row, b: &Row, ratio: f64) -> Option<String> {
+    let parts = what_differs(b, a, "request");
+    (!parts.is_empty()).then(|| {
+        format!(
+            "{} / {} / {}: B {ratio:.2}× A's CPU per request; in B {}",
+            b.suite,
+            b.server,
+            b.label,
+            parts.join(", ")
+        )
+    })
+}
+
+/// What differs most between `r` and `base`: the two counts furthest apart (as a ratio) and
+/// the system call whose count per request differs most, each as `r`'s against `base`'s.
+fn what_differs(r: &Row, base: &Row, unit: &str) -> Vec<String> {
     let mut apart: Vec<(f64, String)> = NAMED
         .iter()
         .filter_map(|(key, said)| {
@@ -210,15 +238,7 @@ pub(crate) fn differs_most(r: &Row, base: &Row, ratio: f64, unit: &str) -> Optio
     if let Some((_, k, a, b)) = call {
         parts.push(format!("{k} {} against {}", num(a), num(b)));
     }
-    if parts.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "{}: {ratio:.2}× {}'s CPU per {unit}; {}",
-        r.server,
-        base.server,
-        parts.join(", ")
-    ))
+    parts
 }
 
 /// A count per request as the lines say it: two significant digits below 10.
@@ -278,6 +298,14 @@ mod tests {
         );
         // Nothing apart: no line.
         assert_eq!(differs_most(&floor, &floor, 1.2, "echo"), None);
+        // A regression of compare: the same server in two runs.
+        let mut later = floor.clone();
+        later.counted.context_switches_per_req = Some(0.5);
+        assert_eq!(
+            changed(&floor, &later, 1.1).unwrap(),
+            "quick / floor-epoll / 1000 conns: B 1.10× A's CPU per request; in B 0.50 context \
+             switches per request against 0.020"
+        );
     }
 
     #[test]
