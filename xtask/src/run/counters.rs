@@ -152,7 +152,12 @@ impl Counting {
     pub(crate) fn open(cgroup: &Path, cpus: &[usize]) -> Counting {
         let dir = match File::open(cgroup) {
             Ok(d) => d,
-            Err(e) => return Counting::unavailable(format!("{}: {e}", cgroup.display())),
+            Err(e) => {
+                return Counting::unavailable(format!(
+                    "not available here: {}: {e}",
+                    cgroup.display()
+                ));
+            }
         };
         raise_fd_limit((TOTALS.len() + SYSCALLS.len()) * cpus.len());
         let mut c = Counting::default();

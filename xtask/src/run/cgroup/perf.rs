@@ -104,23 +104,22 @@ impl Accounting {
 
     /// Where the counters of a start in `group` are scoped, or why they cannot be.
     pub(crate) fn perf_dir(&self, group: Option<&Group>) -> Result<PathBuf, String> {
-        match (self, group.and_then(|g| g.perf_dir.clone())) {
-            (Accounting::Tree { why }, _) => Err(format!("no cgroup to scope them to ({why})")),
-            (
-                Accounting::Cgroups {
-                    perf: Perf::Off, ..
-                },
-                _,
-            ) => Err("off (--counters off)".into()),
-            (
-                Accounting::Cgroups {
-                    perf: Perf::Unavailable(why),
-                    ..
-                },
-                _,
-            ) => Err(why.clone()),
+        let perf = match self {
+            Accounting::Tree { why } => {
+                return Err(format!(
+                    "not available here: the counters are scoped to the server's cgroup, and \
+                     none can be made here ({why}): run as root (with a delegated cgroup, \
+                     counting it also needs CAP_PERFMON, or `sudo sysctl \
+                     kernel.perf_event_paranoid=-1`)"
+                ));
+            }
+            Accounting::Cgroups { perf, .. } => perf,
+        };
+        match (perf, group.and_then(|g| g.perf_dir.clone())) {
+            (Perf::Off, _) => Err("not counted: --counters off".into()),
+            (Perf::Unavailable(why), _) => Err(format!("not available here: {why}")),
             (_, Some(dir)) => Ok(dir),
-            (_, None) => Err("the server has no cgroup".into()),
+            (_, None) => Err("not available here: the server has no cgroup".into()),
         }
     }
 }
