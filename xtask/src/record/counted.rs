@@ -19,11 +19,17 @@ pub(crate) struct Counted {
     pub(crate) syscalls_per_req: Option<f64>,
     pub(crate) syscalls_per_req_ci_low: Option<f64>,
     pub(crate) syscalls_per_req_ci_high: Option<f64>,
-    /// Context switches of every kind (the voluntary and involuntary split, from the samples'
-    /// `/proc/PID/status`, is `vol_cs_per_req` and `invol_cs_per_req`).
+    /// Context switches of every kind, then those of a task going to sleep (voluntary, as
+    /// `/proc/PID/status` counts them) and the rest (involuntary: preempted, or yielding).
     pub(crate) context_switches_per_req: Option<f64>,
     pub(crate) context_switches_per_req_ci_low: Option<f64>,
     pub(crate) context_switches_per_req_ci_high: Option<f64>,
+    pub(crate) voluntary_switches_per_req: Option<f64>,
+    pub(crate) voluntary_switches_per_req_ci_low: Option<f64>,
+    pub(crate) voluntary_switches_per_req_ci_high: Option<f64>,
+    pub(crate) involuntary_switches_per_req: Option<f64>,
+    pub(crate) involuntary_switches_per_req_ci_low: Option<f64>,
+    pub(crate) involuntary_switches_per_req_ci_high: Option<f64>,
     pub(crate) migrations_per_req: Option<f64>,
     pub(crate) migrations_per_req_ci_low: Option<f64>,
     pub(crate) migrations_per_req_ci_high: Option<f64>,
@@ -53,9 +59,11 @@ pub(crate) struct Counted {
 }
 
 /// The events of [`Counted`], as `run::counters` names them.
-pub(crate) const KEYS: [&str; 8] = [
+pub(crate) const KEYS: [&str; 10] = [
     "syscalls",
     "context_switches",
+    "voluntary_switches",
+    "involuntary_switches",
     "migrations",
     "page_faults",
     "instructions",
@@ -77,6 +85,16 @@ impl Counted {
                 &mut self.context_switches_per_req,
                 &mut self.context_switches_per_req_ci_low,
                 &mut self.context_switches_per_req_ci_high,
+            ],
+            "voluntary_switches" => [
+                &mut self.voluntary_switches_per_req,
+                &mut self.voluntary_switches_per_req_ci_low,
+                &mut self.voluntary_switches_per_req_ci_high,
+            ],
+            "involuntary_switches" => [
+                &mut self.involuntary_switches_per_req,
+                &mut self.involuntary_switches_per_req_ci_low,
+                &mut self.involuntary_switches_per_req_ci_high,
             ],
             "migrations" => [
                 &mut self.migrations_per_req,
@@ -116,6 +134,8 @@ impl Counted {
         match key {
             "syscalls" => self.syscalls_per_req,
             "context_switches" => self.context_switches_per_req,
+            "voluntary_switches" => self.voluntary_switches_per_req,
+            "involuntary_switches" => self.involuntary_switches_per_req,
             "migrations" => self.migrations_per_req,
             "page_faults" => self.page_faults_per_req,
             "instructions" => self.instructions_per_req,

@@ -15,8 +15,10 @@ use crate::record::row::{Row, find, servers_that_ran};
 use crate::report::cells::{Column, fmt_num, mark, table};
 
 /// The counts a line may name: the key, and how it is said.
-const NAMED: [(&str, &str); 7] = [
+const NAMED: [(&str, &str); 9] = [
     ("syscalls", "system calls"),
+    ("voluntary_switches", "voluntary switches"),
+    ("involuntary_switches", "involuntary switches"),
     ("context_switches", "context switches"),
     ("migrations", "CPU migrations"),
     ("page_faults", "page faults"),
@@ -40,15 +42,20 @@ pub(crate) fn point_of(rows: &[Row], suite: &str) -> Option<(String, String)> {
         .map(|r| (r.point.clone(), r.label.clone()))
 }
 
-/// The table's cells of a row: system calls, context switches (all, then the samples'
-/// voluntary and involuntary), migrations, faults, instructions and IPC, the top calls.
+/// The table's cells of a row: system calls, context switches (all, then voluntary and
+/// involuntary: counted, else the samples' marked ≈), migrations, faults, instructions and
+/// IPC, the top calls.
 fn cells(r: &Row) -> Vec<String> {
     let c = &r.counted;
     let n = |v: Option<f64>| fmt_num(v, 2);
+    let split = match (c.voluntary_switches_per_req, c.involuntary_switches_per_req) {
+        (Some(v), Some(i)) => format!("{} / {}", n(Some(v)), n(Some(i))),
+        _ => format!("≈ {} / {}", n(r.vol_cs_per_req), n(r.invol_cs_per_req)),
+    };
     vec![
         n(c.syscalls_per_req),
         n(c.context_switches_per_req),
-        format!("{} / {}", n(r.vol_cs_per_req), n(r.invol_cs_per_req)),
+        split,
         fmt_num(c.migrations_per_req, 3),
         n(c.page_faults_per_req),
         c.instructions_per_req
@@ -124,7 +131,7 @@ pub(crate) fn section(
         "server",
         "system calls",
         "context switches",
-        "voluntary / involuntary (samples)",
+        "voluntary / involuntary",
         "migrations",
         "page faults",
         "instructions",
@@ -208,6 +215,11 @@ fn what_differs(r: &Row, base: &Row, unit: &str) -> Vec<String> {
     let mut apart: Vec<(f64, String)> = NAMED
         .iter()
         .filter_map(|(key, said)| {
+            // The switches split where they were, else in all.
+            let split = r.counted.voluntary_switches_per_req.is_some();
+            if *key == "context_switches" && split {
+                return None;
+            }
             let (a, b) = (r.counted.per_req(key)?, base.counted.per_req(key)?);
             let far = ((a + 0.01) / (b + 0.01)).ln().abs();
             (far > 0.1).then(|| {

@@ -75,6 +75,8 @@ enum Source {
     Kind(u32, u64),
     /// A tracepoint, `<system>/<event>` under tracefs's `events/`.
     Tracepoint(&'static str),
+    /// A tracepoint counted where its fields pass a filter (ftrace's grammar).
+    Filtered(&'static str, &'static str),
 }
 
 /// `PERF_TYPE_HARDWARE`, `_SOFTWARE`, `_TRACEPOINT`, `_HW_CACHE`.
@@ -89,6 +91,13 @@ const READ_MISS: u64 = 1 << 16;
 const TOTALS: &[(&str, Source)] = &[
     ("syscalls", Source::Tracepoint("raw_syscalls/sys_enter")),
     ("context_switches", Source::Kind(SOFTWARE, 3)),
+    // Voluntary as /proc/PID/status counts them: a switch out of a task that was not preempted
+    // and is going to sleep (a state bit of `prev_state`, not the preemption bit 0x100 nor
+    // 0, running). Involuntary switches are the rest of the context switches.
+    (
+        "voluntary_switches",
+        Source::Filtered("sched/sched_switch", "prev_state & 255"),
+    ),
     ("migrations", Source::Kind(SOFTWARE, 4)),
     ("page_faults", Source::Kind(SOFTWARE, 2)),
     ("instructions", Source::Kind(HARDWARE, 1)),
@@ -163,7 +172,12 @@ impl Counting {
         let mut c = Counting::default();
         let tracefs = tracefs();
         for (key, source) in TOTALS {
-            c.add(key, false, resolve(*source, tracefs.as_deref()), &dir, cpus);
+            let filter = match source {
+                Source::Filtered(_, f) => Some(*f),
+                _ => None,
+            };
+            let kind = resolve(*source, tracefs.as_deref());
+            c.add(key, false, kind.map(|k| (k, filter)), &dir, cpus);
         }
         let by_name = tracefs.as_deref().map_err(Clone::clone).and_then(|t| {
             let dir = t.join("events/syscalls");
@@ -178,7 +192,7 @@ impl Counting {
                 for name in SYSCALLS {
                     // A call this architecture does not have is no call of its servers'.
                     if let Ok(id) = tracepoint_id(t, &format!("syscalls/sys_enter_{name}")) {
-                        c.add(name, true, Ok((TRACEPOINT, id)), &dir, cpus);
+                        c.add(name, true, Ok(((TRACEPOINT, id), None)), &dir, cpus);
                     }
                 }
             }
@@ -213,13 +227,20 @@ impl Counting {
         &mut self,
         key: &str,
         by_name: bool,
-        source: Result<(u32, u64), String>,
+        source: Result<((u32, u64), Option<&str>), String>,
         dir: &File,
         cpus: &[usize],
     ) {
-        let opened = source.and_then(|(kind, config)| {
+        let opened = source.and_then(|((kind, config), filter)| {
             cpus.iter()
-                .map(|&cpu| perf_open::open(kind, config, dir, cpu))
+                .map(|&cpu| {
+                    let fd = perf_open::open(kind, config, dir, cpu)?;
+                    if let Some(f) = filter {
+                        let f = std::ffi::CString::new(f).map_err(io::Error::other)?;
+                        perf_open::set_filter(&fd, &f)?;
+                    }
+                    Ok(fd)
+                })
                 .collect::<io::Result<Vec<File>>>()
                 .map_err(|e| why_not(&e))
         });
@@ -267,6 +288,13 @@ impl Counting {
                     out.unavailable.insert(e.key.clone(), why);
                 }
             }
+        }
+        if let (Some(all), Some(vol)) = (
+            out.totals.get("context_switches").copied(),
+            out.totals.get("voluntary_switches").copied(),
+        ) {
+            out.totals
+                .insert("involuntary_switches".into(), (all - vol).max(0.0));
         }
         if let Some(all) = out.totals.get("syscalls").copied() {
             if !out.syscalls.is_empty() {
@@ -368,7 +396,7 @@ fn why_not(e: &io::Error) -> String {
 fn resolve(source: Source, tracefs: Result<&Path, &String>) -> Result<(u32, u64), String> {
     match source {
         Source::Kind(kind, config) => Ok((kind, config)),
-        Source::Tracepoint(name) => {
+        Source::Tracepoint(name) | Source::Filtered(name, _) => {
             let t = tracefs.map_err(|why| format!("not available here: {why}"))?;
             tracepoint_id(t, name).map(|id| (TRACEPOINT, id))
         }

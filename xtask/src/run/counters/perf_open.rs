@@ -4,7 +4,8 @@
 //! enabled and the time it ran (the two differ only where hardware counters were multiplexed).
 //!
 //! This file is one of xtask's two unsafe fences (ARCHITECTURE.md): the system call, which libc
-//! has no wrapper for, and the adoption of the descriptor it returns.
+//! has no wrapper for, the adoption of the descriptor it returns, and the ioctl that sets a
+//! tracepoint counter's filter.
 
 #![allow(unsafe_code)]
 
@@ -73,10 +74,30 @@ pub(super) fn open(kind: u32, config: u64, cgroup: &File, cpu: usize) -> io::Res
     Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
+/// `PERF_EVENT_IOC_SET_FILTER`: `_IOW('$', 6, char *)`.
+const SET_FILTER: libc::c_ulong =
+    (1 << 30) | ((std::mem::size_of::<usize>() as libc::c_ulong) << 16) | (0x24 << 8) | 6;
+
+/// Has the tracepoint counter `file` count only the events that pass `filter` (ftrace's
+/// filter grammar over the tracepoint's fields: `prev_state & 255`).
+pub(super) fn set_filter(file: &File, filter: &std::ffi::CStr) -> io::Result<()> {
+    // SAFETY: the ioctl reads the NUL-terminated string `filter`, alive across the call, and
+    // changes only the counter behind `file`, which this process owns.
+    let r = unsafe { libc::ioctl(file.as_raw_fd(), SET_FILTER as _, filter.as_ptr()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn the_attribute_is_the_kernels_first_version() {
         assert_eq!(std::mem::size_of::<super::Attr>(), 64);
+        // _IOW('$', 6, char *) on a 64-bit target, as linux/perf_event.h makes it.
+        if std::mem::size_of::<usize>() == 8 {
+            assert_eq!(super::SET_FILTER, 0x4008_2406);
+        }
     }
 }

@@ -112,6 +112,13 @@ fn a_process_of_known_calls_and_switches_is_counted_so() {
         (M as f64..(M + M / 5 + 60) as f64).contains(&switches),
         "context switches {switches}: {c:?}"
     );
+    // Each of them a switch to sleep: voluntary, as /proc/PID/status counts them.
+    let vol = c.totals["voluntary_switches"];
+    assert!(
+        (M as f64..(M + M / 5 + 60) as f64).contains(&vol),
+        "voluntary switches {vol}: {c:?}"
+    );
+    assert_eq!(c.totals["involuntary_switches"], switches - vol);
     let per = c.per(N as f64).unwrap();
     assert!((per.syscalls["getppid"] - getppid / N as f64).abs() < 1e-12);
 }
