@@ -319,7 +319,7 @@ impl Counted {
     /// something was counted).
     pub(crate) fn per(&self, requests: f64) -> Option<Counted> {
         let nothing = self.totals.is_empty() && self.syscalls.is_empty();
-        if !(requests > 0.0) && !nothing {
+        if (requests.is_nan() || requests <= 0.0) && !nothing {
             return None;
         }
         let div =
