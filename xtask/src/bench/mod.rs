@@ -150,7 +150,7 @@ pub(crate) struct BenchArgs {
     /// name, context switches, migrations, page faults; instructions, cycles, cache and dTLB
     /// misses where the machine has hardware counters), in its cgroup: `on` or `off`
     /// (docs/METHOD.md, "The anatomy of a request").
-    #[arg(long, value_name = "on|off", default_value = "on", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, value_name = "on|off", default_value = "on", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
     pub(crate) counters: bool,
 
     /// CPUs the server runs on [default: from the machine's topology: on 2 CPUs CPU 1; on
