@@ -10,8 +10,11 @@
 //! The header says when the two runs were made on different machines or commits (from their
 //! `meta.json`), and what the gate set each change against.
 //!
-//! It may call the record layer (the two summaries and metas, the verdicts) and the report layer's `cells`
-//! and `html`.
+//! Where B's CPU per request is higher, a line names what changed in the anatomy of a request
+//! (`report::anatomy`: system calls, switches, faults per request).
+//!
+//! It may call the record layer (the two summaries and metas, the verdicts) and the report layer's `cells`,
+//! `anatomy` and `html`.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! was measured.
 //!
 //! It may call the plan layer, the record layer (rows, meta, statistics) and the report
-//! layer's `cells` and `figures`; a section also the run layer's `series` (chat) or its
+//! layer's `cells`, `figures` and `anatomy`; a section also the run layer's `series` (chat) or its
 //! suite's peer's name (`kv`, `http`).
 
 mod capacity;
