@@ -81,6 +81,14 @@ fn tiny_sweep_of_one_server() {
         assert!(r["p99_us"].as_f64().unwrap() > 0.0, "{r:#?}");
         assert!(r["cpu_us_per_req"].as_f64().unwrap() > 0.0, "{r:#?}");
         assert!(r["peak_mem_bytes"].as_f64().unwrap() > 0.0, "{r:#?}");
+        // What the kernel counted, or why not: never a zero standing for "not counted". An
+        // echo is a read and a write at the least (or an io_uring_enter).
+        match r["counters_unavailable"].as_str() {
+            Some(why) if r["syscalls_per_req"].is_null() => {
+                assert!(why.contains("not"), "{r:#?}");
+            }
+            _ => assert!(r["syscalls_per_req"].as_f64().unwrap() >= 1.0, "{r:#?}"),
+        }
         let hist = r["hist"].as_str().unwrap();
         assert!(out.join(hist).is_file(), "{hist}");
         assert!(out.join(hist.replace(".hist", ".hgrm")).is_file(), "{hist}");
@@ -99,6 +107,8 @@ fn tiny_sweep_of_one_server() {
         "cpu_us_per_req_ci_high",
         "cpu_us_per_req_min",
         "p99_us_ci_low",
+        "syscalls_per_req",
+        "syscalls_by_name",
     ] {
         assert!(head.split(',').any(|h| h == c), "{c} not in {head}");
     }

@@ -7,12 +7,13 @@ use anyhow::Result;
 use crate::plan::Usage;
 use crate::run::cgroup::{Accounting, Quota};
 
-/// How the run counts the servers' CPU: a cgroup per server start (with `quota`), or, where no
-/// group can be made, the process tree, said on the terminal. A quota needs the groups: without
+/// How the run counts the servers' CPU: a cgroup per server start (with `quota`, and with a
+/// `perf_event` group for the counters where `counters`), or, where no group can be made, the
+/// process tree, said on the terminal. A quota needs the groups: without
 /// them it is a usage error, never a run that claims a quota it did not have.
-pub(super) fn accounting_for(quota: Option<Quota>) -> Result<Accounting> {
+pub(super) fn accounting_for(quota: Option<Quota>, counters: bool) -> Result<Accounting> {
     let capped = quota.as_ref().map(|q| q.fraction);
-    let accounting = Accounting::new(quota);
+    let accounting = Accounting::new(quota).with_counters(counters);
     if let Accounting::Tree { why } = &accounting {
         if let Some(fraction) = capped {
             return Err(anyhow::Error::new(Usage(format!(

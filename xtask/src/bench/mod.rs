@@ -136,6 +136,15 @@ pub(crate) struct BenchArgs {
     #[arg(help_heading = "Measurement", long, value_name = "FRACTION", value_parser = positive)]
     pub(crate) server_cpu_quota: Option<f64>,
 
+    /// Count what each server's CPU is spent on: on or off.
+    ///
+    /// Count what each server's CPU is spent on over each window (system calls in all and by
+    /// name, context switches, migrations, page faults; instructions, cycles, cache and dTLB
+    /// misses where the machine has hardware counters), in its cgroup: `on` or `off`
+    /// (docs/METHOD.md, "The anatomy of a request").
+    #[arg(help_heading = "Measurement", long, value_name = "on|off", default_value = "on", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
+    pub(crate) counters: bool,
+
     /// CPUs the server runs on.
     ///
     /// CPUs the server runs on [default: from the machine's topology: on 2 CPUs CPU 1; on
@@ -435,6 +444,7 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     }
     // Before the build: a quota this machine cannot give is a usage error, found at once.
     let quota = args.server_cpu_quota.map(accounting::quota).transpose()?;
+    let counters = args.counters;
     children::install_interrupt_handler()?;
     // The capacity suite chooses its rates as it goes: it has a flow of its own.
     if args.suites().contains(&Suite::Capacity) {
@@ -453,7 +463,7 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
             &plan,
             &root,
             &inv,
-            &accounting::accounting_for(quota)?,
+            &accounting::accounting_for(quota, counters)?,
             &slo,
         );
     }
@@ -465,5 +475,10 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     let mut plan = Plan::new(args, &inv)?;
     build::build(&mut plan, &root, &inv)?;
     conform::gate(&mut plan)?;
-    sweep::run(&plan, &root, &inv, &accounting::accounting_for(quota)?)
+    sweep::run(
+        &plan,
+        &root,
+        &inv,
+        &accounting::accounting_for(quota, counters)?,
+    )
 }

@@ -11,6 +11,7 @@
 //! report layer.
 
 pub(crate) mod capacity;
+pub(crate) mod counted;
 pub(crate) mod meta;
 #[cfg(test)]
 mod method;

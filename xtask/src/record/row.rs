@@ -1,7 +1,7 @@
 //! A row of the summary: one server at one load point, the line of `summary.csv`; its
 //! columns, and the lookups the report and the plots make over the rows.
 //!
-//! It may call nothing else of xtask.
+//! It may call the record layer's `counted` (the anatomy columns, flattened into the row).
 
 use std::collections::BTreeMap;
 
@@ -175,6 +175,9 @@ pub(crate) struct Row {
     pub(crate) set_p99_us: Option<f64>,
     /// The latency histogram of all repeats, relative to the run directory.
     pub(crate) hist: Option<String>,
+    /// What the kernel counted for the server per request (`record::counted`).
+    #[serde(flatten)]
+    pub(crate) counted: crate::record::counted::Counted,
     pub(crate) notes: Vec<String>,
     /// CPU percent over time (seconds from the window's start) of the median repeat.
     pub(crate) cpu_series: Vec<(f64, f64)>,
@@ -289,6 +292,39 @@ pub(crate) const CSV_COLUMNS: &[&str] = &[
     "set_p50_us",
     "set_p99_us",
     "hist",
+    "syscalls_per_req",
+    "syscalls_per_req_ci_low",
+    "syscalls_per_req_ci_high",
+    "context_switches_per_req",
+    "context_switches_per_req_ci_low",
+    "context_switches_per_req_ci_high",
+    "voluntary_switches_per_req",
+    "voluntary_switches_per_req_ci_low",
+    "voluntary_switches_per_req_ci_high",
+    "involuntary_switches_per_req",
+    "involuntary_switches_per_req_ci_low",
+    "involuntary_switches_per_req_ci_high",
+    "migrations_per_req",
+    "migrations_per_req_ci_low",
+    "migrations_per_req_ci_high",
+    "page_faults_per_req",
+    "page_faults_per_req_ci_low",
+    "page_faults_per_req_ci_high",
+    "instructions_per_req",
+    "instructions_per_req_ci_low",
+    "instructions_per_req_ci_high",
+    "cycles_per_req",
+    "cycles_per_req_ci_low",
+    "cycles_per_req_ci_high",
+    "llc_misses_per_req",
+    "llc_misses_per_req_ci_low",
+    "llc_misses_per_req_ci_high",
+    "dtlb_misses_per_req",
+    "dtlb_misses_per_req_ci_low",
+    "dtlb_misses_per_req_ci_high",
+    "ipc",
+    "syscalls_by_name",
+    "counters_unavailable",
 ];
 
 pub(crate) fn csv_field(v: &serde_json::Value) -> String {

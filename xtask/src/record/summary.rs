@@ -253,6 +253,7 @@ fn cost(row: &mut Row, ok: &[&Measured]) {
     row.invol_cs_per_req = median_of(ok, |m| m.cost.invol_cs_per_req);
     row.vol_cs_per_sec = median_of(ok, |m| m.cost.vol_cs_per_sec);
     row.invol_cs_per_sec = median_of(ok, |m| m.cost.invol_cs_per_sec);
+    row.counted = crate::record::counted::aggregate(ok, &mut row.per_repeat);
 }
 
 /// The client's own schedule: its send lag and whether every repeat kept it.
@@ -401,7 +402,12 @@ mod tests {
         for c in CSV_COLUMNS {
             assert!(v.get(*c).is_some(), "{c}");
         }
-        for c in ["throughput_per_sec", "cpu_us_per_req", "p99_us"] {
+        for c in [
+            "throughput_per_sec",
+            "cpu_us_per_req",
+            "p99_us",
+            "syscalls_per_req",
+        ] {
             assert!(CSV_COLUMNS.contains(&format!("{c}_ci_low").as_str()), "{c}");
             assert!(
                 CSV_COLUMNS.contains(&format!("{c}_ci_high").as_str()),

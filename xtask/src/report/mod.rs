@@ -10,6 +10,7 @@
 //! It may call the plan, run and record layers (to read what was planned, measured and
 //! kept), never a task.
 
+pub(crate) mod anatomy;
 pub(crate) mod cells;
 pub(crate) mod compare;
 pub(crate) mod crossover;

@@ -23,6 +23,9 @@
 
 mod delegated;
 mod join;
+mod perf;
+
+pub(crate) use perf::Perf;
 
 use std::fs;
 use std::io;
@@ -173,6 +176,7 @@ impl Quota {
                 counter: g.counter.clone(),
                 quota: None,
                 quota_dir: None,
+                perf_dir: None,
             },
             _ => Group::make(self.root())?,
         };
@@ -202,6 +206,8 @@ pub(crate) enum Accounting {
     Cgroups {
         hierarchy: Hierarchy,
         quota: Option<Quota>,
+        /// Where the servers' counters are scoped (`with_counters`).
+        perf: Perf,
     },
     /// No group could be made here: why.
     Tree { why: String },
@@ -247,7 +253,11 @@ impl Accounting {
                 })
             });
         match found {
-            Ok(hierarchy) => Accounting::Cgroups { hierarchy, quota },
+            Ok(hierarchy) => Accounting::Cgroups {
+                hierarchy,
+                quota,
+                perf: Perf::Off,
+            },
             Err(why) => Accounting::Tree { why },
         }
     }
@@ -307,13 +317,21 @@ impl Accounting {
     }
 
     fn make(&self, capped: bool) -> io::Result<Option<Group>> {
-        let Accounting::Cgroups { hierarchy, quota } = self else {
+        let Accounting::Cgroups {
+            hierarchy,
+            quota,
+            perf,
+        } = self
+        else {
             return Ok(None);
         };
         let root = match hierarchy {
             Hierarchy::V1(p) | Hierarchy::V2(p) => p,
         };
-        let counting = Group::make(root)?;
+        let mut counting = Group::make(root)?;
+        if capped {
+            perf.attach(&mut counting)?;
+        }
         match quota.as_ref().filter(|_| capped) {
             None => Ok(Some(counting)),
             Some(q) => {
@@ -363,6 +381,8 @@ pub(crate) struct Group {
     quota: Option<f64>,
     /// The directory that holds the quota.
     quota_dir: Option<PathBuf>,
+    /// The directory the server's perf counters are scoped to, where they are on.
+    perf_dir: Option<PathBuf>,
 }
 
 impl Group {
@@ -381,6 +401,7 @@ impl Group {
             counter: dir,
             quota: None,
             quota_dir: None,
+            perf_dir: None,
         })
     }
 
@@ -402,6 +423,7 @@ impl Group {
         self.dirs.append(&mut capped.dirs);
         self.quota = capped.quota.take();
         self.quota_dir = capped.quota_dir.take();
+        self.perf_dir = self.perf_dir.take().or(capped.perf_dir.take());
         self
     }
 

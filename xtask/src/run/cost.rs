@@ -6,7 +6,8 @@
 //! the time the hypervisor stole. Where no edge reading was made (an old loadgen), the CPU is
 //! interpolated from the samples, and the cost says so (`cpu_exact`).
 //!
-//! It may call the run layer's `procfs` (the samples) and `series` (the arithmetic).
+//! It may call the run layer's `procfs` (the samples), `series` (the arithmetic) and
+//! `counters` (what the kernel counted, kept beside the CPU).
 
 use loadgen::account::{CpuSource, CpuStates, CpuTime};
 use serde::{Deserialize, Serialize};
@@ -99,6 +100,10 @@ pub(crate) struct ServerCost {
     /// CPU percent per sample interval, time relative to the window start (warmup shows as
     /// negative times).
     pub(crate) cpu_series: Vec<(f64, f64)>,
+    /// What the kernel counted for the server over the window, per request (`run::counters`):
+    /// system calls, context switches, faults, ...; `None` in a run from before them.
+    #[serde(default)]
+    pub(crate) counted: Option<crate::run::counters::Counted>,
 }
 
 /// The server's cost from its samples: `baseline` is before any connection, the window is
@@ -185,6 +190,7 @@ pub(crate) fn server_cost(
             .into_iter()
             .map(|(t, r)| (t - start, r * 100.0))
             .collect(),
+        counted: None,
     };
     if let Some(w) = edges {
         at_the_edges(&mut cost, w, window, per_sec);

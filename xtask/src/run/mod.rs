@@ -19,6 +19,7 @@ pub(crate) mod cgroup;
 pub(crate) mod children;
 pub(crate) mod conform;
 pub(crate) mod cost;
+pub(crate) mod counters;
 pub(crate) mod cpus;
 pub(crate) mod histogram;
 pub(crate) mod loadgen_cli;

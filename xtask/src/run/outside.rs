@@ -6,7 +6,7 @@
 //! tree sampled meanwhile (memory, the CPU over time); the client's own CPU beside it, from a
 //! cgroup of its own. The run layer's `mod.rs` lists the clients.
 //!
-//! It may call the plan layer and the run layer's `cgroup`, `cost`, `histogram`, `outcome`,
+//! It may call the plan layer and the run layer's `cgroup`, `cost`, `counters`, `histogram`, `outcome`,
 //! `procfs`, `children` and `cpus`.
 
 use std::io::Read;
@@ -23,6 +23,7 @@ use crate::plan::suites::Point;
 use crate::run::cgroup::{self, Accounting, Group};
 use crate::run::children::{self, Proc};
 use crate::run::cost::{EdgeReading, server_cost};
+use crate::run::counters::Counting;
 use crate::run::cpus;
 use crate::run::histogram;
 use crate::run::outcome::{Failure, Measured, RunFiles};
@@ -90,6 +91,7 @@ impl Job<'_> {
     pub(crate) fn run(
         self,
         counter: &CpuSource,
+        counting: &Counting,
         accounting: &Accounting,
     ) -> Result<Measured, Failure> {
         let Job {
@@ -121,6 +123,7 @@ impl Job<'_> {
             .map_err(|e| io(&format!("making {program}'s cgroup"), &e))?;
         let read = || EdgeReading::read(counter, place.server_cpus.as_slice());
         let before = read();
+        let counts_before = counting.read();
         let (proc, stdout) = spawn(program, &args, place, files, group.as_ref())?;
         let limit = Duration::from_secs_f64(60.0 + n as f64 / 5_000.0);
         let client_cpu = group
@@ -128,6 +131,7 @@ impl Job<'_> {
             .map(|g| (g.cpu_source(), g.cpu_source().read().ok()));
         let run = watch(program, proc, server, sampler, limit)?;
         let after = read();
+        let counted = counting.between(&counts_before, &counting.read());
         let text = stdout
             .recv_timeout(Duration::from_secs(5))
             .map_err(|e| io(&format!("reading {program}'s output"), &e))?;
@@ -153,6 +157,8 @@ impl Job<'_> {
             point.conns,
             before.until(after, counter).as_ref(),
         );
+        let mut cost = cost;
+        cost.counted = counted.per(n as f64);
         let hist = write_empty_histogram(files)?;
         Ok(Measured {
             throughput_per_sec: said.rps,

@@ -14,7 +14,7 @@
 //! server is up.
 //!
 //! It may call the plan layer and the run layer's `server`, `outside`, `loadgen_cli`, `cost`,
-//! `outcome`, `procfs`, `children`, `cpus` and `cgroup`.
+//! `outcome`, `procfs`, `children`, `cpus`, `cgroup` and `counters`.
 
 mod edges;
 mod quiet;
@@ -31,6 +31,7 @@ use loadgen::account::CpuSource;
 use crate::run::cgroup::{Accounting, Group, Throttle};
 use crate::run::children::{self, Proc};
 use crate::run::cost::{WindowCpu, server_cost};
+use crate::run::counters::Counting;
 use crate::run::loadgen_cli;
 use crate::run::outcome::{Binaries, Failure, Measured, RunFiles};
 use crate::run::outside;
@@ -75,6 +76,10 @@ pub(crate) fn run_point(
     let counter = group
         .as_ref()
         .map_or(CpuSource::Tree(server.id()), Group::cpu_source);
+    let counting = match accounting.perf_dir(group.as_ref()) {
+        Ok(dir) => Counting::open(&dir, place.server_cpus.as_slice()),
+        Err(why) => Counting::unavailable(why),
+    };
     let stat_before = group.as_ref().map(Group::stat);
     let throttle = || -> Option<Throttle> {
         group
@@ -84,7 +89,7 @@ pub(crate) fn run_point(
     };
     if let Some(name) = point.workload.outside_client() {
         let measured = outside_point(name, point, &mut server, &addr, bins, place, files)
-            .and_then(|c| c.run(&counter, accounting));
+            .and_then(|c| c.run(&counter, &counting, accounting));
         let throttle = throttle();
         server::ask_to_stop(variant, &addr);
         let clean = server.stop(STOP_GRACE);
@@ -105,18 +110,21 @@ pub(crate) fn run_point(
     args.extend(loadgen_cli::server_side(&counter, &place.server_cpus));
     let mut watch = Watch::start(&mut server, place, group.as_ref(), progress)?;
     watch.keeps_still = quiet::keeps_still(point);
-    let (lg_result, remote_cpu) = match bins.agents.as_deref() {
+    watch.counting = Some(&counting);
+    let (lg_result, remote_cpu, remote_counted) = match bins.agents.as_deref() {
         Some(agents) => {
-            let edges = Edges::new(&counter, place, point);
+            let edges = Edges::new(&counter, place, point, &counting);
             let done = watch.remote(agents, point, &args, &lg_files, files, &edges)?;
-            (done, edges.window_cpu())
+            (done, edges.window_cpu(), edges.counted())
         }
         None => (
             watch.local(&bins.loadgen, &args, place, files, deadline(point))?,
             None,
+            None,
         ),
     };
     let lg_exit = unix_now();
+    let counted = remote_counted.or_else(|| watch.counted.take());
     let samples = watch.last_sample();
     let throttle = throttle();
     let notes = stop(variant, &addr, &mut server)?;
@@ -124,6 +132,9 @@ pub(crate) fn run_point(
     let mut m = measured(
         point, files, run_dir, &lg_files, &samples, lg_exit, remote_cpu,
     )?;
+    m.cost.counted = counted
+        .unwrap_or_else(|| counting.never_read())
+        .per_request(m.throughput_per_sec);
     m.counters = server.last_stderr_line();
     m.notes = notes;
     m.throttle = throttle;

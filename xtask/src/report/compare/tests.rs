@@ -123,3 +123,27 @@ fn the_header_says_when_machines_or_commits_differ() {
     );
     assert_eq!(provenance(None, Some(&a)).len(), 1);
 }
+
+#[test]
+fn a_point_whose_cpu_b_raised_names_what_changed_in_its_anatomy() {
+    let with = |cpu: &[f64], syscalls: f64| {
+        let mut r = row("fiber", &[1000.0; 5]);
+        r.cpu_us_per_req = crate::record::stats::median(cpu);
+        r.per_repeat.insert("cpu_us_per_req".into(), cpu.to_vec());
+        r.counted.syscalls_per_req = Some(syscalls);
+        r
+    };
+    let a = vec![with(&[10.0, 10.1, 9.9, 10.05, 9.95], 2.0)];
+    let b = vec![with(&[13.0, 13.1, 12.9, 13.05, 12.95], 3.0)];
+    let t = compare(&a, &b, "A", "B", &[]);
+    assert!(
+        t.contains(
+            "- quick / fiber / 1 conns: B 1.30× A's CPU per request; in B 3.00 system calls per \
+             request against 2.00"
+        ),
+        "{t}"
+    );
+    // Where B's CPU is not higher, no line.
+    let t = compare(&a, &a, "A", "A", &[]);
+    assert!(!t.contains("What changed in the anatomy"), "{t}");
+}

@@ -66,6 +66,7 @@ pub(crate) fn at_a_glance(out: &mut String, input: &Input<'_>) {
         if let (Some(first), Some(last)) = (closed.first(), closed.last()) {
             closed_loop(out, rows, &names, first, last);
         }
+        crate::report::anatomy::section(out, rows, "quick", &names, reference, "echo");
         how_to_read(out, rows, names.len());
     }
     if !input.skipped.is_empty() {

@@ -3,7 +3,7 @@
 //! changes along the workloads' sweeps (`workloads`), the failures, and how it was measured.
 //!
 //! It may call the plan layer, the record layer (rows, meta, statistics) and the report
-//! layer's `cells` and `figures`; a section also the run layer's `series` (chat) or its
+//! layer's `cells`, `figures` and `anatomy`; a section also the run layer's `series` (chat) or its
 //! suite's peer's name (`kv`, `http`).
 
 mod capacity;
@@ -231,6 +231,7 @@ fn suite_sections(out: &mut String, input: &Input<'_>) {
         for section in sections(suite) {
             section(out, &rows, input);
         }
+        crate::report::anatomy::of_suite(out, &rows, suite, &input.meta.settings);
         for p in input.plots.iter().filter(|p| p.suite == suite.name()) {
             let _ = writeln!(out, "![{}]({})\n", p.caption, p.file);
         }

@@ -9,6 +9,7 @@ use loadgen::account::CpuSource;
 use crate::plan::placement::Placement;
 use crate::plan::suites::{Point, Stop};
 use crate::run::cost::{EdgeReading, WindowCpu};
+use crate::run::counters::{Counted, Counting, Snapshot};
 
 /// The server's side read at the window's edges on this host when the load comes from
 /// other hosts: the agents' go (given by the fleet as it sends it) starts the clock, the
@@ -22,10 +23,18 @@ pub(super) struct Edges<'a> {
     go: std::sync::Mutex<Option<Instant>>,
     start: std::sync::Mutex<Option<EdgeReading>>,
     end: std::sync::Mutex<Option<EdgeReading>>,
+    /// The server's counters, read with its CPU at each edge.
+    counting: &'a Counting,
+    counts: std::sync::Mutex<[Option<Snapshot>; 2]>,
 }
 
 impl<'a> Edges<'a> {
-    pub(super) fn new(counter: &'a CpuSource, place: &'a Placement, point: &Point) -> Edges<'a> {
+    pub(super) fn new(
+        counter: &'a CpuSource,
+        place: &'a Placement,
+        point: &Point,
+        counting: &'a Counting,
+    ) -> Edges<'a> {
         Edges {
             counter,
             cpus: place.server_cpus.as_slice(),
@@ -37,6 +46,8 @@ impl<'a> Edges<'a> {
             go: std::sync::Mutex::new(None),
             start: std::sync::Mutex::new(None),
             end: std::sync::Mutex::new(None),
+            counting,
+            counts: std::sync::Mutex::new([None, None]),
         }
     }
 
@@ -45,8 +56,11 @@ impl<'a> Edges<'a> {
         *lock(&self.go) = Some(Instant::now());
     }
 
-    fn read(&self) -> EdgeReading {
-        EdgeReading::read(self.counter, self.cpus)
+    /// The CPU and the counters at an edge (`end`: the second).
+    fn read(&self, end: bool) -> EdgeReading {
+        let cpu = EdgeReading::read(self.counter, self.cpus);
+        lock(&self.counts)[usize::from(end)] = Some(self.counting.read());
+        cpu
     }
 
     /// Reads at an edge the clock has passed.
@@ -54,13 +68,13 @@ impl<'a> Edges<'a> {
         let Some(go) = *lock(&self.go) else { return };
         let elapsed = go.elapsed();
         if elapsed >= self.warmup && lock(&self.start).is_none() {
-            *lock(&self.start) = Some(self.read());
+            *lock(&self.start) = Some(self.read(false));
         }
         if let Some(d) = self.duration
             && elapsed >= self.warmup + d
             && lock(&self.end).is_none()
         {
-            *lock(&self.end) = Some(self.read());
+            *lock(&self.end) = Some(self.read(true));
         }
     }
 
@@ -83,7 +97,7 @@ impl<'a> Edges<'a> {
     /// The agents are done: the end of a request-count window.
     pub(super) fn finish(&self) {
         if lock(&self.end).is_none() && lock(&self.start).is_some() {
-            *lock(&self.end) = Some(self.read());
+            *lock(&self.end) = Some(self.read(true));
         }
     }
 
@@ -91,6 +105,16 @@ impl<'a> Edges<'a> {
     pub(super) fn window_cpu(&self) -> Option<WindowCpu> {
         let (a, b) = ((*lock(&self.start))?, (*lock(&self.end))?);
         a.until(b, self.counter)
+    }
+}
+
+impl Edges<'_> {
+    /// What the counters counted between the edges, where both were read.
+    pub(super) fn counted(&self) -> Option<Counted> {
+        match &*lock(&self.counts) {
+            [Some(a), Some(b)] => Some(self.counting.between(a, b)),
+            _ => None,
+        }
     }
 }
 

@@ -14,6 +14,7 @@ use crate::plan::suites::{Load, Point};
 use crate::run::agents::{Agents, PointFiles};
 use crate::run::cgroup::Group;
 use crate::run::children::{self, Proc};
+use crate::run::counters::{Counted, Counting, Snapshot};
 use crate::run::cpus;
 use crate::run::loadgen_cli;
 use crate::run::outcome::{Failure, RunFiles};
@@ -32,6 +33,12 @@ pub(super) struct Watch<'a> {
     pub(super) keeps_still: bool,
     /// How long the last sample of the server took.
     sample_s: f64,
+    /// The server's counters, read at a local loadgen's window's edges.
+    pub(super) counting: Option<&'a Counting>,
+    /// What they counted over the window, once read at both edges.
+    pub(super) counted: Option<Counted>,
+    /// The counters read at the first look inside a window the harness watches through.
+    first_in_window: Option<Snapshot>,
 }
 
 impl<'a> Watch<'a> {
@@ -57,6 +64,9 @@ impl<'a> Watch<'a> {
             progress,
             keeps_still: true,
             sample_s: 0.0,
+            counting: None,
+            counted: None,
+            first_in_window: None,
         })
     }
 
@@ -189,7 +199,7 @@ impl<'a> Watch<'a> {
             .map_err(|e| io("starting loadgen", &e))?;
         let mut lg = Proc::adopt(child, &files.path("loadgen.log"))
             .map_err(|e| io("starting loadgen", &e))?;
-        let mut window = None;
+        let (mut window, mut announced) = (None, None);
         let mut stilled = false;
         let status = loop {
             self.tick();
@@ -211,13 +221,19 @@ impl<'a> Watch<'a> {
                     lg.stderr_tail()
                 )));
             }
+            announced = announced.or_else(|| quiet::announced(&lg.stderr_lines()));
             if self.keeps_still {
-                window = window.or_else(|| quiet::announced(&lg.stderr_lines()));
+                window = announced;
+            } else {
+                self.count_inside(announced);
             }
             match quiet::step(unix_now(), window, quiet::lead_s(self.sample_s)) {
                 quiet::Step::Still { until } if !stilled => {
                     stilled = true;
                     self.sample_at_edge();
+                    if let Some(w) = window {
+                        self.count_at_edges(&lg, w);
+                    }
                     lg.wait_stderr_end(Duration::from_secs_f64((until - unix_now()).max(0.0)));
                     self.sample_at_edge();
                 }
@@ -232,6 +248,40 @@ impl<'a> Watch<'a> {
         } else {
             Err(format!("{status}: {}", lg.stderr_tail()))
         })
+    }
+}
+
+impl Watch<'_> {
+    /// Reads the counters at the window's two edges, waiting for each (for nothing else:
+    /// loadgen's end cuts a wait short, and leaves the window uncounted).
+    fn count_at_edges(&mut self, lg: &Proc, (start, end): (f64, f64)) {
+        let Some(c) = self.counting else { return };
+        let until = |t: f64| lg.wait_stderr_end(Duration::from_secs_f64((t - unix_now()).max(0.0)));
+        if until(start) {
+            return;
+        }
+        let a = c.read();
+        if until(end) {
+            return;
+        }
+        self.counted = Some(c.between(&a, &c.read()));
+    }
+
+    /// Where the harness watches through the window (the chat-cpu suite samples in it): the
+    /// counters read at its first look inside the window and at each later one.
+    fn count_inside(&mut self, window: Option<(f64, f64)>) {
+        let (Some(c), Some((start, end))) = (self.counting, window) else {
+            return;
+        };
+        let now = unix_now();
+        if now < start || now > end {
+            return;
+        }
+        let b = c.read();
+        match &self.first_in_window {
+            None => self.first_in_window = Some(b),
+            Some(a) => self.counted = Some(c.between(a, &b)),
+        }
     }
 }
 
