@@ -84,7 +84,13 @@ fn top(
 /// is in "At a glance").
 fn unit_of(suite: Suite) -> Option<&'static str> {
     match suite {
-        Suite::EmperEcho | Suite::Scaling => Some("echo"),
+        Suite::EmperEcho
+        | Suite::Scaling
+        | Suite::Churn
+        | Suite::Idle
+        | Suite::Sizes
+        | Suite::Bursts => Some("echo"),
+        Suite::Skew => Some("request"),
         Suite::ChatCpu => Some("message"),
         Suite::ChatRoom => Some("SAY"),
         Suite::Kv | Suite::Http => Some("request"),
