@@ -19,6 +19,7 @@ mod resolution;
 mod resume;
 mod search;
 mod settings;
+mod shares;
 mod sweep;
 #[cfg(test)]
 mod tests;
@@ -245,9 +246,18 @@ pub(crate) struct BenchArgs {
     ///
     /// quick: echoes/s of the open-loop point (default 20000); chat-room: MSG deliveries/s
     /// (default 5000); scaling: echoes/s per worker at equal load (default 20000); capacity:
-    /// the first rate its search tries (default 1000).
+    /// the first rate its search tries (default 1000); bursts: the capacity its loads are
+    /// shares of, for every server without one in --capacities (default 40000).
     #[arg(help_heading = "Load", long, value_name = "PER_SEC", value_parser = positive)]
     pub(crate) rate: Option<f64>,
+
+    /// bursts: each server's loads as shares of its own capacity in this capacity run.
+    ///
+    /// bursts: run each server at 50, 70 and 90% of its own echo capacity as measured by this
+    /// capacity run (its directory or its capacity.json), instead of shares of one --rate for
+    /// all; measure it as this run (the same --server-cpu-quota, the same machine).
+    #[arg(help_heading = "Load", long, value_name = "RUN")]
+    pub(crate) capacities: Option<PathBuf>,
 
     /// capacity: the latency objective [default: p99=5ms].
     ///

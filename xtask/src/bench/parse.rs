@@ -1,9 +1,16 @@
-//! The bench command line's own value parsers and help: connection lists, positive and
-//! non-negative numbers, what `--help` says of `--servers`.
+//! The bench command line's own value parsers, checks and help: connection lists, positive
+//! and non-negative numbers, `--points` against the suites' points, what `--help` says of
+//! `--servers`.
 //!
 //! It may call what `bench` may.
 
 use std::str::FromStr;
+
+use anyhow::Result;
+
+use super::BenchArgs;
+use crate::plan::Usage;
+use crate::plan::suites::Point;
 
 use crate::plan::suites::{self, Suite};
 
@@ -50,4 +57,30 @@ pub(super) fn servers_help() -> String {
          `--list` names them",
         extra.join(", ")
     )
+}
+
+/// Every prefix of `--points` starts a point of the suites, or it is refused with their
+/// series.
+pub(super) fn check_points(args: &BenchArgs) -> Result<()> {
+    let all: Vec<Point> = args
+        .suites()
+        .into_iter()
+        .flat_map(|s| s.points(&args.overrides(args.workers())))
+        .collect();
+    for prefix in &args.points {
+        if !all.iter().any(|p| p.id.starts_with(prefix.as_str())) {
+            let mut series: Vec<&str> = Vec::new();
+            for p in &all {
+                if !series.contains(&p.series.as_str()) {
+                    series.push(&p.series);
+                }
+            }
+            return Err(anyhow::Error::new(Usage(format!(
+                "--points {prefix}: no point of these suites starts with it; their points \
+                 start with their series: {}",
+                series.join(", ")
+            ))));
+        }
+    }
+    Ok(())
 }

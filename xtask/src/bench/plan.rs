@@ -65,6 +65,8 @@ pub(super) struct Plan {
     pub(super) cpu_quota: Option<f64>,
     /// The client hosts, when the load comes from them.
     pub(super) remote: Option<Remote>,
+    /// Each server's capacity the bursts suite's loads are shares of (`--capacities`).
+    pub(super) shares: super::shares::Shares,
     /// The seed of the servers' order within each point's rounds (`plan::order`).
     pub(super) order_seed: u64,
     /// The options `meta.json` records as given (`--conns`, `--duration`, `--warmup`,
@@ -77,11 +79,14 @@ impl Plan {
     /// can run.
     pub(super) fn new(args: BenchArgs, inv: &Inventory) -> Result<Plan> {
         check_cpus(&args)?;
-        check_points(&args)?;
+        super::parse::check_points(&args)?;
         say_placement(&args);
         let (servers, not_run) = choose_servers(&args, inv)?;
         let suites = args.suites();
+        let shares = super::shares::Shares::load(args.capacities.as_deref())?;
+        say_shares(&shares, &servers, &suites);
         Ok(Plan {
+            shares,
             points: points(&args),
             repeats: suites.iter().map(|&s| (s, args.repeats(s))).collect(),
             place: Placement {
@@ -104,6 +109,7 @@ impl Plan {
                 "arrivals": args.arrivals.map(|a| a.name()),
                 "slo": args.slo.as_ref().map(ToString::to_string),
                 "save_baseline": args.save_baseline,
+                "capacities": args.capacities,
             }),
             remote: (!args.client_hosts.is_empty()).then(|| Remote {
                 hosts: args.client_hosts.clone(),
@@ -215,30 +221,25 @@ fn check_cpus(args: &BenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// Every prefix of `--points` starts a point of the suites, or it is refused with their
-/// series.
-fn check_points(args: &BenchArgs) -> Result<()> {
-    let all: Vec<Point> = args
-        .suites()
-        .into_iter()
-        .flat_map(|s| s.points(&args.overrides(args.workers())))
-        .collect();
-    for prefix in &args.points {
-        if !all.iter().any(|p| p.id.starts_with(prefix.as_str())) {
-            let mut series: Vec<&str> = Vec::new();
-            for p in &all {
-                if !series.contains(&p.series.as_str()) {
-                    series.push(&p.series);
-                }
-            }
-            return Err(anyhow::Error::new(Usage(format!(
-                "--points {prefix}: no point of these suites starts with it; their points \
-                 start with their series: {}",
-                series.join(", ")
-            ))));
-        }
+/// Says whose capacities the bursts suite's loads are shares of, and which servers have
+/// none there (theirs are shares of `--rate`'s).
+fn say_shares(shares: &super::shares::Shares, servers: &[Variant], suites: &[Suite]) {
+    let Some(from) = &shares.from else { return };
+    if !suites.contains(&Suite::Bursts) {
+        eprintln!("--capacities: only the bursts suite takes them; this run has none");
+        return;
     }
-    Ok(())
+    eprintln!(
+        "bursts: each server at shares of its capacity in {}",
+        from.display()
+    );
+    let missing = shares.missing(servers.iter().map(|v| v.name.as_str()));
+    if !missing.is_empty() {
+        eprintln!(
+            "bursts: no capacity there for {}: theirs are shares of --rate's",
+            missing.join(", ")
+        );
+    }
 }
 
 /// Says where the server and loadgen run, and where the scaling suite stops.
@@ -451,6 +452,7 @@ pub(super) fn points(args: &BenchArgs) -> Vec<Point> {
 mod tests {
     use clap::Parser;
 
+    use super::super::parse::check_points;
     use super::*;
 
     #[derive(Debug, Parser)]

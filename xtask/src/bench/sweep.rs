@@ -253,8 +253,10 @@ impl<'a> Sweep<'a> {
 
     /// The outcome of `run`: the one a resumed run kept, or a new one, saved.
     fn outcome(&mut self, run: &Run) -> Result<Result<Measured, Failure>> {
-        let point = &self.plan.points[run.point];
         let variant = &self.plan.servers[run.server];
+        let planned = &self.plan.points[run.point];
+        let rerated = self.plan.shares.point_for(planned, &variant.name);
+        let point = rerated.as_ref().unwrap_or(planned);
         let repeat = self.plan.repeats(point.suite);
         let round = if repeat > 1 {
             format!(" (round {}/{repeat})", run.round + 1)

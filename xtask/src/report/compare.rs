@@ -332,7 +332,7 @@ pub(crate) fn compare(
         shown.iter().map(String::as_str),
         cells::Family::Point,
     ));
-    anatomy_changes(&mut out, a, b, &verdicts);
+    anatomy::changes(&mut out, a, b, &verdicts);
     let only_a: Vec<String> = a
         .iter()
         .filter(|ra| {
@@ -348,38 +348,6 @@ pub(crate) fn compare(
         let _ = writeln!(out, "\nOnly in B: {}.", only_b.join("; "));
     }
     out
-}
-
-/// For each point where B's CPU per request is higher than A's (its verdict finds a
-/// difference), what changed in the anatomy of a request (`report::anatomy`).
-fn anatomy_changes(
-    out: &mut String,
-    a: &[Row],
-    b: &[Row],
-    verdicts: &[Option<[Option<Verdict>; 4]>],
-) {
-    let lines: Vec<String> = b
-        .iter()
-        .zip(verdicts)
-        .filter_map(|(rb, v)| {
-            let cpu = v.as_ref()?[2]
-                .as_ref()
-                .filter(|c| c.differs && c.ratio > 1.0)?;
-            let ra = a
-                .iter()
-                .find(|r| r.suite == rb.suite && r.server == rb.server && r.point == rb.point)?;
-            crate::report::anatomy::changed(ra, rb, cpu.ratio)
-        })
-        .collect();
-    if !lines.is_empty() {
-        let _ = writeln!(
-            out,
-            "\n**What changed in the anatomy of a request** where B costs more CPU per request:\n"
-        );
-        for l in lines {
-            let _ = writeln!(out, "- {l}");
-        }
-    }
 }
 
 /// `compare --help`'s text after the options: the exit statuses and the gate's rule.
@@ -497,6 +465,7 @@ fn end(gate: &gate::Gate, metric: Metric) -> Result<()> {
     .into())
 }
 
+mod anatomy;
 mod gate;
 
 #[cfg(test)]

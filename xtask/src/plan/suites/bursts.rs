@@ -3,18 +3,20 @@
 //! rate for 10 ms, then 10 ms of silence), at 50%, 70% and 90% of a capacity (`--rate`,
 //! default 40,000/s, two thirds of the slowest default server's closed-loop throughput at
 //! 1000 connections in the quick run of 2026-12-06, threads-process's 61,000/s), 16-byte echo
-//! at 100 connections. Every server gets the same offered load: the
+//! at 100 connections. Every server gets the same offered load, unless the run is given a
+//! capacity run (`--capacities RUN`, `bench::shares`): then each server runs at 50%, 70% and
+//! 90% of its own capacity there, as the mutilate and Lancet runs load a server. The
 //! report asks whether the ranking under bursts is the ranking under Poisson (a rank
 //! correlation), by p99 and p99.9 against load.
 //!
 //! It may call the suites' shared parts (`plan::suites`).
 
-use super::{Arrivals, Defaults, Load, Point, Stop, Sweep, Workload, conns_label};
+use super::{Arrivals, Defaults, Load, Point, Shape, Stop, Sweep, Workload, conns_label};
 
 pub(super) const DEFAULTS: Defaults = Defaults {
     name: "bursts",
     title: "Bursts: Poisson, Pareto and on-off arrivals",
-    help: "Bursts: 16 B echo at 100 connections, Poisson, Pareto (mutilate's fb_ia) and on-off (10 ms at twice the rate, 10 ms silent) arrivals at 50, 70 and 90% of a capacity (`--rate`, default 40000/s): p99 and p99.9 against load, and whether the ranking under bursts is Poisson's (about 4 min with the 16 default servers)",
+    help: "Bursts: 16 B echo at 100 connections, Poisson, Pareto (mutilate's fb_ia) and on-off (10 ms at twice the rate, 10 ms silent) arrivals at 50, 70 and 90% of a capacity (each server's own from `--capacities RUN`, else `--rate`, default 40000/s): p99 and p99.9 against load, and whether the ranking under bursts is Poisson's (about 4 min with the 16 default servers)",
     duration: 1.0,
     warmup: 0.35,
     conns: &[100],
@@ -45,10 +47,14 @@ pub(super) fn points(cx: &Sweep<'_>) -> Vec<Point> {
                 let series = arrivals.name();
                 out.push(Point {
                     arrivals,
+                    shape: Shape {
+                        capacity_share: Some(f64::from(pct) / 100.0),
+                        ..Shape::default()
+                    },
                     ..cx.point(
                         series,
                         format!("{series}-l{pct}-c{c}"),
-                        format!("{series} @ {rate}/s ({pct}%), {}", conns_label(c)),
+                        format!("{series} @ {pct}% of capacity, {}", conns_label(c)),
                         c,
                         echo16,
                         Load::Open { rate },
@@ -75,8 +81,9 @@ mod tests {
         assert_eq!(got[4], (Arrivals::Pareto, Load::Open { rate: 28_000.0 }));
         assert_eq!(got[8], (Arrivals::OnOff, Load::Open { rate: 36_000.0 }));
         assert_eq!(p[8].id, "onoff-l90-c100");
-        // The plots' x is the offered rate.
-        assert_eq!(p[8].x(), 36_000.0);
+        // The plots' x is the share of the capacity, whoever's capacity it is.
+        assert_eq!(p[8].x(), 90.0);
+        assert_eq!(p[8].shape.capacity_share, Some(0.9));
         let secs: f64 = p.iter().map(Point::estimate_secs).sum::<f64>() * default_servers();
         assert!(secs < 5.0 * 60.0, "{secs}");
         // --rate is the capacity; --arrivals does not change what the suite compares.

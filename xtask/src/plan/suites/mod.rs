@@ -398,7 +398,8 @@ pub(crate) struct Point {
 
 impl Point {
     /// The x value of the point on its series' plot: workers for a point with its own worker
-    /// count, room size for rooms, else connections.
+    /// count, room size for rooms, a bursts point's share of capacity in percent, else
+    /// connections.
     pub(crate) fn x(&self) -> f64 {
         if let Some(w) = self.workers {
             return w as f64;
@@ -408,7 +409,7 @@ impl Point {
             (Suite::Sizes, Workload::Echo { msg_size, .. }, _) => {
                 self.shape.mean_size().unwrap_or(msg_size as f64)
             }
-            (Suite::Bursts, _, Load::Open { rate }) => rate,
+            (Suite::Bursts, _, _) => self.shape.capacity_share.map_or(0.0, |s| 100.0 * s),
             _ => self.shape.total_conns(self.conns) as f64,
         }
     }

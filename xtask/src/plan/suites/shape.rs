@@ -68,6 +68,9 @@ pub(crate) struct Shape {
     pub(crate) key_dist: Option<&'static str>,
     /// Kv: the mix as memtier's `--ratio` gives it, SET:GET, instead of GET or SET only.
     pub(crate) ratio: Option<(u32, u32)>,
+    /// Bursts: the load as this share of the server's capacity (0.9), each server's own where
+    /// the run was given a capacity run (`--capacities`, `bench::shares`), else of `--rate`'s.
+    pub(crate) capacity_share: Option<f64>,
 }
 
 impl Shape {

@@ -3,7 +3,7 @@
 //! sees where two runtimes swap places. churn: CPU per request against 1/R at 512
 //! connections (or the suite's first count); idle: the active clients' p99 against the idle
 //! share at the largest total; sizes: CPU per request against the message size; bursts: p99
-//! against the offered rate under on-off arrivals; skew: throughput against Zipf's exponent
+//! against the load (a share of capacity) under on-off arrivals; skew: throughput against Zipf's exponent
 //! at SET:GET 1:30 (uniform at 0).
 //!
 //! It may call what `figures` may, and the report layer's `crossover`.
@@ -53,11 +53,11 @@ fn sweep(suite: Suite) -> Option<Sweep> {
             y: |r| r.cpu_us_per_req,
         },
         Suite::Bursts => Sweep {
-            x: ("offered rate, on-off arrivals (per second)", Scale::Linear),
+            x: ("load, on-off arrivals (% of capacity)", Scale::Linear),
             what: "p99",
             lower_better: true,
             pick: |r, _| r.series == "onoff",
-            x_of: |r| r.rate.unwrap_or(r.x),
+            x_of: |r| r.x,
             y: |r| r.p99_us,
         },
         Suite::Skew => Sweep {

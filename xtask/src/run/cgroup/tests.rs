@@ -7,6 +7,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
 
+use super::quota::period_for;
 use super::*;
 
 #[test]

@@ -17,7 +17,8 @@ const SUITE: Suite = Suite::Bursts;
 const BURSTY: [&str; 2] = ["pareto", "onoff"];
 
 /// Spearman's correlation of the servers' `y` at the `bursty` point with their `y` at the
-/// Poisson point of the same offered rate and connections, and how many servers it is over.
+/// Poisson point of the same load (share of capacity) and connections, and how many servers
+/// it is over.
 pub(crate) fn agreement(
     rows: &[Row],
     bursty: &str,
@@ -26,7 +27,7 @@ pub(crate) fn agreement(
     let at = rows.iter().find(|r| r.point == bursty)?;
     let poisson = rows
         .iter()
-        .find(|r| r.series == "poisson" && r.rate == at.rate && r.conns == at.conns)?;
+        .find(|r| r.series == "poisson" && r.x == at.x && r.conns == at.conns)?;
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for s in crate::record::row::servers(rows) {
         let value = |id: &str| {
@@ -42,12 +43,46 @@ pub(crate) fn agreement(
     Some((spearman(&a, &b)?, a.len()))
 }
 
+/// Whose capacity the loads are shares of: one for every server (`--rate`), or each
+/// server's own (`--capacities`), with the rate each ran its highest Poisson load at.
+fn loads(rows: &[Row]) -> String {
+    let poisson = |s: &str| {
+        rows.iter()
+            .filter(|r| r.suite == SUITE.name() && r.server == s && r.series == "poisson")
+            .max_by(|a, b| a.x.total_cmp(&b.x))
+            .and_then(|r| Some((r.x, r.rate?)))
+    };
+    let rates: Vec<(String, f64, f64)> = crate::record::row::servers(rows)
+        .into_iter()
+        .filter_map(|s| poisson(&s).map(|(x, rate)| (s, x, rate)))
+        .collect();
+    let Some((_, share, first)) = rates.first() else {
+        return "every server at the same offered rates".into();
+    };
+    if rates.iter().all(|r| r.2 == *first) {
+        format!(
+            "every server at the same offered rates, shares of one capacity ({}/s at {share:.0}%)",
+            fmt_num(Some(*first), 0)
+        )
+    } else {
+        let each: Vec<String> = rates
+            .iter()
+            .map(|(s, _, r)| format!("{s} {}/s", fmt_num(Some(*r), 0)))
+            .collect();
+        format!(
+            "each server at shares of its own capacity (`--capacities`; at {share:.0}%: {})",
+            each.join(", ")
+        )
+    }
+}
+
 pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
     let reference = reference(SUITE, rows, explicit);
     let reference = reference.as_deref();
     let _ = writeln!(
         out,
-        "16-byte echo in open loop, every server at the same offered rates, sent at random (Poisson), in Pareto gaps (mutilate's fb_ia) and on-off (twice the rate for 10 ms, silent for 10 ms). Each cell: p99 from the due time, its multiple of **{}**'s, · p99.9:\n",
+        "16-byte echo in open loop, {}, sent at random (Poisson), in Pareto gaps (mutilate's fb_ia) and on-off (twice the rate for 10 ms, silent for 10 ms). Each cell: p99 from the due time, its multiple of **{}**'s, · p99.9:\n",
+        loads(rows),
         reference.unwrap_or("no server")
     );
     for series in ["poisson", "pareto", "onoff"] {
@@ -113,7 +148,7 @@ mod tests {
             series: series.into(),
             point: format!("{series}-l50-c100"),
             label: format!("{series} 50%"),
-            x: 20_000.0,
+            x: 50.0,
             rate: Some(20_000.0),
             conns: 100,
             repeats: 1,
@@ -154,6 +189,27 @@ mod tests {
         );
         assert!(
             out.contains("| onoff 50% | -1.00 (4 servers) | -1.00 (4 servers) |"),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "every server at the same offered rates, shares of one capacity (20000/s at 50%)"
+            ),
+            "{out}"
+        );
+        // Each server at a share of its own capacity: the loads say so, and the rankings are
+        // still held point against point (the same share), not rate against rate.
+        for (i, r) in rows.iter_mut().enumerate() {
+            r.rate = Some(10_000.0 * (1 + i / 3) as f64);
+        }
+        assert_eq!(
+            agreement(&rows, "onoff-l50-c100", |r| r.p99_us),
+            Some((-1.0, 4))
+        );
+        let mut out = String::new();
+        section(&mut out, &rows, None);
+        assert!(
+            out.contains("each server at shares of its own capacity (`--capacities`; at 50%: floor-epoll 10000/s, b 20000/s, c 30000/s, d 40000/s)"),
             "{out}"
         );
     }
