@@ -18,11 +18,18 @@
 //!   `launch::accept_failed`) and `fs` (search-compio); its default driver is io_uring,
 //!   and where the kernel refuses io_uring the start fails before READY. The runtime is
 //!   compio's defaults (its queues and event interval), as its examples use it, but for
-//!   the ring: `ProactorBuilder::capacity(launch::RING_ENTRIES)`, 16,384 submission
-//!   entries, so a completion queue of 32,768 (the kernel's twice), that of every
-//!   io_uring server here (srv-fiber's completion queue), where compio's default of
-//!   1,024 gives 2,048, which the completions of 3,000 to 10,000 connections a worker
-//!   can overflow.
+//!   the completion ring: the submission ring at compio's own default,
+//!   `ProactorBuilder::capacity(1024)` (`--sq-entries N` changes it; compio submits on
+//!   its own cadence, every 61 tasks run or when it parks), and a completion ring of
+//!   32,768 entries through compio's own `ProactorBuilder::cqsize` (`launch::CQ_ENTRIES`,
+//!   srv-fiber's; `--cq-entries N`), where the kernel's default of twice 1,024 can
+//!   overflow under the completions of 3,000 to 10,000 connections a worker.
+//!   The sweep (issue 61; CPU per echo, medians of 5 rotated rounds, at equal load and
+//!   in the closed loop, one worker on CPU 1):
+//!   `python3 /work/shared/tools/eqload.py 5 CONNS 10 RATE 'target/release/srv-compio --sq-entries 256'
+//!   'target/release/srv-compio --sq-entries 1024' 'target/release/srv-compio --sq-entries 4096'
+//!   'target/release/srv-compio --sq-entries 16384'` with CONNS 1000 and 10000, RATE 20000 and 0.
+//!   Figures: not yet measured.
 //! - **The listeners**: compio's `TcpListener::bind` listens with a backlog of 128 and
 //!   no `SO_REUSEPORT`, so each worker's listener comes from `launch::bind_group` (the
 //!   4096 of every server, `SO_REUSEPORT` one per worker) and is handed to
@@ -86,10 +93,13 @@ use clap::Parser;
 struct Cli {
     #[command(flatten)]
     common: launch::CommonArgs,
+
+    #[command(flatten)]
+    ring: launch::RingArgs,
 }
 
 const NAME: &str = "srv-compio";
 
 fn main() {
-    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common))
+    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common, &cli.ring))
 }

@@ -18,12 +18,16 @@ use compio::driver::ProactorBuilder;
 use compio::net::{TcpListener, TcpStream};
 use compio::runtime::Runtime;
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, Count, CpuList, Shutdown};
+use launch::{App, CommonArgs, Count, CpuList, RingArgs, Shutdown};
 use service::outbox::two_task::Outbox;
 use service::race::{First, first};
 use service::signal::Signal;
 
 use crate::{NAME, chat, echo, exchange};
+
+/// compio's own submission-ring size (`ProactorBuilder::capacity`: "The default value is
+/// 1024").
+const COMPIO_SQ_ENTRIES: u32 = 1024;
 
 /// How long the stop waits for the workers' runtimes to come down.
 const STOP_GRACE: Duration = Duration::from_secs(4);
@@ -31,7 +35,7 @@ const STOP_GRACE: Duration = Duration::from_secs(4);
 /// What every connection task of the server shares.
 pub(crate) type Service = launch::Service<Outbox>;
 
-pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
+pub(crate) fn serve(args: &CommonArgs, ring: &RingArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::install()?;
     if let Some(cpus) = &args.cpus {
         // Every thread started from here on inherits the list; workers then narrow
@@ -43,7 +47,9 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
     let addr = listeners[0]
         .local_addr()
         .context("reading the bound address")?;
-    let workers = start(listeners, args.cpus.as_ref(), &service)?;
+    let sq = ring.sq(COMPIO_SQ_ENTRIES);
+    let rings = (sq, ring.cq(sq)?);
+    let workers = start(listeners, args.cpus.as_ref(), rings, &service)?;
     launch::announce_ready(addr)?;
     shutdown.wait();
     workers.stop();
@@ -57,11 +63,13 @@ struct Running {
     workers: Workers<()>,
 }
 
-/// Starts a worker thread per listener (pinned, with its own ring) and returns
+/// Starts a worker thread per listener (pinned, with its own ring of `sq` submission and
+/// `cq` completion entries) and returns
 /// once every one has its runtime.
 fn start(
     listeners: Vec<StdListener>,
     cpus: Option<&CpuList>,
+    (sq, cq): (u32, u32),
     service: &Arc<Service>,
 ) -> anyhow::Result<Running> {
     let stops: Vec<Arc<Signal>> = listeners.iter().map(|_| Arc::default()).collect();
@@ -70,7 +78,7 @@ fn start(
     let placement = Placement::one_per_worker(cpus);
     let workers = Workers::start(NAME, items, placement, move |_, (listener, stop)| {
         let mut proactor = ProactorBuilder::new();
-        proactor.capacity(launch::RING_ENTRIES);
+        proactor.capacity(sq).cqsize(cq);
         let runtime = Runtime::builder().with_proactor(proactor).build().context(
             "cannot set up an io_uring (is it disabled by kernel.io_uring_disabled, \
              a seccomp filter, or RLIMIT_MEMLOCK?)",

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, Count, CpuList, Shutdown};
+use launch::{App, CommonArgs, Count, CpuList, RingArgs, Shutdown};
 use monoio::blocking::DefaultThreadPool;
 use monoio::net::{TcpListener, TcpStream};
 use monoio::{IoUringDriver, RuntimeBuilder};
@@ -31,13 +31,17 @@ use crate::{NAME, chat, echo, exchange};
 /// worker at once.
 const BLOCKING_THREADS_PER_WORKER: usize = 4;
 
+/// monoio's own submission-ring size (`RuntimeBuilder::with_entries`: "the default size
+/// is 1024").
+const MONOIO_SQ_ENTRIES: u32 = 1024;
+
 /// How long the stop waits for the workers' runtimes to come down.
 const STOP_GRACE: Duration = Duration::from_secs(4);
 
 /// What every connection task of the server shares.
 pub(crate) type Service = launch::Service<Outbox>;
 
-pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
+pub(crate) fn serve(args: &CommonArgs, ring: &RingArgs) -> anyhow::Result<()> {
     let shutdown = Shutdown::install()?;
     if let Some(cpus) = &args.cpus {
         // Every thread started from here on (the blocking pool's too) inherits the
@@ -55,7 +59,9 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
         )),
         _ => None,
     };
-    let workers = start(listeners, args.cpus.as_ref(), pool, &service)?;
+    let sq = ring.sq(MONOIO_SQ_ENTRIES);
+    let rings = (sq, ring.cq(sq)?);
+    let workers = start(listeners, args.cpus.as_ref(), rings, pool, &service)?;
     launch::announce_ready(addr)?;
     shutdown.wait();
     workers.stop();
@@ -69,11 +75,13 @@ struct Running {
     workers: Workers<()>,
 }
 
-/// Starts a worker thread per listener (pinned, with its own ring) and returns
+/// Starts a worker thread per listener (pinned, with its own ring of `sq` submission and
+/// `cq` completion entries) and returns
 /// once every one has its runtime.
 fn start(
     listeners: Vec<StdListener>,
     cpus: Option<&CpuList>,
+    (sq, cq): (u32, u32),
     pool: Option<DefaultThreadPool>,
     service: &Arc<Service>,
 ) -> anyhow::Result<Running> {
@@ -82,8 +90,12 @@ fn start(
     let service = Arc::clone(service);
     let placement = Placement::one_per_worker(cpus);
     let workers = Workers::start(NAME, items, placement, move |_, (listener, stop)| {
+        // monoio sizes the completion queue only through the io-uring builder it is handed.
+        let mut uring = io_uring_06::IoUring::builder();
+        uring.setup_cqsize(cq);
         let mut builder = RuntimeBuilder::<IoUringDriver>::new()
-            .with_entries(launch::RING_ENTRIES)
+            .with_entries(sq)
+            .uring_builder(uring)
             .enable_timer();
         if let Some(pool) = &pool {
             builder = builder.attach_thread_pool(Box::new(pool.clone()));
