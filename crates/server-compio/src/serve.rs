@@ -10,6 +10,7 @@
 //! `fdatasync` every room, print the counters, and return.
 
 use std::net::TcpListener as StdListener;
+use std::num::NonZeroU16;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,7 +36,7 @@ const STOP_GRACE: Duration = Duration::from_secs(4);
 /// What every connection task of the server shares.
 pub(crate) type Service = launch::Service<Outbox>;
 
-pub(crate) fn serve(args: &CommonArgs, ring: &RingArgs) -> anyhow::Result<()> {
+pub(crate) fn serve(args: &CommonArgs, ring: &RingArgs, tuned: bool) -> anyhow::Result<()> {
     let shutdown = Shutdown::install()?;
     if let Some(cpus) = &args.cpus {
         // Every thread started from here on inherits the list; workers then narrow
@@ -48,12 +49,45 @@ pub(crate) fn serve(args: &CommonArgs, ring: &RingArgs) -> anyhow::Result<()> {
         .local_addr()
         .context("reading the bound address")?;
     let sq = ring.sq(COMPIO_SQ_ENTRIES);
-    let rings = (sq, ring.cq(sq)?);
+    let rings = Rings {
+        sq,
+        cq: ring.cq(sq)?,
+        tuned,
+    };
     let workers = start(listeners, args.cpus.as_ref(), rings, &service)?;
     launch::announce_ready(addr)?;
     shutdown.wait();
     workers.stop();
     service.finish(NAME)
+}
+
+/// How each worker's ring is made: its sizes, and whether it is tuned (`--tuned`).
+#[derive(Debug, Clone, Copy)]
+struct Rings {
+    sq: u32,
+    cq: u32,
+    tuned: bool,
+}
+
+/// Provided buffers of a tuned worker's pool, and their size: srv-fiber's.
+const POOL_BUFFERS: u16 = 512;
+const POOL_BUFFER_LEN: usize = 4096;
+
+impl Rings {
+    fn proactor(self) -> ProactorBuilder {
+        let mut proactor = ProactorBuilder::new();
+        proactor.capacity(self.sq).cqsize(self.cq);
+        if self.tuned {
+            proactor
+                .coop_taskrun(true)
+                .taskrun_flag(true)
+                .single_issuer(true)
+                .defer_taskrun(true)
+                .buffer_pool_size(NonZeroU16::new(POOL_BUFFERS).expect("not zero"))
+                .buffer_pool_buffer_len(POOL_BUFFER_LEN);
+        }
+        proactor
+    }
 }
 
 /// Started workers, and how to tell each to stop.
@@ -64,12 +98,12 @@ struct Running {
 }
 
 /// Starts a worker thread per listener (pinned, with its own ring of `sq` submission and
-/// `cq` completion entries) and returns
+/// `cq` completion entries, tuned or not) and returns
 /// once every one has its runtime.
 fn start(
     listeners: Vec<StdListener>,
     cpus: Option<&CpuList>,
-    (sq, cq): (u32, u32),
+    rings: Rings,
     service: &Arc<Service>,
 ) -> anyhow::Result<Running> {
     let stops: Vec<Arc<Signal>> = listeners.iter().map(|_| Arc::default()).collect();
@@ -77,8 +111,7 @@ fn start(
     let service = Arc::clone(service);
     let placement = Placement::one_per_worker(cpus);
     let workers = Workers::start(NAME, items, placement, move |_, (listener, stop)| {
-        let mut proactor = ProactorBuilder::new();
-        proactor.capacity(sq).cqsize(cq);
+        let proactor = rings.proactor();
         let runtime = Runtime::builder().with_proactor(proactor).build().context(
             "cannot set up an io_uring (is it disabled by kernel.io_uring_disabled, \
              a seccomp filter, or RLIMIT_MEMLOCK?)",
@@ -88,10 +121,11 @@ fn start(
             .enter(|| TcpListener::from_std(listener))
             .context("cannot take the listener into the runtime")?;
         let service = Arc::clone(&service);
+        let managed = rings.tuned;
         Ok(move || {
             runtime.block_on(async move {
                 // The accept loop ends only with the stop.
-                match first(accept_loop(listener, service), stop.notified()).await {
+                match first(accept_loop(listener, service, managed), stop.notified()).await {
                     First::A(()) | First::B(()) => {}
                 }
             });
@@ -114,7 +148,7 @@ impl Running {
 
 /// Accepts connections for as long as the runtime runs it, a task each, on this
 /// worker's runtime. The loop and each connection task count into tallies of their own.
-async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
+async fn accept_loop(listener: TcpListener, service: Arc<Service>, managed: bool) {
     let mut tally = service.counters.tally();
     loop {
         match listener.accept().await {
@@ -124,7 +158,7 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
                 let _ = stream.set_nodelay(true);
                 // A compio task dropped with its handle is cancelled: detached, it
                 // lives until the connection ends or the runtime is dropped.
-                compio::runtime::spawn(connection(stream, Arc::clone(&service))).detach();
+                compio::runtime::spawn(connection(stream, Arc::clone(&service), managed)).detach();
             }
             Err(e) => {
                 if let Some(pause) = launch::accept_failed(NAME, &e) {
@@ -135,10 +169,14 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
     }
 }
 
-async fn connection(mut stream: TcpStream, service: Arc<Service>) {
+/// One connection; `managed`: echo reads into the worker's buffer pool (`--tuned`).
+async fn connection(mut stream: TcpStream, service: Arc<Service>, managed: bool) {
     let counters = &service.counters;
     let tally = &mut counters.tally();
     let result = match &service.app {
+        App::Echo(config) if managed && config.compute.is_none() => {
+            echo::serve_managed(&mut stream, tally).await
+        }
         App::Echo(config) => echo::serve(&mut stream, config, tally).await,
         App::Chat(rooms) => chat::serve(stream, rooms, counters, tally).await,
         App::Kv(kv) => {
