@@ -47,10 +47,12 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 
-pub use app::{App, Kv, Service};
+pub use app::{App, Conn, Exchanges, Kv, Service, closed};
 pub use cli::{CommonArgs, FsyncMode, Proto};
 pub use cpus::CpuList;
-pub use listen::{ACCEPT_BACKOFF, BACKLOG, accept_failed, bind, bind_group};
+pub use listen::{
+    ACCEPT_BACKOFF, BACKLOG, accept_failed, accepted, bind, bind_group, bind_per_worker,
+};
 pub use ring::{CQ_ENTRIES, RingArgs};
 pub use service::counters::{Count, Counters, Snapshot, Tally};
 pub use signals::Shutdown;

@@ -19,7 +19,7 @@ use compio::driver::ProactorBuilder;
 use compio::net::{TcpListener, TcpStream};
 use compio::runtime::Runtime;
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, Count, CpuList, RingArgs, Shutdown};
+use launch::{CommonArgs, Conn, CpuList, RingArgs};
 use service::outbox::two_task::Outbox;
 use service::race::{First, first};
 use service::signal::Signal;
@@ -37,17 +37,8 @@ const STOP_GRACE: Duration = Duration::from_secs(4);
 pub(crate) type Service = launch::Service<Outbox>;
 
 pub(crate) fn serve(args: &CommonArgs, ring: &RingArgs, tuned: bool) -> anyhow::Result<()> {
-    let shutdown = Shutdown::install()?;
-    if let Some(cpus) = &args.cpus {
-        // Every thread started from here on inherits the list; workers then narrow
-        // it to their own CPU.
-        launch::cpus::pin_current_thread_to(cpus)?;
-    }
-    let service = Arc::new(Service::open(args)?);
-    let listeners = launch::bind_group(args.addr, args.worker_count())?;
-    let addr = listeners[0]
-        .local_addr()
-        .context("reading the bound address")?;
+    let (shutdown, service) = Service::begin(args)?;
+    let (listeners, addr) = launch::bind_per_worker(args)?;
     let sq = ring.sq(COMPIO_SQ_ENTRIES);
     let rings = Rings {
         sq,
@@ -153,9 +144,7 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>, managed: bool
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                tally.add(Count::Accepted, 1);
-                // Replies are small and each one matters: no Nagle delay.
-                let _ = stream.set_nodelay(true);
+                launch::accepted(&mut tally, stream.set_nodelay(true));
                 // A compio task dropped with its handle is cancelled: detached, it
                 // lives until the connection ends or the runtime is dropped.
                 compio::runtime::spawn(connection(stream, Arc::clone(&service), managed)).detach();
@@ -173,23 +162,13 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>, managed: bool
 async fn connection(mut stream: TcpStream, service: Arc<Service>, managed: bool) {
     let counters = &service.counters;
     let tally = &mut counters.tally();
-    let result = match &service.app {
-        App::Echo(config) if managed && config.compute.is_none() => {
+    let result = match service.app.connection() {
+        Conn::Echo(config) if managed && config.compute.is_none() => {
             echo::serve_managed(&mut stream, tally).await
         }
-        App::Echo(config) => echo::serve(&mut stream, config, tally).await,
-        App::Chat(rooms) => chat::serve(stream, rooms, counters, tally).await,
-        App::Kv(kv) => {
-            let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            exchange::serve(&mut stream, &mut conn, tally).await
-        }
-        App::Http(limit) => {
-            let mut conn = service::http::Connection::new(*limit);
-            exchange::serve(&mut stream, &mut conn, tally).await
-        }
+        Conn::Echo(config) => echo::serve(&mut stream, config, tally).await,
+        Conn::Chat(rooms) => chat::serve(stream, rooms, counters, tally).await,
+        Conn::Exchange(mut conn) => exchange::serve(&mut stream, &mut conn, tally).await,
     };
-    if result.is_err() {
-        tally.add(Count::Errors, 1);
-    }
-    tally.add(Count::Closed, 1);
+    launch::closed(tally, &result);
 }

@@ -17,12 +17,12 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, anyhow};
+use anyhow::anyhow;
 use async_channel::Receiver;
 use glommio::net::{TcpListener, TcpStream};
 use glommio::{LocalExecutor, LocalExecutorBuilder};
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, Count, CpuList, RingArgs, Shutdown};
+use launch::{CommonArgs, Conn, CpuList, RingArgs};
 use service::outbox::one_task::Outbox;
 use service::stream;
 
@@ -39,17 +39,8 @@ const STOP_GRACE: Duration = Duration::from_secs(4);
 pub(crate) type Service = launch::Service<Outbox>;
 
 pub(crate) fn serve(args: &CommonArgs, ring: &RingArgs) -> anyhow::Result<()> {
-    let shutdown = Shutdown::install()?;
-    if let Some(cpus) = &args.cpus {
-        // Every thread started from here on inherits the list; workers then
-        // narrow it to their own CPU.
-        launch::cpus::pin_current_thread_to(cpus)?;
-    }
-    let service = Arc::new(Service::open(args)?);
-    let listeners = launch::bind_group(args.addr, args.worker_count())?;
-    let addr = listeners[0]
-        .local_addr()
-        .context("reading the bound address")?;
+    let (shutdown, service) = Service::begin(args)?;
+    let (listeners, addr) = launch::bind_per_worker(args)?;
     let (stop, stopped) = async_channel::unbounded::<()>();
     anyhow::ensure!(
         ring.cq_entries.is_none(),
@@ -128,9 +119,7 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
     loop {
         match listener.accept().await {
             Ok(stream) => {
-                tally.add(Count::Accepted, 1);
-                // Replies are small and each one matters: no Nagle delay.
-                let _ = stream.set_nodelay(true);
+                launch::accepted(&mut tally, stream.set_nodelay(true));
                 glommio::spawn_local(connection(stream, Arc::clone(&service))).detach();
             }
             Err(e) => {
@@ -145,20 +134,10 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
 
 async fn connection(mut stream: TcpStream, service: Arc<Service>) {
     let tally = &mut service.counters.tally();
-    let result = match &service.app {
-        App::Echo(config) => stream::echo::serve(&mut stream, config, tally).await,
-        App::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Pool, tally).await,
-        App::Kv(kv) => {
-            let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            stream::exchange::serve(&mut stream, &mut conn, tally).await
-        }
-        App::Http(limit) => {
-            let mut conn = service::http::Connection::new(*limit);
-            stream::exchange::serve(&mut stream, &mut conn, tally).await
-        }
+    let result = match service.app.connection() {
+        Conn::Echo(config) => stream::echo::serve(&mut stream, config, tally).await,
+        Conn::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Pool, tally).await,
+        Conn::Exchange(mut conn) => stream::exchange::serve(&mut stream, &mut conn, tally).await,
     };
-    if result.is_err() {
-        tally.add(Count::Errors, 1);
-    }
-    tally.add(Count::Closed, 1);
+    launch::closed(tally, &result);
 }

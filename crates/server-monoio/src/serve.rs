@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, Count, CpuList, RingArgs, Shutdown};
+use launch::{App, CommonArgs, Conn, CpuList, RingArgs};
 use monoio::blocking::DefaultThreadPool;
 use monoio::net::{TcpListener, TcpStream};
 use monoio::{IoUringDriver, RuntimeBuilder};
@@ -42,17 +42,8 @@ const STOP_GRACE: Duration = Duration::from_secs(4);
 pub(crate) type Service = launch::Service<Outbox>;
 
 pub(crate) fn serve(args: &CommonArgs, ring: &RingArgs) -> anyhow::Result<()> {
-    let shutdown = Shutdown::install()?;
-    if let Some(cpus) = &args.cpus {
-        // Every thread started from here on (the blocking pool's too) inherits the
-        // list; workers then narrow it to their own CPU.
-        launch::cpus::pin_current_thread_to(cpus)?;
-    }
-    let service = Arc::new(Service::open(args)?);
-    let listeners = launch::bind_group(args.addr, args.worker_count())?;
-    let addr = listeners[0]
-        .local_addr()
-        .context("reading the bound address")?;
+    let (shutdown, service) = Service::begin(args)?;
+    let (listeners, addr) = launch::bind_per_worker(args)?;
     let pool = match &service.app {
         App::Chat(rooms) if rooms.offload => Some(DefaultThreadPool::new(
             BLOCKING_THREADS_PER_WORKER * listeners.len(),
@@ -140,9 +131,7 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                tally.add(Count::Accepted, 1);
-                // Replies are small and each one matters: no Nagle delay.
-                let _ = stream.set_nodelay(true);
+                launch::accepted(&mut tally, stream.set_nodelay(true));
                 monoio::spawn(connection(stream, Arc::clone(&service)));
             }
             Err(e) => {
@@ -157,20 +146,10 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
 async fn connection(mut stream: TcpStream, service: Arc<Service>) {
     let counters = &service.counters;
     let tally = &mut counters.tally();
-    let result = match &service.app {
-        App::Echo(config) => echo::serve(&mut stream, config, tally).await,
-        App::Chat(rooms) => chat::serve(stream, rooms, counters, tally).await,
-        App::Kv(kv) => {
-            let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            exchange::serve(&mut stream, &mut conn, tally).await
-        }
-        App::Http(limit) => {
-            let mut conn = service::http::Connection::new(*limit);
-            exchange::serve(&mut stream, &mut conn, tally).await
-        }
+    let result = match service.app.connection() {
+        Conn::Echo(config) => echo::serve(&mut stream, config, tally).await,
+        Conn::Chat(rooms) => chat::serve(stream, rooms, counters, tally).await,
+        Conn::Exchange(mut conn) => exchange::serve(&mut stream, &mut conn, tally).await,
     };
-    if result.is_err() {
-        tally.add(Count::Errors, 1);
-    }
-    tally.add(Count::Closed, 1);
+    launch::closed(tally, &result);
 }

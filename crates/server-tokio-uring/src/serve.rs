@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, Count, CpuList, RingArgs, Shutdown};
+use launch::{CommonArgs, Conn, CpuList, RingArgs};
 use tokio::sync::watch;
 use tokio_uring::net::{TcpListener, TcpStream};
 
@@ -35,17 +35,8 @@ const STOP_GRACE: Duration = Duration::from_secs(4);
 pub(crate) type Service = launch::Service<Outbox>;
 
 pub(crate) fn serve(args: &CommonArgs, ring: &RingArgs) -> anyhow::Result<()> {
-    let shutdown = Shutdown::install()?;
-    if let Some(cpus) = &args.cpus {
-        // Every thread started from here on inherits the list; workers then
-        // narrow it to their own CPU.
-        launch::cpus::pin_current_thread_to(cpus)?;
-    }
-    let service = Arc::new(Service::open(args)?);
-    let listeners = launch::bind_group(args.addr, args.worker_count())?;
-    let addr = listeners[0]
-        .local_addr()
-        .context("reading the bound address")?;
+    let (shutdown, service) = Service::begin(args)?;
+    let (listeners, addr) = launch::bind_per_worker(args)?;
     let sq = ring.sq(TOKIO_URING_SQ_ENTRIES);
     let rings = (sq, ring.cq(sq)?);
     let workers = start(listeners, args.cpus.as_ref(), rings, &service)?;
@@ -114,9 +105,7 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                tally.add(Count::Accepted, 1);
-                // Replies are small and each one matters: no Nagle delay.
-                let _ = stream.set_nodelay(true);
+                launch::accepted(&mut tally, stream.set_nodelay(true));
                 tokio_uring::spawn(connection(stream, Arc::clone(&service)));
             }
             Err(e) => {
@@ -131,20 +120,10 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
 async fn connection(stream: TcpStream, service: Arc<Service>) {
     let counters = &service.counters;
     let tally = &mut counters.tally();
-    let result = match &service.app {
-        App::Echo(config) => echo::serve(&stream, config, tally).await,
-        App::Chat(rooms) => chat::serve(stream, rooms, counters, tally).await,
-        App::Kv(kv) => {
-            let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            exchange::serve(&stream, &mut conn, tally).await
-        }
-        App::Http(limit) => {
-            let mut conn = service::http::Connection::new(*limit);
-            exchange::serve(&stream, &mut conn, tally).await
-        }
+    let result = match service.app.connection() {
+        Conn::Echo(config) => echo::serve(&stream, config, tally).await,
+        Conn::Chat(rooms) => chat::serve(stream, rooms, counters, tally).await,
+        Conn::Exchange(mut conn) => exchange::serve(&stream, &mut conn, tally).await,
     };
-    if result.is_err() {
-        tally.add(Count::Errors, 1);
-    }
-    tally.add(Count::Closed, 1);
+    launch::closed(tally, &result);
 }
