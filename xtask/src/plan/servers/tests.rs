@@ -265,3 +265,16 @@ fn an_outside_server_sits_out_chat_and_compute() {
         compute_us: 5,
     }));
 }
+
+#[test]
+fn a_ring_sweep_is_variants_of_one_server_named_apart() {
+    let i = inv();
+    let v = i.parse("monoio+sq-entries=4096+name=monoio-4096").unwrap();
+    assert_eq!(v.binary, "srv-monoio");
+    assert_eq!(v.flags, ["--sq-entries", "4096"]);
+    assert_eq!(v.name, "monoio-4096");
+    let plain = i.parse("fiber-plain").unwrap();
+    assert_eq!(plain.flags, ["--ring-flags", "none", "--plain-recv"]);
+    let tuned = i.parse("compio-tuned+cq-entries=65536").unwrap();
+    assert_eq!(tuned.flags, ["--tuned", "--cq-entries", "65536"]);
+}
