@@ -148,8 +148,9 @@ pub(crate) struct Row {
     /// or where its memory could not be read.
     #[serde(default)]
     pub(crate) cq_dropped: Option<u64>,
-    /// io_uring servers: the repeats after whose load some ring of the server still had
-    /// completions on the kernel's overflow list (its completion queue overflowed).
+    /// io_uring servers: the repeats during or after whose load some ring of the server had
+    /// completions on the kernel's overflow list (its completion queue overflowed), as the
+    /// samples and the reading after the load saw it.
     #[serde(default)]
     pub(crate) cq_backlog_repeats: Option<usize>,
     pub(crate) deliveries: Option<f64>,
@@ -331,7 +332,7 @@ impl Row {
     }
 
     /// Completions overflowed the server's io_uring completion queue (⊘): some waited on the
-    /// kernel's overflow list after the load in some repeat (each took the kernel's slow
+    /// kernel's overflow list during or after the load in some repeat (each took the kernel's slow
     /// path), or the kernel dropped some.
     pub(crate) fn overflowed(&self) -> bool {
         self.cq_dropped.is_some_and(|n| n > 0) || self.cq_backlog_repeats.is_some_and(|n| n > 0)

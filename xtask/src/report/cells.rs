@@ -104,7 +104,7 @@ pub(crate) fn legend<'a>(rows: impl IntoIterator<Item = &'a Row>) -> String {
         said.push("§ the CPU quota throttled the server: its latency includes it".to_string());
     }
     if any(Row::overflowed) {
-        said.push("⊘ the server's io_uring completion queue overflowed: completions still waited on the kernel's overflow list after the load (`cq_backlog_repeats` in the summary), or were dropped (`cq_dropped`)".to_string());
+        said.push("⊘ the server's io_uring completion queue overflowed: completions waited on the kernel's overflow list during or after the load (`cq_backlog_repeats` in the summary), or were dropped (`cq_dropped`)".to_string());
     }
     if any(Row::schedule_missed) {
         said.push("◊ the load generator missed its schedule: the latency is the client's and is not judged".to_string());

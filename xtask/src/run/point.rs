@@ -128,7 +128,10 @@ pub(crate) fn run_point(
     let lg_exit = unix_now();
     let samples = watch.last_sample();
     let throttle = throttle();
-    let cq_overflow = overflows(&server);
+    // A backlog seen in any sample of the load (every 500 ms, and at the window's edges)
+    // counts, not only one still there after it.
+    let seen = samples.iter().any(|s| s.cq_backlog == Some(true));
+    let cq_overflow = overflows(&server).map(|(dropped, after)| (dropped, after || seen));
     let notes = stop(variant, &addr, &mut server)?;
     lg_result.map_err(Failure::Loadgen)?;
     let mut m = measured(

@@ -8,9 +8,10 @@
 //!
 //! - `sq_flags & IORING_SQ_CQ_OVERFLOW`: completions wait on the kernel's overflow list
 //!   now, because the completion queue was full when they came (each took the slow path:
-//!   an allocation, and a flush at the runtime's next wait). Read once after the load, it
-//!   says a ring overflowed and has not caught up (a lower bound: a backlog flushed before
-//!   the reading is not seen).
+//!   an allocation, and a flush at the runtime's next wait). Read with every sample of
+//!   the server (every 500 ms outside a kept-still window, and at its edges) and once after
+//!   the load, it says a ring overflowed and had not caught up then (a lower bound: a
+//!   backlog flushed between two readings is not seen).
 //! - `cq_overflow`: completions the kernel dropped, which on a kernel with
 //!   `IORING_FEAT_NODROP` (5.5 on) happens only when it could not even allocate an
 //!   overflow entry. Read at the point's start and after the load, its growth is lost
@@ -20,6 +21,11 @@
 //! `CqOverflowList`, the completions parked on the overflow list at that instant (the same
 //! as the flag), and no count of overflows; nor does the kernel keep one (its tracepoint
 //! `io_uring:io_uring_cqe_overflow` would, with tracing on).
+//!
+//! `run::point` reads the drops at the server's start and after the load, the flag with
+//! every sample (`run::procfs`) and after the load, and a point where either shows is
+//! marked ⊘ (`Row::overflowed`): a runtime whose completions overflow does not run as its
+//! ring was meant to, each overflowed completion on the kernel's slow path.
 //!
 //! It may call nothing of the run layer.
 
