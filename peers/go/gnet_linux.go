@@ -15,10 +15,15 @@
 // What gnet does not offer, this model does without. gnet reads every
 // readable socket and has no way to stop reading one (gnet issue #722), nor a
 // callback when a connection's output has drained, so it cannot pause a peer
-// as the other models do. Echo, kv and http produce each read's whole answer
-// at once and hand it to Conn.Write; memory is bounded the one way gnet
-// leaves: a connection whose unsent output passes --max-pending (1 MiB by
-// default) is closed, as chat cuts a slow subscriber. Chat keeps its own
+// as the other models do. Echo, kv and http answer a read one request at a
+// time, as the other models do, and stop once gnet's write queue holds their
+// limit (64 KiB, or --max-pending when smaller): the requests left wait in the
+// session, and the ticker wakes the connection to answer them as the queue
+// drains. Answering a whole read at once let one 64 KiB read of GETs of a
+// 300 KB value queue about 540 MB of replies. What a peer that does not read
+// still sends, gnet reads on, so memory is bounded the one way gnet leaves: a
+// connection whose unsent output or unanswered input passes --max-pending
+// (1 MiB by default) is closed, as chat cuts a slow subscriber. Chat keeps its own
 // output at 64 KiB in gnet's queue and has the ticker wake it while more
 // waits (a JOIN's replay is read from the room file as the socket takes it).
 // --cpus pins the process to the set; gnet's loop threads cannot be pinned
@@ -31,7 +36,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"sync"
 	"time"
@@ -47,8 +51,9 @@ type gnetServer struct {
 	// limit is the output asked of a session at a time, and (chat) how much
 	// may wait in gnet's queue before the connection's output is held.
 	limit int
-	// cutAt, when not zero, is the unsent output at which a connection is
-	// closed (echo, kv, http: they produce everything at once).
+	// cutAt, when not zero, is the unsent output, or the input read and not
+	// yet answered, at which a connection is closed (echo, kv, http: gnet
+	// reads a peer that does not read on).
 	cutAt  int
 	booted chan gnet.Engine
 
@@ -90,9 +95,9 @@ func runGnet(cfg config, sigs <-chan os.Signal) int {
 	s := &gnetServer{maker: maker, limit: limit, booted: make(chan gnet.Engine, 1),
 		lingering: map[gnet.Conn]time.Time{}, held: map[gnet.Conn]struct{}{}}
 	if chat == nil {
-		// Holding output back saves nothing on gnet, which reads on (its
-		// input piles up instead), and costs a ticker's wait for the held.
-		s.limit, s.cutAt = math.MaxInt, cfg.maxPending
+		// Output is held back at limit, one request at a time; gnet reads on,
+		// so what piles up instead is cut at --max-pending.
+		s.cutAt = cfg.maxPending
 	}
 	failed := make(chan error, 1)
 	go func() {
@@ -190,7 +195,7 @@ func (s *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 			}
 		}
 	}
-	if s.cutAt > 0 && c.OutboundBuffered() > s.cutAt {
+	if s.cutAt > 0 && (c.OutboundBuffered() > s.cutAt || unanswered(gc.sess) > s.cutAt) {
 		return gnet.Close // a peer that does not read: cut, as chat does
 	}
 	switch gc.flow {
@@ -203,6 +208,15 @@ func (s *gnetServer) OnTraffic(c gnet.Conn) gnet.Action {
 		s.hold(c) // more to produce once gnet's write queue drains
 	}
 	return gnet.None
+}
+
+// unanswered is the input a session holds and has not answered yet (echo,
+// kv, http), or 0.
+func unanswered(sess session) int {
+	if b, ok := sess.(interface{ backlog() int }); ok {
+		return b.backlog()
+	}
+	return 0
 }
 
 // hold has the ticker wake c soon: gnet says nothing when a connection's

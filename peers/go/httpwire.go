@@ -232,6 +232,9 @@ func (s *httpSession) input(b []byte) {
 	s.buf = append(s.buf, b...)
 }
 
+// backlog is the input not answered yet.
+func (s *httpSession) backlog() int { return len(s.buf) - s.off }
+
 func (s *httpSession) eof(out []byte) ([]byte, kvFlow) { return out, flowClose }
 
 // now is the Date value, formatted again when the second changes.

@@ -65,6 +65,9 @@ func (s *echoSession) output(out []byte, limit int) ([]byte, kvFlow) {
 	return out, flowNeedInput
 }
 
+// backlog is the input not echoed yet.
+func (s *echoSession) backlog() int { return len(s.in) }
+
 func (s *echoSession) eof(out []byte) ([]byte, kvFlow) {
 	out, _ = s.output(out, int(^uint(0)>>1))
 	if len(s.in) > 0 || s.echoed%s.e.msgSize != 0 {
@@ -100,5 +103,8 @@ func (s *kvSession) output(out []byte, limit int) ([]byte, kvFlow) {
 	done := <-s.back
 	return done.out, done.flow
 }
+
+// backlog is the input not answered yet.
+func (s *kvSession) backlog() int { return len(s.p.buf) - s.p.start }
 
 func (s *kvSession) eof(out []byte) ([]byte, kvFlow) { return out, flowClose }

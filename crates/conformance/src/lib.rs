@@ -103,6 +103,9 @@ macro_rules! server_list {
                 bench "monoio", true, "monoio (io_uring driver), one runtime per worker thread",
             compio: "srv-compio" [] [IoUring]
                 bench "compio", true, "compio (io_uring), one runtime per worker thread",
+            compio_tuned: "srv-compio" ["--tuned"] [IoUring]
+                bench "compio-tuned", false,
+                "compio with srv-fiber's ring tuning through its own options (taskrun flags, single issuer, defer taskrun, echo reads from a provided-buffer pool)",
             glommio: "srv-glommio" [] [IoUring]
                 bench "glommio", true,
                 "glommio, an io_uring executor per worker pinned to its CPU, its own SO_REUSEPORT listener",
@@ -120,12 +123,15 @@ macro_rules! server_list {
             fiber_work_stealing: "srv-fiber" ["--scheduler", "stealing"] [IoUring],
             fiber_plain_recv: "srv-fiber" ["--plain-recv", "--ring-flags", "coop_taskrun"] [IoUring],
             fiber_plain_fds: "srv-fiber" ["--fixed-files", "false"] [IoUring],
+            fiber_plain: "srv-fiber" ["--ring-flags", "none", "--plain-recv"] [IoUring]
+                bench "fiber-plain", false,
+                "our fiber runtime without its ring tuning: no SINGLE_ISSUER/DEFER_TASKRUN, no multishot receive",
             go: "srv-go" [] [NotLaunch]
                 bench "go", true,
                 "Go, a goroutine per connection (the papers' reference); http on Go's net/http",
             go_sessions: "srv-go" ["--model", "sessions"] [NotLaunch, NoChat]
                 bench "go-sessions", false,
-                "Go, a goroutine per connection over the event loops' sessions (http: their parser, a read's responses written together, not net/http); no chat",
+                "Go, a goroutine per connection over the event loops' sessions (http: ringside's own HTTP/1.1 parser, peers/go/httpwire.go, not net/http; a read's responses written together); no chat",
             go_eventloop: "srv-go" ["--model", "eventloop"] [NotLaunch]
                 bench "go-eventloop", true,
                 "Go, a hand-written epoll loop per worker (the Go event-loop article's kqueue design)",

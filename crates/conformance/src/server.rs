@@ -570,6 +570,18 @@ impl Server {
     /// Resident memory of the server: the sum of `VmRSS` over all its live processes
     /// (the server and, in process mode, its per-connection children), in bytes.
     pub fn rss(&self) -> io::Result<u64> {
+        self.status_sum("VmRSS:")
+    }
+
+    /// Peak resident memory of the server: the sum of `VmHWM` (the most `VmRSS` each
+    /// process has had) over all its live processes, in bytes.
+    pub fn peak_rss(&self) -> io::Result<u64> {
+        self.status_sum("VmHWM:")
+    }
+
+    /// The sum of a `/proc/PID/status` field in kB over the server's live processes, in
+    /// bytes.
+    fn status_sum(&self, field: &str) -> io::Result<u64> {
         let mut total = 0;
         for pid in tagged(&self.tag)? {
             // A process may exit between listing and reading: it then uses nothing.
@@ -578,7 +590,7 @@ impl Server {
             };
             let kib = status
                 .lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .find_map(|l| l.strip_prefix(field))
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
                 .unwrap_or(0);
             total += kib * 1024;

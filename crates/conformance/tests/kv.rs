@@ -25,6 +25,7 @@ conformance::conformance_tests!(
     kv_pipelined_splits needs Kv,
     kv_one_store_for_all_connections needs Kv,
     kv_bounded_memory needs Kv & ReadPause,
+    kv_large_replies_to_a_client_that_never_reads_stay_bounded needs Kv,
 );
 
 const MIB: usize = 1 << 20;
@@ -458,6 +459,71 @@ fn servers_that_cannot_pause_cut_a_kv_client_that_never_reads() {
             },
         );
     }
+}
+
+/// Issue 61's client, as a user would write it: it SETs a 300 KB value, then pipelines GETs
+/// of it 1,000 at a time and never reads. Every server that speaks kv, whether it pauses
+/// such a client or cuts it, must bound what it holds per request, not per read: one 64 KiB
+/// read holds about 2,700 such GETs, 800 MB of replies. The flood is bounded by count
+/// (32 MiB past what the kernel's buffers hold, so that whatever way it ends, by a cut, a
+/// stall of the writes or its count, the server has read and handled a good part of it)
+/// and by a stall of the writes; the server's peak RSS (`VmHWM`) must grow by less than
+/// [`LARGE_RSS_BOUND`] over it.
+fn kv_large_replies_to_a_client_that_never_reads_stay_bounded(target: &Target) -> Result<()> {
+    for args in kv_variants(target) {
+        large_replies_stay_bounded(target, &args).with_context(|| args.join(" "))?;
+    }
+    Ok(())
+}
+
+/// What the server may grow by under issue 61's client: a reply of 300 KB held per
+/// connection, and the input and kernel-side buffers around it, fit many times over.
+const LARGE_RSS_BOUND: u64 = 256 << 20;
+
+fn large_replies_stay_bounded(target: &Target, args: &[&str]) -> Result<()> {
+    const VALUE: usize = 300 * 1000;
+    const BATCH: usize = 1000;
+    const STALL: Duration = Duration::from_secs(1);
+    let (wmem, rmem) = net::tcp_buffer_max();
+    let server = target.start(args)?;
+    let mut client = server.connect()?;
+    net::set_recv_buffer(&client, 64 * 1024)?;
+    client.write_all(&req(&[b"SET", b"big:k", &vec![b'v'; VALUE]]))?;
+    let mut ok = [0; 5];
+    client.read_exact(&mut ok)?;
+    ensure!(&ok == b"+OK\r\n", "SET of a 300 KB value answered {ok:?}");
+    let baseline = server.rss()?;
+
+    let gets = req(&[b"GET", b"big:k"]).repeat(BATCH);
+    let batches = (32 * MIB + wmem + rmem).div_ceil(gets.len());
+    let end = net::flood_with_request(&client, &gets, gets.len() * batches, STALL);
+    let how = match end {
+        Ok((sent, true)) => format!("paused after {} of {batches} batches", sent / gets.len()),
+        Ok((_, false)) => format!("took all {batches} batches"),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+            ) =>
+        {
+            "cut the client".to_string()
+        }
+        Err(e) => return Err(e).context("flooding GETs of a 300 KB value"),
+    };
+    let grown = server.peak_rss()?.saturating_sub(baseline);
+    eprintln!(
+        "kv_large_replies: {} {how}; peak RSS grew by {} MiB",
+        target.spec().id,
+        grown >> 20
+    );
+    ensure!(
+        grown < LARGE_RSS_BOUND,
+        "server peak RSS grew by {} MiB under GETs of a 300 KB value from a client that never \
+         reads (it {how}; bound {} MiB)",
+        grown >> 20,
+        LARGE_RSS_BOUND >> 20
+    );
+    Ok(())
 }
 
 /// The value the floods GET: a reply five times its request.

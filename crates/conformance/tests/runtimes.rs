@@ -2,7 +2,8 @@
 //! across the workers with the counters adding up, a held partial message under
 //! `--compute-us`, chat fan-out across workers (the seam in place, with and without
 //! `--fsync always`), the slow-subscriber cut that spares a reader keeping up, a port in
-//! use named in the one error line, and pinned workers (`--cpus`).
+//! use named in the one error line, and pinned workers (`--cpus`); and the io_uring
+//! servers' ring sizes (`--sq-entries`, `--cq-entries`), read back from fdinfo.
 //!
 //! These were srv-tokio's and srv-tokio-uring's own end-to-end checks; nothing in them is
 //! particular to Tokio, so every server of the list runs them. The checks that read the
@@ -244,4 +245,67 @@ fn pinned_workers_serve_and_a_missing_cpu_is_exit_2(target: &Target) -> Result<(
         exit.stderr
     );
     Ok(())
+}
+
+/// Every io_uring server but srv-floor (which keeps its own ring) sizes its rings from
+/// `--sq-entries` and `--cq-entries` through its runtime's own option: a ring of the
+/// server shows those sizes in its `/proc/PID/fdinfo` (`SqMask`, `CqMask`). glommio has no
+/// option for the completion queue: it gets twice its depth, and `--cq-entries` is refused.
+#[test]
+fn io_uring_servers_size_their_rings_from_the_command_line() {
+    for spec in conformance::SERVERS
+        .iter()
+        .filter(|s| s.limits.contains(&Limit::IoUring) && s.bin != "srv-floor")
+    {
+        conformance::run_check(spec, "ring_sizes", &[], ring_sizes);
+    }
+}
+
+fn ring_sizes(target: &Target) -> Result<()> {
+    let glommio = target.spec().bin == "srv-glommio";
+    let mut args = vec!["--proto", "echo", "--workers", "1", "--sq-entries", "512"];
+    if glommio {
+        let exit = target.run_to_exit(&[&args[..], &["--cq-entries", "4096"]].concat())?;
+        ensure!(
+            exit.code == Some(2),
+            "glommio took --cq-entries: {}",
+            exit.stderr
+        );
+    } else {
+        args.extend(["--cq-entries", "4096"]);
+    }
+    let server = target.start(&args)?;
+    let cq = if glommio { 1024 } else { 4096 };
+    let rings = ring_masks(server.pid())?;
+    ensure!(
+        rings.contains(&(511, cq - 1)),
+        "no ring of 512 submission and {cq} completion entries; the rings' masks: {rings:?}"
+    );
+    Ok(())
+}
+
+/// The (`SqMask`, `CqMask`) of every io_uring descriptor of process `pid`.
+fn ring_masks(pid: u32) -> Result<Vec<(u32, u32)>> {
+    let mut out = Vec::new();
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))? {
+        let fd = fd?;
+        let is_ring = std::fs::read_link(fd.path())
+            .is_ok_and(|l| l.to_string_lossy() == "anon_inode:[io_uring]");
+        if !is_ring {
+            continue;
+        }
+        let info = std::fs::read_to_string(format!(
+            "/proc/{pid}/fdinfo/{}",
+            fd.file_name().to_string_lossy()
+        ))?;
+        let mask = |name: &str| -> Result<u32> {
+            let v = info
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .ok_or_else(|| anyhow!("no {name} in fdinfo"))?;
+            Ok(u32::from_str_radix(v.trim().trim_start_matches("0x"), 16)?)
+        };
+        out.push((mask("SqMask:")?, mask("CqMask:")?));
+    }
+    Ok(out)
 }

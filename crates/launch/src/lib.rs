@@ -7,7 +7,7 @@
 //! chat` from start to clean stop ([`open_rooms`], [`finish`]), what a server
 //! serves as one value its connections share ([`Service`]), and the group of
 //! pinned worker threads that must all be up before READY ([`workers`]), and the
-//! size of the io_uring peers' rings ([`RING_ENTRIES`]).
+//! ring sizes of the io_uring peers, `--sq-entries` and `--cq-entries` ([`RingArgs`]).
 //!
 //! It is not a runtime: it accepts nothing, and the only threads it starts are
 //! the workers a server asks [`workers::Workers`] for.
@@ -36,6 +36,7 @@
 mod app;
 mod cli;
 mod listen;
+mod ring;
 
 pub mod cpus;
 mod signals;
@@ -46,21 +47,15 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 
-pub use app::{App, Kv, Service};
+pub use app::{App, Conn, Exchanges, Kv, Service, closed};
 pub use cli::{CommonArgs, FsyncMode, Proto};
 pub use cpus::CpuList;
-pub use listen::{ACCEPT_BACKOFF, BACKLOG, accept_failed, bind, bind_group};
+pub use listen::{
+    ACCEPT_BACKOFF, BACKLOG, accept_failed, accepted, bind, bind_group, bind_per_worker,
+};
+pub use ring::{CQ_ENTRIES, RingArgs};
 pub use service::counters::{Count, Counters, Snapshot, Tally};
 pub use signals::Shutdown;
-
-/// Submission-queue entries of each worker's ring, for every io_uring peer that can size
-/// its ring (srv-monoio, srv-compio, srv-tokio-uring, srv-glommio): the kernel gives the
-/// completion queue twice as many, 32,768, srv-fiber's (`fiber::DEFAULT_CQ_ENTRIES`), so
-/// that every ring can hold the completions of 10,000 connections a worker (the
-/// `emper-echo`, `memory` and `scaling` suites) without overflowing. monoio-benchmark
-/// asks for 32,768 (`with_entries(32768)`); the completion queue is what fills, so the
-/// rings are sized by it, alike.
-pub const RING_ENTRIES: u32 = 16_384;
 
 /// Parses the command line as `C`, raises the open-file limit, and runs `serve`.
 ///

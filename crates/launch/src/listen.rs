@@ -90,6 +90,24 @@ fn listener(addr: SocketAddr, reuse_port: bool) -> io::Result<TcpListener> {
     Ok(socket.into())
 }
 
+/// The listeners of a server with one per worker (`--workers`, `SO_REUSEPORT`), bound to
+/// `--addr` ([`bind_group`]), and the address they listen on (the READY line's).
+pub fn bind_per_worker(args: &crate::CommonArgs) -> anyhow::Result<(Vec<TcpListener>, SocketAddr)> {
+    let listeners = bind_group(args.addr, args.worker_count())?;
+    let addr = listeners[0]
+        .local_addr()
+        .context("reading the bound address")?;
+    Ok((listeners, addr))
+}
+
+/// Counts a connection just accepted into `tally`; `nodelay` is how setting `TCP_NODELAY`
+/// on it went (replies are small and each one matters: no Nagle delay), which a
+/// connection whose socket refused it does without.
+pub fn accepted<E>(tally: &mut crate::Tally, nodelay: Result<(), E>) {
+    let _ = nodelay;
+    tally.add(crate::Count::Accepted, 1);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@
 use std::io;
 
 use compio::buf::{BufResult, IntoInner, IoBuf};
-use compio::io::{AsyncRead, AsyncWriteExt};
+use compio::io::{AsyncRead, AsyncReadManaged, AsyncWriteExt};
 use compio::net::TcpStream;
 use launch::{Count, Tally};
 use service::echo::{EchoConfig, Held};
@@ -52,3 +52,43 @@ pub(crate) async fn serve(
     }
     Ok(())
 }
+
+/// Plain echo (no `--compute-us`) with reads into the worker's buffer pool (`--tuned`):
+/// each read takes a provided buffer when data arrives, and the buffer goes back to the
+/// pool once written. When the pool has none left (`ResourceBusy`, the kernel's ENOBUFS:
+/// every buffer waits on a write to a slow peer), the read is a plain one into a buffer
+/// of the connection's own, made then and kept.
+pub(crate) async fn serve_managed(stream: &mut TcpStream, tally: &mut Tally) -> io::Result<()> {
+    let mut own: Option<Vec<u8>> = None;
+    loop {
+        let written = match stream.read_managed(0).await {
+            Ok(None) => return Ok(()),
+            Ok(Some(buf)) => {
+                tally.add(Count::BytesIn, buf.buf_len() as u64);
+                let BufResult(written, buf) = stream.write_all(buf).await;
+                written.map(|()| buf.buf_len())
+            }
+            Err(e) if e.kind() == io::ErrorKind::ResourceBusy => {
+                let buf = own
+                    .take()
+                    .unwrap_or_else(|| Vec::with_capacity(POOL_FALLBACK));
+                let BufResult(read, mut buf) = stream.read(buf).await;
+                let n = read?;
+                if n == 0 {
+                    return Ok(());
+                }
+                tally.add(Count::BytesIn, n as u64);
+                let BufResult(written, back) = stream.write_all(buf).await;
+                buf = back;
+                buf.clear();
+                own = Some(buf);
+                written.map(|()| n)
+            }
+            Err(e) => return Err(e),
+        }?;
+        tally.add(Count::BytesOut, written as u64);
+    }
+}
+
+/// The connection's own read buffer when the pool is empty.
+const POOL_FALLBACK: usize = 16 * 1024;

@@ -18,11 +18,31 @@
 //!   `launch::accept_failed`) and `fs` (search-compio); its default driver is io_uring,
 //!   and where the kernel refuses io_uring the start fails before READY. The runtime is
 //!   compio's defaults (its queues and event interval), as its examples use it, but for
-//!   the ring: `ProactorBuilder::capacity(launch::RING_ENTRIES)`, 16,384 submission
-//!   entries, so a completion queue of 32,768 (the kernel's twice), that of every
-//!   io_uring server here (srv-fiber's completion queue), where compio's default of
-//!   1,024 gives 2,048, which the completions of 3,000 to 10,000 connections a worker
-//!   can overflow.
+//!   the completion ring: the submission ring at compio's own default,
+//!   `ProactorBuilder::capacity(1024)` (`--sq-entries N` changes it; compio submits on
+//!   its own cadence, every 61 tasks run or when it parks), and a completion ring of
+//!   32,768 entries through compio's own `ProactorBuilder::cqsize` (`launch::CQ_ENTRIES`,
+//!   srv-fiber's; `--cq-entries N`), where the kernel's default of twice 1,024 can
+//!   overflow under the completions of 3,000 to 10,000 connections a worker.
+//!   The sweep (issue 61; CPU per echo, medians of 5 rotated rounds, at equal load and
+//!   in the closed loop, one worker on CPU 1):
+//!   `python3 /work/shared/tools/eqload.py 5 CONNS 10 RATE 'target/release/srv-compio --sq-entries 256'
+//!   'target/release/srv-compio --sq-entries 1024' 'target/release/srv-compio --sq-entries 4096'
+//!   'target/release/srv-compio --sq-entries 16384'` with CONNS 1000 and 10000, RATE 20000 and 0.
+//!   Figures: not yet measured.
+//! - **`--tuned`** (the bench's `compio-tuned`, issue 61): the knobs srv-fiber tunes its
+//!   own rings with, as compio offers them: `ProactorBuilder::coop_taskrun` and
+//!   `taskrun_flag` (documented there as "optimize performance for most cases, especially
+//!   compio is a single thread runtime"), `single_issuer` and `defer_taskrun` (the kernel
+//!   runs completion work only when the worker enters it), and, for echo without
+//!   `--compute-us`, reads through compio's buffer pool (`AsyncReadManaged::read_managed`,
+//!   a recv that picks a buffer from a ring of 512 provided buffers of 4 KiB per worker, so
+//!   an idle connection holds none, as srv-fiber's multishot receive). compio 0.19's
+//!   `read_multi` (multishot) is not used: its stream ends the multishot at the first
+//!   buffer not yet returned, and a connection writes each buffer before it reads again.
+//!   When the pool is empty (every buffer waits on a write to a slow peer), the read falls
+//!   back to a plain read into a buffer of the connection's own. Kv, http and chat read as
+//!   untuned compio does.
 //! - **The listeners**: compio's `TcpListener::bind` listens with a backlog of 128 and
 //!   no `SO_REUSEPORT`, so each worker's listener comes from `launch::bind_group` (the
 //!   4096 of every server, `SO_REUSEPORT` one per worker) and is handed to
@@ -86,10 +106,21 @@ use clap::Parser;
 struct Cli {
     #[command(flatten)]
     common: launch::CommonArgs,
+
+    #[command(flatten)]
+    ring: launch::RingArgs,
+
+    /// Tune the rings as srv-fiber's are, with compio's own options: COOP_TASKRUN and
+    /// TASKRUN_FLAG ("optimize performance for most cases"), SINGLE_ISSUER and
+    /// DEFER_TASKRUN, and echo reads into compio's buffer pool (a provided-buffer ring of
+    /// 512 buffers of 4 KiB per worker, `read_managed`) instead of each connection's own
+    /// buffer. The bench's `compio-tuned`.
+    #[arg(long)]
+    tuned: bool,
 }
 
 const NAME: &str = "srv-compio";
 
 fn main() {
-    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common))
+    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common, &cli.ring, cli.tuned))
 }

@@ -2,6 +2,17 @@
 //! connection. The connection code is written in blocking style and is the very code
 //! srv-threads runs on OS threads (`service::echo::serve_blocking`,
 //! `service::blocking`): only the runtime differs.
+//!
+//! The rings: 256 submission entries (`fiber::DEFAULT_RING_ENTRIES`, `--sq-entries`, alias
+//! `--ring-entries`) and a completion queue of 32,768 (`IORING_SETUP_CQSIZE`,
+//! `fiber::DEFAULT_CQ_ENTRIES`, `--cq-entries`), with `SINGLE_ISSUER|DEFER_TASKRUN` and
+//! multishot receive into provided buffers; the bench's `fiber-plain` runs it without
+//! those (`--ring-flags none --plain-recv`). The sweep (issue 61; CPU per echo, medians of
+//! 5 rotated rounds, at equal load and in the closed loop, one worker on CPU 1):
+//! `python3 /work/shared/tools/eqload.py 5 CONNS 10 RATE 'target/release/srv-fiber
+//! --sq-entries 256' 'target/release/srv-fiber --sq-entries 1024' 'target/release/srv-fiber
+//! --sq-entries 4096' 'target/release/srv-fiber --sq-entries 16384'` with CONNS 1000 and
+//! 10000, RATE 20000 and 0. Figures: not yet measured.
 // One function may be unsafe: the opt-in to work stealing (`serve::allow_migration`).
 #![deny(unsafe_code)]
 

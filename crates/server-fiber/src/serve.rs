@@ -90,10 +90,15 @@ pub(crate) struct RuntimeArgs {
     #[arg(long, value_name = "FLAGS")]
     ring_flags: Option<fiber::RingFlags>,
 
-    /// Submission queue entries of each worker's ring (8 to 32768; the completion
-    /// queue has 32768, see `fiber::DEFAULT_CQ_ENTRIES`).
-    #[arg(long, default_value_t = fiber::DEFAULT_RING_ENTRIES, value_name = "N")]
+    /// Submission queue entries of each worker's ring (8 to 32768). `--sq-entries` is
+    /// the same flag, the name every io_uring server here takes.
+    #[arg(long, alias = "sq-entries", default_value_t = fiber::DEFAULT_RING_ENTRIES, value_name = "N")]
     ring_entries: u32,
+
+    /// Completion queue entries of each worker's ring (16 to 65536, at least the
+    /// submission queue's), set with IORING_SETUP_CQSIZE.
+    #[arg(long, default_value_t = fiber::DEFAULT_CQ_ENTRIES, value_name = "N")]
+    cq_entries: u32,
 
     /// At stop, print a second stderr line with the runtime's counters (resumes,
     /// SQEs, io_uring_enter calls, completions by path, steals, wake-ups, cross-ring
@@ -116,6 +121,7 @@ impl RuntimeArgs {
             .workers(common.worker_count())
             .stack_size(self.stack_size)
             .ring_entries(self.ring_entries)
+            .cq_entries(self.cq_entries)
             .ring_flags(self.ring_flags())
             .completer(self.completer)
             .io_stealing(self.io_stealing)

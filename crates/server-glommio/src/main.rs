@@ -11,13 +11,26 @@
 //!
 //! - The executors are made with glommio's defaults (10 MiB of I/O memory registered
 //!   with the ring, no spin before parking, a preemption timer of 100 ms), the settings
-//!   glommio recommends, but for the ring depth: `ring_depth(launch::RING_ENTRIES)`,
-//!   16,384 submission entries, so a completion queue of 32,768 (the kernel's twice),
-//!   that of every io_uring server here (srv-fiber's completion queue). glommio's
-//!   default of 128 gives 256, which the polls of thousands of connections an executor
-//!   overflow. glommio has one knob for its three rings (main, latency, and the
-//!   storage poll ring, which sockets do not use) and none for the completion queue
-//!   alone, so all three get that depth.
+//!   glommio recommends, ring depth included: `ring_depth(128)`, glommio's default
+//!   (`--sq-entries N` changes it). That one setting sizes the submission queue of each
+//!   of its three rings (main, latency, and the storage poll ring, which sockets do not
+//!   use), their completion queues (the kernel's twice: glommio has no option for the
+//!   completion queue, so `--cq-entries` is refused), and its own queue of pending
+//!   submissions (4 × depth per ring); and it arms glommio's throughput preemption, a
+//!   timer on the main ring that fires after `depth` completions and makes the executor
+//!   stop running tasks and poll for I/O. So a larger depth is also fewer preemptions
+//!   (at 16,384, effectively none), not only a larger ring. The completion queue of 256
+//!   at the default depth is small beside srv-fiber's 32,768: glommio's sockets try the
+//!   system call first and wait for readiness with a poll on the ring, one completion per
+//!   ready socket, which a worker reaps every pass; whether they overflow at 10,000
+//!   connections is for the sweep below to show (the kernel parks overflowed completions
+//!   on its list; none are lost on 6.18).
+//!   The sweep (issue 61; CPU per echo, medians of 5 rotated rounds, at equal load and
+//!   in the closed loop, one worker on CPU 1):
+//!   `python3 /work/shared/tools/eqload.py 5 CONNS 10 RATE 'target/release/srv-glommio --sq-entries 256'
+//!   'target/release/srv-glommio --sq-entries 1024' 'target/release/srv-glommio --sq-entries 4096'
+//!   'target/release/srv-glommio --sq-entries 16384'` with CONNS 1000 and 10000, RATE 20000 and 0.
+//!   Figures: not yet measured.
 //! - glommio's own listener and streams, with one difference: the listeners are
 //!   `launch::bind_group`'s (the backlog of 4096 every server has, `SO_REUSEPORT` one
 //!   per worker, an address in use refused rather than shared), handed to glommio with
@@ -89,10 +102,13 @@ use clap::Parser;
 struct Cli {
     #[command(flatten)]
     common: launch::CommonArgs,
+
+    #[command(flatten)]
+    ring: launch::RingArgs,
 }
 
 const NAME: &str = "srv-glommio";
 
 fn main() {
-    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common))
+    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common, &cli.ring))
 }

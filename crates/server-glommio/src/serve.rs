@@ -17,17 +17,20 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, anyhow};
+use anyhow::anyhow;
 use async_channel::Receiver;
 use glommio::net::{TcpListener, TcpStream};
 use glommio::{LocalExecutor, LocalExecutorBuilder};
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, Count, CpuList, Shutdown};
+use launch::{CommonArgs, Conn, CpuList, RingArgs};
 use service::outbox::one_task::Outbox;
 use service::stream;
 
 use crate::pool::Pool;
 use crate::{NAME, listener};
+
+/// glommio's own ring depth (`LocalExecutorBuilder::ring_depth`: "the default is 128").
+const GLOMMIO_RING_DEPTH: u32 = 128;
 
 /// How long the stop waits for the executors to come down.
 const STOP_GRACE: Duration = Duration::from_secs(4);
@@ -35,20 +38,17 @@ const STOP_GRACE: Duration = Duration::from_secs(4);
 /// What every connection task of the server shares.
 pub(crate) type Service = launch::Service<Outbox>;
 
-pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
-    let shutdown = Shutdown::install()?;
-    if let Some(cpus) = &args.cpus {
-        // Every thread started from here on inherits the list; workers then
-        // narrow it to their own CPU.
-        launch::cpus::pin_current_thread_to(cpus)?;
-    }
-    let service = Arc::new(Service::open(args)?);
-    let listeners = launch::bind_group(args.addr, args.worker_count())?;
-    let addr = listeners[0]
-        .local_addr()
-        .context("reading the bound address")?;
+pub(crate) fn serve(args: &CommonArgs, ring: &RingArgs) -> anyhow::Result<()> {
+    let (shutdown, service) = Service::begin(args)?;
+    let (listeners, addr) = launch::bind_per_worker(args)?;
     let (stop, stopped) = async_channel::unbounded::<()>();
-    let workers = start(listeners, args.cpus.as_ref(), &service, stopped)?;
+    anyhow::ensure!(
+        ring.cq_entries.is_none(),
+        "glommio has no option for the completion queue: --sq-entries (its ring depth) \
+         sizes it, at twice the depth"
+    );
+    let depth = ring.sq(GLOMMIO_RING_DEPTH) as usize;
+    let workers = start(listeners, args.cpus.as_ref(), depth, &service, stopped)?;
     launch::announce_ready(addr)?;
     shutdown.wait();
     drop(stop);
@@ -61,6 +61,7 @@ pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
 fn start(
     listeners: Vec<StdListener>,
     cpus: Option<&CpuList>,
+    depth: usize,
     service: &Arc<Service>,
     stopped: Receiver<()>,
 ) -> anyhow::Result<Workers<()>> {
@@ -68,7 +69,7 @@ fn start(
     let placement = Placement::one_per_worker(cpus.as_ref());
     let service = Arc::clone(service);
     Workers::start(NAME, listeners, placement, move |index, listener| {
-        let ex = executor(index, cpus.as_ref())?;
+        let ex = executor(index, cpus.as_ref(), depth)?;
         // glommio takes a descriptor only inside its executor (its reactor).
         let listener = ex.run(async { listener::take(listener) });
         let (service, stopped) = (Arc::clone(&service), stopped.clone());
@@ -86,17 +87,17 @@ fn start(
     })
 }
 
-/// Makes worker `index`'s executor on the calling thread, bound to its CPU of
+/// Makes worker `index`'s executor, its rings `depth` deep, on the calling thread, bound to its CPU of
 /// `--cpus` (the thread is pinned there already; glommio is told so that its
 /// blocking pool thread is placed with it).
-fn executor(index: usize, cpus: Option<&CpuList>) -> anyhow::Result<LocalExecutor> {
+fn executor(index: usize, cpus: Option<&CpuList>, depth: usize) -> anyhow::Result<LocalExecutor> {
     let placement = match cpus {
         Some(cpus) => glommio::Placement::Fixed(cpus.for_worker(index)),
         None => glommio::Placement::Unbound,
     };
     let builder = LocalExecutorBuilder::new(placement)
         .name(&format!("{NAME}-{index}"))
-        .ring_depth(launch::RING_ENTRIES as usize);
+        .ring_depth(depth);
     // glommio panics on some failures of its rings instead of returning them.
     match std::panic::catch_unwind(AssertUnwindSafe(|| builder.make())) {
         Ok(Ok(ex)) => Ok(ex),
@@ -118,9 +119,7 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
     loop {
         match listener.accept().await {
             Ok(stream) => {
-                tally.add(Count::Accepted, 1);
-                // Replies are small and each one matters: no Nagle delay.
-                let _ = stream.set_nodelay(true);
+                launch::accepted(&mut tally, stream.set_nodelay(true));
                 glommio::spawn_local(connection(stream, Arc::clone(&service))).detach();
             }
             Err(e) => {
@@ -135,20 +134,10 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
 
 async fn connection(mut stream: TcpStream, service: Arc<Service>) {
     let tally = &mut service.counters.tally();
-    let result = match &service.app {
-        App::Echo(config) => stream::echo::serve(&mut stream, config, tally).await,
-        App::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Pool, tally).await,
-        App::Kv(kv) => {
-            let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            stream::exchange::serve(&mut stream, &mut conn, tally).await
-        }
-        App::Http(limit) => {
-            let mut conn = service::http::Connection::new(*limit);
-            stream::exchange::serve(&mut stream, &mut conn, tally).await
-        }
+    let result = match service.app.connection() {
+        Conn::Echo(config) => stream::echo::serve(&mut stream, config, tally).await,
+        Conn::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Pool, tally).await,
+        Conn::Exchange(mut conn) => stream::exchange::serve(&mut stream, &mut conn, tally).await,
     };
-    if result.is_err() {
-        tally.add(Count::Errors, 1);
-    }
-    tally.add(Count::Closed, 1);
+    launch::closed(tally, &result);
 }

@@ -31,6 +31,9 @@
 //!   may's `Mutex` and `Condvar` (`wakeup`), so a waiting reader or writer parks its
 //!   coroutine. A `SAY` under `--fsync always` parks the same way until the group
 //!   commit's thread (`service::commit`) has synced it.
+//!   A slow subscriber's cut shuts the socket down through the reader's own descriptor
+//!   (withdrawn under a lock before the reader closes it), not a third descriptor of its
+//!   own: the split's one `dup` and its `epoll_ctl`s are all a connection pays.
 //! - **Stop**: SIGINT or SIGTERM cancels the accept coroutine (may's cancellation, at
 //!   its blocking `accept`), flushes the rooms and prints the counters; connections still
 //!   open end with the process, as srv-threads' threads do.

@@ -4,7 +4,8 @@
 
 use std::cell::RefCell;
 use std::io::{self, Read, Write};
-use std::sync::Arc;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -166,23 +167,44 @@ fn serve_chat(
     counters: &Counters,
     tally: &mut Tally,
 ) -> io::Result<()> {
-    // A plain descriptor, outside the event loop, only to shut the socket down.
-    let to_cut = stream.inner().try_clone()?;
-    let outbox = MayOutbox::new(max_pending, move || {
-        // Wakes this connection's reader (its read ends) and writer (its write fails).
-        let _ = to_cut.shutdown(std::net::Shutdown::Both);
-    });
     // may's split: two handles of the socket, each registered with the event loop for its
     // own direction only, so neither coroutine is woken for the other's readiness.
     let (mut reader, mut out) = stream.split()?;
+    // The cut shuts the socket down through the reader's own descriptor (no third
+    // descriptor of its own), for as long as the reader has it: the hub may keep the
+    // outbox, and so this closure, a little longer than the connection lives, and a
+    // descriptor closed and reused meanwhile must not be shut down. The lock orders the
+    // two: the reader's descriptor is withdrawn under it before it is closed.
+    let cut_fd = CutFd(Arc::new(Mutex::new(Some(reader.as_raw_fd()))));
+    let outbox = MayOutbox::new(max_pending, {
+        let cut_fd = Arc::clone(&cut_fd.0);
+        move || {
+            if let Some(fd) = *cut_fd.lock().unwrap_or_else(PoisonError::into_inner) {
+                // Wakes this connection's reader (its read ends) and writer (its write
+                // fails).
+                let _ = nix::sys::socket::shutdown(fd, nix::sys::socket::Shutdown::Both);
+            }
+        }
+    });
     let writer = {
         let (outbox, mut tally) = (outbox.clone(), counters.tally());
         coroutines::spawn(move || outbox.drain_into(&mut out, &mut tally))?
     };
     let result = read_commands(&mut reader, hub, &outbox, tally);
+    drop(cut_fd);
     outbox.close();
     let written = writer
         .join()
         .unwrap_or_else(|_| Err(io::Error::other("the writer coroutine panicked")));
     result.and(written)
+}
+
+/// A chat connection's descriptor for its cut, withdrawn when this is dropped: declared
+/// after the reader it names, it is dropped before it, on every way out.
+struct CutFd(Arc<Mutex<Option<RawFd>>>);
+
+impl Drop for CutFd {
+    fn drop(&mut self) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
 }

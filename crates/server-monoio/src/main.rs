@@ -33,12 +33,23 @@
 //!   errors", all stalls of the warm-up: the server saw no error and lost no byte).
 //!   compio's executor, which runs at most 61 tasks between polls of its ring, showed no
 //!   such stall in the same runs. It is monoio's design, kept as is.
-//! - **The ring**: `with_entries(launch::RING_ENTRIES)`, 16,384 submission entries, so a
-//!   completion queue of 32,768 (the kernel's twice): that of every io_uring server here
-//!   (srv-fiber's completion queue), where monoio's default of 1,024 gives 2,048, which
-//!   the completions of 3,000 to 10,000 connections a worker can overflow.
-//!   monoio-benchmark itself asks for `with_entries(32768)`. The timer is enabled for the
+//! - **The ring**: the submission ring at monoio's own default, `with_entries(1024)`
+//!   (`--sq-entries N` changes it; monoio raises anything under 256 to 256). monoio
+//!   submits only when it parks or its submission ring is full, so the ring's size caps
+//!   its batch: at 1,000 connections a worker, about 1,000 submissions a pass fit in
+//!   1,024, and a larger ring only walks more memory. The completion ring is 32,768
+//!   entries (`launch::CQ_ENTRIES`, srv-fiber's; `--cq-entries N`), given through monoio's
+//!   own `RuntimeBuilder::uring_builder` with io-uring's `setup_cqsize` (monoio has no
+//!   option of its own for it), so that the completions of 10,000 connections a worker do
+//!   not overflow, where the kernel's default of twice 1,024 would.
+//!   monoio-benchmark asks for `with_entries(32768)`. The timer is enabled for the
 //!   accept back-off of `launch::accept_failed`.
+//!   The sweep (issue 61; CPU per echo, medians of 5 rotated rounds, at equal load and
+//!   in the closed loop, one worker on CPU 1):
+//!   `python3 /work/shared/tools/eqload.py 5 CONNS 10 RATE 'target/release/srv-monoio --sq-entries 256'
+//!   'target/release/srv-monoio --sq-entries 1024' 'target/release/srv-monoio --sq-entries 4096'
+//!   'target/release/srv-monoio --sq-entries 16384'` with CONNS 1000 and 10000, RATE 20000 and 0.
+//!   Figures: not yet measured.
 //! - **Counting**: each connection task counts into a `launch::Tally` of its own (and
 //!   the accept loop into another), handed down to its loop, as srv-tokio's and
 //!   srv-tokio-uring's tasks do: a plain load and store per read and per write, in a cache
@@ -98,10 +109,13 @@ use clap::Parser;
 struct Cli {
     #[command(flatten)]
     common: launch::CommonArgs,
+
+    #[command(flatten)]
+    ring: launch::RingArgs,
 }
 
 const NAME: &str = "srv-monoio";
 
 fn main() {
-    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common))
+    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common, &cli.ring))
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, Count, CpuList, Shutdown};
+use launch::{App, CommonArgs, Conn, CpuList, RingArgs};
 use monoio::blocking::DefaultThreadPool;
 use monoio::net::{TcpListener, TcpStream};
 use monoio::{IoUringDriver, RuntimeBuilder};
@@ -31,31 +31,28 @@ use crate::{NAME, chat, echo, exchange};
 /// worker at once.
 const BLOCKING_THREADS_PER_WORKER: usize = 4;
 
+/// monoio's own submission-ring size (`RuntimeBuilder::with_entries`: "the default size
+/// is 1024").
+const MONOIO_SQ_ENTRIES: u32 = 1024;
+
 /// How long the stop waits for the workers' runtimes to come down.
 const STOP_GRACE: Duration = Duration::from_secs(4);
 
 /// What every connection task of the server shares.
 pub(crate) type Service = launch::Service<Outbox>;
 
-pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
-    let shutdown = Shutdown::install()?;
-    if let Some(cpus) = &args.cpus {
-        // Every thread started from here on (the blocking pool's too) inherits the
-        // list; workers then narrow it to their own CPU.
-        launch::cpus::pin_current_thread_to(cpus)?;
-    }
-    let service = Arc::new(Service::open(args)?);
-    let listeners = launch::bind_group(args.addr, args.worker_count())?;
-    let addr = listeners[0]
-        .local_addr()
-        .context("reading the bound address")?;
+pub(crate) fn serve(args: &CommonArgs, ring: &RingArgs) -> anyhow::Result<()> {
+    let (shutdown, service) = Service::begin(args)?;
+    let (listeners, addr) = launch::bind_per_worker(args)?;
     let pool = match &service.app {
         App::Chat(rooms) if rooms.offload => Some(DefaultThreadPool::new(
             BLOCKING_THREADS_PER_WORKER * listeners.len(),
         )),
         _ => None,
     };
-    let workers = start(listeners, args.cpus.as_ref(), pool, &service)?;
+    let sq = ring.sq(MONOIO_SQ_ENTRIES);
+    let rings = (sq, ring.cq(sq)?);
+    let workers = start(listeners, args.cpus.as_ref(), rings, pool, &service)?;
     launch::announce_ready(addr)?;
     shutdown.wait();
     workers.stop();
@@ -69,11 +66,13 @@ struct Running {
     workers: Workers<()>,
 }
 
-/// Starts a worker thread per listener (pinned, with its own ring) and returns
+/// Starts a worker thread per listener (pinned, with its own ring of `sq` submission and
+/// `cq` completion entries) and returns
 /// once every one has its runtime.
 fn start(
     listeners: Vec<StdListener>,
     cpus: Option<&CpuList>,
+    (sq, cq): (u32, u32),
     pool: Option<DefaultThreadPool>,
     service: &Arc<Service>,
 ) -> anyhow::Result<Running> {
@@ -82,8 +81,12 @@ fn start(
     let service = Arc::clone(service);
     let placement = Placement::one_per_worker(cpus);
     let workers = Workers::start(NAME, items, placement, move |_, (listener, stop)| {
+        // monoio sizes the completion queue only through the io-uring builder it is handed.
+        let mut uring = io_uring_06::IoUring::builder();
+        uring.setup_cqsize(cq);
         let mut builder = RuntimeBuilder::<IoUringDriver>::new()
-            .with_entries(launch::RING_ENTRIES)
+            .with_entries(sq)
+            .uring_builder(uring)
             .enable_timer();
         if let Some(pool) = &pool {
             builder = builder.attach_thread_pool(Box::new(pool.clone()));
@@ -128,9 +131,7 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                tally.add(Count::Accepted, 1);
-                // Replies are small and each one matters: no Nagle delay.
-                let _ = stream.set_nodelay(true);
+                launch::accepted(&mut tally, stream.set_nodelay(true));
                 monoio::spawn(connection(stream, Arc::clone(&service)));
             }
             Err(e) => {
@@ -145,20 +146,10 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
 async fn connection(mut stream: TcpStream, service: Arc<Service>) {
     let counters = &service.counters;
     let tally = &mut counters.tally();
-    let result = match &service.app {
-        App::Echo(config) => echo::serve(&mut stream, config, tally).await,
-        App::Chat(rooms) => chat::serve(stream, rooms, counters, tally).await,
-        App::Kv(kv) => {
-            let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            exchange::serve(&mut stream, &mut conn, tally).await
-        }
-        App::Http(limit) => {
-            let mut conn = service::http::Connection::new(*limit);
-            exchange::serve(&mut stream, &mut conn, tally).await
-        }
+    let result = match service.app.connection() {
+        Conn::Echo(config) => echo::serve(&mut stream, config, tally).await,
+        Conn::Chat(rooms) => chat::serve(stream, rooms, counters, tally).await,
+        Conn::Exchange(mut conn) => exchange::serve(&mut stream, &mut conn, tally).await,
     };
-    if result.is_err() {
-        tally.add(Count::Errors, 1);
-    }
-    tally.add(Count::Closed, 1);
+    launch::closed(tally, &result);
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, Count, Shutdown};
+use launch::{CommonArgs, Conn};
 use service::outbox::one_task::Outbox;
 use service::stream;
 use smol::Executor;
@@ -33,13 +33,7 @@ const STOP_GRACE: Duration = Duration::from_secs(4);
 pub(crate) type Service = launch::Service<Outbox>;
 
 pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
-    let shutdown = Shutdown::install()?;
-    if let Some(cpus) = &args.cpus {
-        // Every thread started from here on inherits the list; workers then
-        // narrow it to their own CPU.
-        launch::cpus::pin_current_thread_to(cpus)?;
-    }
-    let service = Arc::new(Service::open(args)?);
+    let (shutdown, service) = Service::begin(args)?;
     let listener = launch::bind(args.addr)?;
     let addr = listener.local_addr().context("reading the bound address")?;
     let listener =
@@ -84,9 +78,7 @@ async fn accept_loop(listener: TcpListener, ex: Weak<Executor<'static>>, service
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                tally.add(Count::Accepted, 1);
-                // Replies are small and each one matters: no Nagle delay.
-                let _ = stream.set_nodelay(true);
+                launch::accepted(&mut tally, stream.set_nodelay(true));
                 // The executor is gone only once the server stops.
                 let Some(ex) = ex.upgrade() else { return };
                 ex.spawn(connection(stream, Arc::clone(&service))).detach();
@@ -102,20 +94,10 @@ async fn accept_loop(listener: TcpListener, ex: Weak<Executor<'static>>, service
 
 async fn connection(mut stream: TcpStream, service: Arc<Service>) {
     let tally = &mut service.counters.tally();
-    let result = match &service.app {
-        App::Echo(config) => stream::echo::serve(&mut stream, config, tally).await,
-        App::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Unblock, tally).await,
-        App::Kv(kv) => {
-            let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            stream::exchange::serve(&mut stream, &mut conn, tally).await
-        }
-        App::Http(limit) => {
-            let mut conn = service::http::Connection::new(*limit);
-            stream::exchange::serve(&mut stream, &mut conn, tally).await
-        }
+    let result = match service.app.connection() {
+        Conn::Echo(config) => stream::echo::serve(&mut stream, config, tally).await,
+        Conn::Chat(rooms) => stream::chat::serve(&mut stream, rooms, Unblock, tally).await,
+        Conn::Exchange(mut conn) => stream::exchange::serve(&mut stream, &mut conn, tally).await,
     };
-    if result.is_err() {
-        tally.add(Count::Errors, 1);
-    }
-    tally.add(Count::Closed, 1);
+    launch::closed(tally, &result);
 }

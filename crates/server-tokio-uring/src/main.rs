@@ -6,11 +6,19 @@
 //! (two for chat), owned buffers handed to the ring and back (kv and http, `src/exchange.rs`: a
 //! read buffer and a reply buffer per connection, one write per read batch).
 //!
-//! Each ring is made with `tokio_uring::builder().entries(launch::RING_ENTRIES)`:
-//! 16,384 submission entries, so a completion queue of 32,768 (the kernel's twice), that
-//! of every io_uring server here (srv-fiber's completion queue), where tokio-uring's
-//! default of 256 gives 512, which the completions of thousands of connections a worker
-//! overflow.
+//! Each ring keeps tokio-uring's own submission size, `tokio_uring::builder().entries(256)`
+//! (`--sq-entries N` changes it; tokio-uring submits on its own cadence, when its driver
+//! is polled or its ring is full), and gets a completion ring of 32,768 entries through
+//! tokio-uring's own `uring_builder(tokio_uring::uring_builder().setup_cqsize(..))`
+//! (`launch::CQ_ENTRIES`, srv-fiber's; `--cq-entries N`), where the kernel's default of
+//! twice 256 would overflow under the completions of thousands of connections a worker.
+//! The sweep (issue 61; CPU per echo, medians of 5 rotated rounds, at equal load and in
+//! the closed loop, one worker on CPU 1):
+//! `python3 /work/shared/tools/eqload.py 5 CONNS 10 RATE 'target/release/srv-tokio-uring
+//! --sq-entries 256' 'target/release/srv-tokio-uring --sq-entries 1024'
+//! 'target/release/srv-tokio-uring --sq-entries 4096' 'target/release/srv-tokio-uring
+//! --sq-entries 16384'` with CONNS 1000 and 10000, RATE 20000 and 0. Figures: not yet
+//! measured.
 //!
 //! tokio-uring 0.5 brings its own io-uring 0.6 (and socket2 0.4), while the
 //! fiber runtime of this workspace uses io-uring 0.7: two versions of the
@@ -66,10 +74,13 @@ use clap::Parser;
 struct Cli {
     #[command(flatten)]
     common: launch::CommonArgs,
+
+    #[command(flatten)]
+    ring: launch::RingArgs,
 }
 
 const NAME: &str = "srv-tokio-uring";
 
 fn main() {
-    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common))
+    launch::run::<Cli>(NAME, |cli| serve::serve(&cli.common, &cli.ring))
 }

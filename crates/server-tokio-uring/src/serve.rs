@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use launch::workers::{Placement, Workers};
-use launch::{App, CommonArgs, Count, CpuList, Shutdown};
+use launch::{CommonArgs, Conn, CpuList, RingArgs};
 use tokio::sync::watch;
 use tokio_uring::net::{TcpListener, TcpStream};
 
@@ -24,25 +24,22 @@ use crate::exchange;
 use crate::outbox::Outbox;
 use crate::{NAME, echo};
 
+/// tokio-uring's own submission-ring size (`tokio_uring::builder`: "The default value is
+/// 256").
+const TOKIO_URING_SQ_ENTRIES: u32 = 256;
+
 /// How long the stop waits for the workers' runtimes to come down.
 const STOP_GRACE: Duration = Duration::from_secs(4);
 
 /// What every connection task of the server shares.
 pub(crate) type Service = launch::Service<Outbox>;
 
-pub(crate) fn serve(args: &CommonArgs) -> anyhow::Result<()> {
-    let shutdown = Shutdown::install()?;
-    if let Some(cpus) = &args.cpus {
-        // Every thread started from here on inherits the list; workers then
-        // narrow it to their own CPU.
-        launch::cpus::pin_current_thread_to(cpus)?;
-    }
-    let service = Arc::new(Service::open(args)?);
-    let listeners = launch::bind_group(args.addr, args.worker_count())?;
-    let addr = listeners[0]
-        .local_addr()
-        .context("reading the bound address")?;
-    let workers = start(listeners, args.cpus.as_ref(), &service)?;
+pub(crate) fn serve(args: &CommonArgs, ring: &RingArgs) -> anyhow::Result<()> {
+    let (shutdown, service) = Service::begin(args)?;
+    let (listeners, addr) = launch::bind_per_worker(args)?;
+    let sq = ring.sq(TOKIO_URING_SQ_ENTRIES);
+    let rings = (sq, ring.cq(sq)?);
+    let workers = start(listeners, args.cpus.as_ref(), rings, &service)?;
     launch::announce_ready(addr)?;
     shutdown.wait();
     workers.stop();
@@ -56,11 +53,13 @@ struct Running {
     workers: Workers<()>,
 }
 
-/// Starts a worker thread per listener (pinned, with its own ring) and returns
+/// Starts a worker thread per listener (pinned, with its own ring of `sq` submission and
+/// `cq` completion entries) and returns
 /// once every one has its runtime.
 fn start(
     listeners: Vec<StdListener>,
     cpus: Option<&CpuList>,
+    (sq, cq): (u32, u32),
     service: &Arc<Service>,
 ) -> anyhow::Result<Running> {
     let (stop, stopped) = watch::channel(false);
@@ -68,7 +67,9 @@ fn start(
     let placement = Placement::one_per_worker(cpus);
     let workers = Workers::start(NAME, listeners, placement, move |_, listener| {
         let mut builder = tokio_uring::builder();
-        builder.entries(launch::RING_ENTRIES);
+        builder
+            .entries(sq)
+            .uring_builder(tokio_uring::uring_builder().setup_cqsize(cq));
         let runtime = tokio_uring::Runtime::new(&builder).context(
             "cannot set up an io_uring (is it disabled by kernel.io_uring_disabled, \
              a seccomp filter, or RLIMIT_MEMLOCK?)",
@@ -104,9 +105,7 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                tally.add(Count::Accepted, 1);
-                // Replies are small and each one matters: no Nagle delay.
-                let _ = stream.set_nodelay(true);
+                launch::accepted(&mut tally, stream.set_nodelay(true));
                 tokio_uring::spawn(connection(stream, Arc::clone(&service)));
             }
             Err(e) => {
@@ -121,20 +120,10 @@ async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
 async fn connection(stream: TcpStream, service: Arc<Service>) {
     let counters = &service.counters;
     let tally = &mut counters.tally();
-    let result = match &service.app {
-        App::Echo(config) => echo::serve(&stream, config, tally).await,
-        App::Chat(rooms) => chat::serve(stream, rooms, counters, tally).await,
-        App::Kv(kv) => {
-            let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            exchange::serve(&stream, &mut conn, tally).await
-        }
-        App::Http(limit) => {
-            let mut conn = service::http::Connection::new(*limit);
-            exchange::serve(&stream, &mut conn, tally).await
-        }
+    let result = match service.app.connection() {
+        Conn::Echo(config) => echo::serve(&stream, config, tally).await,
+        Conn::Chat(rooms) => chat::serve(stream, rooms, counters, tally).await,
+        Conn::Exchange(mut conn) => exchange::serve(&stream, &mut conn, tally).await,
     };
-    if result.is_err() {
-        tally.add(Count::Errors, 1);
-    }
-    tally.add(Count::Closed, 1);
+    launch::closed(tally, &result);
 }

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use launch::{App, CommonArgs, Count, Shutdown};
+use launch::{CommonArgs, Conn};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::chat;
@@ -22,13 +22,7 @@ use crate::{Flavor, NAME, echo, runtime};
 pub(crate) type Service = launch::Service<Outbox>;
 
 pub(crate) fn serve(args: &CommonArgs, flavor: Flavor) -> anyhow::Result<()> {
-    let shutdown = Shutdown::install()?;
-    if let Some(cpus) = &args.cpus {
-        // Every thread started from here on inherits the list; workers then
-        // narrow it to their own CPU.
-        launch::cpus::pin_current_thread_to(cpus)?;
-    }
-    let service = Arc::new(Service::open(args)?);
+    let (shutdown, service) = Service::begin(args)?;
     let workers = args.worker_count();
     let running = match flavor {
         Flavor::Multi => {
@@ -62,9 +56,7 @@ pub(crate) async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                tally.add(Count::Accepted, 1);
-                // Replies are small and each one matters: no Nagle delay.
-                let _ = stream.set_nodelay(true);
+                launch::accepted(&mut tally, stream.set_nodelay(true));
                 tokio::spawn(connection(stream, Arc::clone(&service)));
             }
             Err(e) => {
@@ -78,20 +70,10 @@ pub(crate) async fn accept_loop(listener: TcpListener, service: Arc<Service>) {
 
 async fn connection(mut stream: TcpStream, service: Arc<Service>) {
     let tally = &mut service.counters.tally();
-    let result = match &service.app {
-        App::Echo(config) => echo::serve(&mut stream, config, tally).await,
-        App::Chat(rooms) => chat::serve(&mut stream, rooms, tally).await,
-        App::Kv(kv) => {
-            let mut conn = service::kv::Served::new(&kv.store, kv.limit);
-            exchange::serve(&mut stream, &mut conn, tally).await
-        }
-        App::Http(limit) => {
-            let mut conn = service::http::Connection::new(*limit);
-            exchange::serve(&mut stream, &mut conn, tally).await
-        }
+    let result = match service.app.connection() {
+        Conn::Echo(config) => echo::serve(&mut stream, config, tally).await,
+        Conn::Chat(rooms) => chat::serve(&mut stream, rooms, tally).await,
+        Conn::Exchange(mut conn) => exchange::serve(&mut stream, &mut conn, tally).await,
     };
-    if result.is_err() {
-        tally.add(Count::Errors, 1);
-    }
-    tally.add(Count::Closed, 1);
+    launch::closed(tally, &result);
 }

@@ -143,6 +143,16 @@ pub(crate) struct Row {
     pub(crate) nr_throttled: Option<f64>,
     /// Time the quota held the server back, milliseconds over the point (median of repeats).
     pub(crate) throttled_ms: Option<f64>,
+    /// io_uring servers (`run::rings`): completions the kernel dropped from the server's
+    /// start to the load's end, the most of any repeat; `None` for a server without a ring,
+    /// or where its memory could not be read.
+    #[serde(default)]
+    pub(crate) cq_dropped: Option<u64>,
+    /// io_uring servers: the repeats during or after whose load some ring of the server had
+    /// completions on the kernel's overflow list (its completion queue overflowed), as the
+    /// samples and the reading after the load saw it.
+    #[serde(default)]
+    pub(crate) cq_backlog_repeats: Option<usize>,
     pub(crate) deliveries: Option<f64>,
     pub(crate) delivery_errors: u64,
     pub(crate) delivery_p50_us: Option<f64>,
@@ -271,6 +281,8 @@ pub(crate) const CSV_COLUMNS: &[&str] = &[
     "cpu_quota",
     "nr_throttled",
     "throttled_ms",
+    "cq_dropped",
+    "cq_backlog_repeats",
     "deliveries",
     "delivery_errors",
     "delivery_p50_us",
@@ -391,6 +403,13 @@ impl Row {
     /// The quota held the server back during the point: its latency includes throttling.
     pub(crate) fn throttled(&self) -> bool {
         self.nr_throttled.is_some_and(|n| n > 0.0)
+    }
+
+    /// Completions overflowed the server's io_uring completion queue (⊘): some waited on the
+    /// kernel's overflow list during or after the load in some repeat (each took the kernel's slow
+    /// path), or the kernel dropped some.
+    pub(crate) fn overflowed(&self) -> bool {
+        self.cq_dropped.is_some_and(|n| n > 0) || self.cq_backlog_repeats.is_some_and(|n| n > 0)
     }
 
     /// The load generator did not keep its schedule here: the point's latency is the

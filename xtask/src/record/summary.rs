@@ -306,6 +306,12 @@ fn memory_and_load(row: &mut Row, ok: &[&Measured]) {
     row.cpu_quota = ok.iter().find_map(|m| m.throttle.map(|t| t.quota));
     row.nr_throttled = median_of(ok, |m| m.throttle.map(|t| t.nr_throttled as f64));
     row.throttled_ms = median_of(ok, |m| m.throttle.map(|t| t.throttled_s * 1e3));
+    row.cq_dropped = ok.iter().filter_map(|m| m.cq_overflow.map(|o| o.0)).max();
+    row.cq_backlog_repeats = ok.iter().any(|m| m.cq_overflow.is_some()).then(|| {
+        ok.iter()
+            .filter(|m| m.cq_overflow.is_some_and(|o| o.1))
+            .count()
+    });
     row.max_procs = ok.iter().map(|m| m.cost.max_procs).max().unwrap_or(0);
     row.max_threads = ok.iter().map(|m| m.cost.max_threads).max().unwrap_or(0);
     row.other_load_pct = median_of(ok, |m| m.cost.other_load_pct);

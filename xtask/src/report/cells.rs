@@ -51,7 +51,8 @@ pub(crate) fn fmt_pct(v: Option<f64>) -> String {
 
 /// A cell for a row: `failed`, or the value marked † when the row is client-bound, ‡ when
 /// something else disturbed the server's CPUs (another program, or steal), § when a CPU
-/// quota throttled the server (its latency includes the throttling), ◊ when the load
+/// quota throttled the server (its latency includes the throttling), ⊘ when completions
+/// overflowed the server's io_uring completion queue, ◊ when the load
 /// generator did not keep its schedule (its latency is the client's, never a verdict), and ≈
 /// when its CPU was interpolated from samples of the live threads rather than read whole at
 /// the window's edges (a run from before each server had its cgroup).
@@ -69,6 +70,9 @@ pub(crate) fn mark(row: Option<&Row>, cell: String) -> String {
             }
             if r.throttled() {
                 c.push_str(" §");
+            }
+            if r.overflowed() {
+                c.push_str(" ⊘");
             }
             if r.schedule_missed() {
                 c.push_str(" ◊");
@@ -98,6 +102,9 @@ pub(crate) fn legend<'a>(rows: impl IntoIterator<Item = &'a Row>) -> String {
     }
     if any(Row::throttled) {
         said.push("§ the CPU quota throttled the server: its latency includes it".to_string());
+    }
+    if any(Row::overflowed) {
+        said.push("⊘ the server's io_uring completion queue overflowed: completions waited on the kernel's overflow list during or after the load (`cq_backlog_repeats` in the summary), or were dropped (`cq_dropped`)".to_string());
     }
     if any(Row::schedule_missed) {
         said.push("◊ the load generator missed its schedule: the latency is the client's and is not judged".to_string());
@@ -404,6 +411,20 @@ mod tests {
         assert_eq!(fmt_bytes(Some(2048.0)), "2.0 KiB");
         assert_eq!(fmt_bytes(Some(20.0 * 1024.0 * 1024.0)), "20 MiB");
         assert_eq!(fmt_us(None), "–");
+    }
+
+    #[test]
+    fn an_overflowed_ring_is_marked_and_said_in_the_legend() {
+        let mut r = row("monoio", &[10.0]);
+        assert_eq!(mark(Some(&r), "5 µs".into()), "5 µs");
+        (r.cq_dropped, r.cq_backlog_repeats) = (Some(0), Some(0));
+        assert_eq!(mark(Some(&r), "5 µs".into()), "5 µs");
+        assert_eq!(legend([&r]), "");
+        r.cq_backlog_repeats = Some(2);
+        assert_eq!(mark(Some(&r), "5 µs".into()), "5 µs ⊘");
+        assert!(legend([&r]).contains("⊘ the server's io_uring completion queue overflowed"));
+        (r.cq_dropped, r.cq_backlog_repeats) = (Some(3), Some(0));
+        assert_eq!(mark(Some(&r), "5 µs".into()), "5 µs ⊘");
     }
 
     fn row(server: &str, cpu: &[f64]) -> Row {

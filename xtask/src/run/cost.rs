@@ -276,6 +276,7 @@ mod tests {
             socket_mem_bytes: 0,
             procs: 1,
             threads: 3,
+            cq_backlog: None,
         }
     }
 

@@ -7,7 +7,7 @@
 //! `nginx`), the outside clients behind one interface (`outside`: kv's redis-benchmark,
 //! http's `wrk`), load from other hosts (`agents`: loadgen agents over ssh), and the
 //! file-content search, timed whole (`search`). What a run of a point yields
-//! is `outcome`.
+//! is `outcome`. Completion-queue overflows of a server's io_uring rings are read by `rings`.
 //!
 //! It may call the plan layer, never the record or report layers: what it measures it hands
 //! back, and the caller records it. This file lists the peers and the outside clients; each
@@ -31,6 +31,7 @@ pub(crate) mod peer;
 pub(crate) mod point;
 pub(crate) mod procfs;
 pub(crate) mod redis;
+pub(crate) mod rings;
 pub(crate) mod search;
 pub(crate) mod series;
 pub(crate) mod server;

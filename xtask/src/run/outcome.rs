@@ -90,6 +90,12 @@ pub(crate) struct Measured {
     /// How the CPU quota held the server back, when it ran under one.
     #[serde(default)]
     pub(crate) throttle: Option<Throttle>,
+    /// What the server's io_uring rings said of their completion queues (`run::rings`):
+    /// completions dropped from its start to the load's end, and whether some waited on the
+    /// kernel's overflow list in a sample of the load or after it; `None` for a server
+    /// without a ring.
+    #[serde(default)]
+    pub(crate) cq_overflow: Option<(u64, bool)>,
     /// Latency as a client without histograms reports it (an outside client), in µs: p50,
     /// p95, p99, max.
     #[serde(default)]

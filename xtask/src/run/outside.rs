@@ -184,6 +184,7 @@ impl Job<'_> {
             counters: None,
             notes: vec![client.note().into()],
             throttle: None,
+            cq_overflow: None,
             driver_latency_us: Some(said.latency_us),
             driver_avg_min_us: said.avg_min_us,
         })

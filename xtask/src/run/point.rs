@@ -4,7 +4,9 @@
 //! window, and this thread samples the server's process tree every 500 ms (the CPU over
 //! time, memory, context switches); stop both, and turn the readings into the server's cost
 //! over the window. With client hosts, the window's edges are a warmup and a duration after
-//! the agents' go, and this thread reads the counter there.
+//! the agents' go, and this thread reads the counter there. The server's io_uring rings'
+//! completion-queue overflows (`run::rings`) are read once it is up and again after the
+//! load.
 //!
 //! Whatever goes wrong (the server does not start, dies, loadgen fails or hangs, Ctrl-C), the
 //! point ends with a [`Failure`] that says what happened with the tail of the culprit's
@@ -14,7 +16,7 @@
 //! server is up.
 //!
 //! It may call the plan layer and the run layer's `server`, `outside`, `loadgen_cli`, `cost`,
-//! `outcome`, `procfs`, `children`, `cpus`, `cgroup` and `counters`.
+//! `outcome`, `procfs`, `rings`, `children`, `cpus`, `cgroup` and `counters`.
 
 mod edges;
 mod quiet;
@@ -81,6 +83,11 @@ pub(crate) fn run_point(
         Err(why) => Counting::unavailable(why),
     };
     let stat_before = group.as_ref().map(Group::stat);
+    let rings_before = crate::run::rings::read(server.id());
+    let overflows = |server: &Proc| {
+        let (before, after) = (rings_before?, crate::run::rings::read(server.id())?);
+        Some((after.dropped.saturating_sub(before.dropped), after.backlog))
+    };
     let throttle = || -> Option<Throttle> {
         group
             .as_ref()
@@ -91,10 +98,12 @@ pub(crate) fn run_point(
         let measured = outside_point(name, point, &mut server, &addr, bins, place, files)
             .and_then(|c| c.run(&counter, &counting, accounting));
         let throttle = throttle();
+        let cq_overflow = overflows(&server);
         server::ask_to_stop(variant, &addr);
         let clean = server.stop(STOP_GRACE);
         return measured.map(|mut m| {
             m.throttle = throttle;
+            m.cq_overflow = cq_overflow;
             m.counters = server.last_stderr_line();
             m.notes.extend(stop_note(variant, clean, false));
             m
@@ -127,6 +136,10 @@ pub(crate) fn run_point(
     let counted = remote_counted.or_else(|| watch.counted.take());
     let samples = watch.last_sample();
     let throttle = throttle();
+    // A backlog seen in any sample of the load (every 500 ms, and at the window's edges)
+    // counts, not only one still there after it.
+    let seen = samples.iter().any(|s| s.cq_backlog == Some(true));
+    let cq_overflow = overflows(&server).map(|(dropped, after)| (dropped, after || seen));
     let notes = stop(variant, &addr, &mut server)?;
     lg_result.map_err(Failure::Loadgen)?;
     let mut m = measured(
@@ -138,6 +151,7 @@ pub(crate) fn run_point(
     m.counters = server.last_stderr_line();
     m.notes = notes;
     m.throttle = throttle;
+    m.cq_overflow = cq_overflow;
     Ok(m)
 }
 
@@ -268,6 +282,7 @@ fn measured(
         counters: None,
         notes: Vec::new(),
         throttle: None,
+        cq_overflow: None,
         driver_latency_us: None,
         driver_avg_min_us: None,
     })

@@ -18,7 +18,10 @@
 //! shared libraries. What the machine as a whole says (free and stolen CPU time, kernel
 //! memory) is `machine`.
 //!
-//! It may call the run layer's `machine`.
+//! Each sample also says whether the server's io_uring rings had completions on the
+//! kernel's overflow list then (`run::rings`).
+//!
+//! It may call the run layer's `machine` and `rings`.
 
 use std::collections::HashMap;
 use std::fs;
@@ -68,6 +71,10 @@ pub(crate) struct Sample {
     pub(crate) procs: usize,
     /// Threads in the tree.
     pub(crate) threads: usize,
+    /// Whether some io_uring ring of the server had completions on the kernel's overflow
+    /// list (`run::rings`); `None` for a server without a ring.
+    #[serde(default)]
+    pub(crate) cq_backlog: Option<bool>,
 }
 
 /// The descendants of `root` (not `root` itself), each with its start time, so that a later
@@ -198,6 +205,10 @@ impl Sampler {
         let mut s = Sample {
             t,
             procs: procs.len(),
+            cq_backlog: u32::try_from(self.root)
+                .ok()
+                .and_then(crate::run::rings::read)
+                .map(|r| r.backlog),
             ..Sample::default()
         };
         let (mut user, mut sys) = (0u64, 0u64);

@@ -182,10 +182,12 @@ fn the_known_servers_are_the_conformance_lists_bench_entries() {
             "tokio-uring",
             "monoio",
             "compio",
+            "compio-tuned",
             "glommio",
             "smol",
             "may",
             "fiber",
+            "fiber-plain",
             "go",
             "go-sessions",
             "go-eventloop",
@@ -299,4 +301,17 @@ fn a_kernel_without_usable_io_uring_leaves_the_io_uring_servers_out_with_a_line(
     i.io_uring = None;
     let names: Vec<String> = i.defaults().0.into_iter().map(|v| v.name).collect();
     assert!(names.iter().any(|n| n == "fiber") && names.iter().any(|n| n == "floor-uring"));
+}
+
+#[test]
+fn a_ring_sweep_is_variants_of_one_server_named_apart() {
+    let i = inv();
+    let v = i.parse("monoio+sq-entries=4096+name=monoio-4096").unwrap();
+    assert_eq!(v.binary, "srv-monoio");
+    assert_eq!(v.flags, ["--sq-entries", "4096"]);
+    assert_eq!(v.name, "monoio-4096");
+    let plain = i.parse("fiber-plain").unwrap();
+    assert_eq!(plain.flags, ["--ring-flags", "none", "--plain-recv"]);
+    let tuned = i.parse("compio-tuned+cq-entries=65536").unwrap();
+    assert_eq!(tuned.flags, ["--tuned", "--cq-entries", "65536"]);
 }
