@@ -140,16 +140,9 @@ impl Job<'_> {
             .map_err(|e| io(&format!("reading {program}'s {}", client.output()), &e))?;
         let window = (run.ended - run.started).max(1e-3);
         let n = said.requests.unwrap_or(n).max(1);
-        // The client's own CPU: its group's counter, exact; else what the samples saw.
-        let client_cpu = match client_cpu {
-            Some((source, Some(start))) => source
-                .read()
-                .ok()
-                .map(|end| start.until(end).total_ns as f64 / 1e9),
-            _ => run.client_cpu,
-        };
+        let client_cpu = client_cpu_secs(client_cpu, run.client_cpu);
         // The server's CPU over every request sent: per second of the whole run.
-        let cost = server_cost(
+        let mut cost = server_cost(
             &baseline,
             &run.samples,
             (run.started, run.ended),
@@ -157,7 +150,6 @@ impl Job<'_> {
             point.conns,
             before.until(after, counter).as_ref(),
         );
-        let mut cost = cost;
         cost.counted = counted.per(n as f64);
         let hist = write_empty_histogram(files)?;
         Ok(Measured {
@@ -188,6 +180,21 @@ impl Job<'_> {
             driver_latency_us: Some(said.latency_us),
             driver_avg_min_us: said.avg_min_us,
         })
+    }
+}
+
+/// The client's own CPU seconds: its group's counter from `start`, exact; else what the
+/// samples saw.
+fn client_cpu_secs(
+    group: Option<(CpuSource, Option<loadgen::account::CpuTime>)>,
+    sampled: Option<f64>,
+) -> Option<f64> {
+    match group {
+        Some((source, Some(start))) => source
+            .read()
+            .ok()
+            .map(|end| start.until(end).total_ns as f64 / 1e9),
+        _ => sampled,
     }
 }
 

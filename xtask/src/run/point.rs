@@ -78,10 +78,7 @@ pub(crate) fn run_point(
     let counter = group
         .as_ref()
         .map_or(CpuSource::Tree(server.id()), Group::cpu_source);
-    let counting = match accounting.perf_dir(group.as_ref()) {
-        Ok(dir) => Counting::open(&dir, place.server_cpus.as_slice()),
-        Err(why) => Counting::unavailable(why),
-    };
+    let counting = counting(accounting, group.as_ref(), place);
     let stat_before = group.as_ref().map(Group::stat);
     let rings_before = crate::run::rings::read(server.id());
     let overflows = |server: &Proc| {
@@ -136,8 +133,7 @@ pub(crate) fn run_point(
     let counted = remote_counted.or_else(|| watch.counted.take());
     let samples = watch.last_sample();
     let throttle = throttle();
-    // A backlog seen in any sample of the load (every 500 ms, and at the window's edges)
-    // counts, not only one still there after it.
+    // A backlog seen in any sample of the load (500 ms apart, and at the window's edges).
     let seen = samples.iter().any(|s| s.cq_backlog == Some(true));
     let cq_overflow = overflows(&server).map(|(dropped, after)| (dropped, after || seen));
     let notes = stop(variant, &addr, &mut server)?;
@@ -153,6 +149,14 @@ pub(crate) fn run_point(
     m.throttle = throttle;
     m.cq_overflow = cq_overflow;
     Ok(m)
+}
+
+/// The counters of the server's group (`run::counters`), or why it has none.
+fn counting(accounting: &Accounting, group: Option<&Group>, place: &Placement) -> Counting {
+    match accounting.perf_dir(group) {
+        Ok(dir) => Counting::open(&dir, place.server_cpus.as_slice()),
+        Err(why) => Counting::unavailable(why),
+    }
 }
 
 /// The load of an outside client (`run::outside`), handed over to once the server is up.
