@@ -137,14 +137,23 @@ pub(crate) struct BenchArgs {
     #[arg(help_heading = "Measurement", long, value_name = "FRACTION", value_parser = positive)]
     pub(crate) server_cpu_quota: Option<f64>,
 
-    /// Count what each server's CPU is spent on: on or off.
+    /// Count what each server's CPU is spent on: pass, on or off.
     ///
-    /// Count what each server's CPU is spent on over each window (system calls in all and by
+    /// Count what each server's CPU is spent on over a window (system calls in all and by
     /// name, context switches, migrations, page faults; instructions, cycles, cache and dTLB
-    /// misses where the machine has hardware counters), in its cgroup: `on` or `off`
-    /// (docs/METHOD.md, "The anatomy of a request").
-    #[arg(help_heading = "Measurement", long, value_name = "on|off", default_value = "on", action = clap::ArgAction::Set, value_parser = clap::builder::BoolishValueParser::new())]
-    pub(crate) counters: bool,
+    /// misses where the machine has hardware counters), in its cgroup (docs/METHOD.md, "The
+    /// anatomy of a request"): `pass` (the default) in one more round after the measured
+    /// ones, whose CPU is not used, since the counters' tracepoints slow every system call of
+    /// the machine (1.3-1.5x the CPU per echo here); `on` in every round, the CPU figures
+    /// with them; `off` not at all.
+    #[arg(
+        help_heading = "Measurement",
+        long,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "pass"
+    )]
+    pub(crate) counters: sweep::Counters,
 
     /// CPUs the server runs on.
     ///
@@ -473,7 +482,7 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
             &plan,
             &root,
             &inv,
-            &accounting::accounting_for(quota, counters)?,
+            &accounting::accounting_for(quota, counters == sweep::Counters::On)?,
             &slo,
         );
     }
@@ -485,10 +494,6 @@ pub(crate) fn run(mut args: BenchArgs) -> Result<()> {
     let mut plan = Plan::new(args, &inv)?;
     build::build(&mut plan, &root, &inv)?;
     conform::gate(&mut plan)?;
-    sweep::run(
-        &plan,
-        &root,
-        &inv,
-        &accounting::accounting_for(quota, counters)?,
-    )
+    let accounting = accounting::accounting_for(quota, counters == sweep::Counters::On)?;
+    sweep::run(&plan, &root, &inv, &accounting, counters)
 }

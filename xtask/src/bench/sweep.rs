@@ -30,6 +30,9 @@ use crate::run::machine;
 use crate::run::outcome::{Binaries, Failure, Measured, RunFiles};
 use crate::run::point;
 
+mod anatomy;
+pub(crate) use anatomy::Counters;
+
 /// One run of one point against one server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Run {
@@ -73,6 +76,7 @@ pub(super) fn run(
     root: &Path,
     inv: &Inventory,
     accounting: &Accounting,
+    counters: Counters,
 ) -> Result<()> {
     let (out, mut meta) = start_record(plan, root, inv, accounting)?;
     let steal_start = machine::machine_steal_ticks();
@@ -85,7 +89,10 @@ pub(super) fn run(
     }
     let mut sweep = Sweep::new(plan, inv, &out, accounting, &runs)?;
     sweep.run_all(&runs)?;
-    let rows = sweep.finish();
+    let mut rows = sweep.finish();
+    if counters == Counters::Pass && !children::interrupted() {
+        anatomy::pass(plan, inv, &out, accounting, &meta.orders, &mut rows)?;
+    }
     meta.finished = Some(meta::iso8601(std::time::SystemTime::now()));
     meta.interrupted = children::interrupted();
     meta.load_average_end = meta::load_average();

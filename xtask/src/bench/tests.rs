@@ -131,7 +131,7 @@ fn defaults() {
     assert_eq!(a.repeats(Suite::Memory), 1);
     assert_eq!(a.repeats(Suite::Search), 15);
     assert_eq!(a.server_cpu_quota, None);
-    assert!(a.counters);
+    assert_eq!(a.counters, super::sweep::Counters::Pass);
     assert_eq!(a.cargo_profile, "release");
     assert_eq!(a.quiet_wait, 10.0);
 }
@@ -183,7 +183,7 @@ fn every_option() {
     assert_eq!(a.repeat, Some(3));
     assert_eq!(a.repeats(Suite::Memory), 3);
     assert_eq!(a.server_cpu_quota, Some(0.5));
-    assert!(!a.counters);
+    assert_eq!(a.counters, super::sweep::Counters::Off);
     assert_eq!(a.server_cpus.to_string(), "2,3");
     assert_eq!(a.client_cpus.to_string(), "0,1");
     assert_eq!(a.workers(), 4);

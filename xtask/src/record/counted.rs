@@ -56,6 +56,9 @@ pub(crate) struct Counted {
     pub(crate) syscalls_by_name_per_req: BTreeMap<String, f64>,
     /// What was not counted and why: `instructions, cycles: not available here: ...`.
     pub(crate) counters_unavailable: Option<String>,
+    /// Counted in a round of its own after the measured ones (`--counters pass`), whose CPU
+    /// the row does not use.
+    pub(crate) counted_apart: bool,
 }
 
 /// The events of [`Counted`], as `run::counters` names them.

@@ -337,6 +337,7 @@ pub(crate) const CSV_COLUMNS: &[&str] = &[
     "ipc",
     "syscalls_by_name",
     "counters_unavailable",
+    "counted_apart",
 ];
 
 pub(crate) fn csv_field(v: &serde_json::Value) -> String {

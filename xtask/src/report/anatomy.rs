@@ -131,7 +131,8 @@ pub(crate) fn section(
     }
     let _ = writeln!(
         out,
-        "**The anatomy of a request** at {label}: what the kernel counted in each server's cgroup over the window, per {unit} (median of the repeats; `run::counters`, docs/METHOD.md):\n"
+        "**The anatomy of a request** at {label}: what the kernel counted in each server's cgroup over the window, per {unit} ({}; `run::counters`, docs/METHOD.md):\n",
+        counted_when(rows, suite, &point)
     );
     let head = [
         "server",
@@ -162,6 +163,18 @@ pub(crate) fn section(
     }
     if let Some(why) = body_unavailable(rows, suite, &point) {
         let _ = writeln!(out, "Not counted here: {why}.\n");
+    }
+}
+
+/// Which windows the counts come from: the measured rounds', or a round of their own.
+fn counted_when(rows: &[Row], suite: &str, point: &str) -> &'static str {
+    let apart = rows
+        .iter()
+        .any(|r| r.suite == suite && r.point == point && r.counted.counted_apart);
+    if apart {
+        "counted in one more round after the measured ones, whose CPU is not used: counting slows every system call"
+    } else {
+        "median of the repeats"
     }
 }
 

@@ -13,7 +13,7 @@ use super::{Accounting, Group, Hierarchy};
 /// Whether and where a run scopes its counters to its servers' groups.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Perf {
-    /// `--counters off`.
+    /// Not counting (`--counters off`, and the measured rounds of `--counters pass`).
     Off,
     /// No group can carry counters here: why.
     Unavailable(String),
@@ -116,7 +116,10 @@ impl Accounting {
             Accounting::Cgroups { perf, .. } => perf,
         };
         match (perf, group.and_then(|g| g.perf_dir.clone())) {
-            (Perf::Off, _) => Err("not counted: --counters off".into()),
+            (Perf::Off, _) => Err(
+                "not counted in these rounds (--counters pass counts a round of its own, off none)"
+                    .into(),
+            ),
             (Perf::Unavailable(why), _) => Err(format!("not available here: {why}")),
             (_, Some(dir)) => Ok(dir),
             (_, None) => Err("not available here: the server has no cgroup".into()),
