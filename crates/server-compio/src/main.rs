@@ -24,12 +24,13 @@
 //!   32,768 entries through compio's own `ProactorBuilder::cqsize` (`launch::CQ_ENTRIES`,
 //!   srv-fiber's; `--cq-entries N`), where the kernel's default of twice 1,024 can
 //!   overflow under the completions of 3,000 to 10,000 connections a worker.
-//!   The sweep (issue 61; CPU per echo, medians of 5 rotated rounds, at equal load and
-//!   in the closed loop, one worker on CPU 1):
-//!   `python3 /work/shared/tools/eqload.py 5 CONNS 10 RATE 'target/release/srv-compio --sq-entries 256'
-//!   'target/release/srv-compio --sq-entries 1024' 'target/release/srv-compio --sq-entries 4096'
-//!   'target/release/srv-compio --sq-entries 16384'` with CONNS 1000 and 10000, RATE 20000 and 0.
-//!   Figures: not yet measured.
+//!   The sweep (issue 61, 2026-12-07, a 2-CPU EPYC VM; server CPU per echo at 20,000
+//!   echoes/s, medians of 3 rotated rounds, one worker on CPU 1, loadgen on CPU 0:
+//!   `python3 ../shared/tools/eqload.py 3 CONNS SECS 20000 'target/release/srv-compio
+//!   --workers 1 --sq-entries 256' ... '... --sq-entries 16384'`, CONNS 1000 with SECS 4 and
+//!   10000 with SECS 5), submission entries 256 / 1,024 / 4,096 / 16,384: at 1,000
+//!   connections 14.8 / 15.9 / 14.8 / 16.3 µs, at 10,000 19.2 / 18.8 / 18.2 / 18.4 µs: no
+//!   order beyond the rounds' spread, so compio keeps its own 1,024.
 //! - **`--tuned`** (the bench's `compio-tuned`, issue 61): the knobs srv-fiber tunes its
 //!   own rings with, as compio offers them: `ProactorBuilder::coop_taskrun` and
 //!   `taskrun_flag` (documented there as "optimize performance for most cases, especially

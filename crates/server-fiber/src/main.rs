@@ -7,12 +7,10 @@
 //! `--ring-entries`) and a completion queue of 32,768 (`IORING_SETUP_CQSIZE`,
 //! `fiber::DEFAULT_CQ_ENTRIES`, `--cq-entries`), with `SINGLE_ISSUER|DEFER_TASKRUN` and
 //! multishot receive into provided buffers; the bench's `fiber-plain` runs it without
-//! those (`--ring-flags none --plain-recv`). The sweep (issue 61; CPU per echo, medians of
-//! 5 rotated rounds, at equal load and in the closed loop, one worker on CPU 1):
-//! `python3 /work/shared/tools/eqload.py 5 CONNS 10 RATE 'target/release/srv-fiber
-//! --sq-entries 256' 'target/release/srv-fiber --sq-entries 1024' 'target/release/srv-fiber
-//! --sq-entries 4096' 'target/release/srv-fiber --sq-entries 16384'` with CONNS 1000 and
-//! 10000, RATE 20000 and 0. Figures: not yet measured.
+//! those (`--ring-flags none --plain-recv`). Its submission ring was not swept with the
+//! peers' (issue 61 swept monoio, compio, glommio and tokio-uring; crate docs there): it
+//! keeps 256, its own default, under the same command (`python3 ../shared/tools/eqload.py 3
+//! CONNS SECS 20000 'target/release/srv-fiber --workers 1 --sq-entries 256' ...`).
 // One function may be unsafe: the opt-in to work stealing (`serve::allow_migration`).
 #![deny(unsafe_code)]
 

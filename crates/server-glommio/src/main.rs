@@ -25,12 +25,16 @@
 //!   ready socket, which a worker reaps every pass; whether they overflow at 10,000
 //!   connections is for the sweep below to show (the kernel parks overflowed completions
 //!   on its list; none are lost on 6.18).
-//!   The sweep (issue 61; CPU per echo, medians of 5 rotated rounds, at equal load and
-//!   in the closed loop, one worker on CPU 1):
-//!   `python3 /work/shared/tools/eqload.py 5 CONNS 10 RATE 'target/release/srv-glommio --sq-entries 256'
-//!   'target/release/srv-glommio --sq-entries 1024' 'target/release/srv-glommio --sq-entries 4096'
-//!   'target/release/srv-glommio --sq-entries 16384'` with CONNS 1000 and 10000, RATE 20000 and 0.
-//!   Figures: not yet measured.
+//!   The sweep (issue 61, 2026-12-07, a 2-CPU EPYC VM; server CPU per echo at 20,000
+//!   echoes/s, medians of 3 rotated rounds, one worker on CPU 1, loadgen on CPU 0:
+//!   `python3 ../shared/tools/eqload.py 3 CONNS SECS 20000 'target/release/srv-glommio
+//!   --workers 1 --sq-entries 256' ... '... --sq-entries 16384'`, CONNS 1000 with SECS 4 and
+//!   10000 with SECS 5), depth 256 / 1,024 / 4,096 / 16,384: at 1,000 connections 20.4 /
+//!   23.6 / 26.2 / 19.7 µs (each with rounds 16-29 µs apart: no order), at 10,000 40.7 /
+//!   35.1 / 33.1 / 34.2 µs: there a depth of 256 costs 16-23% more than 1,024 and up (the
+//!   preemption timer fires every 256 completions; the default 128 is not in that sweep).
+//!   Whether completions overflow at the default is the ⊘ mark of a bench run at 10,000
+//!   connections (docs/METHOD.md); the depth stays glommio's own.
 //! - glommio's own listener and streams, with one difference: the listeners are
 //!   `launch::bind_group`'s (the backlog of 4096 every server has, `SO_REUSEPORT` one
 //!   per worker, an address in use refused rather than shared), handed to glommio with

@@ -97,7 +97,10 @@ fn bands_group_close_ratios_and_give_ranges() {
         ("d".into(), 1.71),
         ("e".into(), 2.5),
     ]);
-    assert_eq!(b, ["a and b 1.24–1.30×", "c and d about 1.7×", "e 2.50×"]);
+    assert_eq!(b, ["a and b 1.24–1.30×", "c and d about 1.71×", "e 2.50×"]);
+    // Two within 2% of each other keep their hundredths.
+    let close = bands(&[("f".into(), 1.13), ("g".into(), 1.15)]);
+    assert_eq!(close, ["f and g about 1.14×"]);
 }
 
 #[test]
