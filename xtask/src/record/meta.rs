@@ -206,9 +206,18 @@ impl Meta {
     pub(crate) fn collect(root: &Path, go: Option<String>) -> Meta {
         let now = SystemTime::now();
         let commit = output("git", &["rev-parse", "HEAD"], root);
+        // Changes under results/ are runs and their index (which every bench whose run lands
+        // there rewrites), not the code measured: they do not make a run dirty.
         let dirty = output(
             "git",
-            &["status", "--porcelain", "--untracked-files=no"],
+            &[
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":(exclude)results",
+            ],
             root,
         )
         .is_some_and(|s| !s.is_empty());
