@@ -234,7 +234,7 @@ fn capacity_options() {
     );
     let points = Suite::Capacity.points(&a.overrides(1));
     let ids: Vec<&str> = points.iter().map(|p| p.id.as_str()).collect();
-    assert_eq!(ids, ["echo", "kv", "http"]);
+    assert_eq!(ids, ["echo", "churn", "kv", "http"]);
     assert!(
         points
             .iter()

@@ -148,7 +148,7 @@ pub(crate) fn rank(lines: &mut [Capacity]) {
 }
 
 fn workload_order(w: &str) -> usize {
-    ["echo", "kv", "http"]
+    ["echo", "churn", "kv", "http"]
         .iter()
         .position(|x| *x == w)
         .unwrap_or(3)

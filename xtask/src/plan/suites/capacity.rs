@@ -1,5 +1,6 @@
-//! The `capacity` suite: latency under load. For each server and workload (echo; kv and http
-//! where the server serves them), offered rates from light load to past the knee, Poisson
+//! The `capacity` suite: latency under load. For each server and workload (echo; churn, the
+//! echo on a fresh connection each, so its capacity is the accepts/s a server sustains at the
+//! objective; kv and http where the server serves them), offered rates from light load to past the knee, Poisson
 //! arrivals, each probe a fresh server: the latency-vs-throughput curves, and the highest rate
 //! whose latency meets the objective (`--slo`, default p99=5ms), found by the search of
 //! `plan::capacity`. Its points here are the workloads, each at the search's first rate: the
@@ -8,13 +9,14 @@
 //! It may call the suites' shared parts (`plan::suites`).
 
 use super::{
-    Defaults, HttpDriver, HttpPath, KvDriver, Load, Point, Stop, Sweep, Workload, conns_label,
+    Defaults, HttpDriver, HttpPath, KvDriver, Load, Point, Shape, Stop, Sweep, Workload,
+    conns_label,
 };
 
 pub(super) const DEFAULTS: Defaults = Defaults {
     name: "capacity",
     title: "Latency under load: latency-vs-throughput curves and capacity at an objective",
-    help: "Latency under load: each server's latency against its achieved rate under Poisson arrivals, from light load to past the knee, and its capacity at a latency objective (--slo, default p99=5ms): a search whose misses count only when 2 of 3 probes miss, its bracket's upper end tried again, run once, or --repeat N times for the capacity as the searches' median with its interval; echo, and kv and http where the server serves them; runs alone",
+    help: "Latency under load: each server's latency against its achieved rate under Poisson arrivals, from light load to past the knee, and its capacity at a latency objective (--slo, default p99=5ms): a search whose misses count only when 2 of 3 probes miss, its bracket's upper end tried again, run once, or --repeat N times for the capacity as the searches' median with its interval; echo, churn (a fresh connection for each echo: accepts/s at the objective), and kv and http where the server serves them; runs alone",
     // Short probes: a search makes about twenty of them per server and workload, the ones
     // after it about twelve.
     duration: 1.0,
@@ -34,8 +36,9 @@ pub(super) const DEFAULTS: Defaults = Defaults {
 /// The search's first rate, unless `--rate` says otherwise.
 pub(crate) const START_RATE: f64 = 1000.0;
 
-/// The workloads, each at the search's first rate: `echo`, `kv` (GETs) and `http`
-/// (plaintext), unpipelined, at the first `--conns` (default 100).
+/// The workloads, each at the search's first rate: `echo`, `churn` (echo, a connection
+/// per echo), `kv` (GETs) and `http` (plaintext), unpipelined, at the first `--conns`
+/// (default 100).
 pub(super) fn points(cx: &Sweep<'_>) -> Vec<Point> {
     let c = cx.conns.first().copied().unwrap_or(100);
     let rate = cx.o.rate.unwrap_or(START_RATE);
@@ -51,14 +54,21 @@ pub(super) fn points(cx: &Sweep<'_>) -> Vec<Point> {
             stop,
         )
     };
+    let echo16 = Workload::Echo {
+        msg_size: 16,
+        compute_us: 0,
+    };
     vec![
-        one(
-            "echo",
-            Workload::Echo {
-                msg_size: 16,
-                compute_us: 0,
+        one("echo", echo16),
+        // The client closes each connection after its one echo and opens a fresh one: a
+        // rate of echoes is a rate of accepts (issue 62's churn at its latency objective).
+        Point {
+            shape: Shape {
+                requests_per_conn: Some(1),
+                ..Shape::default()
             },
-        ),
+            ..one("churn", echo16)
+        },
         one(
             "kv",
             Workload::Kv {
