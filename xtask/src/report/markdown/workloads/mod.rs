@@ -37,18 +37,28 @@ pub(crate) fn sections(suite: Suite) -> &'static [super::Section] {
     }
 }
 
+/// The swaps a conclusion names; the rest it counts (the section lists them all).
+const SWAPS_NAMED: usize = 3;
+
 /// The sentence a workload adds to its suite's conclusion paragraph (a `conclusion::Note`):
-/// the places along its sweep where two servers swap, or nothing where none do.
+/// the places along its sweep where two servers swap (the first [`SWAPS_NAMED`], and how many
+/// in all), or nothing where none do.
 pub(crate) fn swap_note(input: &Input<'_>, suite: Suite) -> Option<String> {
     let swaps = crate::report::figures::crossover_swaps(input.rows, suite, SWAP_MARGIN)?;
-    if swaps.is_empty() {
-        return None;
+    match swaps.len() {
+        0 => None,
+        n if n <= SWAPS_NAMED => Some(format!(
+            "Along the {} sweep the ranking changes: {}.",
+            suite.name(),
+            swaps.join("; ")
+        )),
+        n => Some(format!(
+            "Along the {} sweep the ranking changes {n} times (two servers swapping by more than {:.0}% on both sides; \"Where the ranking changes\" lists them), among them: {}.",
+            suite.name(),
+            SWAP_MARGIN * 100.0,
+            swaps[..SWAPS_NAMED].join("; ")
+        )),
     }
-    Some(format!(
-        "Along the {} sweep the ranking changes: {}.",
-        suite.name(),
-        swaps.join("; ")
-    ))
 }
 
 /// The report's conclusion of the workloads that ran: where, along each one's sweep (its
