@@ -49,6 +49,14 @@ impl Headline {
             .filter(|r| r.suite == suite.name() && r.repeats > 0)
             .collect();
         let (point, metric) = if let Some(r) = mine.iter().find(|r| r.rate.is_some()) {
+            // CPU per request compares servers at equal load only: where each ran at a share
+            // of its own capacity (bursts with --capacities), there is no headline.
+            let unequal = mine
+                .iter()
+                .any(|o| o.point == r.point && o.rate != r.rate);
+            if unequal {
+                return None;
+            }
             (r.point.clone(), "cpu_us_per_req")
         } else {
             // A suite whose points carry no traffic (memory's idle connections) has none.

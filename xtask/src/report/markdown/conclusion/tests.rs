@@ -181,6 +181,21 @@ fn a_suite_without_traffic_has_no_headline_and_a_closed_one_its_throughput() {
 }
 
 #[test]
+fn cpu_at_unequal_loads_is_no_headline() {
+    let mut rows = vec![
+        crate::record::row::tests::row("a", "open", 100.0, 1000.0),
+        crate::record::row::tests::row("b", "open", 100.0, 2000.0),
+    ];
+    rows[0].rate = Some(1000.0);
+    rows[1].rate = Some(1000.0);
+    let h = Headline::of(&rows, Suite::Quick).unwrap();
+    assert_eq!(h.metric, "cpu_us_per_req");
+    // Each at a share of its own capacity (bursts with --capacities): no comparison.
+    rows[1].rate = Some(2000.0);
+    assert_eq!(Headline::of(&rows, Suite::Quick), None);
+}
+
+#[test]
 fn without_a_named_reference_the_first_server_run_is_it_whatever_the_ranking() {
     // The floor is not in the run: the reference is the first server that ran, `dear`,
     // though the ranking puts `cheap` first.
