@@ -7,6 +7,7 @@
 //!
 //! It may call the plan and the record of a capacity run.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -85,6 +86,13 @@ impl Shares {
             .filter(|n| !self.by_server.contains_key(*n))
             .map(str::to_string)
             .collect()
+    }
+
+    /// `point` as `server` runs it and its row records it: [`Shares::point_for`]'s, else as
+    /// planned.
+    pub(crate) fn as_run<'a>(&self, point: &'a Point, server: &str) -> Cow<'a, Point> {
+        self.point_for(point, server)
+            .map_or(Cow::Borrowed(point), Cow::Owned)
     }
 
     /// `point` as `server` runs it: at its share of the server's own capacity where the point

@@ -261,9 +261,7 @@ impl<'a> Sweep<'a> {
     /// The outcome of `run`: the one a resumed run kept, or a new one, saved.
     fn outcome(&mut self, run: &Run) -> Result<Result<Measured, Failure>> {
         let variant = &self.plan.servers[run.server];
-        let planned = &self.plan.points[run.point];
-        let rerated = self.plan.shares.point_for(planned, &variant.name);
-        let point = rerated.as_ref().unwrap_or(planned);
+        let point = &*self.plan.shares.as_run(&self.plan.points[run.point], &variant.name);
         let repeat = self.plan.repeats(point.suite);
         let round = if repeat > 1 {
             format!(" (round {}/{repeat})", run.round + 1)
@@ -322,11 +320,13 @@ impl<'a> Sweep<'a> {
     /// out, as srv-floor does a chat or http point, has no row rather than a failed one),
     /// and the summary written again.
     fn point_done(&mut self, index: usize) -> Result<()> {
-        let point = &self.plan.points[index];
+        let planned = &self.plan.points[index];
         for (s, v) in self.plan.servers.iter().enumerate() {
-            if !self.inv.serves(v, point.workload) {
+            if !self.inv.serves(v, planned.workload) {
                 continue;
             }
+            // The row of the point as this server ran it (its own rate, `bench::shares`).
+            let point = &*self.plan.shares.as_run(planned, &v.name);
             let dir = self.out.join(point.suite.name()).join(&v.name);
             let _ = std::fs::create_dir_all(&dir);
             let row = summary::aggregate(point, v, &self.outcomes[s], self.out, &dir);
