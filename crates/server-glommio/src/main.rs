@@ -33,8 +33,12 @@
 //!   23.6 / 26.2 / 19.7 µs (each with rounds 16-29 µs apart: no order), at 10,000 40.7 /
 //!   35.1 / 33.1 / 34.2 µs: there a depth of 256 costs 16-23% more than 1,024 and up (the
 //!   preemption timer fires every 256 completions; the default 128 is not in that sweep).
-//!   Whether completions overflow at the default is the ⊘ mark of a bench run at 10,000
-//!   connections (docs/METHOD.md); the depth stays glommio's own.
+//!   At 10,000 connections its completions did not overflow at the default depth (no
+//!   dropped completion, no backlog seen: `cargo xtask bench --suite quick --conns 10000
+//!   --points open --repeat 3 --servers glommio,glommio+sq-entries=256+name=glommio-256,
+//!   glommio+sq-entries=1024+name=glommio-1024`, 2026-12-07), so the depth stays glommio's
+//!   own 128, though that run read 48.4 µs per echo at 128 against 42.5 at 256 (0.88×,
+//!   a verdict) and 40.3 at 1,024: a preemption every 128 completions costs.
 //! - glommio's own listener and streams, with one difference: the listeners are
 //!   `launch::bind_group`'s (the backlog of 4096 every server has, `SO_REUSEPORT` one
 //!   per worker, an address in use refused rather than shared), handed to glommio with

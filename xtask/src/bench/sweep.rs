@@ -261,7 +261,10 @@ impl<'a> Sweep<'a> {
     /// The outcome of `run`: the one a resumed run kept, or a new one, saved.
     fn outcome(&mut self, run: &Run) -> Result<Result<Measured, Failure>> {
         let variant = &self.plan.servers[run.server];
-        let point = &*self.plan.shares.as_run(&self.plan.points[run.point], &variant.name);
+        let point = &*self
+            .plan
+            .shares
+            .as_run(&self.plan.points[run.point], &variant.name);
         let repeat = self.plan.repeats(point.suite);
         let round = if repeat > 1 {
             format!(" (round {}/{repeat})", run.round + 1)

@@ -51,9 +51,7 @@ impl Headline {
         let (point, metric) = if let Some(r) = mine.iter().find(|r| r.rate.is_some()) {
             // CPU per request compares servers at equal load only: where each ran at a share
             // of its own capacity (bursts with --capacities), there is no headline.
-            let unequal = mine
-                .iter()
-                .any(|o| o.point == r.point && o.rate != r.rate);
+            let unequal = mine.iter().any(|o| o.point == r.point && o.rate != r.rate);
             if unequal {
                 return None;
             }
