@@ -127,7 +127,7 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
     if !body.is_empty() {
         let _ = writeln!(
             out,
-            "Whether the ranking under bursts is the ranking under Poisson at the same rate: Spearman's ρ of the servers' latency (1: the same order; 0: unrelated; below 0.8, places changed):\n"
+            "Whether the ranking under bursts is the ranking under Poisson at the same load: Spearman's ρ of the servers' latency (1: the same order; 0: unrelated; below 0.8, places changed):\n"
         );
         table(
             out,
