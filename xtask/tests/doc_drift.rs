@@ -166,7 +166,8 @@ fn checked(
 
 /// The span as a path of the repository: words of letters, digits, `.`, `_`, `-` joined by
 /// `/`, whose first part is at the repository's root (so `plots/x.svg`, a path inside a run
-/// directory, and `/proc/stat` are not taken for one).
+/// directory, and `/proc/stat` are not taken for one), and not under `target/`, which the
+/// build and the runs fill (a fresh clone has no `target/search-corpus/` until a search run).
 fn repo_path<'a>(span: &'a str, root: &Path) -> Option<&'a str> {
     let path = span.trim_end_matches('/');
     let ok = path.contains('/')
@@ -177,7 +178,7 @@ fn repo_path<'a>(span: &'a str, root: &Path) -> Option<&'a str> {
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
         });
     let first = path.split('/').next()?;
-    (ok && first != ".." && root.join(first).exists()).then_some(path)
+    (ok && first != ".." && first != "target" && root.join(first).exists()).then_some(path)
 }
 
 /// The docs the test reads.
