@@ -100,14 +100,14 @@ impl Dirs {
         let mut triple = None;
         // Cargo marks the root of every target directory with CACHEDIR.TAG; a
         // directory in between is the target triple of a `--target` build.
-        if !target.join("CACHEDIR.TAG").exists() {
-            if let Some(parent) = target.parent().filter(|p| p.join("CACHEDIR.TAG").exists()) {
-                triple = target
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .map(str::to_owned);
-                target = parent.to_path_buf();
-            }
+        if !target.join("CACHEDIR.TAG").exists()
+            && let Some(parent) = target.parent().filter(|p| p.join("CACHEDIR.TAG").exists())
+        {
+            triple = target
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(str::to_owned);
+            target = parent.to_path_buf();
         }
         // The crate sits at `<workspace>/crates/conformance`.
         let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");

@@ -127,10 +127,10 @@ impl ServerSpec {
     /// nested `cargo build` in the running test's target directory and profile, `srv-go`
     /// with `go build` in `peers/go`. Skipped when Go or `peers/go` is missing.
     pub fn resolve(&self) -> io::Result<Resolved> {
-        if self.limits.contains(&Limit::IoUring) {
-            if let Err(reason) = io_uring_usable() {
-                return Ok(Resolved::Skipped(reason));
-            }
+        if self.limits.contains(&Limit::IoUring)
+            && let Err(reason) = io_uring_usable()
+        {
+            return Ok(Resolved::Skipped(reason));
         }
         Ok(match binaries::locate(self.bin)? {
             Ok(path) => Resolved::Ready(Target { spec: *self, path }),
@@ -669,12 +669,9 @@ fn read_stdout(pipe: Option<ChildStdout>, out: &Output, first_line: &mpsc::Sende
         while let Ok(n @ 1..) = pipe.read(&mut buf) {
             let mut all = lock(&out.stdout);
             all.extend_from_slice(&buf[..n]);
-            if !sent {
-                if let Some(end) = all.iter().position(|&b| b == b'\n') {
-                    let _ =
-                        first_line.send(Some(String::from_utf8_lossy(&all[..end]).into_owned()));
-                    sent = true;
-                }
+            if !sent && let Some(end) = all.iter().position(|&b| b == b'\n') {
+                let _ = first_line.send(Some(String::from_utf8_lossy(&all[..end]).into_owned()));
+                sent = true;
             }
         }
     }

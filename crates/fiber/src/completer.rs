@@ -109,14 +109,14 @@ fn run(rt: &runtime::Shared, ring: &RingOwner) {
             // Completer is for busy ones. (Were it to reap a sleeper's wake-up it would have
             // to re-deliver it, which would fire this eventfd again.)
             let busy = !rt.workers[j].sleeping.load(Ordering::SeqCst);
-            if let Some(wring) = rt.workers[j].ring.get().filter(|_| busy) {
-                if let Some(c) = wring.try_reap_foreign(usize::MAX, Waker::wake) {
-                    me.completions.add(c.ops as u64);
-                    if c.wakeups > 0 {
-                        // We took the worker's wake-up: hand it a new one.
-                        let _ = ring.push(Sqe::msg_ring(wring.fd()));
-                        let _ = ring.flush();
-                    }
+            if let Some(wring) = rt.workers[j].ring.get().filter(|_| busy)
+                && let Some(c) = wring.try_reap_foreign(usize::MAX, Waker::wake)
+            {
+                me.completions.add(c.ops as u64);
+                if c.wakeups > 0 {
+                    // We took the worker's wake-up: hand it a new one.
+                    let _ = ring.push(Sqe::msg_ring(wring.fd()));
+                    let _ = ring.flush();
                 }
             }
             *watch = rt.workers[j]

@@ -39,19 +39,19 @@ pub(crate) fn submit((sqe, op): (Sqe, OpRef)) -> io::Result<Pushed> {
     if coro::in_teardown() {
         return Err(shutting_down());
     }
-    if park::on_fiber() {
-        if let Some(ctx) = worker::current() {
-            if !worker::accepting_io(&ctx.rt) {
-                op::fail_unsubmitted(&op, libc::ECANCELED);
-                return Ok(Pushed { op, ring: None });
-            }
-            ctx.ring.push(sqe)?;
-            ctx.stats().ops_submitted.inc();
-            return Ok(Pushed {
-                op,
-                ring: Some((ctx.rt.id, ctx.index)),
-            });
+    if park::on_fiber()
+        && let Some(ctx) = worker::current()
+    {
+        if !worker::accepting_io(&ctx.rt) {
+            op::fail_unsubmitted(&op, libc::ECANCELED);
+            return Ok(Pushed { op, ring: None });
         }
+        ctx.ring.push(sqe)?;
+        ctx.stats().ops_submitted.inc();
+        return Ok(Pushed {
+            op,
+            ring: Some((ctx.rt.id, ctx.index)),
+        });
     }
     THREAD_RING.with(|r| {
         let mut r = r.borrow_mut();
@@ -148,15 +148,15 @@ pub(crate) fn cancel(p: &Pushed) {
         return;
     }
     let request = |rt: &Shared| rt.request(index, |r| r.cancels.push(p.op.clone()));
-    if let Some(ctx) = worker::current() {
-        if ctx.rt.id == id {
-            if ctx.index == index && !coro::in_teardown() {
-                let _ = ctx.ring.push(Sqe::cancel(&p.op));
-            } else {
-                request(&ctx.rt);
-            }
-            return;
+    if let Some(ctx) = worker::current()
+        && ctx.rt.id == id
+    {
+        if ctx.index == index && !coro::in_teardown() {
+            let _ = ctx.ring.push(Sqe::cancel(&p.op));
+        } else {
+            request(&ctx.rt);
         }
+        return;
     }
     // A thread that is none of the runtime's workers. A runtime already gone has no ring
     // left to cancel on.

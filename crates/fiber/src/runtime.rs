@@ -689,16 +689,15 @@ impl Shared {
     /// runtime, else through `t`'s eventfd.
     pub(crate) fn wake_worker(&self, t: usize, from: Option<&worker::WorkerCtx>) {
         let target = &self.workers[t];
-        if let (Some(ctx), Some(ring)) = (from, target.ring.get()) {
-            if self.features.msg_ring
-                && ctx.index != t
-                && std::ptr::eq(Arc::as_ptr(&ctx.rt), self)
-                && ctx.ring.push(Sqe::msg_ring(ring.fd())).is_ok()
-                && ctx.ring.flush().is_ok()
-            {
-                target.stats.wakes_msg_ring.inc();
-                return;
-            }
+        if let (Some(ctx), Some(ring)) = (from, target.ring.get())
+            && self.features.msg_ring
+            && ctx.index != t
+            && std::ptr::eq(Arc::as_ptr(&ctx.rt), self)
+            && ctx.ring.push(Sqe::msg_ring(ring.fd())).is_ok()
+            && ctx.ring.flush().is_ok()
+        {
+            target.stats.wakes_msg_ring.inc();
+            return;
         }
         // An eventfd write cannot fail on a valid eventfd short of counter overflow, which
         // `eventfd_signal` treats as success.

@@ -612,10 +612,10 @@ impl WorkerCtx {
     fn next_fiber(&self) -> Option<FiberRef> {
         let t = self.tick.get().wrapping_add(1);
         self.tick.set(t);
-        if t % INJECTOR_INTERVAL == 0 {
-            if let Some(f) = self.pop_remote().or_else(|| self.pop_injector()) {
-                return Some(f);
-            }
+        if t.is_multiple_of(INJECTOR_INTERVAL)
+            && let Some(f) = self.pop_remote().or_else(|| self.pop_injector())
+        {
+            return Some(f);
         }
         if let Some(f) = self.local.pop() {
             return Some(f);

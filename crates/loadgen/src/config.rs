@@ -325,10 +325,10 @@ impl Config {
                 self.threads, self.conns
             ));
         }
-        if let Some(rate) = self.rate {
-            if !(rate.is_finite() && rate > 0.0) {
-                return bad(format!("--rate must be a positive number, not {rate}"));
-            }
+        if let Some(rate) = self.rate
+            && !(rate.is_finite() && rate > 0.0)
+        {
+            return bad(format!("--rate must be a positive number, not {rate}"));
         }
         match self.stop {
             Stop::Requests(0) => return bad("--requests must be at least 1".into()),
@@ -340,10 +340,10 @@ impl Config {
         if self.stall.is_zero() || self.reply_timeout < self.stall {
             return bad("the stall threshold must be positive and below the reply timeout".into());
         }
-        if let Some(i) = self.interval {
-            if i < Duration::from_millis(10) {
-                return bad("interval histograms must cover at least 10 ms".into());
-            }
+        if let Some(i) = self.interval
+            && i < Duration::from_millis(10)
+        {
+            return bad("interval histograms must cover at least 10 ms".into());
         }
         self.validate_workloads()?;
         match &self.workload {
@@ -453,7 +453,7 @@ impl Config {
                 if chat.room_size < 2 {
                     return bad("--room-size must be at least 2".into());
                 }
-                if self.conns % chat.room_size != 0 {
+                if !self.conns.is_multiple_of(chat.room_size) {
                     return bad(format!(
                         "--conns {} is not a multiple of --room-size {}: every room has the same members",
                         self.conns, chat.room_size

@@ -545,10 +545,11 @@ impl Progress {
 
     /// Moves the next line out of the silent window.
     fn skip_silence(&mut self) {
-        if let Some((start, end)) = self.silent {
-            if self.next >= start && self.next < end {
-                self.next = end;
-            }
+        if let Some((start, end)) = self.silent
+            && self.next >= start
+            && self.next < end
+        {
+            self.next = end;
         }
     }
 

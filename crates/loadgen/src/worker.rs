@@ -1090,10 +1090,10 @@ impl<'p> Worker<'p> {
         }
         self.published = true;
         for conn in &self.conns {
-            if let Codec::Chat(chat) = &conn.codec {
-                if let Some(last) = chat.last_ack {
-                    rooms.last[chat.room].fetch_max(last + 1, Ordering::AcqRel);
-                }
+            if let Codec::Chat(chat) = &conn.codec
+                && let Some(last) = chat.last_ack
+            {
+                rooms.last[chat.room].fetch_max(last + 1, Ordering::AcqRel);
             }
         }
         rooms.drained.fetch_add(1, Ordering::AcqRel);
@@ -1107,10 +1107,10 @@ impl<'p> Worker<'p> {
         if self.window.is_none() {
             deadline = deadline.min(plan.warm_ns);
         }
-        if let Some(end) = plan.end_ns {
-            if !self.stopped {
-                deadline = deadline.min(end);
-            }
+        if let Some(end) = plan.end_ns
+            && !self.stopped
+        {
+            deadline = deadline.min(end);
         }
         if let Some(drain) = self.drain_deadline {
             deadline = deadline.min(drain);
@@ -1125,17 +1125,17 @@ impl<'p> Worker<'p> {
             .filter(|_| !self.stopped && self.releasing > 0)
             .map(|c| c.peek().at_ns);
         let wait = pacing::plan(self.pacing, now, due, deadline);
-        if let Wait::Until(at) = wait {
-            if self.timer_armed != Some(at) {
-                let abs = Duration::from_nanos(self.mono_epoch_ns + at);
-                timer
-                    .set(
-                        Expiration::OneShot(TimeSpec::from_duration(abs)),
-                        TimerSetTimeFlags::TFD_TIMER_ABSTIME,
-                    )
-                    .map_err(|e| Error::io("arming the timerfd", e))?;
-                self.timer_armed = Some(at);
-            }
+        if let Wait::Until(at) = wait
+            && self.timer_armed != Some(at)
+        {
+            let abs = Duration::from_nanos(self.mono_epoch_ns + at);
+            timer
+                .set(
+                    Expiration::OneShot(TimeSpec::from_duration(abs)),
+                    TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+                )
+                .map_err(|e| Error::io("arming the timerfd", e))?;
+            self.timer_armed = Some(at);
         }
         Ok(wait)
     }
@@ -1199,10 +1199,10 @@ impl<'p> Worker<'p> {
             None => {
                 if self.stopped || plan.end_ns.is_some_and(|end| now >= end) {
                     n = 0;
-                } else if let Some(k) = plan.requests {
-                    if now >= plan.warm_ns {
-                        n = n.min(k - conn.measured_sent);
-                    }
+                } else if let Some(k) = plan.requests
+                    && now >= plan.warm_ns
+                {
+                    n = n.min(k - conn.measured_sent);
                 }
             }
         }
@@ -1586,22 +1586,20 @@ impl<'p> Worker<'p> {
             }
             if let (Some(rooms), Codec::Chat(chat), Some(_)) =
                 (&self.plan.rooms, &conn.codec, &conn.stream)
+                && let Some(m) = &chat.member
+                && !m.caught_up(rooms.last(chat.room))
             {
-                if let Some(m) = &chat.member {
-                    if !m.caught_up(rooms.last(chat.room)) {
-                        self.faults[Fault::Delivery.index()] += 1;
-                    }
-                }
+                self.faults[Fault::Delivery.index()] += 1;
             }
         }
         let (cpu_ns, wall_ns) = match self.window {
             Some((cpu0, t0)) => (cpu_end.saturating_sub(cpu0), now.saturating_sub(t0)),
             None => (0, 0),
         };
-        if let Some(cur) = self.rec.interval.take() {
-            if !cur.is_empty() {
-                self.rec.intervals.push(cur);
-            }
+        if let Some(cur) = self.rec.interval.take()
+            && !cur.is_empty()
+        {
+            self.rec.intervals.push(cur);
         }
         let sent = self.conns.iter().map(|c| c.flight.sent).sum();
         self.plan.progress[self.index]

@@ -371,7 +371,11 @@ mod tests {
             let n = spare.len().min(37 + 13 * round);
             for b in &mut spare[..n] {
                 written += 1;
-                *b = if written % 8000 == 0 { b'\n' } else { b'x' };
+                *b = if written.is_multiple_of(8000) {
+                    b'\n'
+                } else {
+                    b'x'
+                };
             }
             lb.commit(n);
             while let Some(line) = lb.next_line() {

@@ -173,24 +173,24 @@ impl RawBuf {
 
 impl Drop for RawBuf {
     fn drop(&mut self) {
-        if let Some((class, cap)) = class_of(self.cap()) {
-            if cap == self.cap() {
-                let ptr = self.ptr;
-                let kept = POOL
-                    .try_with(|p| {
-                        let mut p = p.borrow_mut();
-                        let list = &mut p.free[class];
-                        if list.len() < pool_depth(cap) {
-                            list.push(ptr);
-                            true
-                        } else {
-                            false
-                        }
-                    })
-                    .unwrap_or(false);
-                if kept {
-                    return;
-                }
+        if let Some((class, cap)) = class_of(self.cap())
+            && cap == self.cap()
+        {
+            let ptr = self.ptr;
+            let kept = POOL
+                .try_with(|p| {
+                    let mut p = p.borrow_mut();
+                    let list = &mut p.free[class];
+                    if list.len() < pool_depth(cap) {
+                        list.push(ptr);
+                        true
+                    } else {
+                        false
+                    }
+                })
+                .unwrap_or(false);
+            if kept {
+                return;
             }
         }
         // SAFETY: `ptr` was allocated with `layout(cap)` (by `alloc`, possibly via the pool)
