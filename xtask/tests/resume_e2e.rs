@@ -10,14 +10,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Every `*.outcome.json` under `dir`, with its contents.
+/// Every `*.outcome.json` under `dir`, with its contents, but for the anatomy round's
+/// (`anatomy/`, one more round after the measured ones: `--counters pass`).
 fn outcomes(dir: &Path) -> BTreeMap<PathBuf, String> {
     let mut found = BTreeMap::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
         for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let p = e.path();
-            if p.is_dir() {
+            if p.is_dir() && p != dir.join("anatomy") {
                 todo.push(p);
             } else if p.to_string_lossy().ends_with(".outcome.json") {
                 found.insert(p.clone(), std::fs::read_to_string(&p).unwrap());
@@ -267,6 +268,12 @@ fn a_killed_run_renders_and_resumes() {
     );
     let after = outcomes(&out);
     assert_eq!(after.len(), 6, "3 points × 2 rounds: {after:?}");
+    let counted = outcomes(&out.join("anatomy"));
+    assert_eq!(
+        counted.len(),
+        3,
+        "the anatomy round, 3 points × 1: {counted:?}"
+    );
     for (path, text) in &before {
         assert_eq!(
             after.get(path),
