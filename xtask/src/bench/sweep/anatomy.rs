@@ -41,6 +41,13 @@ pub(super) fn pass(
     rows: &mut [Row],
 ) -> Result<()> {
     let counting = accounting.clone().with_counters(true);
+    if let Some(why) = counting.cannot_count() {
+        eprintln!("the anatomy of a request: no round of its own, nothing can be counted ({why})");
+        for r in rows.iter_mut() {
+            r.counted.counters_unavailable = Some(why.clone());
+        }
+        return Ok(());
+    }
     let dir = out.join("anatomy");
     std::fs::create_dir_all(&dir)?;
     let first: Vec<PointOrder> = orders

@@ -102,6 +102,18 @@ impl Accounting {
         self
     }
 
+    /// Why no start can be counted here at all (no cgroup, or no perf group), or `None`
+    /// where a server's group can carry counters.
+    pub(crate) fn cannot_count(&self) -> Option<String> {
+        match self {
+            Accounting::Cgroups {
+                perf: Perf::Off | Perf::InCounter | Perf::Under(_),
+                ..
+            } => None,
+            _ => self.perf_dir(None).err(),
+        }
+    }
+
     /// Where the counters of a start in `group` are scoped, or why they cannot be.
     pub(crate) fn perf_dir(&self, group: Option<&Group>) -> Result<PathBuf, String> {
         let perf = match self {
@@ -170,5 +182,28 @@ mod tests {
         );
         let v2 = Hierarchy::V2(PathBuf::from("/sys/fs/cgroup"));
         assert_eq!(find_or_mount("", &v2, nowhere), Perf::InCounter);
+    }
+
+    #[test]
+    fn a_run_that_cannot_count_says_why_and_one_that_can_says_nothing() {
+        let tree = Accounting::Tree {
+            why: "no cgroup hierarchy is mounted".into(),
+        };
+        let why = tree.cannot_count().expect("a process tree counts nothing");
+        assert!(why.contains("no cgroup hierarchy is mounted"), "{why}");
+        let cgroups = |perf| Accounting::Cgroups {
+            hierarchy: Hierarchy::V2(PathBuf::from("/sys/fs/cgroup")),
+            quota: None,
+            perf,
+        };
+        let none = cgroups(Perf::Unavailable("no perf_event controller".into()));
+        assert!(
+            none.cannot_count()
+                .unwrap()
+                .contains("no perf_event controller")
+        );
+        for can in [Perf::InCounter, Perf::Off] {
+            assert_eq!(cgroups(can).cannot_count(), None);
+        }
     }
 }
