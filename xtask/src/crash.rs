@@ -7,6 +7,7 @@
 //!
 //! It may call nothing else of xtask: the trials are the conformance crate's.
 
+use crate::report::stdout;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use conformance::crash::{self, Outcome};
@@ -91,13 +92,13 @@ pub(crate) fn run(args: &CrashArgs) -> Result<()> {
         );
         rows.push((name_of(spec), sum));
     }
-    println!("| server | trials | acknowledged | lost | torn tails cut |");
-    println!("| --- | ---: | ---: | ---: | ---: |");
+    stdout::line("| server | trials | acknowledged | lost | torn tails cut |");
+    stdout::line("| --- | ---: | ---: | ---: | ---: |");
     for (id, s) in &rows {
-        println!(
+        stdout::line(format_args!(
             "| {id} | {} | {} | {} | {} |",
             s.trials, s.acked, s.lost, s.tails_cut
-        );
+        ));
     }
     let lost: u64 = rows.iter().map(|(_, s)| s.lost).sum();
     if lost > 0 {

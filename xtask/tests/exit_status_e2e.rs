@@ -2,7 +2,9 @@
 //! which one server fails its points writes everything, exits 1 and says last how many
 //! points failed and where the report says why, and `cargo xtask report` of it exits 0; a
 //! client host whose sshd is down fails the run with a message that names the host and says
-//! the connection was refused; an unknown server is refused with 2 before anything runs. (A
+//! the connection was refused; an unknown server is refused with 2 before anything runs; a
+//! reader of stdout that stops early (`| head`) changes neither the files `report` writes nor
+//! the gate's exit status. (A
 //! run whose every point ran exits 0: `bench_e2e`; a `--resume` that completes a run, too:
 //! `resume_e2e`.)
 
@@ -171,4 +173,54 @@ fn bad_capacity_options_are_refused_with_2_and_a_reason() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
         assert!(!out.exists(), "a refused run wrote {}", out.display());
     }
+}
+
+/// `cmd` run with its standard output a pipe whose reader is already gone, as under
+/// `cargo xtask report DIR | head` once head has its lines: its status and stderr.
+fn with_stdout_closed(cmd: &mut Command) -> (std::process::ExitStatus, String) {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let out = cmd
+        .stdout(writer)
+        .output()
+        .expect("running the xtask binary");
+    (
+        out.status,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_reader_that_stops_early_changes_neither_the_files_nor_the_exit_status() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gate");
+    let run = util::fresh_out("xtask-exit-closed-stdout");
+    std::fs::create_dir_all(&run).unwrap();
+    for file in ["meta.json", "summary.json"] {
+        std::fs::copy(fixtures.join("base").join(file), run.join(file)).unwrap();
+    }
+    let (status, stderr) = with_stdout_closed(
+        Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .arg("report")
+            .arg(&run),
+    );
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let report = std::fs::read_to_string(run.join("report.md")).unwrap();
+    assert!(report.contains("floor-epoll"), "{report}");
+
+    // The gate's verdict reaches the exit status whether or not anyone reads its table:
+    // reactor 5 µs dearer per echo fails it.
+    let gate = || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        cmd.arg("compare")
+            .arg(fixtures.join("base"))
+            .arg(fixtures.join("compute"))
+            .args(["--fail-above", "5%"]);
+        cmd
+    };
+    let read = gate().output().unwrap();
+    assert_eq!(read.status.code(), Some(1), "{read:?}");
+    let (status, stderr) = with_stdout_closed(&mut gate());
+    assert_eq!(status.code(), read.status.code(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

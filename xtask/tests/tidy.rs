@@ -2,7 +2,8 @@
 //! server crate depends on its own runtime only (`cargo metadata` for the host, offline), every `.rs`
 //! file opens with a `//!` doc (as rust-analyzer's tidy test asks), unsafe code is fenced
 //! where ARCHITECTURE.md says, no file includes another's by a `path` attribute, xtask's
-//! modules import each other in layers and without a cycle, no xtask file is over
+//! modules import each other in layers and without a cycle, xtask prints to stdout only
+//! through `report::stdout`, no xtask file is over
 //! [`MAX_LINES`] long, and no function of xtask or loadgen is over [`MAX_FN_LINES`].
 //!
 //! Each check collects every violation and fails with the list, so one run names them
@@ -115,6 +116,35 @@ fn no_file_includes_another_by_path() {
     );
 }
 
+/// `println!` and `print!`, spelled in two pieces so that this file is not among the hits.
+const PRINT_MACROS: [&str; 2] = [concat!("println", "!("), concat!("print", "!(")];
+
+#[test]
+fn xtask_prints_to_stdout_only_through_report_stdout() {
+    let bad: Vec<String> = rust_files()
+        .into_iter()
+        .filter(|f| f.starts_with("xtask/src") && !f.ends_with("tests.rs"))
+        .flat_map(|f| {
+            read(&f)
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim_start().starts_with("//"))
+                .filter(|(_, l)| {
+                    PRINT_MACROS.iter().any(|m| {
+                        l.match_indices(m)
+                            .any(|(at, _)| !l[..at].ends_with('e') && !l[..at].ends_with('_'))
+                    })
+                })
+                .map(|(i, l)| format!("{}:{}: {}", f.display(), i + 1, l.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    fail_with(
+        "stdout written with the print macros, which panic once a reader such as `head` has \
+         gone (use `report::stdout::line` or `put`)",
+        &bad,
+    );
+}
 #[test]
 fn each_server_depends_only_on_its_own_runtime() {
     let graph = dependency_graph();

@@ -25,6 +25,7 @@ use crate::plan::suites::{Arrivals, Load, Point, Stop, Suite, capacity::referenc
 use crate::record::capacity::{self, Capacity};
 use crate::record::row::Row;
 use crate::record::{meta, run_dir, summary};
+use crate::report::stdout;
 use crate::run::cgroup::Accounting;
 use crate::run::outcome::{Binaries, Failure, RunFiles};
 use crate::run::{children, cpus, machine, point};
@@ -116,8 +117,8 @@ pub(super) fn run(
     meta.steal_pct = meta::steal_since(steal_start);
     run_dir::write_meta(&out, &meta)?;
     summary::write_summary(&out, &cx.rows)?;
-    println!();
-    print!("{}", crate::report::markdown::capacity_table(&found));
+    stdout::line("");
+    stdout::put(crate::report::markdown::capacity_table(&found));
     sweep::report(plan, &out, &meta, &cx.rows)
 }
 

@@ -16,6 +16,7 @@ use crate::plan::Usage;
 use crate::plan::placement::{CpuList, Placement};
 use crate::plan::servers::{EXT, EXT_PROTOS, ext_variant};
 use crate::plan::suites::{HttpDriver, HttpPath, KvDriver, Workload, placement_for};
+use crate::report::stdout;
 use crate::run::conform;
 use crate::run::outcome::RunFiles;
 
@@ -161,7 +162,10 @@ pub(crate) fn run(args: &ConformArgs) -> Result<()> {
         let result = conform::check(w, &variant, &place, &files);
         let _ = std::fs::remove_dir_all(&files.dir);
         match result {
-            Ok(()) => println!("{proto}: every check passed ({})", check_names(proto)),
+            Ok(()) => stdout::line(format_args!(
+                "{proto}: every check passed ({})",
+                check_names(proto)
+            )),
             Err(why) => bail!("{proto}: the server {why}"),
         }
     }

@@ -6,19 +6,23 @@
 use super::BenchArgs;
 use crate::plan::servers::{Inventory, not_default};
 use crate::plan::suites::Suite;
+use crate::report::stdout;
 
 /// Prints what `--list` shows.
 pub(super) fn list(args: &BenchArgs, inv: &Inventory) {
     let (defaults, _) = inv.defaults();
-    println!("Suites (--suite, comma-separated):\n");
+    stdout::line("Suites (--suite, comma-separated):\n");
     for s in Suite::ALL {
         let points = s.points(&args.overrides(args.workers()));
-        println!("{}", s.list_text(&points, args.repeats(s), defaults.len()));
+        stdout::line(s.list_text(&points, args.repeats(s), defaults.len()));
         if s == Suite::Scaling {
-            println!("              {}", super::scaling_stop(&args.server_cpus));
+            stdout::line(format_args!(
+                "              {}",
+                super::scaling_stop(&args.server_cpus)
+            ));
         }
     }
-    println!("\nServers (--servers NAME[+FLAG[=VALUE]]..., e.g. fiber+completer):\n");
+    stdout::line("\nServers (--servers NAME[+FLAG[=VALUE]]..., e.g. fiber+completer):\n");
     for name in inv.names() {
         match inv.parse(&name) {
             Ok(v) => {
@@ -32,13 +36,13 @@ pub(super) fn list(args: &BenchArgs, inv: &Inventory) {
                     .chain(v.flags.clone())
                     .collect::<Vec<_>>()
                     .join(" ");
-                println!("  {name:<16} {cmd:<32} {} [{state}]", v.about);
+                stdout::line(format_args!("  {name:<16} {cmd:<32} {} [{state}]", v.about));
             }
-            Err(e) => println!("  {name:<16} {e}"),
+            Err(e) => stdout::line(format_args!("  {name:<16} {e}")),
         }
     }
     match &inv.go_version {
-        Some(v) => println!("\ngo: {v}"),
-        None => println!("\ngo: not on PATH, so srv-go is not built"),
+        Some(v) => stdout::line(format_args!("\ngo: {v}")),
+        None => stdout::line("\ngo: not on PATH, so srv-go is not built"),
     }
 }

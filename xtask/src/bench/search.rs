@@ -15,6 +15,7 @@ use crate::plan::servers::Inventory;
 use crate::record::meta::{self, Meta};
 use crate::record::run_dir;
 use crate::report;
+use crate::report::stdout;
 use crate::run::children;
 use crate::run::search::{self, SearchRun};
 
@@ -69,7 +70,7 @@ pub(super) fn run(plan: &SearchPlan, root: &Path, inv: &Inventory) -> Result<()>
     run_dir::write_meta(&out, &meta)?;
     run_dir::write_json(&out, "search.json", &run)?;
     let table = report::search::write(&out, &run, &meta)?;
-    println!("{table}");
+    stdout::line(&table);
     eprintln!("results in {}", out.display());
     // A program that failed in any round is a failed point.
     let mut failed: Vec<&str> = run

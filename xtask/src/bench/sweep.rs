@@ -21,6 +21,7 @@ use crate::record::meta::{self, Meta};
 use crate::record::row::Row;
 use crate::record::run_dir;
 use crate::record::summary;
+use crate::report::stdout;
 use crate::report::{cells, figures, markdown};
 use crate::run::agents::Agents;
 use crate::run::cgroup::Accounting;
@@ -432,27 +433,31 @@ pub(super) fn report(plan: &Plan, out: &Path, meta: &Meta, rows: &[Row]) -> Resu
     };
     crate::report::write(out, &input)?;
 
-    println!();
-    print!("{}", markdown::terminal(&input));
+    stdout::line("");
+    stdout::put(markdown::terminal(&input));
     if plan.suites.contains(&Suite::Scaling) {
-        println!("{}", super::scaling_stop(&place.server_cpus));
+        stdout::line(super::scaling_stop(&place.server_cpus));
     }
-    println!(
+    stdout::line(format_args!(
         "Report: {} (and report.html)",
         out.join("report.md").display()
-    );
+    ));
     // A run among the others in results/ joins their index.
     let root = crate::plan::project_root();
     let results = root.join("results").canonicalize().ok();
     if results.is_some() && out.parent() == results.as_deref() {
         match crate::report::index::write(&root) {
-            Ok(index) => println!("Index of every run: {}", index.display()),
+            Ok(index) => stdout::line(format_args!("Index of every run: {}", index.display())),
             Err(e) => eprintln!("results/index.md not written: {e:#}"),
         }
     }
     if let Some(name) = plan.given["save_baseline"].as_str() {
         let file = run_dir::save_baseline(&root, name, out)?;
-        println!("Baseline `{name}`: {} ({})", out.display(), file.display());
+        stdout::line(format_args!(
+            "Baseline `{name}`: {} ({})",
+            out.display(),
+            file.display()
+        ));
     }
     if meta.interrupted {
         bail!("stopped before the end; the report has what was measured");

@@ -27,6 +27,7 @@ use crate::record::meta::Meta;
 use crate::record::row::Row;
 use crate::record::verdict::{self, Verdict};
 use crate::record::{run_dir, summary};
+use crate::report::stdout;
 use crate::report::{cells, html};
 
 /// The exit statuses, for `cargo xtask compare --help` (`gate::RULE` follows them).
@@ -398,13 +399,13 @@ pub(crate) fn run(args: &CompareArgs) -> Result<()> {
         None => None,
     };
     let text = compare(&a, &b, &a_name, &b_name, &notes);
-    print!("{text}");
+    stdout::put(&text);
     if let Some(path) = &args.out {
         std::fs::write(path, &text)
             .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
         let page = path.with_extension("html");
         html::write_page(&page, &html::Page::comparison(&a_name, &b_name, &text))?;
-        println!("Page: {}", page.display());
+        stdout::line(format_args!("Page: {}", page.display()));
     }
     let Some(gate) = gate else {
         return Ok(());
@@ -424,18 +425,20 @@ fn end(gate: &gate::Gate, metric: Metric) -> Result<()> {
     let lines = |s: Status| gate.with(s).map(gate::line).collect::<Vec<_>>();
     let what = format!("{} by more than {}%", metric.title(), gate.fail_above_pct);
     for c in lines(Status::Control) {
-        println!("compare: the control's change (the machine's, taken out of the others'): {c}");
+        stdout::line(format_args!(
+            "compare: the control's change (the machine's, taken out of the others'): {c}"
+        ));
     }
     let unjudged = lines(Status::Unjudged);
     if !unjudged.is_empty() {
-        println!("compare: not judged: {}", unjudged.join("; "));
+        stdout::line(format_args!("compare: not judged: {}", unjudged.join("; ")));
     }
     let line = match gate.outcome {
         Outcome::Pass => {
-            println!(
+            stdout::line(format_args!(
                 "compare: pass: no point of B is worse than A in {what} with 95% confidence ({} judged, one family)",
                 gate.family
-            );
+            ));
             return Ok(());
         }
         Outcome::Fail => {

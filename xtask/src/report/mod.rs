@@ -21,6 +21,7 @@ pub(crate) mod markdown;
 pub(crate) mod plots;
 pub(crate) mod ranked;
 pub(crate) mod search;
+pub(crate) mod stdout;
 pub(crate) mod verdicts;
 
 use std::path::PathBuf;
@@ -49,7 +50,7 @@ pub(crate) struct ReportArgs {
 pub(crate) fn run(args: &ReportArgs) -> Result<()> {
     let Some(dir) = &args.dir else {
         let path = index::write(&crate::plan::project_root())?;
-        println!("Index: {}", path.display());
+        stdout::line(format_args!("Index: {}", path.display()));
         return Ok(());
     };
     let rows = summary::read_summary(dir)?;
@@ -86,8 +87,8 @@ pub(crate) fn run(args: &ReportArgs) -> Result<()> {
         capacity: &capacity,
     };
     write(dir, &input)?;
-    print!("{}", markdown::terminal(&input));
-    println!("Report: {}", dir.join("report.md").display());
+    stdout::put(markdown::terminal(&input));
+    stdout::line(format_args!("Report: {}", dir.join("report.md").display()));
     Ok(())
 }
 
