@@ -502,6 +502,26 @@ pub(crate) struct WorkerShared {
     pub(crate) stats: WorkerCounters,
 }
 
+impl WorkerShared {
+    /// Worker `i`'s shared half, with its wake-up eventfd (and the Completer's, when it runs).
+    fn new(i: usize, completer: bool) -> Result<WorkerShared, Error> {
+        let eventfd =
+            || crate::sys::fd::eventfd().map_err(|source| Error::Worker { worker: i, source });
+        Ok(WorkerShared {
+            ring: OnceLock::new(),
+            eventfd: eventfd()?,
+            cq_eventfd: if completer { Some(eventfd()?) } else { None },
+            sleeping: std::sync::atomic::AtomicBool::new(false),
+            notified: std::sync::atomic::AtomicBool::new(false),
+            has_requests: std::sync::atomic::AtomicBool::new(false),
+            epoch: AtomicU64::new(0),
+            requests: Mutex::new(Requests::default()),
+            remote: Injector::new(),
+            stats: WorkerCounters::default(),
+        })
+    }
+}
+
 /// Work for a worker's ring that only its owner thread may push.
 #[derive(Debug, Default)]
 pub(crate) struct Requests {
@@ -867,36 +887,16 @@ impl Runtime {
 
     fn start(config: Config, features: Features) -> Result<Runtime, Error> {
         let n = config.workers;
-        let mut locals = Vec::with_capacity(n);
-        let mut stealers = Vec::with_capacity(n);
-        let mut workers = Vec::with_capacity(n);
-        for i in 0..n {
-            let local = crossbeam_deque::Worker::new_fifo();
-            stealers.push(local.stealer());
-            locals.push(local);
-            let eventfd =
-                crate::sys::fd::eventfd().map_err(|source| Error::Worker { worker: i, source })?;
-            let cq_eventfd = if config.completer {
-                Some(
-                    crate::sys::fd::eventfd()
-                        .map_err(|source| Error::Worker { worker: i, source })?,
-                )
-            } else {
-                None
-            };
-            workers.push(Arc::new(WorkerShared {
-                ring: OnceLock::new(),
-                eventfd,
-                cq_eventfd,
-                sleeping: std::sync::atomic::AtomicBool::new(false),
-                notified: std::sync::atomic::AtomicBool::new(false),
-                has_requests: std::sync::atomic::AtomicBool::new(false),
-                epoch: AtomicU64::new(0),
-                requests: Mutex::new(Requests::default()),
-                remote: Injector::new(),
-                stats: WorkerCounters::default(),
-            }));
-        }
+        let locals: Vec<_> = (0..n)
+            .map(|_| crossbeam_deque::Worker::new_fifo())
+            .collect();
+        let stealers = locals
+            .iter()
+            .map(crossbeam_deque::Worker::stealer)
+            .collect();
+        let workers = (0..n)
+            .map(|i| WorkerShared::new(i, config.completer).map(Arc::new))
+            .collect::<Result<Vec<_>, Error>>()?;
         let completer = if config.completer {
             Some(completer::Shared::new().map_err(|source| Error::Worker { worker: n, source })?)
         } else {
@@ -922,11 +922,42 @@ impl Runtime {
         });
         lock(&LIVE).push((shared.id, Arc::downgrade(&shared)));
 
+        let (threads, mut failure) = Self::start_workers(&shared, locals);
+        let mut completer_thread = None;
+        if failure.is_none() && shared.completer.is_some() {
+            match completer::spawn(Arc::clone(&shared)) {
+                Ok(t) => completer_thread = Some(t),
+                Err(source) => failure = Some(Error::Worker { worker: n, source }),
+            }
+        }
+        let rt = Runtime {
+            handle: Handle { shared },
+            threads,
+            completer: completer_thread,
+        };
+        match failure {
+            Some(e) => {
+                // Not every worker is up, so nobody could detect quiescence: stop outright.
+                // Dropping `rt` joins the workers that did start.
+                rt.handle.shared.set_state(STOPPED);
+                rt.handle.shared.wake_all();
+                Err(e)
+            }
+            None => Ok(rt),
+        }
+    }
+
+    /// Spawns a thread per worker and waits until each has set up its ring (or failed to):
+    /// the threads that started, and the first failure, if any.
+    fn start_workers(
+        shared: &Arc<Shared>,
+        locals: Vec<crossbeam_deque::Worker<FiberRef>>,
+    ) -> (Vec<thread::JoinHandle<()>>, Option<Error>) {
         let (ready_tx, ready_rx) = mpsc::channel();
-        let mut threads = Vec::with_capacity(n);
+        let mut threads = Vec::with_capacity(locals.len());
         let mut failure = None;
         for (i, local) in locals.into_iter().enumerate() {
-            match worker::spawn(Arc::clone(&shared), i, local, ready_tx.clone()) {
+            match worker::spawn(Arc::clone(shared), i, local, ready_tx.clone()) {
                 Ok(t) => threads.push(t),
                 Err(source) => {
                     failure = Some(Error::Worker { worker: i, source });
@@ -951,28 +982,7 @@ impl Runtime {
                 Err(_) => break,
             }
         }
-        let mut completer_thread = None;
-        if failure.is_none() && shared.completer.is_some() {
-            match completer::spawn(Arc::clone(&shared)) {
-                Ok(t) => completer_thread = Some(t),
-                Err(source) => failure = Some(Error::Worker { worker: n, source }),
-            }
-        }
-        let rt = Runtime {
-            handle: Handle { shared },
-            threads,
-            completer: completer_thread,
-        };
-        match failure {
-            Some(e) => {
-                // Not every worker is up, so nobody could detect quiescence: stop outright.
-                // Dropping `rt` joins the workers that did start.
-                rt.handle.shared.set_state(STOPPED);
-                rt.handle.shared.wake_all();
-                Err(e)
-            }
-            None => Ok(rt),
-        }
+        (threads, failure)
     }
 
     /// Runs `f` on a fiber and blocks the calling thread until it returns.
