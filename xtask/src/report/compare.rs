@@ -27,8 +27,7 @@ use crate::record::meta::Meta;
 use crate::record::row::Row;
 use crate::record::verdict::{self, Verdict};
 use crate::record::{run_dir, summary};
-use crate::report::stdout;
-use crate::report::{cells, html};
+use crate::report::{cells, html, stdout};
 
 /// The exit statuses, for `cargo xtask compare --help` (`gate::RULE` follows them).
 pub(crate) const HELP: &str = "Exit status:
