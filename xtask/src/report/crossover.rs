@@ -1,5 +1,6 @@
 //! Where the ranking changes across a sweep (issue 62's workloads): each server's ratio to the
-//! reference along a sweep of points, the places where two servers swap (`swaps`), the rank
+//! reference along a sweep of points, the places where two servers swap (`swaps`: by more
+//! than a margin, and only where their repeats' intervals keep them apart), the rank
 //! correlation of two rankings (`spearman`), and the least-squares line (`least_squares`)
 //! that gives churn's CPU per connection lifetime. Pure arithmetic on rows: the figures
 //! (`figures::crossover`) and the sections (`markdown::workloads`) call it.
@@ -69,6 +70,36 @@ pub(crate) fn spearman(a: &[f64], b: &[f64]) -> Option<f64> {
 /// Each server's value along a sweep, a step a point (`None` where it has none).
 pub(crate) type ByServer = Vec<(String, Vec<Option<f64>>)>;
 
+/// A figure a sweep follows: its value in a row (the median over repeats) and the interval
+/// the row carries around it (the median's [min, max] or order-statistic interval; `None`
+/// below 3 repeats).
+#[derive(Clone, Copy)]
+pub(crate) struct Reading {
+    pub(crate) value: fn(&Row) -> Option<f64>,
+    pub(crate) interval: fn(&Row) -> Option<(f64, f64)>,
+}
+
+/// Server CPU per request.
+pub(crate) const CPU: Reading = Reading {
+    value: |r| r.cpu_us_per_req,
+    interval: |r| r.cpu_us_per_req_ci_low.zip(r.cpu_us_per_req_ci_high),
+};
+
+/// The p99 latency.
+pub(crate) const P99: Reading = Reading {
+    value: |r| r.p99_us,
+    interval: |r| r.p99_us_ci_low.zip(r.p99_us_ci_high),
+};
+
+/// Requests per second.
+pub(crate) const THROUGHPUT: Reading = Reading {
+    value: |r| r.throughput_per_sec,
+    interval: |r| {
+        r.throughput_per_sec_ci_low
+            .zip(r.throughput_per_sec_ci_high)
+    },
+};
+
 /// Two servers swapping places along a sweep: `first` was ahead of `second` at step `from`
 /// (by more than the margin) and behind it at step `to` (the next step where they differ by
 /// more than the margin).
@@ -82,8 +113,13 @@ pub(crate) struct Swap {
 
 /// Where two servers of `series` swap places: for each pair, each change of which one is
 /// higher, counting only the steps where they differ by more than `margin` (0.1: 10%) so
-/// that noise between two equals is no swap. `first` is the higher at `from`.
-pub(crate) fn swaps(series: &ByServer, margin: f64) -> Vec<Swap> {
+/// that noise between two equals is no swap, and where `apart(a, b, step)` says their
+/// repeats tell them apart there. `first` is the higher at `from`.
+pub(crate) fn swaps(
+    series: &ByServer,
+    margin: f64,
+    apart: impl Fn(&str, &str, usize) -> bool,
+) -> Vec<Swap> {
     let mut out = Vec::new();
     for (i, (a, va)) in series.iter().enumerate() {
         for (b, vb) in &series[i + 1..] {
@@ -94,6 +130,7 @@ pub(crate) fn swaps(series: &ByServer, margin: f64) -> Vec<Swap> {
                 if *x <= 0.0
                     || *y <= 0.0
                     || (x / y - 1.0).abs() <= margin && (y / x - 1.0).abs() <= margin
+                    || !apart(a, b, step)
                 {
                     continue;
                 }
@@ -114,6 +151,30 @@ pub(crate) fn swaps(series: &ByServer, margin: f64) -> Vec<Swap> {
         }
     }
     out
+}
+
+/// Whether two servers' repeats tell them apart at `points[step]` of `suite`: both rows carry
+/// an interval of `reading` and the two do not overlap. (Every swap the report names passes
+/// this at both of its steps: with 5 repeats, two [min, max] intervals apart is what a
+/// rank test would call a difference at p < 0.01.)
+pub(crate) fn told_apart<'a>(
+    rows: &'a [Row],
+    suite: &'a str,
+    points: &'a [String],
+    reading: Reading,
+) -> impl Fn(&str, &str, usize) -> bool + 'a {
+    move |a, b, step| {
+        let span = |server: &str| {
+            let p = points.get(step)?;
+            find(rows, suite, server, p)
+                .filter(|r| r.ok > 0)
+                .and_then(reading.interval)
+        };
+        match (span(a), span(b)) {
+            (Some((a_low, a_high)), Some((b_low, b_high))) => a_high < b_low || b_high < a_low,
+            _ => false,
+        }
+    }
 }
 
 /// Each server's `y` at `points` (ids of `suite`) over the reference's at the same point: its
@@ -223,7 +284,7 @@ mod tests {
             // No value where it would cross.
             line("d", &[Some(0.5), None, None, Some(0.5)]),
         ];
-        let s = swaps(&series, 0.1);
+        let s = swaps(&series, 0.1, |_, _, _| true);
         // a over b (0.8 → 1.5); b over c too; b over d never swaps (d stays below).
         assert!(
             s.contains(&Swap {
@@ -277,6 +338,46 @@ mod tests {
         let r = ratios(&rows, "sizes", &pts, "ref", |r| r.cpu_us_per_req);
         assert_eq!(r[0], line("ref", &[Some(1.0), Some(1.0)]));
         assert_eq!(r[1], line("x", &[Some(1.5), Some(0.5)]));
-        assert_eq!(swaps(&r, 0.1).len(), 1);
+        assert_eq!(swaps(&r, 0.1, |_, _, _| true).len(), 1);
+    }
+
+    #[test]
+    fn a_swap_is_named_only_where_the_repeats_keep_the_two_apart() {
+        // x is dearer than ref at p1 and cheaper at p2, by far more than 10% at both.
+        let row = |server: &str, point: &str, cpu: f64, spread: f64| Row {
+            suite: "sizes".into(),
+            server: server.into(),
+            point: point.into(),
+            ok: 5,
+            repeats: 5,
+            cpu_us_per_req: Some(cpu),
+            cpu_us_per_req_ci_low: Some(cpu - spread),
+            cpu_us_per_req_ci_high: Some(cpu + spread),
+            ..Row::default()
+        };
+        let pts = vec!["p1".to_string(), "p2".to_string()];
+        let named = |rows: &[Row]| {
+            let by = ratios(rows, "sizes", &pts, "ref", CPU.value);
+            swaps(&by, 0.1, told_apart(rows, "sizes", &pts, CPU)).len()
+        };
+        let tight = vec![
+            row("ref", "p1", 2.0, 0.1),
+            row("ref", "p2", 4.0, 0.1),
+            row("x", "p1", 3.0, 0.1),
+            row("x", "p2", 2.0, 0.1),
+        ];
+        assert_eq!(named(&tight), 1);
+        // x's repeats at p2 reach over ref's: the medians still swap, the report names none.
+        let mut loose = tight.clone();
+        loose[3] = row("x", "p2", 2.0, 2.5);
+        assert_eq!(named(&loose), 0);
+        // Reaching just into the other's interval is enough to not be apart.
+        let mut just = tight.clone();
+        just[3] = row("x", "p2", 2.0, 1.95);
+        assert_eq!(named(&just), 0);
+        // A row without an interval (one repeat) tells nothing apart.
+        let mut once = tight.clone();
+        once[2].cpu_us_per_req_ci_low = None;
+        assert_eq!(named(&once), 0);
     }
 }

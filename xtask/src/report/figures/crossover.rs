@@ -11,7 +11,7 @@
 use super::{Data, Figure};
 use crate::plan::suites::Suite;
 use crate::record::row::{Row, servers_that_ran};
-use crate::report::crossover::{self, ByServer, ratios, sentences};
+use crate::report::crossover::{self, ByServer, Reading, ratios, sentences, told_apart};
 use crate::report::plots::{Line, Scale};
 
 /// What a crossover figure plots: which rows make the sweep, their x, and the measure.
@@ -22,7 +22,7 @@ struct Sweep {
     lower_better: bool,
     pick: fn(&Row, &[Row]) -> bool,
     x_of: fn(&Row) -> f64,
-    y: fn(&Row) -> Option<f64>,
+    y: Reading,
 }
 
 /// The sweep of each workload, `None` for another suite.
@@ -34,7 +34,7 @@ fn sweep(suite: Suite) -> Option<Sweep> {
             lower_better: true,
             pick: |r, rows| !r.series.starts_with("kv-") && r.conns == churn_conns(rows),
             x_of: |r| r.requests_per_conn.map_or(0.0, |n| 1.0 / n as f64),
-            y: |r| r.cpu_us_per_req,
+            y: crossover::CPU,
         },
         Suite::Idle => Sweep {
             x: ("idle share of the connections (%)", Scale::Linear),
@@ -42,7 +42,7 @@ fn sweep(suite: Suite) -> Option<Sweep> {
             lower_better: true,
             pick: |r, rows| r.series.starts_with("active-") && r.x == largest(rows),
             x_of: |r| 100.0 * r.idle_conns.unwrap_or(0) as f64 / r.x.max(1.0),
-            y: |r| r.p99_us,
+            y: crossover::P99,
         },
         Suite::Sizes => Sweep {
             x: ("message size (bytes)", Scale::Log),
@@ -50,7 +50,7 @@ fn sweep(suite: Suite) -> Option<Sweep> {
             lower_better: true,
             pick: |r, _| r.series == "echo",
             x_of: |r| r.msg_bytes.unwrap_or(r.x),
-            y: |r| r.cpu_us_per_req,
+            y: crossover::CPU,
         },
         Suite::Bursts => Sweep {
             x: ("load, on-off arrivals (% of capacity)", Scale::Linear),
@@ -58,7 +58,7 @@ fn sweep(suite: Suite) -> Option<Sweep> {
             lower_better: true,
             pick: |r, _| r.series == "onoff",
             x_of: |r| r.x,
-            y: |r| r.p99_us,
+            y: crossover::P99,
         },
         Suite::Skew => Sweep {
             x: (
@@ -75,7 +75,7 @@ fn sweep(suite: Suite) -> Option<Sweep> {
                     .and_then(|s| s.parse().ok())
                     .unwrap_or(0.0)
             },
-            y: |r| r.throughput_per_sec,
+            y: crossover::THROUGHPUT,
         },
         _ => return None,
     })
@@ -122,12 +122,15 @@ fn along(
         .collect();
     let picked = picked(&mine, sw);
     let ids: Vec<String> = picked.iter().map(|p| p.0.clone()).collect();
-    (ratios(&mine, suite.name(), &ids, reference, sw.y), picked)
+    (
+        ratios(&mine, suite.name(), &ids, reference, sw.y.value),
+        picked,
+    )
 }
 
-/// Where two servers swap places along `suite`'s sweep, by more than `margin`, as the
-/// report's conclusion says it; `None` for a suite without a sweep, or a run without two of
-/// its points or a reference.
+/// Where two servers swap places along `suite`'s sweep, by more than `margin` and with their
+/// repeats' intervals apart at both places, as the report's conclusion says it; `None` for
+/// a suite without a sweep, or a run without two of its points or a reference.
 pub(crate) fn swaps(rows: &[Row], suite: Suite, margin: f64) -> Option<Vec<String>> {
     let sw = sweep(suite)?;
     let reference = suite.reference(&servers_that_ran(rows), None)?;
@@ -135,9 +138,11 @@ pub(crate) fn swaps(rows: &[Row], suite: Suite, margin: f64) -> Option<Vec<Strin
     if picked.len() < 2 {
         return None;
     }
+    let ids: Vec<String> = picked.iter().map(|p| p.0.clone()).collect();
     let labels: Vec<String> = picked.into_iter().map(|p| p.1).collect();
+    let apart = told_apart(rows, suite.name(), &ids, sw.y);
     Some(sentences(
-        &crossover::swaps(&by, margin),
+        &crossover::swaps(&by, margin, apart),
         &labels,
         sw.what,
         sw.lower_better,
@@ -198,10 +203,12 @@ mod tests {
             point: format!("echo-{bytes}"),
             label: format!("{bytes} B"),
             x: bytes as f64,
-            repeats: 1,
-            ok: 1,
+            repeats: 5,
+            ok: 5,
             msg_bytes: Some(bytes as f64),
             cpu_us_per_req: Some(cpu),
+            cpu_us_per_req_ci_low: Some(cpu * 0.95),
+            cpu_us_per_req_ci_high: Some(cpu * 1.05),
             ..Row::default()
         }
     }
@@ -234,5 +241,27 @@ mod tests {
             ["floor-epoll leads x on CPU per request at 16 B but trails it at 1024 B"]
         );
         assert_eq!(swaps(&rows, Suite::Churn, 0.1), None);
+
+        // The same medians, but x's repeats spread over floor-epoll's at 1024 B: not told
+        // apart there, so no swap is named. Nor at one repeat, which has no interval.
+        let mut wide = rows.clone();
+        wide[3].cpu_us_per_req_ci_high = Some(2.5);
+        assert_eq!(
+            swaps(&wide, Suite::Sizes, 0.1).unwrap(),
+            Vec::<String>::new()
+        );
+        let once: Vec<Row> = rows
+            .iter()
+            .map(|r| Row {
+                repeats: 1,
+                cpu_us_per_req_ci_low: None,
+                cpu_us_per_req_ci_high: None,
+                ..r.clone()
+            })
+            .collect();
+        assert_eq!(
+            swaps(&once, Suite::Sizes, 0.1).unwrap(),
+            Vec::<String>::new()
+        );
     }
 }

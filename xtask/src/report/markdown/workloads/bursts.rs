@@ -10,7 +10,7 @@ use super::{NO_EXTRA, crossovers, grid, judged, points, reference};
 use crate::plan::suites::Suite;
 use crate::record::row::{Row, find};
 use crate::report::cells::{fmt_num, fmt_us, table};
-use crate::report::crossover::spearman;
+use crate::report::crossover::{self, spearman};
 
 const SUITE: Suite = Suite::Bursts;
 /// The arrivals held against Poisson.
@@ -110,7 +110,7 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
             rows,
             SUITE,
             (&pts, reference),
-            ("p99", |r| r.p99_us, true),
+            ("p99", crossover::P99, true),
         );
     }
     let mut body = Vec::new();

@@ -12,7 +12,7 @@ use super::{NO_EXTRA, crossovers, grid, judged, points, reference};
 use crate::plan::suites::Suite;
 use crate::record::row::{Row, find};
 use crate::report::cells::{fmt_num, fmt_rate, fmt_us};
-use crate::report::crossover::least_squares;
+use crate::report::crossover::{self, least_squares};
 
 const SUITE: Suite = Suite::Churn;
 
@@ -120,7 +120,7 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
             rows,
             SUITE,
             (&pts, reference),
-            ("CPU per request", |r| r.cpu_us_per_req, true),
+            ("CPU per request", crossover::CPU, true),
         );
     }
     held_open(out, rows);
@@ -211,6 +211,9 @@ mod tests {
             ok: 1,
             requests_per_conn: r,
             cpu_us_per_req: Some(cpu),
+            // The repeats' interval a swap needs to be named: 1% either side.
+            cpu_us_per_req_ci_low: Some(cpu * 0.99),
+            cpu_us_per_req_ci_high: Some(cpu * 1.01),
             throughput_per_sec: Some(tp),
             connections_opened: r.map(|r| tp / r as f64),
             server_accepted: r.map(|r| tp / r as f64),
@@ -255,6 +258,23 @@ mod tests {
         assert!(
             out.contains("floor-epoll leads b on CPU per request at R 10 but trails it at R 100"),
             "{out}"
+        );
+        // Without the repeats' intervals (one repeat) the swap of the medians goes unnamed,
+        // and the section says so.
+        let once: Vec<Row> = rows
+            .iter()
+            .map(|r| Row {
+                cpu_us_per_req_ci_low: None,
+                cpu_us_per_req_ci_high: None,
+                ..r.clone()
+            })
+            .collect();
+        let mut unnamed = String::new();
+        section(&mut unnamed, &once, None);
+        assert!(!unnamed.contains("leads b"), "{unnamed}");
+        assert!(
+            unnamed.contains("1 swap(s) of the medians alone are not named"),
+            "{unnamed}"
         );
         assert!(
             out.contains("closed at least as many as loadgen opened"),

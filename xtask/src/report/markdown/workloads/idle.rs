@@ -5,6 +5,7 @@
 //!
 //! It may call what `workloads` may.
 
+use crate::report::crossover;
 use std::fmt::Write as _;
 
 use super::{crossovers, grid, judged, reference};
@@ -83,7 +84,7 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
             rows,
             SUITE,
             (&pts, reference),
-            ("the active clients' p99", |r| r.p99_us, true),
+            ("the active clients' p99", crossover::P99, true),
         );
     }
     let held = rows.iter().filter(|r| r.idle_conns.is_some() && r.ok > 0);

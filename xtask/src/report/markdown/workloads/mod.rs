@@ -53,9 +53,9 @@ pub(crate) fn swap_note(input: &Input<'_>, suite: Suite) -> Option<String> {
             swaps.join("; ")
         )),
         n => Some(format!(
-            "Along the {} sweep the ranking changes {n} times (two servers swapping by more than {:.0}% on both sides; \"Where the ranking changes\" lists them), among them: {}.",
+            "Along the {} sweep the ranking changes {n} times ({}; \"Where the ranking changes\" lists them), among them: {}.",
             suite.name(),
-            SWAP_MARGIN * 100.0,
+            swap_rule(),
             swaps[..SWAPS_NAMED].join("; ")
         )),
     }
@@ -79,8 +79,8 @@ pub(crate) fn conclusion(out: &mut String, input: &Input<'_>) {
     }
     let _ = writeln!(
         out,
-        "## Where the ranking changes\n\nAlong each workload's sweep (its crossover figure), the places where two servers swap, by more than {:.0}% on both sides:\n",
-        SWAP_MARGIN * 100.0
+        "## Where the ranking changes\n\nAlong each workload's sweep (its crossover figure), the places where two servers swap ({}):\n",
+        swap_rule()
     );
     for (suite, lines) in said {
         if lines.is_empty() {
@@ -123,8 +123,8 @@ type Extra<'a> = (&'a [&'a str], &'a dyn Fn(&str) -> Vec<String>);
 /// A grid without columns after its points.
 const NO_EXTRA: Extra<'static> = (&[], &|_| Vec::new());
 
-/// What a crossover compares: its name, its value, and whether lower is better.
-type Measure<'a> = (&'a str, fn(&Row) -> Option<f64>, bool);
+/// What a crossover compares: its name, its value and interval, and whether lower is better.
+type Measure<'a> = (&'a str, crossover::Reading, bool);
 
 /// A table of a server a line, a column per point of `points` (`cell` of the server's row
 /// there, its marks added), then the `extra` columns named in `extra_head`.
@@ -184,7 +184,8 @@ fn judged(
 }
 
 /// The section's last words: where two servers swap places along `points` by `y` (each as a
-/// ratio to `reference`), or that none do.
+/// ratio to `reference`) with their repeats apart, or that none do, and how many swaps of the
+/// medians alone the repeats' spread leaves unnamed.
 fn crossovers(
     out: &mut String,
     rows: &[Row],
@@ -198,13 +199,23 @@ fn crossovers(
     };
     let ids: Vec<String> = points.iter().map(|p| p.0.clone()).collect();
     let labels: Vec<String> = points.iter().map(|p| p.1.clone()).collect();
-    let by = crossover::ratios(rows, suite.name(), &ids, reference, y);
-    let swaps = crossover::swaps(&by, SWAP_MARGIN);
+    let by = crossover::ratios(rows, suite.name(), &ids, reference, y.value);
+    let of_medians = crossover::swaps(&by, SWAP_MARGIN, |_, _, _| true).len();
+    let apart = crossover::told_apart(rows, suite.name(), &ids, y);
+    let swaps = crossover::swaps(&by, SWAP_MARGIN, apart);
     let said = crossover::sentences(&swaps, &labels, what, lower_better);
+    let unnamed = of_medians.saturating_sub(said.len());
+    let within = if unnamed == 0 {
+        String::new()
+    } else {
+        format!(
+            " {unnamed} swap(s) of the medians alone are not named: there the two servers' repeats overlap, or the run has too few repeats (under 3) for an interval."
+        )
+    };
     if said.is_empty() {
         let _ = writeln!(
             out,
-            "**Where the ranking changes** ({what}, {} to {}): no two servers swap places by more than {:.0}%.\n",
+            "**Where the ranking changes** ({what}, {} to {}): no two servers swap places by more than {:.0}% with their repeats apart.{within}\n",
             labels.first().map_or("", String::as_str),
             labels.last().map_or("", String::as_str),
             SWAP_MARGIN * 100.0
@@ -212,12 +223,23 @@ fn crossovers(
     } else {
         let _ = writeln!(
             out,
-            "**Where the ranking changes** ({what}; a swap counts where the two differ by more than {:.0}% on both sides):\n",
-            SWAP_MARGIN * 100.0
+            "**Where the ranking changes** ({what}; {}):\n",
+            swap_rule()
         );
         for s in said {
             let _ = writeln!(out, "- {s}");
         }
+        if !within.is_empty() {
+            let _ = writeln!(out, "\n{}", within.trim_start());
+        }
         out.push('\n');
     }
+}
+
+/// What counts as a swap, as the report says it.
+fn swap_rule() -> String {
+    format!(
+        "a swap counts where the two differ by more than {:.0}% on both sides and their repeats' intervals do not overlap at either",
+        SWAP_MARGIN * 100.0
+    )
 }

@@ -5,6 +5,7 @@
 //!
 //! It may call what `workloads` may.
 
+use crate::report::crossover;
 use std::fmt::Write as _;
 
 use super::{NO_EXTRA, crossovers, grid, judged, points, reference};
@@ -73,7 +74,7 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
         rows,
         SUITE,
         (&pts, reference),
-        ("CPU per request", |r| r.cpu_us_per_req, true),
+        ("CPU per request", crossover::CPU, true),
     );
     let mut kv = Vec::new();
     for series in ["kv-redis-benchmark", "kv-loadgen"] {

@@ -4,6 +4,7 @@
 //!
 //! It may call what `workloads` may.
 
+use crate::report::crossover;
 use std::fmt::Write as _;
 
 use super::{NO_EXTRA, crossovers, grid, judged, points, reference};
@@ -59,7 +60,7 @@ pub(crate) fn section(out: &mut String, rows: &[Row], explicit: Option<&str>) {
             rows,
             SUITE,
             (&pts, reference),
-            ("throughput", |r| r.throughput_per_sec, false),
+            ("throughput", crossover::THROUGHPUT, false),
         );
     }
 }
@@ -81,6 +82,9 @@ mod tests {
             ratio: Some("1:30".into()),
             key_dist: Some(dist.into()),
             throughput_per_sec: Some(tp),
+            // The repeats' interval a swap needs to be named: 1% either side.
+            throughput_per_sec_ci_low: Some(tp * 0.99),
+            throughput_per_sec_ci_high: Some(tp * 1.01),
             get_p99_us: Some(20.0),
             set_p99_us: Some(90.0),
             ..Row::default()
