@@ -51,8 +51,7 @@ impl Headline {
         let (point, metric) = if let Some(r) = mine.iter().find(|r| r.rate.is_some()) {
             // CPU per request compares servers at equal load only: where each ran at a share
             // of its own capacity (bursts with --capacities), there is no headline.
-            let unequal = mine.iter().any(|o| o.point == r.point && o.rate != r.rate);
-            if unequal {
+            if at_unequal_loads(rows, suite) {
                 return None;
             }
             (r.point.clone(), "cpu_us_per_req")
@@ -305,6 +304,34 @@ fn notes(input: &Input<'_>, suite: Suite) -> Vec<String> {
     NOTES.iter().filter_map(|n| n(input, suite)).collect()
 }
 
+/// Whether `suite`'s servers ran a point at different rates: each at a share of its own
+/// capacity (bursts with `--capacities`), so that their CPU per request does not compare.
+fn at_unequal_loads(rows: &[Row], suite: Suite) -> bool {
+    let mine: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.suite == suite.name() && r.repeats > 0 && r.rate.is_some())
+        .collect();
+    mine.iter()
+        .any(|r| mine.iter().any(|o| o.point == r.point && o.rate != r.rate))
+}
+
+/// The paragraph of a suite whose servers ran at unequal loads: why no CPU is compared, its
+/// disturbed points, and what its notes say (where the ranking of latencies changes).
+fn unequal_loads(input: &Input<'_>, suite: Suite, notes: &[String]) -> Option<String> {
+    if !at_unequal_loads(input.rows, suite) {
+        return None;
+    }
+    let mut text = format!(
+        "Each server ran {} at a share of its own capacity (`--capacities`), so no server's CPU per request is held against another's: the run ranks latencies, each under its own load. {}",
+        suite.name(),
+        disturbed(input.rows, suite.name())
+    );
+    for n in notes {
+        let _ = write!(text, " {n}");
+    }
+    Some(text)
+}
+
 /// `suite`'s paragraph: capacity's from its searches, another's from its headline point.
 fn paragraph_of(input: &Input<'_>, suite: Suite) -> Option<String> {
     if suite == Suite::Capacity {
@@ -314,7 +341,8 @@ fn paragraph_of(input: &Input<'_>, suite: Suite) -> Option<String> {
         }
         return Some(p);
     }
-    paragraph(input, suite, &notes(input, suite))
+    let notes = notes(input, suite);
+    paragraph(input, suite, &notes).or_else(|| unequal_loads(input, suite, &notes))
 }
 
 /// The conclusion of the run: a paragraph for each suite of the run that has one.

@@ -193,6 +193,25 @@ fn cpu_at_unequal_loads_is_no_headline() {
     // Each at a share of its own capacity (bursts with --capacities): no comparison.
     rows[1].rate = Some(2000.0);
     assert_eq!(Headline::of(&rows, Suite::Quick), None);
+    // The run still has its paragraph, which says why no CPU is compared.
+    let meta = Meta::default();
+    let said = paragraphs(&input_of(&meta, &rows));
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("at a share of its own capacity"),
+        "{}",
+        said[0]
+    );
+    assert!(
+        said[0].contains("None of its 2 points was disturbed"),
+        "{}",
+        said[0]
+    );
+    assert!(
+        !said[0].contains('×'),
+        "no ratio at unequal loads: {}",
+        said[0]
+    );
 }
 
 #[test]
