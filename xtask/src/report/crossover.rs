@@ -153,11 +153,28 @@ pub(crate) fn swaps(
     out
 }
 
+/// The swaps along `points` of `suite` by `reading`, each server as a ratio to `reference`:
+/// those whose two servers' repeats are apart at both places ([`told_apart`]), and how many
+/// swaps of the medians alone that leaves unnamed.
+pub(crate) fn swaps_told_apart(
+    rows: &[Row],
+    (suite, points): (&str, &[String]),
+    reference: &str,
+    reading: Reading,
+    margin: f64,
+) -> (Vec<Swap>, usize) {
+    let by = ratios(rows, suite, points, reference, reading.value);
+    let of_medians = swaps(&by, margin, |_, _, _| true).len();
+    let told = swaps(&by, margin, told_apart(rows, suite, points, reading));
+    let unnamed = of_medians.saturating_sub(told.len());
+    (told, unnamed)
+}
+
 /// Whether two servers' repeats tell them apart at `points[step]` of `suite`: both rows carry
 /// an interval of `reading` and the two do not overlap. (Every swap the report names passes
 /// this at both of its steps: with 5 repeats, two [min, max] intervals apart is what a
 /// rank test would call a difference at p < 0.01.)
-pub(crate) fn told_apart<'a>(
+fn told_apart<'a>(
     rows: &'a [Row],
     suite: &'a str,
     points: &'a [String],
@@ -357,8 +374,9 @@ mod tests {
         };
         let pts = vec!["p1".to_string(), "p2".to_string()];
         let named = |rows: &[Row]| {
-            let by = ratios(rows, "sizes", &pts, "ref", CPU.value);
-            swaps(&by, 0.1, told_apart(rows, "sizes", &pts, CPU)).len()
+            let (told, unnamed) = swaps_told_apart(rows, ("sizes", &pts), "ref", CPU, 0.1);
+            assert_eq!(told.len() + unnamed, 1, "one swap of the medians in all");
+            told.len()
         };
         let tight = vec![
             row("ref", "p1", 2.0, 0.1),

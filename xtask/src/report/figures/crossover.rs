@@ -11,7 +11,7 @@
 use super::{Data, Figure};
 use crate::plan::suites::Suite;
 use crate::record::row::{Row, servers_that_ran};
-use crate::report::crossover::{self, ByServer, Reading, ratios, sentences, told_apart};
+use crate::report::crossover::{self, ByServer, Reading, ratios, sentences};
 use crate::report::plots::{Line, Scale};
 
 /// What a crossover figure plots: which rows make the sweep, their x, and the measure.
@@ -108,6 +108,14 @@ fn picked(mine: &[Row], sw: &Sweep) -> Vec<(String, String, f64)> {
     picked
 }
 
+/// The rows of `suite`.
+fn rows_of(rows: &[Row], suite: Suite) -> Vec<Row> {
+    rows.iter()
+        .filter(|r| r.suite == suite.name())
+        .cloned()
+        .collect()
+}
+
 /// Each server's ratio to `reference` along `suite`'s sweep, with the sweep's points.
 fn along(
     rows: &[Row],
@@ -115,11 +123,7 @@ fn along(
     sw: &Sweep,
     reference: &str,
 ) -> (ByServer, Vec<(String, String, f64)>) {
-    let mine: Vec<Row> = rows
-        .iter()
-        .filter(|r| r.suite == suite.name())
-        .cloned()
-        .collect();
+    let mine = rows_of(rows, suite);
     let picked = picked(&mine, sw);
     let ids: Vec<String> = picked.iter().map(|p| p.0.clone()).collect();
     (
@@ -134,19 +138,16 @@ fn along(
 pub(crate) fn swaps(rows: &[Row], suite: Suite, margin: f64) -> Option<Vec<String>> {
     let sw = sweep(suite)?;
     let reference = suite.reference(&servers_that_ran(rows), None)?;
-    let (by, picked) = along(rows, suite, &sw, &reference);
+    let mine = rows_of(rows, suite);
+    let picked = picked(&mine, &sw);
     if picked.len() < 2 {
         return None;
     }
     let ids: Vec<String> = picked.iter().map(|p| p.0.clone()).collect();
     let labels: Vec<String> = picked.into_iter().map(|p| p.1).collect();
-    let apart = told_apart(rows, suite.name(), &ids, sw.y);
-    Some(sentences(
-        &crossover::swaps(&by, margin, apart),
-        &labels,
-        sw.what,
-        sw.lower_better,
-    ))
+    let (told, _) =
+        crossover::swaps_told_apart(&mine, (suite.name(), &ids), &reference, sw.y, margin);
+    Some(sentences(&told, &labels, sw.what, sw.lower_better))
 }
 
 /// The lines of `suite`'s crossover figure: a server each, its ratio to `reference`.

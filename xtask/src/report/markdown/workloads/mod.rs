@@ -199,12 +199,9 @@ fn crossovers(
     };
     let ids: Vec<String> = points.iter().map(|p| p.0.clone()).collect();
     let labels: Vec<String> = points.iter().map(|p| p.1.clone()).collect();
-    let by = crossover::ratios(rows, suite.name(), &ids, reference, y.value);
-    let of_medians = crossover::swaps(&by, SWAP_MARGIN, |_, _, _| true).len();
-    let apart = crossover::told_apart(rows, suite.name(), &ids, y);
-    let swaps = crossover::swaps(&by, SWAP_MARGIN, apart);
+    let (swaps, unnamed) =
+        crossover::swaps_told_apart(rows, (suite.name(), &ids), reference, y, SWAP_MARGIN);
     let said = crossover::sentences(&swaps, &labels, what, lower_better);
-    let unnamed = of_medians.saturating_sub(said.len());
     let within = if unnamed == 0 {
         String::new()
     } else {
